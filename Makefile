@@ -1,0 +1,47 @@
+# drevt-sweep: every target bootstraps .venv when it is missing. `make help` lists them.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed-stamp
+NAME   ?= policy_comparison
+UI_PORT ?= 5000
+TRACKING_DB := $(CURDIR)/outputs/mlflow.db
+
+.DEFAULT_GOAL := help
+.PHONY: help install run sweep experiment ui test test-fast bench clean
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
+
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[test]'
+	@touch $(STAMP)
+
+install: $(STAMP) ## create .venv (if missing) and install the project with its test tools
+
+run: $(STAMP) ## run the default sweep on the bundled KTH-SP2 trace and say where to look
+	$(BIN)/drevt-sweep -m
+
+sweep: $(STAMP) ## multirun over policy x run-time model (override with ARGS='...')
+	$(BIN)/drevt-sweep -m policy=fcfs,easy,conservative run_time=actual,limit,lognormal $(ARGS)
+
+experiment: $(STAMP) ## run a named experiment from conf/experiment (NAME=policy_comparison)
+	$(BIN)/drevt-sweep -m +experiment=$(NAME) $(ARGS)
+
+ui: $(STAMP) ## serve the MLflow UI for the embedded store on 127.0.0.1:$(UI_PORT)
+	$(BIN)/mlflow ui --host 127.0.0.1 --port $(UI_PORT) --backend-store-uri sqlite:///$(TRACKING_DB)
+
+test: $(STAMP) ## run the whole test suite (slow end-to-end tests included)
+	$(BIN)/python -m pytest -q
+
+test-fast: $(STAMP) ## run the fast tests only
+	$(BIN)/python -m pytest -q -m 'not slow'
+
+bench: $(STAMP) ## run the benchmarks and update benchmarks/RESULTS.md
+	$(BIN)/python benchmarks/run_all.py
+
+clean: ## remove run outputs and caches (keeps .venv)
+	rm -rf outputs/* multirun .pytest_cache .hypothesis
+	@touch outputs/.gitkeep

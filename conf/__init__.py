@@ -1,0 +1,1 @@
+"""Hydra configuration, shipped inside the package as ``drevt_sweep.conf``."""

@@ -1,0 +1,106 @@
+"""The one columnar job table that every trace reader produces and everything else consumes.
+
+Columns are numpy arrays, one row per job, stably sorted by submit time (file order breaks
+ties). Times are float64 seconds since the Unix epoch (UTC); unknown values are NaN (floats)
+or -1 (integers). The table is immutable by convention: transforms return new tables.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+
+Mode = Literal["replay", "simulation"]
+
+
+@dataclass(frozen=True)
+class Reject:
+    """One input row that was skipped (``on_bad_row=skip``) or excluded, and why."""
+
+    line: int
+    column: str | None
+    value: str | None
+    reason: str
+
+
+@dataclass(frozen=True)
+class TraceMeta:
+    """Where a job table came from and what happened to the rows on the way."""
+
+    path: str
+    trace_format: str
+    mode: Mode
+    checksum: str  # sha256 of the file's bytes as stored (compressed if .gz)
+    timezone: str
+    timestamp_format: str  # the encoding actually found: "epoch", "iso" or "relative"
+    machine_nodes: int | None  # the machine size the file states (SWF MaxNodes/MaxProcs), if any
+    has_actual_run_time: bool
+    rows_read: int
+    rows_kept: int
+    excluded: dict[str, int] = field(default_factory=dict)  # reason -> number of rows
+    rejects: tuple[Reject, ...] = ()
+    notes: dict[str, int] = field(default_factory=dict)  # e.g. DST gap/fold resolutions
+
+    @property
+    def can_replay(self) -> bool:
+        return self.mode == "replay"
+
+
+@dataclass(frozen=True, eq=False)
+class JobTable:
+    """Validated jobs in columnar form (see the module docstring for units)."""
+
+    job_id: np.ndarray  # int64, the trace's own id where it has one, else the row number
+    source_line: np.ndarray  # int64, 1-based line in the file where the job was read
+    submit: np.ndarray  # float64
+    begin: np.ndarray  # float64, historical start (NaN when unknown)
+    end: np.ndarray  # float64, historical end (NaN when unknown)
+    num_nodes: np.ndarray  # int64, >= 1
+    time_limit: np.ndarray  # float64 seconds, > 0
+    actual_run_time: np.ndarray  # float64 seconds, NaN when unknown
+    queue_code: np.ndarray  # int32 index into queue_names
+    queue_names: tuple[str, ...]
+    exit_status: np.ndarray  # int64, -1 when unknown
+    meta: TraceMeta
+
+    COLUMNS = (
+        "job_id",
+        "source_line",
+        "submit",
+        "begin",
+        "end",
+        "num_nodes",
+        "time_limit",
+        "actual_run_time",
+        "queue_code",
+        "exit_status",
+    )
+
+    def __len__(self) -> int:
+        return int(self.submit.shape[0])
+
+    @property
+    def queue(self) -> np.ndarray:
+        """Queue names per job (an object array; use ``queue_code`` in hot paths)."""
+        return np.asarray(self.queue_names, dtype=object)[self.queue_code]
+
+    def columns(self) -> dict[str, np.ndarray]:
+        return {name: getattr(self, name) for name in self.COLUMNS}
+
+    def take(self, index: np.ndarray) -> JobTable:
+        """A new table with the rows selected by an integer index or boolean mask."""
+        return dataclasses.replace(self, **{k: v[index] for k, v in self.columns().items()})
+
+    def replace(self, **changes) -> JobTable:
+        return dataclasses.replace(self, **changes)
+
+    def to_frame(self):
+        """A pandas DataFrame view for reports and exploration (never used in hot paths)."""
+        import pandas as pd
+
+        frame = pd.DataFrame({k: v for k, v in self.columns().items() if k != "queue_code"})
+        frame.insert(frame.columns.get_loc("exit_status"), "queue", self.queue)
+        return frame
