@@ -28,7 +28,7 @@ sweep: $(STAMP) ## multirun over policy x run-time model (override with ARGS='..
 	$(BIN)/drevt-sweep -m policy=fcfs,easy,conservative run_time=actual,limit,lognormal $(ARGS)
 
 experiment: $(STAMP) ## run a named experiment from conf/experiment (NAME=policy_comparison)
-	$(BIN)/drevt-sweep -m +experiment=$(NAME) $(ARGS)
+	$(BIN)/drevt-sweep -m experiment=$(NAME) $(ARGS)
 
 ui: $(STAMP) ## serve the MLflow UI for the embedded store on 127.0.0.1:$(UI_PORT)
 	$(BIN)/mlflow ui --host 127.0.0.1 --port $(UI_PORT) --backend-store-uri sqlite:///$(TRACKING_DB)

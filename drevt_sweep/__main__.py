@@ -1,0 +1,5 @@
+"""``python -m drevt_sweep`` runs the sweep app (same as the ``drevt-sweep`` command)."""
+
+from .sweep import main
+
+main()

@@ -1,0 +1,181 @@
+"""The sweep's configuration schema, registered with Hydra's ConfigStore.
+
+Each YAML file under ``conf/`` is checked against these dataclasses when Hydra composes the
+config, so a misspelt key, a wrong type or an unknown option (an Enum value) fails before any
+simulation runs, with Hydra's own message.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import List, Optional
+
+from hydra.core.config_store import ConfigStore
+
+
+class TraceFormat(Enum):
+    simple = "simple"
+    lassen = "lassen"
+    swf = "swf"
+    slurm = "slurm"
+
+
+class TimestampFormat(Enum):
+    auto = "auto"
+    epoch = "epoch"
+    iso = "iso"
+
+
+class BadRowAction(Enum):
+    error = "error"
+    skip = "skip"
+
+
+class MissingTimeLimit(Enum):
+    run_time = "run_time"
+    drop = "drop"
+    fail = "fail"
+
+
+class RunTimeMode(Enum):
+    actual = "actual"
+    limit = "limit"
+    distribution = "distribution"
+
+
+class Distribution(Enum):
+    normal = "normal"
+    lognormal = "lognormal"
+    uniform = "uniform"
+
+
+class Priority(Enum):
+    fcfs = "fcfs"
+    sjf = "sjf"
+    ljf = "ljf"
+    smallest = "smallest"
+    largest = "largest"
+
+
+class Backfill(Enum):
+    none = "none"
+    easy = "easy"
+    conservative = "conservative"
+    easy_drevt = "easy_drevt"
+
+
+class ParallelBackend(Enum):
+    loky = "loky"
+    threading = "threading"
+    sequential = "sequential"
+
+
+@dataclass
+class TraceConf:
+    """Which trace file; ``path`` is absolute or relative to the project root."""
+
+    name: str = "kth_sp2"
+    path: str = "???"
+
+
+@dataclass
+class FormatConf:
+    """How to read it (the seeds' --trace_format and --timestamp_format, plus row handling)."""
+
+    name: TraceFormat = TraceFormat.simple
+    timestamp_format: TimestampFormat = TimestampFormat.auto
+    # null = the format's default queue filter; ["all"] keeps every queue.
+    queues: Optional[List[str]] = None
+    on_bad_row: BadRowAction = BadRowAction.error
+    swf_missing_time_limit: MissingTimeLimit = MissingTimeLimit.run_time
+
+
+@dataclass
+class TimezoneConf:
+    """The IANA zone of timestamps that carry no offset (the seeds' --timezone)."""
+
+    name: str = "America/Los_Angeles"
+
+
+@dataclass
+class RunTimeConf:
+    """How long a job really runs in a simulation (the seeds' --run_time_mode and friends)."""
+
+    name: str = "actual"
+    mode: RunTimeMode = RunTimeMode.actual
+    distribution: Distribution = Distribution.normal
+    scale: float = 1.0
+    stddev: float = 0.0
+    min_run_time: float = 1.0
+
+
+@dataclass
+class PolicyConf:
+    """Queue order and backfilling; ``replay`` replays the trace's own history instead."""
+
+    name: str = "easy"
+    priority: Priority = Priority.fcfs
+    backfill: Backfill = Backfill.easy
+    replay: bool = False
+
+
+@dataclass
+class SystemConf:
+    """The machine: null total_nodes means the size the trace states (else 795, Lassen)."""
+
+    name: str = "trace"
+    total_nodes: Optional[int] = None
+    enforce_limits: bool = True
+
+
+@dataclass
+class ParallelConf:
+    """Seed-level fan-out with joblib; n_jobs=-1 uses every core."""
+
+    n_jobs: int = -1
+    backend: ParallelBackend = ParallelBackend.loky
+
+
+@dataclass
+class TrackingConf:
+    """MLflow: null uri means the embedded sqlite store under outputs/."""
+
+    uri: Optional[str] = None
+    artifact_root: Optional[str] = None
+    experiment: str = "drevt-sweep"
+    log_schedule: bool = True  # the schedule CSV of the first seed, as an artifact
+    enabled: bool = True
+
+
+@dataclass
+class PathsConf:
+    root: str = "???"
+    output_root: str = "???"
+    cache_dir: str = "???"
+    trace_dir: str = "???"
+
+
+@dataclass
+class SweepConfig:
+    """The root config: one Hydra job = one configuration, run over ``replicates`` seeds."""
+
+    trace: TraceConf = field(default_factory=TraceConf)
+    format: FormatConf = field(default_factory=FormatConf)
+    timezone: TimezoneConf = field(default_factory=TimezoneConf)
+    run_time: RunTimeConf = field(default_factory=RunTimeConf)
+    policy: PolicyConf = field(default_factory=PolicyConf)
+    system: SystemConf = field(default_factory=SystemConf)
+    parallel: ParallelConf = field(default_factory=ParallelConf)
+    tracking: TrackingConf = field(default_factory=TrackingConf)
+    paths: PathsConf = field(default_factory=PathsConf)
+    seed: int = 0
+    replicates: int = 5
+    resume: bool = False
+    progress: bool = True
+
+
+def register_configs() -> None:
+    """Register the root schema; ``conf/config.yaml`` lists it first, so every group's YAML is
+    merged into (and checked against) its typed field."""
+    ConfigStore.instance().store(name="sweep_schema", node=SweepConfig)

@@ -1,0 +1,178 @@
+"""One configuration run over many seeds: the part of a sweep that runs in worker processes.
+
+This module knows nothing of Hydra or MLflow (workers never import them): it takes an
+already-parsed job table and a plain ``RunSpec``, and returns metrics per seed. The results
+for a seed depend only on the spec, the trace and the seed, never on which worker ran it,
+how many there were, or in which order they finished.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+import traceback
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import engine
+from .errors import DrevtError
+from .jobs import JobTable
+from .metrics import compute_metrics
+from .runtime import RunTimeModel, draw_run_times, is_stochastic
+from .schedule import Schedule
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """Everything that decides a seed's schedule, apart from the trace and the seed."""
+
+    total_nodes: int
+    priority: str = "fcfs"
+    backfill: str = "easy"
+    replay: bool = False
+    run_time: RunTimeModel = field(default_factory=RunTimeModel)
+    enforce_limits: bool = True
+
+    @property
+    def stochastic(self) -> bool:
+        return not self.replay and is_stochastic(self.run_time)
+
+
+@dataclass
+class SeedResult:
+    """What one seed produced: metrics, or the error that stopped it."""
+
+    seed: int
+    metrics: dict[str, float] = field(default_factory=dict)
+    schedule: Schedule | None = None
+    error: str | None = None
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+def seeds_for(spec: RunSpec, first_seed: int, replicates: int) -> list[int]:
+    """Deterministic configurations need a single replicate: more would only repeat it."""
+    return [first_seed + i for i in range(replicates if spec.stochastic else 1)]
+
+
+def simulate_seed(jobs: JobTable, spec: RunSpec, seed: int) -> Schedule:
+    """The schedule for one seed (raises DrevtError on invalid input)."""
+    if spec.replay:
+        return engine.replay(jobs, spec.total_nodes)
+    run_time = draw_run_times(jobs, spec.run_time, seed, enforce_limits=spec.enforce_limits)
+    return engine.simulate(
+        jobs,
+        run_time,
+        spec.total_nodes,
+        priority=spec.priority,
+        backfill=spec.backfill,
+        enforce_limits=spec.enforce_limits,
+    )
+
+
+def run_seed(jobs: JobTable, spec: RunSpec, seed: int, keep_schedule: bool = False) -> SeedResult:
+    """Run one seed, turning any failure into a result so that the other seeds go on."""
+    started = time.perf_counter()
+    try:
+        schedule = simulate_seed(jobs, spec, seed)
+        metrics = compute_metrics(jobs, schedule)
+    except DrevtError as exc:
+        return SeedResult(seed, error=str(exc), seconds=time.perf_counter() - started)
+    except Exception as exc:  # a bug, not bad input: keep the traceback for the report
+        detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+        return SeedResult(
+            seed,
+            error=f"internal error: {detail}\n{traceback.format_exc()}",
+            seconds=time.perf_counter() - started,
+        )
+    return SeedResult(
+        seed,
+        metrics=metrics,
+        schedule=schedule if keep_schedule else None,
+        seconds=time.perf_counter() - started,
+    )
+
+
+class Progress:
+    """Seeds done / total, elapsed and rate on a terminal; nothing at all in CI logs."""
+
+    def __init__(self, total: int, label: str, enabled: bool = True, stream=None) -> None:
+        self.stream = stream or sys.stderr
+        self.enabled = enabled and total > 1 and getattr(self.stream, "isatty", lambda: False)()
+        self.total, self.label, self.done = total, label, 0
+        self.started = time.perf_counter()
+
+    def advance(self) -> None:
+        self.done += 1
+        if not self.enabled:
+            return
+        elapsed = time.perf_counter() - self.started
+        rate = self.done / elapsed if elapsed > 0 else math.inf
+        self.stream.write(
+            f"\r{self.label}: seeds {self.done}/{self.total} | {elapsed:6.1f} s | {rate:5.2f} seeds/s"
+        )
+        if self.done == self.total:
+            self.stream.write("\n")
+        self.stream.flush()
+
+
+def run_seeds(
+    jobs: JobTable,
+    spec: RunSpec,
+    seeds: list[int],
+    *,
+    n_jobs: int = -1,
+    backend: str = "loky",
+    keep_schedule_of: int | None = None,
+    progress: Progress | None = None,
+) -> list[SeedResult]:
+    """Run every seed, in parallel where asked; results come back sorted by seed."""
+    from joblib import Parallel, delayed
+
+    progress = progress or Progress(len(seeds), "run", enabled=False)
+    if backend == "sequential" or n_jobs == 1 or len(seeds) == 1:
+        results = []
+        for seed in seeds:
+            results.append(run_seed(jobs, spec, seed, keep_schedule=seed == keep_schedule_of))
+            progress.advance()
+        return sorted(results, key=lambda r: r.seed)
+    parallel = Parallel(n_jobs=n_jobs, backend=backend, return_as="generator_unordered")
+    results = []
+    for result in parallel(
+        delayed(run_seed)(jobs, spec, seed, seed == keep_schedule_of) for seed in seeds
+    ):
+        results.append(result)
+        progress.advance()
+    return sorted(results, key=lambda r: r.seed)
+
+
+def aggregate(results: list[SeedResult], stochastic: bool = True) -> dict[str, float]:
+    """Mean (under the metric's own name), standard deviation and 95% confidence half-width
+    (Student t) over the seeds. A deterministic configuration has no spread (0); a stochastic
+    one run on a single seed has an unknown spread (NaN)."""
+    from scipy import stats
+
+    ok = [r for r in results if r.ok]
+    if not ok:
+        return {}
+    names = list(ok[0].metrics)
+    table = np.array([[r.metrics.get(name, math.nan) for name in names] for r in ok], dtype=float)
+    n = table.shape[0]
+    mean = table.mean(axis=0)
+    out: dict[str, float] = {}
+    if n > 1:
+        std = table.std(axis=0, ddof=1)
+        half = stats.t.ppf(0.975, n - 1) * std / math.sqrt(n)
+    else:
+        std = np.full_like(mean, math.nan if stochastic else 0.0)
+        half = std.copy()
+    for i, name in enumerate(names):
+        out[name] = float(mean[i])
+        out[f"{name}_std"] = float(std[i])
+        out[f"{name}_ci95"] = float(half[i])
+    return out

@@ -1,0 +1,422 @@
+"""The ``drevt-sweep`` Hydra app: one Hydra job = one configuration, run over its seeds.
+
+Flow of a job: compose config -> open the tracking store (fails fast if unreachable) -> read the
+trace once (on-disk cache) -> fan seeds out with joblib -> aggregate -> log one parent run and
+one child run per seed in batches -> write ``result.json`` into the job's folder. A multirun's
+``SweepSummaryCallback`` gathers those files into ``summary.csv`` and a printed table.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+import time
+from importlib import resources
+from pathlib import Path
+
+import hydra
+from hydra.core.hydra_config import HydraConfig
+from hydra.experimental.callback import Callback
+from omegaconf import DictConfig, OmegaConf
+
+from . import __version__
+from .config import register_configs
+from .errors import ConfigError, DrevtError
+from .experiment import Progress, RunSpec, SeedResult, aggregate, run_seeds, seeds_for
+from .runtime import RunTimeModel
+from .trace import ReadOptions
+
+log = logging.getLogger("drevt_sweep")
+
+LASSEN_NODES = 795  # the seeds' default machine when the trace does not state one
+# Config sections that decide results; the rest is bookkeeping (paths, parallelism, tracking).
+RESULT_SECTIONS = ("trace", "format", "timezone", "run_time", "policy", "system")
+SUMMARY_COLUMNS = ("wait_mean", "bsld_mean", "utilization", "makespan")
+
+_failures: list[str] = []  # configurations that failed in this process (sets the exit code)
+
+
+# ---------------------------------------------------------------- config -> plain objects
+def _value(node):
+    """Enum members come back from structured configs as Enums; we want their names."""
+    return getattr(node, "value", node)
+
+
+def resolve_trace_path(path: str, root: str) -> Path:
+    """``pkg://drevt_sweep/...`` names a bundled file; relative paths start at the project root."""
+    if path.startswith("pkg://"):
+        package, _, inner = path[len("pkg://") :].partition("/")
+        return Path(str(resources.files(package).joinpath(inner)))
+    candidate = Path(path).expanduser()
+    return candidate if candidate.is_absolute() else Path(root) / candidate
+
+
+def read_options(cfg: DictConfig) -> ReadOptions:
+    queues = cfg.format.queues
+    if queues is None:
+        queue_filter: tuple[str, ...] | str = "default"
+    elif list(queues) == ["all"]:
+        queue_filter = "all"
+    else:
+        queue_filter = tuple(str(q) for q in queues)
+    return ReadOptions(
+        trace_format=_value(cfg.format.name),
+        timestamp_format=_value(cfg.format.timestamp_format),
+        timezone=str(cfg.timezone.name),
+        queues=queue_filter,
+        on_bad_row=_value(cfg.format.on_bad_row),
+        # A simulated policy re-schedules a replay trace with its historical run times.
+        force_simulation=not cfg.policy.replay,
+        swf_missing_time_limit=_value(cfg.format.swf_missing_time_limit),
+    )
+
+
+def run_spec(cfg: DictConfig, machine_nodes: int | None) -> RunSpec:
+    rt = cfg.run_time
+    total_nodes = cfg.system.total_nodes
+    if total_nodes is not None and total_nodes < 1:
+        raise ConfigError(f"system.total_nodes must be at least 1, got {total_nodes}")
+    return RunSpec(
+        total_nodes=int(total_nodes or machine_nodes or LASSEN_NODES),
+        priority=_value(cfg.policy.priority),
+        backfill=_value(cfg.policy.backfill),
+        replay=bool(cfg.policy.replay),
+        run_time=RunTimeModel(
+            mode=_value(rt.mode),
+            distribution=_value(rt.distribution),
+            scale=float(rt.scale),
+            stddev=float(rt.stddev),
+            min_run_time=float(rt.min_run_time),
+        ),
+        enforce_limits=bool(cfg.system.enforce_limits),
+    )
+
+
+def result_config(cfg: DictConfig) -> dict:
+    """The resolved settings that decide results: hashed for resume, logged as params."""
+    return {k: OmegaConf.to_container(cfg[k], resolve=True, enum_to_str=True) for k in RESULT_SECTIONS}
+
+
+def flatten(tree: dict, prefix: str = "") -> dict[str, object]:
+    flat: dict[str, object] = {}
+    for key, value in tree.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            flat.update(flatten(value, name + "."))
+        else:
+            flat[name] = value
+    return flat
+
+
+def configuration_label(hydra_cfg) -> str:
+    """A short, readable name: the group choices that vary, plus explicit value overrides."""
+    choices = hydra_cfg.runtime.choices
+    parts = [f"{g}={choices[g]}" for g in ("trace", "policy", "run_time", "system") if g in choices]
+    overrides = [o for o in hydra_cfg.overrides.task if "." in o.split("=")[0]]
+    return " ".join(parts + sorted(overrides))
+
+
+def _n_jobs(cfg: DictConfig) -> int:
+    """One level of process parallelism: under a parallel Hydra launcher, seeds run in turn."""
+    launcher = str(HydraConfig.get().launcher.get("_target_", ""))
+    if "joblib" in launcher.lower() or "submitit" in launcher.lower():
+        return 1
+    return int(cfg.parallel.n_jobs)
+
+
+# ---------------------------------------------------------------- tracking
+def _tracker(cfg: DictConfig):
+    if not cfg.tracking.enabled:
+        return None
+    from .tracking import Tracker, embedded_uri
+
+    uri = cfg.tracking.uri or embedded_uri(cfg.paths.output_root)
+    artifacts = cfg.tracking.artifact_root or str(Path(cfg.paths.output_root) / "mlartifacts")
+    return Tracker.open(uri, cfg.tracking.experiment, artifacts)
+
+
+# ---------------------------------------------------------------- one configuration
+def run_configuration(cfg: DictConfig) -> dict:
+    """Run one configuration over its seeds, track it, and return its ``result.json`` content."""
+    hydra_cfg = HydraConfig.get()
+    out_dir = Path(hydra_cfg.runtime.output_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    label = configuration_label(hydra_cfg)
+    settings = result_config(cfg)
+    result: dict = {"label": label, "status": "FAILED", "choices": dict(hydra_cfg.runtime.choices)}
+    tracker = parent_id = None
+    started = time.perf_counter()
+    try:
+        tracker = _tracker(cfg)  # a store that does not answer fails before any simulation
+        from .tracking import TAG_CONFIG_HASH, TAG_KIND, TAG_SWEEP_DIR, config_hash
+
+        if tracker:
+            parent_id = tracker.start_run(
+                label,
+                {TAG_KIND: "configuration", TAG_SWEEP_DIR: str(out_dir.parent)},
+            )
+        result["parent_run_id"] = parent_id
+
+        from .trace.cache import load_trace
+
+        path = resolve_trace_path(str(cfg.trace.path), cfg.paths.root)
+        jobs = load_trace(path, read_options(cfg), cache_dir=cfg.paths.cache_dir)
+        spec = run_spec(cfg, jobs.meta.machine_nodes)
+        chash = config_hash({"settings": settings, "checksum": jobs.meta.checksum})
+        seeds = seeds_for(spec, int(cfg.seed), int(cfg.replicates))
+        result.update(
+            config_hash=chash,
+            trace_checksum=jobs.meta.checksum,
+            total_nodes=spec.total_nodes,
+            jobs=len(jobs),
+            seeds=seeds,
+        )
+        _write_rejects(jobs, out_dir)
+
+        results, reused = _run_or_reuse(cfg, tracker, jobs, spec, seeds, chash, label)
+        ok = [r for r in results if r.ok]
+        failed = [r for r in results if not r.ok]
+        metrics = aggregate(results, stochastic=spec.stochastic)
+        result.update(
+            status="FINISHED" if not failed else "FAILED",
+            metrics=metrics,
+            reused_seeds=sorted(reused),
+            failed_seeds=[{"seed": r.seed, "error": r.error} for r in failed],
+            seconds=time.perf_counter() - started,
+        )
+        _write_outputs(out_dir, cfg, jobs, ok, result)
+        if tracker:
+            _log_configuration(tracker, parent_id, cfg, jobs, spec, settings, chash, label,
+                               results, reused, result, out_dir)
+        if failed:
+            raise _SeedsFailed(f"{len(failed)} of {len(results)} seeds failed: "
+                               + "; ".join(f"seed {r.seed}: {r.error.splitlines()[0]}" for r in failed))
+        log.info("%s: %d seeds in %.1f s", label, len(results), result["seconds"])
+    except (DrevtError, _SeedsFailed) as exc:
+        result.update(status="FAILED", error=str(exc))
+        _failures.append(label)
+        log.error("%s: %s", label, exc)
+        if tracker and parent_id:
+            _fail_run(tracker, parent_id, str(exc), out_dir)
+    except KeyboardInterrupt:
+        result.update(status="KILLED", error="interrupted")
+        if tracker and parent_id:
+            tracker.finish(parent_id, "KILLED")
+        raise
+    finally:
+        (out_dir / "result.json").write_text(json.dumps(result, indent=2, default=str))
+    return result
+
+
+class _SeedsFailed(Exception):
+    """Some seeds failed; the others were still run, tracked and summarised."""
+
+
+def _run_or_reuse(cfg, tracker, jobs, spec, seeds, chash, label):
+    """With ``resume=true``, reuse seeds already FINISHED in the store; run the rest."""
+    from .tracking import run_key
+
+    reused: dict[int, SeedResult] = {}
+    if cfg.resume and tracker:
+        finished = tracker.finished_seed_runs(chash)
+        for seed in seeds:
+            run = finished.get(run_key(chash, jobs.meta.checksum, seed))
+            if run is not None:
+                reused[seed] = SeedResult(seed, metrics=dict(run.data.metrics))
+    todo = [s for s in seeds if s not in reused]
+    progress = Progress(len(todo), label, enabled=bool(cfg.progress))
+    keep = todo[0] if (todo and cfg.tracking.log_schedule) else None
+    fresh = run_seeds(
+        jobs, spec, todo, n_jobs=_n_jobs(cfg), backend=_value(cfg.parallel.backend),
+        keep_schedule_of=keep, progress=progress,
+    ) if todo else []
+    results = sorted(list(reused.values()) + fresh, key=lambda r: r.seed)
+    return results, reused
+
+
+def _write_rejects(jobs, out_dir: Path) -> None:
+    if not jobs.meta.rejects:
+        return
+    import csv
+
+    with open(out_dir / "rejects.csv", "w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["line", "column", "value", "reason"])
+        for r in jobs.meta.rejects:
+            writer.writerow([r.line, r.column, r.value, r.reason])
+
+
+def _write_outputs(out_dir: Path, cfg: DictConfig, jobs, ok: list[SeedResult], result: dict) -> None:
+    import pandas as pd
+
+    from .outputs import write_schedule_csv
+
+    (out_dir / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
+    rows = [{"seed": r.seed, **r.metrics} for r in ok]
+    pd.DataFrame(rows).to_csv(out_dir / "seed_metrics.csv", index=False)
+    for r in ok:
+        if r.schedule is not None:
+            write_schedule_csv(out_dir / f"schedule_seed{r.seed}.csv", jobs, r.schedule)
+
+
+def _log_configuration(tracker, parent_id, cfg, jobs, spec, settings, chash, label, results,
+                       reused, result, out_dir) -> None:
+    """Parent: params, aggregates, artifacts. Children: one per newly run seed."""
+    from .tracking import TAG_CONFIG_HASH, TAG_KIND, TAG_RUN_KEY, run_key
+
+    params = flatten(settings)
+    params.update({
+        "total_nodes": spec.total_nodes,
+        "trace_checksum": jobs.meta.checksum,
+        "trace_mode": jobs.meta.mode,
+        "jobs": len(jobs),
+        "seed": int(cfg.seed),
+        "n_seeds": len(results),
+        "drevt_version": __version__,
+    })
+    for name, count in jobs.meta.excluded.items():
+        params[f"excluded.{name}"] = count
+    tracker.log(parent_id, metrics=result["metrics"], params=params,
+                tags={TAG_CONFIG_HASH: chash, "trace_checksum": jobs.meta.checksum})
+    for r in results:
+        if r.seed in reused:
+            continue
+        child = tracker.start_run(
+            f"{label} seed={r.seed}",
+            {TAG_KIND: "seed", TAG_CONFIG_HASH: chash,
+             TAG_RUN_KEY: run_key(chash, jobs.meta.checksum, r.seed)},
+            parent_id=parent_id,
+        )
+        tracker.log(child, metrics=r.metrics, params={"seed": r.seed})
+        if r.ok:
+            tracker.finish(child, "FINISHED")
+        else:
+            _fail_run(tracker, child, r.error, None)
+    for name in ("config.yaml", "seed_metrics.csv", "rejects.csv"):
+        if (out_dir / name).exists():
+            tracker.log_artifact(parent_id, out_dir / name)
+    for path in sorted(out_dir.glob("schedule_seed*.csv")):
+        tracker.log_artifact(parent_id, path, "schedules")
+    if result["status"] == "FINISHED":
+        tracker.finish(parent_id, "FINISHED")
+
+
+def _fail_run(tracker, run_id: str, message: str, out_dir: Path | None) -> None:
+    from .tracking import TAG_ERROR
+
+    tracker.log(run_id, tags={TAG_ERROR: message[:5000]})
+    if out_dir is not None:
+        path = out_dir / "error.txt"
+        path.write_text(message + "\n")
+        tracker.log_artifact(run_id, path)
+    tracker.finish(run_id, "FAILED")
+
+
+# ---------------------------------------------------------------- the sweep summary
+def summary_frame(results: list[dict]):
+    """One row per configuration: mean ± 95% CI of the key metrics, and the status."""
+    import pandas as pd
+
+    rows = []
+    for res in results:
+        row = {"configuration": res.get("label", "?"), "status": res.get("status"),
+               "seeds": len(res.get("seeds", []))}
+        metrics = res.get("metrics") or {}
+        for name in SUMMARY_COLUMNS:
+            row[name] = metrics.get(name)
+            row[f"{name}_ci95"] = metrics.get(f"{name}_ci95")
+        row["error"] = (res.get("error") or "").splitlines()[0] if res.get("error") else ""
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def format_summary(frame) -> str:
+    def pm(value, half, scale=1.0, digits=1):
+        if value is None or value != value:
+            return "-"
+        text = f"{value / scale:.{digits}f}"
+        if half is not None and half == half and half > 0:
+            text += f" ± {half / scale:.{digits}f}"
+        return text
+
+    table = frame[["configuration", "status", "seeds"]].copy()
+    table["mean wait (s)"] = [pm(v, h) for v, h in zip(frame.wait_mean, frame.wait_mean_ci95)]
+    table["bounded slowdown"] = [pm(v, h, digits=2) for v, h in zip(frame.bsld_mean, frame.bsld_mean_ci95)]
+    table["utilization"] = [pm(v, h, digits=3) for v, h in zip(frame.utilization, frame.utilization_ci95)]
+    table["makespan (h)"] = [pm(v, h, 3600.0) for v, h in zip(frame.makespan, frame.makespan_ci95)]
+    return table.to_string(index=False)
+
+
+def write_summary(sweep_dir: Path) -> tuple[str, list[str]]:
+    """Gather every job's result.json into summary.csv; return the table and the failures."""
+    results = []
+    for path in sorted(sweep_dir.glob("*/result.json"), key=lambda p: _job_number(p.parent.name)):
+        results.append(json.loads(path.read_text()))
+    if not results:
+        return "no configuration finished", []
+    frame = summary_frame(results)
+    frame.to_csv(sweep_dir / "summary.csv", index=False)
+    failed = [r["label"] for r in results if r.get("status") != "FINISHED"]
+    return format_summary(frame), failed
+
+
+def _job_number(name: str) -> int:
+    return int(name) if name.isdigit() else 1 << 30
+
+
+class SweepSummaryCallback(Callback):
+    """Creates the store before any job starts, and prints/writes the summary at the end."""
+
+    def on_multirun_start(self, config: DictConfig, **kwargs) -> None:
+        if config.tracking.enabled:
+            try:
+                _tracker(config)
+            except DrevtError as exc:
+                raise SystemExit(f"drevt-sweep: error: {exc}") from None
+
+    def on_multirun_end(self, config: DictConfig, **kwargs) -> None:
+        sweep_dir = Path(config.hydra.sweep.dir)
+        table, failed = write_summary(sweep_dir)
+        _report(table, failed, sweep_dir, config)
+        _failures.extend(f for f in failed if f not in _failures)
+
+    def on_run_end(self, config: DictConfig, **kwargs) -> None:
+        run_dir = Path(config.hydra.run.dir)
+        if (run_dir / "result.json").exists():
+            result = json.loads((run_dir / "result.json").read_text())
+            frame = summary_frame([result])
+            frame.to_csv(run_dir / "summary.csv", index=False)
+            failed = [] if result.get("status") == "FINISHED" else [result["label"]]
+            _report(format_summary(frame), failed, run_dir, config)
+
+
+def _report(table: str, failed: list[str], where: Path, config: DictConfig) -> None:
+    print("\n" + table)
+    print(f"\nsummary: {where / 'summary.csv'}")
+    if config.tracking.enabled:
+        if config.tracking.uri:
+            print(f"runs: MLflow at {config.tracking.uri}, experiment '{config.tracking.experiment}'")
+        else:
+            print(f"runs: {Path(config.paths.output_root) / 'mlflow.db'} — open with `make ui`, "
+                  "then http://127.0.0.1:5000")
+    if failed:
+        print(f"\n{len(failed)} configuration(s) failed: " + "; ".join(failed), file=sys.stderr)
+
+
+# ---------------------------------------------------------------- entry points
+@hydra.main(version_base="1.3", config_path="pkg://drevt_sweep.conf", config_name="config")
+def _app(cfg: DictConfig) -> dict:
+    return run_configuration(cfg)
+
+
+def main() -> None:
+    """Console script: exit 0 when every configuration finished, 1 when any failed."""
+    register_configs()
+    _app()
+    if _failures:
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

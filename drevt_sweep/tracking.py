@@ -1,0 +1,190 @@
+"""All MLflow glue: the store, the experiment, and one parent run per configuration with one
+child run per seed.
+
+Design points (each measured to matter): the sqlite store and the experiment are created once,
+under a file lock, before any simulation starts (several processes migrating a fresh sqlite
+schema at once corrupt it, and concurrent ``set_experiment`` calls create duplicates); every
+write to an embedded store holds the same lock, so two sweeps sharing it lose nothing; metrics
+go in batches from the parent process after the seeds are gathered (``log_metric`` in a loop
+is 30-45x slower); workers never import mlflow.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Iterator
+
+from .errors import ConfigError
+
+# Tag keys carry no dots so that they can be used in MLflow filter strings unquoted.
+TAG_KIND = "drevt_kind"  # "configuration" (parent) or "seed" (child)
+TAG_CONFIG_HASH = "drevt_config_hash"
+TAG_RUN_KEY = "drevt_run_key"
+TAG_SWEEP_DIR = "drevt_sweep_dir"
+TAG_ERROR = "drevt_error"
+
+_BATCH_METRICS, _BATCH_PARAMS, _BATCH_TAGS = 1000, 100, 100
+
+
+def embedded_uri(output_root: str | os.PathLike) -> str:
+    """The default store: a sqlite file at an absolute path under the outputs folder."""
+    return f"sqlite:///{Path(output_root).resolve() / 'mlflow.db'}"
+
+
+def run_key(config_hash: str, trace_checksum: str, seed: int) -> str:
+    """Identifies a configuration x seed across sweeps, so ``resume`` can skip it."""
+    return hashlib.sha256(f"{config_hash}|{trace_checksum}|{seed}".encode()).hexdigest()[:32]
+
+
+def config_hash(config: dict) -> str:
+    """A stable hash of the settings that decide results (seed and bookkeeping left out)."""
+    text = json.dumps(config, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def check_reachable(uri: str, timeout: float = 5.0) -> None:
+    """Fail fast, before any simulation, when a remote tracking server does not answer."""
+    if not uri.startswith(("http://", "https://")):
+        return
+    url = uri.rstrip("/") + "/health"
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as response:
+            if response.status >= 400:
+                raise ConfigError(f"tracking server {uri} answered HTTP {response.status}")
+    except urllib.error.HTTPError as exc:
+        raise ConfigError(f"tracking server {uri} answered HTTP {exc.code}") from None
+    except (urllib.error.URLError, OSError) as exc:
+        reason = getattr(exc, "reason", exc)
+        raise ConfigError(
+            f"tracking server {uri} does not answer ({reason}); start it, or set "
+            "tracking.uri=null for the embedded store"
+        ) from None
+
+
+@contextlib.contextmanager
+def _store_lock(uri: str) -> Iterator[None]:
+    """An exclusive lock beside an embedded sqlite store (no-op for other stores)."""
+    if not uri.startswith("sqlite:///"):
+        yield
+        return
+    db_path = Path(uri[len("sqlite:///") :])
+    db_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(db_path.with_suffix(".lock"), "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _chunks(items: list, size: int) -> Iterable[list]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+@dataclass
+class Tracker:
+    """A handle on one tracking store and experiment; every call is safe across processes."""
+
+    uri: str
+    experiment_id: str
+    artifact_root: str | None = None
+
+    @classmethod
+    def open(cls, uri: str, experiment: str, artifact_root: str | None = None) -> Tracker:
+        """Create the store and the experiment once (under the lock) and return a handle."""
+        check_reachable(uri)
+        with _store_lock(uri):
+            client = _client(uri)
+            found = client.get_experiment_by_name(experiment)
+            if found is None:
+                location = Path(artifact_root).resolve().as_uri() if artifact_root else None
+                experiment_id = client.create_experiment(experiment, artifact_location=location)
+            else:
+                experiment_id = found.experiment_id
+        return cls(uri, experiment_id, artifact_root)
+
+    @property
+    def client(self):
+        return _client(self.uri)
+
+    def start_run(self, name: str, tags: dict[str, str], parent_id: str | None = None) -> str:
+        tags = dict(tags)
+        if parent_id:
+            tags["mlflow.parentRunId"] = parent_id
+        with _store_lock(self.uri):
+            run = self.client.create_run(self.experiment_id, run_name=name, tags=tags)
+        return run.info.run_id
+
+    def log(
+        self,
+        run_id: str,
+        metrics: dict[str, float] | None = None,
+        params: dict[str, object] | None = None,
+        tags: dict[str, str] | None = None,
+    ) -> None:
+        """Log everything in as few batches as MLflow's limits allow."""
+        from mlflow.entities import Metric, Param, RunTag
+
+        now = int(time.time() * 1000)
+        metric_list = [Metric(k, float(v), now, 0) for k, v in (metrics or {}).items()]
+        param_list = [Param(k, str(v)) for k, v in (params or {}).items()]
+        tag_list = [RunTag(k, str(v)) for k, v in (tags or {}).items()]
+        with _store_lock(self.uri):
+            client = self.client
+            for chunk in _chunks(metric_list, _BATCH_METRICS):
+                client.log_batch(run_id, metrics=chunk)
+            for chunk in _chunks(param_list, _BATCH_PARAMS):
+                client.log_batch(run_id, params=chunk)
+            for chunk in _chunks(tag_list, _BATCH_TAGS):
+                client.log_batch(run_id, tags=chunk)
+
+    def log_artifact(self, run_id: str, path: str | os.PathLike, folder: str | None = None) -> None:
+        with _store_lock(self.uri):
+            self.client.log_artifact(run_id, str(path), artifact_path=folder)
+
+    def finish(self, run_id: str, status: str = "FINISHED") -> None:
+        with _store_lock(self.uri):
+            self.client.set_terminated(run_id, status=status)
+
+    def finished_seed_runs(self, config_hash_value: str) -> dict[str, object]:
+        """FINISHED child runs of a configuration, by run key (what ``resume`` may reuse)."""
+        filter_string = (
+            f"tags.{TAG_CONFIG_HASH} = '{config_hash_value}' and tags.{TAG_KIND} = 'seed' "
+            "and attributes.status = 'FINISHED'"
+        )
+        found = {}
+        page_token = None
+        while True:
+            page = self.client.search_runs(
+                [self.experiment_id], filter_string=filter_string, max_results=1000,
+                page_token=page_token,
+            )
+            for run in page:
+                key = run.data.tags.get(TAG_RUN_KEY)
+                if key:
+                    found.setdefault(key, run)
+            page_token = page.token
+            if not page_token:
+                return found
+
+
+_CLIENTS: dict[str, object] = {}
+
+
+def _client(uri: str):
+    """One MlflowClient per store and process (creating one is not free)."""
+    if uri not in _CLIENTS:
+        from mlflow.tracking import MlflowClient
+
+        _CLIENTS[uri] = MlflowClient(tracking_uri=uri)
+    return _CLIENTS[uri]

@@ -1,0 +1,105 @@
+"""Real Hydra multiruns in a subprocess, writing to a real sqlite MLflow store."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from drevt_sweep.experiment import RunSpec, simulate_seed
+from drevt_sweep.metrics import compute_metrics
+from drevt_sweep.runtime import RunTimeModel
+from drevt_sweep.trace import ReadOptions, read_trace
+
+TINY = Path(__file__).parent / "data" / "traces" / "sweep_tiny.csv"
+pytestmark = pytest.mark.slow
+
+
+def run_sweep(tmp_path: Path, *overrides: str, check: bool = True) -> subprocess.CompletedProcess:
+    cmd = [
+        sys.executable, "-m", "drevt_sweep", "-m",
+        "trace=custom", f"trace.path={TINY}", "format=simple", "format.queues=[all]",
+        "system=custom", "system.total_nodes=10",
+        f"paths.output_root={tmp_path / 'out'}", f"hydra.sweep.dir={tmp_path / 'sweep'}",
+        "progress=false", *overrides,
+    ]
+    env = {**os.environ, "PYTHONWARNINGS": "ignore"}
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
+    if check:
+        assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc
+
+
+def store(tmp_path: Path):
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'out' / 'mlflow.db'}")
+    experiment = client.get_experiment_by_name("drevt-sweep")
+    runs = client.search_runs([experiment.experiment_id], max_results=1000)
+    return client, runs
+
+
+def test_multirun_logs_one_parent_per_configuration_and_one_child_per_seed(tmp_path):
+    proc = run_sweep(tmp_path, "policy=fcfs,easy", "run_time=limit,normal", "replicates=3",
+                     "parallel.n_jobs=2")
+    assert "Traceback" not in proc.stderr
+    _, runs = store(tmp_path)
+    parents = [r for r in runs if r.data.tags.get("drevt_kind") == "configuration"]
+    children = [r for r in runs if r.data.tags.get("drevt_kind") == "seed"]
+    assert len(parents) == 4
+    assert all(r.info.status == "FINISHED" for r in runs)
+    by_parent = {p.info.run_id: [c for c in children if c.data.tags["mlflow.parentRunId"] == p.info.run_id]
+                 for p in parents}
+    jobs = read_trace(TINY, ReadOptions(trace_format="simple", queues="all", force_simulation=True))
+    for parent in parents:
+        kids = by_parent[parent.info.run_id]
+        normal = parent.data.params["run_time.mode"] == "distribution"
+        assert len(kids) == (3 if normal else 1)  # deterministic models need one seed
+        model = RunTimeModel(mode=parent.data.params["run_time.mode"],
+                             distribution=parent.data.params["run_time.distribution"],
+                             scale=float(parent.data.params["run_time.scale"]),
+                             stddev=float(parent.data.params["run_time.stddev"]))
+        spec = RunSpec(total_nodes=10, priority=parent.data.params["policy.priority"],
+                       backfill=parent.data.params["policy.backfill"], run_time=model)
+        for kid in kids:
+            seed = int(kid.data.params["seed"])
+            expected = compute_metrics(jobs, simulate_seed(jobs, spec, seed))
+            for name in ("wait_mean", "bsld_mean", "utilization", "makespan"):
+                assert kid.data.metrics[name] == pytest.approx(expected[name], rel=1e-12)
+        mean_wait = sum(k.data.metrics["wait_mean"] for k in kids) / len(kids)
+        assert parent.data.metrics["wait_mean"] == pytest.approx(mean_wait)
+    summary = pd.read_csv(tmp_path / "sweep" / "summary.csv")
+    assert len(summary) == 4 and set(summary.status) == {"FINISHED"}
+    assert "mean wait" in proc.stdout
+
+
+def test_a_failing_configuration_is_marked_failed_and_the_others_still_run(tmp_path):
+    # run_time=actual works on this trace; a 0-node machine is an invalid value.
+    proc = run_sweep(tmp_path, "system.total_nodes=10,0", "run_time=limit", check=False)
+    assert proc.returncode == 1
+    assert "Traceback" not in proc.stderr
+    _, runs = store(tmp_path)
+    parents = {r.data.params.get("system.total_nodes"): r for r in runs
+               if r.data.tags.get("drevt_kind") == "configuration"}
+    assert parents["10"].info.status == "FINISHED"
+    assert parents["0"].info.status == "FAILED"
+    assert "total_nodes" in parents["0"].data.tags["drevt_error"]
+    summary = pd.read_csv(tmp_path / "sweep" / "summary.csv")
+    assert sorted(summary.status) == ["FAILED", "FINISHED"]
+
+
+def test_resume_skips_finished_seeds_and_reuses_their_results(tmp_path):
+    run_sweep(tmp_path, "run_time=normal", "replicates=2")
+    first = json.loads((tmp_path / "sweep" / "0" / "result.json").read_text())
+    run_sweep(tmp_path, "run_time=normal", "replicates=3", "resume=true")
+    second = json.loads((tmp_path / "sweep" / "0" / "result.json").read_text())
+    assert second["reused_seeds"] == [0, 1]
+    _, runs = store(tmp_path)
+    children = [r for r in runs if r.data.tags.get("drevt_kind") == "seed"]
+    assert sorted(int(c.data.params["seed"]) for c in children) == [0, 1, 2]
+    assert second["status"] == "FINISHED" and first["status"] == "FINISHED"
