@@ -1,0 +1,294 @@
+"""The scheduling engine: replay a trace's history, or simulate a policy on its jobs.
+
+Both entry points take a validated :class:`~drevt_sweep.jobs.JobTable` and return a
+:class:`~drevt_sweep.schedule.Schedule` aligned row for row with it. The engine does no I/O
+and knows nothing of Hydra or MLflow.
+
+Simulation semantics (the reference implementation; a compiled kernel must match it
+bit for bit):
+
+* Discrete events. At each event time ``now``: first every completion at ``now``, then every
+  arrival with ``submit <= now`` (in submit order, file order breaking ties), then one
+  scheduling pass of the backfill policy. A pass that starts a job of zero run time is
+  followed by another event at the same ``now`` (its completion).
+* The scheduler plans only with ``time_limit``. A job runs for its actual run time; with
+  ``enforce_limits`` a job whose run time exceeds its limit is killed at the limit
+  (``killed``; ``run_time = time_limit``). ``end = begin + run_time`` in float64, exactly.
+* A job asking for more nodes than the machine has is rejected up front (``rejected``, NaN
+  times, ``warnings["rejected_oversized"]``) and never enters the queue.
+* Priority policies order the waiting queue (ties: submit time, then table row); backfill
+  policies decide what starts (see ``drevt_sweep.policies``).
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import numbers
+from bisect import bisect_left, bisect_right, insort
+from typing import Callable
+
+import numpy as np
+
+from .errors import ConfigError
+from .jobs import JobTable
+from .policies import (
+    BACKFILL_POLICIES,
+    PRIORITY_POLICIES,
+    check_backfill,
+    check_priority,
+    make_backfill,
+    priority_rank,
+)
+from .policies.base import Capacity, Cluster, PolicyContext
+from .schedule import Schedule
+
+__all__ = ["simulate", "replay", "PRIORITY_POLICIES", "BACKFILL_POLICIES"]
+
+
+def _check_total_nodes(total_nodes) -> int:
+    if isinstance(total_nodes, bool) or not isinstance(total_nodes, numbers.Integral):
+        raise ConfigError(f"total_nodes must be a whole number of nodes, got {total_nodes!r}")
+    if total_nodes < 1:
+        raise ConfigError(f"total_nodes must be at least 1, got {total_nodes}")
+    return int(total_nodes)
+
+
+def _first_line(jobs: JobTable, mask: np.ndarray) -> str:
+    row = int(np.flatnonzero(mask)[0])
+    try:
+        return f"row {row} (line {int(jobs.source_line[row])})"
+    except (IndexError, TypeError, ValueError):
+        return f"row {row}"
+
+
+def simulate(
+    jobs: JobTable,
+    run_time: np.ndarray,
+    total_nodes: int,
+    *,
+    priority: str = "fcfs",
+    backfill: str = "easy",
+    enforce_limits: bool = True,
+    on_reservation: Callable[[float, int, float], None] | None = None,
+) -> Schedule:
+    """Schedule ``jobs`` on a machine of ``total_nodes`` nodes.
+
+    ``run_time`` is each job's actual run time (float64 seconds, aligned with the table's rows,
+    finite and >= 0 for every job that fits the machine); the scheduler never sees it.
+    ``on_reservation(now, row, start)``, if given, is called whenever a policy promises a job
+    a start time (EASY: the blocked head at each pass that can backfill; conservative: every
+    new or moved reservation) -- for tests and debugging.
+    """
+    check_priority(priority)
+    check_backfill(backfill)
+    total = _check_total_nodes(total_nodes)
+
+    n = len(jobs)
+    submit = np.asarray(jobs.submit, dtype=np.float64)
+    limit = np.asarray(jobs.time_limit, dtype=np.float64)
+    nodes = np.asarray(jobs.num_nodes, dtype=np.int64)
+    rt = np.asarray(run_time, dtype=np.float64)
+    if rt.shape != (n,):
+        raise ValueError(f"run_time has shape {rt.shape}, expected ({n},) to match the job table")
+
+    capacity = Capacity(total)
+    rejected = nodes > capacity.minimum
+    ok = ~rejected
+    bad = ok & ~np.isfinite(submit)
+    if bad.any():
+        raise ConfigError(f"{int(bad.sum())} job(s) have no valid submit time, first at {_first_line(jobs, bad)}")
+    bad = ok & (nodes < 1)
+    if bad.any():
+        raise ConfigError(f"{int(bad.sum())} job(s) ask for fewer than 1 node, first at {_first_line(jobs, bad)}")
+    bad = ok & ~(np.isfinite(limit) & (limit > 0))
+    if bad.any():
+        raise ConfigError(
+            f"{int(bad.sum())} job(s) have no valid time limit (must be finite and > 0), "
+            f"first at {_first_line(jobs, bad)}"
+        )
+    bad = ok & ~(np.isfinite(rt) & (rt >= 0))
+    if bad.any():
+        raise ConfigError(
+            f"{int(bad.sum())} job(s) have no valid run time (must be finite and >= 0), "
+            f"first at {_first_line(jobs, bad)}"
+        )
+
+    if enforce_limits:
+        killed = ok & (rt > limit)
+        dur = np.where(killed, limit, rt)
+    else:
+        killed = np.zeros(n, dtype=bool)
+        dur = rt.copy()
+    dur[rejected] = np.nan
+
+    begin_l, end_l = _run_events(
+        submit=submit,
+        limit=limit,
+        nodes=nodes,
+        dur=dur,
+        rejected=rejected,
+        rank=priority_rank(priority, submit, limit, nodes),
+        capacity=capacity,
+        backfill=backfill,
+        enforce_limits=bool(enforce_limits),
+        on_reservation=on_reservation,
+    )
+    return Schedule(
+        mode="simulation",
+        total_nodes=total,
+        begin=np.array(begin_l, dtype=np.float64),
+        end=np.array(end_l, dtype=np.float64),
+        run_time=dur,
+        killed=killed,
+        rejected=rejected,
+        warnings={"rejected_oversized": int(rejected.sum())},
+    )
+
+
+def _run_events(*, submit, limit, nodes, dur, rejected, rank, capacity, backfill, enforce_limits, on_reservation):
+    """The event loop. Works on Python lists (per-element numpy access is slow in pure Python)."""
+    n = submit.shape[0]
+    nodes_l = nodes.tolist()
+    limit_l = limit.tolist()
+    dur_l = dur.tolist()
+    rank_l = rank.tolist()
+    order = np.argsort(submit, kind="stable")  # the table's own order when sorted by submit
+    arrivals = order[~rejected[order]].tolist()
+    submit_l = submit.tolist()
+
+    begin = [math.nan] * n
+    end = [math.nan] * n
+    est_end = [math.nan] * n
+
+    cluster = Cluster(capacity, nodes_l, enforce_limits)
+    policy = make_backfill(
+        backfill, PolicyContext(nodes_l, limit_l, capacity, enforce_limits, on_reservation)
+    )
+    running = cluster.running  # sorted (est_end, job)
+    queue: list[int] = []  # waiting jobs in priority order
+    qrank: list[int] = []  # their ranks (parallel to queue)
+    completions: list[tuple[float, int]] = []  # heap of (end, job)
+
+    inf = math.inf
+    a = 0
+    n_arr = len(arrivals)
+    while a < n_arr or completions:
+        t_arr = submit_l[arrivals[a]] if a < n_arr else inf
+        t_end = completions[0][0] if completions else inf
+        now = t_arr if t_arr < t_end else t_end
+
+        # 1. completions
+        while completions and completions[0][0] <= now:
+            _, j = heapq.heappop(completions)
+            e = est_end[j]
+            del running[bisect_left(running, (e, j))]
+            cluster.free += nodes_l[j]
+            if end[j] < e:
+                cluster.freed_early = True
+
+        # 2. arrivals
+        while a < n_arr and submit_l[arrivals[a]] <= now:
+            j = arrivals[a]
+            a += 1
+            r = rank_l[j]
+            if not qrank or r > qrank[-1]:
+                queue.append(j)
+                qrank.append(r)
+            else:
+                pos = bisect_right(qrank, r)
+                queue.insert(pos, j)
+                qrank.insert(pos, r)
+
+        # 3. one scheduling pass
+        if queue:
+            started = policy.select(now, queue, cluster)
+            if started:
+                for j in started:
+                    b = now
+                    e = b + dur_l[j]
+                    begin[j] = b
+                    end[j] = e
+                    est_end[j] = b + limit_l[j]
+                    insort(running, (est_end[j], j))
+                    cluster.free -= nodes_l[j]
+                    heapq.heappush(completions, (e, j))
+                if cluster.free < 0:
+                    raise RuntimeError(f"policy {backfill!r} over-committed the machine at t={now}")
+                # Remove them from the queue: usually a prefix (heads) plus a few backfilled
+                # jobs, found by their (unique) rank.
+                p = 0
+                while p < len(started) and started[p] == queue[p]:
+                    p += 1
+                if p:
+                    del queue[:p]
+                    del qrank[:p]
+                for j in started[p:]:
+                    i = bisect_left(qrank, rank_l[j])
+                    if i == len(queue) or queue[i] != j:
+                        raise RuntimeError(f"policy {backfill!r} started job {j}, which is not waiting")
+                    del queue[i]
+                    del qrank[i]
+        cluster.freed_early = False
+
+    if queue:  # cannot happen: with nothing running, the best job always fits
+        raise RuntimeError(f"engine stalled with {len(queue)} job(s) waiting (policy {backfill!r})")
+    return begin, end
+
+
+def replay(jobs: JobTable, total_nodes: int) -> Schedule:
+    """The trace's own history: begin/end exactly as recorded; no scheduler is involved.
+
+    Instants where the recorded jobs use more than ``total_nodes`` are counted in
+    ``warnings["replay_overcommit_instants"]`` (a warning, not an error); jobs recorded as
+    starting before they were submitted in ``warnings["replay_begin_before_submit"]``.
+    """
+    total = _check_total_nodes(total_nodes)
+    begin = np.array(jobs.begin, dtype=np.float64)
+    end = np.array(jobs.end, dtype=np.float64)
+    missing = ~(np.isfinite(begin) & np.isfinite(end))
+    if missing.any():
+        if jobs.meta.mode != "replay":
+            raise ConfigError(
+                "replay needs each job's historical begin and end times, but this trace is in "
+                "simulation mode (no begin_time/end_time); simulate it with a scheduling "
+                "policy instead"
+            )
+        raise ConfigError(
+            f"replay needs each job's historical begin and end times; {int(missing.sum())} "
+            f"job(s) lack them, first at {_first_line(jobs, missing)}"
+        )
+    backwards = end < begin
+    if backwards.any():
+        raise ConfigError(
+            f"{int(backwards.sum())} job(s) end before they begin, first at {_first_line(jobs, backwards)}"
+        )
+    nodes = np.asarray(jobs.num_nodes, dtype=np.int64)
+    submit = np.asarray(jobs.submit, dtype=np.float64)
+    n = len(jobs)
+    return Schedule(
+        mode="replay",
+        total_nodes=total,
+        begin=begin,
+        end=end,
+        run_time=end - begin,
+        killed=np.zeros(n, dtype=bool),
+        rejected=np.zeros(n, dtype=bool),
+        warnings={
+            "replay_overcommit_instants": _overcommit_instants(begin, end, nodes, total),
+            "replay_begin_before_submit": int((begin < submit).sum()),
+        },
+    )
+
+
+def _overcommit_instants(begin: np.ndarray, end: np.ndarray, nodes: np.ndarray, total: int) -> int:
+    """Number of distinct event times after which more than ``total`` nodes are in use."""
+    if begin.size == 0:
+        return 0
+    times = np.concatenate([end, begin])
+    delta = np.concatenate([-nodes, nodes])
+    order = np.lexsort((delta, times))  # by time; ends (negative) before starts
+    times = times[order]
+    usage = np.cumsum(delta[order])
+    last_at_time = np.append(times[1:] != times[:-1], True)
+    return int((usage[last_at_time] > total).sum())

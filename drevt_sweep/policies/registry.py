@@ -1,0 +1,78 @@
+"""Name -> implementation tables for priority and backfill policies.
+
+A policy module registers itself with a decorator when it is imported; ``drevt_sweep.policies``
+imports every module of the package, so adding a policy is one new module (plus its
+``conf/policy/*.yaml`` entry for the sweep).
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from ..errors import ConfigError
+from .base import BackfillPolicy, PolicyContext
+
+# key(submit, time_limit, num_nodes) -> sort keys, most significant first. Ties are always
+# broken by FCFS order (submit time, then table row), so the order is total and deterministic.
+PriorityKey = Callable[[np.ndarray, np.ndarray, np.ndarray], tuple[np.ndarray, ...]]
+BackfillFactory = Callable[[PolicyContext], BackfillPolicy]
+
+PRIORITIES: dict[str, PriorityKey] = {}
+BACKFILLS: dict[str, BackfillFactory] = {}
+
+
+def register_priority(name: str) -> Callable[[PriorityKey], PriorityKey]:
+    def deco(fn: PriorityKey) -> PriorityKey:
+        if name in PRIORITIES:
+            raise ValueError(f"priority policy {name!r} registered twice")
+        PRIORITIES[name] = fn
+        return fn
+
+    return deco
+
+
+def register_backfill(name: str, **params) -> Callable[[Callable[..., BackfillPolicy]], Callable[..., BackfillPolicy]]:
+    """Register ``cls`` under ``name``; ``params`` are passed to it after the context, so one
+    class can serve several named variants (``easy`` and ``easy_drevt``)."""
+
+    def deco(cls):
+        if name in BACKFILLS:
+            raise ValueError(f"backfill policy {name!r} registered twice")
+        BACKFILLS[name] = lambda ctx: cls(ctx, **params)
+        return cls
+
+    return deco
+
+
+def check_priority(name: str) -> str:
+    if name not in PRIORITIES:
+        raise ConfigError(
+            f"unknown priority policy {name!r}; choose one of: {', '.join(PRIORITIES)}"
+        )
+    return name
+
+
+def check_backfill(name: str) -> str:
+    if name not in BACKFILLS:
+        raise ConfigError(
+            f"unknown backfill policy {name!r}; choose one of: {', '.join(BACKFILLS)}"
+        )
+    return name
+
+
+def priority_rank(name: str, submit: np.ndarray, time_limit: np.ndarray, num_nodes: np.ndarray) -> np.ndarray:
+    """Each job's position (0 = served first) in the total order of priority policy ``name``."""
+    keys = PRIORITIES[check_priority(name)](submit, time_limit, num_nodes)
+    n = submit.shape[0]
+    row = np.arange(n, dtype=np.int64)
+    # np.lexsort sorts by its *last* key first.
+    order = np.lexsort((row, submit) + tuple(reversed(keys)))
+    rank = np.empty(n, dtype=np.int64)
+    rank[order] = row
+    return rank
+
+
+def make_backfill(name: str, ctx: PolicyContext) -> BackfillPolicy:
+    return BACKFILLS[check_backfill(name)](ctx)
