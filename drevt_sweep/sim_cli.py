@@ -1,0 +1,593 @@
+"""``drevt-sim``: simulate or replay one trace, the seeds' command line.
+
+The seeds' invocation works unchanged::
+
+    drevt-sim test.csv --trace_format simple --timestamp_format epoch --total_nodes 100 \\
+        --backfill_policy easy --priority_policy fcfs --run_time_mode actual
+
+A trace with historical begin/end times is replayed (unless ``--force-simulation``); otherwise
+the scheduler computes the start times. Small traces (at most ``PER_JOB_AUTO_LIMIT`` jobs) print
+one line per job, ``Job <row> starts at <begin>, ends at <end>``, where ``<row>`` is the job's
+0-based row in the job table (jobs sorted by submit time, file order breaking ties) and the
+times are absolute epoch seconds (integers when integral) — with the seeds' test trace, which
+starts at epoch 0, they read as seconds from the start. Then comes the statistics block.
+
+Exit codes: 0 success, 2 bad input or command line (a usage message or ``drevt-sim: error: ...``,
+never a traceback), 130 interrupted, 1 internal error (set ``DREVT_DEBUG=1`` to see the
+traceback). Warnings go to stderr.
+
+Startup time matters (a whole run on a 28k-job trace in well under 2 s), so this module imports
+only argparse and numpy at the top; the reader, engine and writers are imported when needed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import sys
+
+PROG = "drevt-sim"
+PER_JOB_AUTO_LIMIT = 100  # print per-job lines by default up to this many jobs
+DEFAULT_TOTAL_NODES = 795  # Lassen, as in the seeds, when the trace states no machine size
+# Mirrors of the engine's and reader's option lists (kept here so that `--help` and argument
+# errors do not import the engine; a test checks that they agree).
+TRACE_FORMATS = ("simple", "lassen", "swf", "slurm")
+TIMESTAMP_FORMATS = ("auto", "epoch", "iso")
+PRIORITY_POLICIES = ("fcfs", "sjf", "ljf", "smallest", "largest")
+BACKFILL_POLICIES = ("none", "easy", "conservative", "easy_drevt")
+RUN_TIME_MODES = ("actual", "limit", "distribution")
+DISTRIBUTIONS = ("normal", "lognormal", "uniform")
+MAX_LISTED = 5  # jobs named in a warning before "..."
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got '{text}'") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got '{text}'")
+    return value
+
+
+def _seed(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got '{text}'") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got '{text}'")
+    return value
+
+
+def _finite_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got '{text}'") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"expected a finite number, got '{text}'")
+    return value
+
+
+def _queues(text: str):
+    text = text.strip()
+    if text in ("all", "default"):
+        return text
+    names = tuple(name.strip() for name in text.split(",") if name.strip())
+    if not names:
+        raise argparse.ArgumentTypeError("expected a comma-separated list of queues, or 'all'")
+    return names
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description="Simulate (or replay) an HPC batch-scheduling trace and print its statistics.",
+        epilog="A trace with begin/end times is replayed unless --force-simulation is given. "
+        "Exit codes: 0 ok, 2 bad input or options, 130 interrupted.",
+        allow_abbrev=False,
+    )
+    parser.add_argument("trace", help="trace file (.gz is read transparently)")
+
+    reading = parser.add_argument_group("reading the trace")
+    reading.add_argument("--trace_format", choices=TRACE_FORMATS, default="simple",
+                         help="trace file format (default: %(default)s)")
+    reading.add_argument("--timestamp_format", choices=TIMESTAMP_FORMATS, default="auto",
+                         help="how times are written (default: %(default)s = detect)")
+    reading.add_argument("--timezone", default="America/Los_Angeles", metavar="ZONE",
+                         help="IANA zone of times without an offset (default: %(default)s)")
+    reading.add_argument("--queues", type=_queues, default="default", metavar="LIST",
+                         help="comma-separated queues to keep, or 'all' (default: the format's "
+                         "own filter: pbatch, pall, pbatch0-3 for simple/lassen, all otherwise)")
+    reading.add_argument("--on_bad_row", choices=("error", "skip"), default="error",
+                         help="stop at a bad row, or skip and count it (default: %(default)s)")
+    reading.add_argument("--rejects", metavar="CSV",
+                         help="with --on_bad_row skip: write the skipped rows and reasons here")
+    reading.add_argument("--swf_missing_time_limit", choices=("run_time", "drop", "fail"),
+                         default="run_time",
+                         help="SWF jobs without a requested time: use their run time, drop them, "
+                         "or fail (default: %(default)s)")
+    reading.add_argument("--force-simulation", "--force_simulation", dest="force_simulation",
+                         action="store_true",
+                         help="simulate a replay trace, with its historical run times as the "
+                         "actual run times")
+
+    machine = parser.add_argument_group("machine and scheduler")
+    machine.add_argument("--total_nodes", type=_positive_int, metavar="N",
+                         help="machine size (default: the size the trace states, else "
+                         f"{DEFAULT_TOTAL_NODES}, Lassen)")
+    machine.add_argument("--priority_policy", choices=PRIORITY_POLICIES, default="fcfs",
+                         help="queue order (default: %(default)s)")
+    machine.add_argument("--backfill_policy", choices=BACKFILL_POLICIES, default="easy",
+                         help="backfilling (default: %(default)s)")
+    machine.add_argument("--drevt_compat", action="store_true",
+                         help="with --backfill_policy easy: the C++ DR_EVT variant (easy_drevt: "
+                         "no extra-nodes rule, strict now+limit < shadow test)")
+    machine.add_argument("--no_enforce_limits", dest="enforce_limits", action="store_false",
+                         help="let jobs run past their time limit instead of killing them at it")
+
+    run_time = parser.add_argument_group("run times (simulation only)")
+    run_time.add_argument("--run_time_mode", choices=RUN_TIME_MODES, default=None,
+                          help="actual = the trace's run times, limit = the full time limit, "
+                          "distribution = random draws (default: actual)")
+    run_time.add_argument("--run_time_distribution", choices=DISTRIBUTIONS, default="normal",
+                          help="with --run_time_mode distribution (default: %(default)s)")
+    run_time.add_argument("--run_time_scale", type=_finite_float, default=1.0, metavar="F",
+                          help="normal: mean, lognormal: median, uniform: low — as a fraction "
+                          "of the time limit (default: %(default)s)")
+    run_time.add_argument("--run_time_stddev", type=_finite_float, default=0.0, metavar="F",
+                          help="normal: std. dev. as a fraction of the limit, lognormal: shape "
+                          "sigma, uniform: high fraction (default: %(default)s)")
+    run_time.add_argument("--min_run_time", type=_finite_float, default=1.0, metavar="SECONDS",
+                          help="lower clip of drawn run times (default: %(default)s)")
+    run_time.add_argument("--seed", type=_seed, default=0,
+                          help="random seed of the run-time draws (default: %(default)s)")
+
+    _add_workload_arguments(parser)
+
+    output = parser.add_argument_group("output")
+    output.add_argument("--output", metavar="CSV",
+                        help="write the schedule (itself a replay trace) to this CSV")
+    output.add_argument("--resource_trace", metavar="CSV",
+                        help="write time,free_nodes,allocated_nodes at every change to this CSV")
+    output.add_argument("--stats", metavar="JSON", help="write the statistics to this JSON file")
+    output.add_argument("--per_job", action="store_true",
+                        help=f"print one line per job even for more than {PER_JOB_AUTO_LIMIT} jobs")
+    output.add_argument("--quiet", action="store_true",
+                        help="print nothing on stdout (warnings still go to stderr)")
+    from . import __version__
+
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    return parser
+
+
+def _add_workload_arguments(parser: argparse.ArgumentParser) -> None:
+    """Workload transforms (load scaling, time windows, ...) go here, as one argument group."""
+
+
+def _transform_jobs(jobs, args: argparse.Namespace, warn):
+    """Apply the workload transforms chosen on the command line (none yet)."""
+    return jobs
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+def _warn(message: str) -> None:
+    print(f"{PROG}: warning: {message}", file=sys.stderr)
+
+
+def _note(message: str) -> None:
+    print(f"{PROG}: note: {message}", file=sys.stderr)
+
+
+def _check_options(args: argparse.Namespace):
+    """Checks that argparse cannot express; returns the backfill policy and run-time model."""
+    from .errors import ConfigError
+    from .runtime import RunTimeModel
+
+    backfill = args.backfill_policy
+    if args.drevt_compat:
+        if backfill not in ("easy", "easy_drevt"):
+            raise ConfigError(
+                f"--drevt_compat selects DR_EVT's EASY variant; it cannot be combined with "
+                f"--backfill_policy {backfill}"
+            )
+        backfill = "easy_drevt"
+    model = RunTimeModel(
+        mode=args.run_time_mode or "actual",
+        distribution=args.run_time_distribution,
+        scale=args.run_time_scale,
+        stddev=args.run_time_stddev,
+        min_run_time=args.min_run_time,
+    ).validate()
+    if args.rejects and args.on_bad_row != "skip":
+        raise ConfigError("--rejects needs --on_bad_row skip (only skipped rows are written)")
+    from .trace.timestamps import resolve_zone
+
+    resolve_zone(args.timezone)  # before reading: an unknown zone is an error for any trace
+    return backfill, model
+
+
+def _check_trace_path(path: str) -> None:
+    from .errors import TraceError
+
+    if not os.path.exists(path):
+        raise TraceError("no such file", path=path)
+    if os.path.isdir(path):
+        raise TraceError("is a directory, not a trace file", path=path)
+    if not os.access(path, os.R_OK):
+        raise TraceError("permission denied (the file is not readable)", path=path)
+
+
+def _report_reading(jobs, options) -> None:
+    """Warnings about rows the reader excluded or skipped, and its notes."""
+    meta = jobs.meta
+    if meta.excluded:
+        total = sum(meta.excluded.values())
+        reasons = ", ".join(f"{reason} ({count})" for reason, count in meta.excluded.items())
+        hint = " (--queues all keeps every queue)" if "queue" in reasons else ""
+        _warn(f"{total} rows excluded: {reasons}{hint}")
+    if meta.rejects:
+        counts: dict[str, int] = {}
+        for reject in meta.rejects:
+            counts[reject.reason] = counts.get(reject.reason, 0) + 1
+        reasons = ", ".join(f"{reason} ({count})" for reason, count in counts.items())
+        where = f"; written to '{options.rejects_path}'" if options.rejects_path else ""
+        _warn(f"{len(meta.rejects)} bad rows skipped: {reasons}{where}")
+    for what, count in meta.notes.items():
+        _note(f"{what}: {count}")
+
+
+_REPORTED_ABOVE = ("rejected_oversized",)  # reported with the jobs' rows instead
+_WARNING_TEXT = {
+    "replay_overcommit_instants": "the recorded schedule uses more than {total_nodes} nodes at "
+    "{count} instants (is --total_nodes smaller than the traced machine?); utilization can "
+    "exceed 100%",
+    "replay_begin_before_submit": "{count} jobs are recorded as starting before they were "
+    "submitted (their waits are negative)",
+}
+
+
+def _report_schedule(jobs, schedule) -> None:
+    import numpy as np
+
+    rejected = np.flatnonzero(schedule.rejected)
+    if rejected.size:
+        listed = ", ".join(
+            f"job {i} (line {int(jobs.source_line[i])}, {int(jobs.num_nodes[i])} nodes)"
+            for i in rejected[:MAX_LISTED].tolist()
+        )
+        more = ", ..." if rejected.size > MAX_LISTED else ""
+        _warn(
+            f"{rejected.size} jobs ask for more nodes than the machine has "
+            f"({schedule.total_nodes}) and were rejected (never run, left out of the "
+            f"statistics): {listed}{more}"
+        )
+    killed = np.flatnonzero(np.asarray(schedule.killed) & ~np.asarray(schedule.rejected))
+    if killed.size:
+        listed = ", ".join(f"job {i}" for i in killed[:MAX_LISTED].tolist())
+        more = ", ..." if killed.size > MAX_LISTED else ""
+        _warn(
+            f"{killed.size} jobs ran longer than their time limit and were killed at it "
+            f"({listed}{more}); --no_enforce_limits lets them run on"
+        )
+    for what, count in schedule.warnings.items():
+        if not count or what in _REPORTED_ABOVE:
+            continue
+        if what in _WARNING_TEXT:
+            _warn(_WARNING_TEXT[what].format(count=count, total_nodes=schedule.total_nodes))
+        else:
+            _warn(f"{what.replace('_', ' ')}: {count}")
+
+
+def per_job_text(jobs, schedule) -> str:
+    """``Job <row> starts at <begin>, ends at <end>`` for every row (vectorised)."""
+    import numpy as np
+
+    from .outputs import _category_bytes, format_number_column, format_rows
+
+    n = len(jobs)
+    if n == 0:
+        return ""
+    rejected = np.asarray(schedule.rejected, dtype=bool)
+    killed = np.asarray(schedule.killed, dtype=bool) & ~rejected
+    kind = np.where(rejected, 2, np.where(killed, 1, 0))
+    first = np.where(rejected, jobs.num_nodes.astype(np.float64), schedule.begin)
+    second = np.where(rejected, float(schedule.total_nodes), schedule.end)
+
+    def text(*choices):
+        return _category_bytes(kind, choices, quote=False)
+
+    data = format_rows(
+        [
+            b"Job ",
+            format_number_column(np.arange(n, dtype=np.int64)),
+            text(" starts at ", " starts at ", " rejected: needs "),
+            format_number_column(first),
+            text(", ends at ", ", ends at ", " nodes, more than the machine's "),
+            format_number_column(second),
+            text("", " (killed at its time limit)", ""),
+            b"\n",
+        ],
+        n,
+    )
+    return data.decode("utf-8")
+
+
+# The statistics block: (metric, label, unit); durations also get a human-readable form.
+_STAT_ROWS = (
+    ("jobs_simulated", "jobs simulated", ""),
+    ("jobs_rejected", "jobs rejected", ""),
+    ("jobs_killed", "jobs killed", ""),
+    ("wait_mean", "wait mean", "s"),
+    ("wait_median", "wait median", "s"),
+    ("wait_p90", "wait p90", "s"),
+    ("wait_p95", "wait p95", "s"),
+    ("wait_p99", "wait p99", "s"),
+    ("wait_max", "wait max", "s"),
+    ("turnaround_mean", "turnaround mean", "s"),
+    ("bsld_mean", "bounded slowdown mean", ""),
+    ("bsld_p95", "bounded slowdown p95", ""),
+    ("utilization", "utilization", "%"),
+    ("makespan", "makespan", "s"),
+    ("throughput", "throughput", "jobs/h"),
+    ("queue_length_mean", "queue length mean", "jobs"),
+    ("queue_length_max", "queue length max", "jobs"),
+)
+_QUEUE_COLUMNS = (
+    ("jobs_simulated", "jobs"),
+    ("wait_mean", "wait mean s"),
+    ("wait_p95", "wait p95 s"),
+    ("bsld_mean", "bsld mean"),
+    ("utilization", "util %"),
+)
+
+
+def _human_duration(seconds: float) -> str:
+    if not math.isfinite(seconds) or seconds < 60:
+        return ""
+    units = (("d", 86400), ("h", 3600), ("min", 60), ("s", 1))
+    parts = []
+    rest = int(round(seconds))
+    for name, size in units:
+        if rest >= size:
+            parts.append(f"{rest // size} {name}")
+            rest %= size
+        if len(parts) == 2:
+            break
+    return f"({' '.join(parts)})"
+
+
+def _format_value(key: str, value: float, unit: str) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "n/a"
+    if key.startswith("jobs_") or key == "queue_length_max":
+        return f"{int(value)}"
+    if unit == "%":
+        return f"{100.0 * value:.2f}"
+    if math.isinf(value):
+        return "inf" if value > 0 else "-inf"
+    if value == int(value):
+        return f"{int(value)}"
+    if abs(value) >= 1000:
+        return f"{value:.1f}"
+    return f"{value:.3f}".rstrip("0").rstrip(".")
+
+
+def statistics_text(metrics: dict[str, float], heading: str, queue_names=()) -> str:
+    """The aligned, human-readable statistics block."""
+    lines = [heading]
+    label_width = max(len(label) for _, label, _ in _STAT_ROWS)
+    values = [_format_value(key, metrics.get(key, math.nan), unit) for key, _, unit in _STAT_ROWS]
+    value_width = max(len(v) for v in values)
+    for (key, label, unit), value in zip(_STAT_ROWS, values):
+        line = f"  {label:<{label_width}}  {value:>{value_width}}"
+        if unit and value != "n/a":
+            line += f" {unit}"
+        if unit == "s":
+            line += f"  {_human_duration(metrics.get(key, math.nan))}".rstrip()
+        lines.append(line.rstrip())
+    if len(queue_names) > 1:
+        from .metrics import metric_key_for_queue
+
+        table = [["queue", *[title for _, title in _QUEUE_COLUMNS]]]
+        for name in queue_names:
+            if metric_key_for_queue(name, "jobs_simulated") not in metrics:
+                continue
+            row = [name]
+            for key, _ in _QUEUE_COLUMNS:
+                unit = "%" if key == "utilization" else ""
+                row.append(_format_value(key, metrics[metric_key_for_queue(name, key)], unit))
+            table.append(row)
+        widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
+        lines.append("")
+        lines.append("  per queue:")
+        for row in table:
+            cells = [f"{row[0]:<{widths[0]}}"] + [
+                f"{cell:>{width}}" for cell, width in zip(row[1:], widths[1:])
+            ]
+            lines.append("    " + "  ".join(cells))
+    return "\n".join(lines) + "\n"
+
+
+def _heading(jobs, schedule, args, backfill, model) -> str:
+    from .runtime import is_stochastic
+
+    name = os.path.basename(args.trace)
+    if schedule.mode == "replay":
+        how = "replay of the trace's recorded times"
+    else:
+        how = f"simulation, priority {args.priority_policy}, backfill {backfill}, run times "
+        how += model.name
+        if model.mode == "distribution":
+            how += f" (scale {model.scale:g}, stddev {model.stddev:g}, seed {args.seed})"
+            if not is_stochastic(model):
+                how = how.replace(f", seed {args.seed}", "")
+        if not args.enforce_limits:
+            how += ", limits not enforced"
+    return f"Statistics: {name}, {len(jobs)} jobs on {schedule.total_nodes} nodes, {how}"
+
+
+def _run_info(jobs, schedule, args, backfill, model) -> dict:
+    from . import __version__
+
+    meta = jobs.meta
+    simulated = schedule.mode != "replay"
+    return {
+        "tool": PROG,
+        "version": __version__,
+        "trace": {
+            "path": meta.path,
+            "format": meta.trace_format,
+            "checksum": meta.checksum,
+            "mode": meta.mode,
+            "timestamp_format": meta.timestamp_format,
+            "timezone": meta.timezone,
+            "machine_nodes": meta.machine_nodes,
+            "rows_read": meta.rows_read,
+            "rows_kept": meta.rows_kept,
+            "jobs": len(jobs),
+            "excluded": dict(meta.excluded),
+            "rows_skipped": len(meta.rejects),
+        },
+        "run": {
+            "mode": schedule.mode,
+            "total_nodes": schedule.total_nodes,
+            "priority_policy": args.priority_policy if simulated else None,
+            "backfill_policy": backfill if simulated else None,
+            "enforce_limits": args.enforce_limits if simulated else None,
+            "run_time": model.as_params() if simulated else None,
+            "seed": args.seed if simulated else None,
+        },
+        "warnings": dict(schedule.warnings),
+    }
+
+
+def run(args: argparse.Namespace) -> int:
+    """Everything after argument parsing; raises ``DrevtError`` on bad input."""
+    backfill, model = _check_options(args)
+    _check_trace_path(args.trace)
+
+    from .trace import ReadOptions, read_trace
+
+    options = ReadOptions(
+        trace_format=args.trace_format,
+        timestamp_format=args.timestamp_format,
+        timezone=args.timezone,
+        queues=args.queues,
+        on_bad_row=args.on_bad_row,
+        rejects_path=args.rejects,
+        force_simulation=args.force_simulation,
+        swf_missing_time_limit=args.swf_missing_time_limit,
+    )
+    jobs = read_trace(args.trace, options)
+    _report_reading(jobs, options)
+    jobs = _transform_jobs(jobs, args, _warn)
+
+    total_nodes = args.total_nodes or jobs.meta.machine_nodes
+    if not total_nodes:
+        total_nodes = DEFAULT_TOTAL_NODES
+        _note(
+            f"the trace states no machine size and --total_nodes is not given: "
+            f"using {DEFAULT_TOTAL_NODES} nodes (Lassen)"
+        )
+    from . import engine
+
+    if jobs.meta.mode == "replay":
+        if args.run_time_mode in ("limit", "distribution"):
+            _warn(
+                f"--run_time_mode {args.run_time_mode} is ignored: this trace is replayed with "
+                f"its recorded times (--force-simulation simulates it instead)"
+            )
+        schedule = engine.replay(jobs, total_nodes)
+    else:
+        from .runtime import draw_run_times
+
+        run_times = draw_run_times(jobs, model, args.seed, enforce_limits=args.enforce_limits)
+        schedule = engine.simulate(
+            jobs,
+            run_times,
+            total_nodes,
+            priority=args.priority_policy,
+            backfill=backfill,
+            enforce_limits=args.enforce_limits,
+        )
+    _report_schedule(jobs, schedule)
+
+    from .metrics import compute_metrics
+
+    metrics = compute_metrics(jobs, schedule)
+
+    if args.output or args.resource_trace or args.stats:
+        from . import outputs
+
+        if args.output:
+            outputs.write_schedule_csv(args.output, jobs, schedule)
+        if args.resource_trace:
+            outputs.write_resource_csv(args.resource_trace, jobs, schedule)
+        if args.stats:
+            info = _run_info(jobs, schedule, args, backfill, model)
+            outputs.write_stats_json(args.stats, metrics, info)
+
+    if not args.quiet:
+        chunks = []
+        if args.per_job or len(jobs) <= PER_JOB_AUTO_LIMIT:
+            chunks.append(per_job_text(jobs, schedule))
+            chunks.append("\n")
+        import numpy as np
+
+        present = [jobs.queue_names[c] for c in np.unique(jobs.queue_code).tolist()]
+        heading = _heading(jobs, schedule, args, backfill, model)
+        chunks.append(statistics_text(metrics, heading, present))
+        sys.stdout.write("".join(chunks))
+        sys.stdout.flush()
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``drevt-sim`` console script; returns the exit code."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse printed the usage (or --help / --version)
+        if exc.code is None:
+            return 0
+        return exc.code if isinstance(exc.code, int) else 2
+
+    from .errors import DrevtError
+
+    try:
+        return run(args)
+    except DrevtError as exc:
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:  # e.g. `drevt-sim ... | head`: stop quietly
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        except (OSError, ValueError):
+            pass
+        return 0
+    except OSError as exc:  # the environment (a file, a disk), not a bug
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"{PROG}: error: {where}{exc.strerror or exc}", file=sys.stderr)
+        return 2
+    except Exception as exc:  # a bug, not the user's fault
+        if os.environ.get("DREVT_DEBUG"):
+            raise
+        print(
+            f"{PROG}: internal error: {type(exc).__name__}: {exc}\n"
+            f"{PROG}: this is a bug; rerun with DREVT_DEBUG=1 to see the traceback",
+            file=sys.stderr,
+        )
+        return 1
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
