@@ -1,0 +1,273 @@
+"""Slurm accounting exports: ``sacct -P`` (pipe-separated, header by name).
+
+Columns (names matched case-insensitively, first present wins):
+
+* ``Submit`` (required), ``Start``, ``End``: ISO wall-clock times in ``--timezone``;
+  ``Unknown``/``None`` mean "not yet". **Replay** when the file has both Start and End,
+  else **simulation**.
+* num_nodes: ``ReqNodes``, else ``NNodes``/``AllocNodes`` (required).
+* time_limit: ``TimelimitRaw`` (minutes), else ``Timelimit`` (``[D-]HH:MM:SS``, ``MM:SS``,
+  ``D-HH``, ``D-HH:MM``, ``MM``) (required).
+* actual run time: ``ElapsedRaw`` (seconds), else ``Elapsed``; in replay ``End - Start``.
+* ``JobIDRaw``/``JobID``: the leading number is the job id (array tasks ``123_4`` and
+  heterogeneous components ``123+1`` keep their base id); without one, the row number.
+* ``Partition`` -> queue (every partition is kept by default); ``ExitCode`` ``N:S`` -> N.
+
+Decisions, each counted in ``TraceMeta``:
+
+* job steps (``123.batch``, ``123.extern``, ``123.0``) are not jobs: ``excluded['job_step']``;
+* jobs that never started: Start is ``Unknown``/``None``/empty, or (without a Start column)
+  the State is PENDING, or CANCELLED with zero elapsed or CPU time (cancelled while waiting):
+  ``excluded['never_started']``; they never occupied the machine;
+* replay only: a started job with no End (still running at export): ``excluded['not_finished']``;
+* a run time of 0 (started and ended in the same second): ``excluded['zero_run_time']``;
+* ``UNLIMITED``, ``Partition_Limit`` and ``INVALID`` limits: the job gets the largest finite
+  limit that any job of the same partition requested in this file, the best available estimate
+  of the partition's maximum (``notes['time_limit_from_partition_max']``); in a partition with
+  no finite limit at all the job is excluded (``excluded['unknown_time_limit']``).
+
+``CPUTimeRAW`` is not used as a run time: it is elapsed time x *allocated* CPUs, and the
+allocated count is not in every export (in the Kabre export, TIMEOUT jobs show CPUTimeRAW /
+ReqCPUS of about twice their limit).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ..errors import TraceError
+from ..jobs import JobTable
+from . import ReadOptions, convert
+from .frame import factorize_names, read_frame
+from .records import scan_delimited
+from .source import located, read_source
+from .table import ParsedTrace, add_ragged_problem, build_table
+from .timestamps import resolve_zone
+
+NAMES = {  # canonical -> accepted sacct field names (lower case), first present wins
+    "job_id": ("jobidraw", "jobid"),
+    "submit": ("submit",),
+    "begin": ("start",),
+    "end": ("end",),
+    "num_nodes": ("reqnodes", "nnodes", "allocnodes"),
+    "time_limit": ("timelimitraw", "timelimit"),
+    "elapsed_raw": ("elapsedraw",),
+    "elapsed": ("elapsed",),
+    "queue": ("partition",),
+    "state": ("state",),
+    "exit_status": ("exitcode",),
+    "cpu_time_raw": ("cputimeraw",),
+}
+NOT_YET = ("unknown", "none", "")
+NO_LIMIT = ("unlimited", "partition_limit", "invalid")
+_DURATION = (
+    r"^\s*(?:(?P<days>\d+)-(?P<dh>\d+)(?::(?P<dm>\d+)(?::(?P<ds>\d+))?)?"
+    r"|(?:(?P<h>\d+):)?(?P<m>\d+):(?P<s>\d+)(?:\.\d+)?"
+    r"|(?P<mins>\d+))\s*$"
+)
+
+
+def read(path: str, options: ReadOptions) -> JobTable:
+    zone = resolve_zone(options.timezone)
+    source = read_source(path)
+    with located(path):
+        records = scan_delimited(source.data, "|", None)
+        header = [name.strip().lower() for name in records.fields(0)]
+        columns = _columns(header, int(records.lines[0]))
+        rows = records.tail(1)
+        if len(rows) == 0:
+            raise TraceError("the file has a header but no job rows", line=int(records.lines[0]))
+        frame = read_frame(
+            source.data,
+            rows,
+            header=0,
+            sep="|",
+            quoting=3,  # csv.QUOTE_NONE: sacct -P does not quote
+            names=[f"f{i}" for i in range(len(header))],
+            usecols=[f"f{i}" for i in sorted(set(columns.values()))],
+            dtype=str,
+        )
+        column_of = {canon: frame[f"f{index}"] for canon, index in columns.items()}
+        parsed = ParsedTrace(
+            source=source,
+            rows=rows,
+            trace_format="slurm",
+            timezone=zone.key,
+            timestamp_format=options.timestamp_format,
+            default_queues=None,
+            job_id=np.arange(1, len(rows) + 1, dtype=np.int64),
+            submit=np.empty(0),
+            num_nodes=np.empty(0),
+            time_limit=np.empty(0),
+            queue_codes=np.zeros(len(rows), dtype=np.int64),
+            queue_names=[""],
+            labels={canon: records.fields(0)[index].strip() for canon, index in columns.items()},
+            fields=dict(columns),
+            required={"submit", "num_nodes", "time_limit"},
+        )
+        add_ragged_problem(parsed, len(header))
+        _fill(parsed, column_of, options, zone)
+        return build_table(parsed, options)
+
+
+def _columns(header: list[str], line: int) -> dict[str, int]:
+    columns: dict[str, int] = {}
+    for canon, names in NAMES.items():
+        for name in names:
+            positions = [i for i, field in enumerate(header) if field == name]
+            if len(positions) > 1:
+                raise TraceError(
+                    f"column '{name}' appears more than once: which one is meant is ambiguous",
+                    line=line,
+                    column=name,
+                )
+            if positions:
+                columns[canon] = positions[0]
+                break
+    replay = "begin" in columns and "end" in columns
+    mode = "replay" if replay else "simulation"
+    for canon, label in (
+        ("submit", "Submit"),
+        ("num_nodes", "ReqNodes"),
+        ("time_limit", "Timelimit"),
+    ):
+        if canon not in columns:
+            accepted = ", ".join(NAMES[canon])
+            raise TraceError(
+                f"missing required column '{label}' for {mode} mode (slurm format; accepted "
+                f"names, any case: {accepted})",
+                line=line,
+            )
+    if not replay:
+        columns.pop("begin", None)
+        columns.pop("end", None)
+    return columns
+
+
+def _text(column: pd.Series) -> pd.Series:
+    return column.astype("str").str.strip().where(column.notna(), "")
+
+
+def _fill(parsed: ParsedTrace, column_of, options: ReadOptions, zone) -> None:
+    n = len(parsed)
+    if "job_id" in column_of:
+        ids = _text(column_of["job_id"])
+        parsed.exclude("job_step", ids.str.contains(".", regex=False).to_numpy(dtype=bool))
+        base = pd.to_numeric(ids.str.extract(r"^(\d{1,18})", expand=False), errors="coerce")
+        base = base.to_numpy(dtype=np.float64, na_value=np.nan)
+        parsed.job_id = np.where(np.isnan(base), parsed.job_id, base).astype(np.int64)
+
+    state = _text(column_of["state"]).str.upper() if "state" in column_of else None
+    replay = "begin" in column_of
+    time_columns = {"submit": column_of["submit"]}
+    if replay:
+        start_text = _text(column_of["begin"])
+        end_text = _text(column_of["end"])
+        not_started = start_text.str.lower().isin(NOT_YET).to_numpy(dtype=bool)
+        not_ended = end_text.str.lower().isin(NOT_YET).to_numpy(dtype=bool)
+        parsed.exclude("never_started", not_started)
+        parsed.exclude("not_finished", not_ended)
+        time_columns["begin"] = column_of["begin"].where(~not_started, None)
+        time_columns["end"] = column_of["end"].where(~not_ended, None)
+        parsed.required |= {"begin", "end"}
+    convert.times(parsed, time_columns, options.timestamp_format, zone)
+
+    elapsed = _elapsed(parsed, column_of)
+    if not replay and state is not None:
+        cpu = (
+            convert.numbers(parsed, column_of["cpu_time_raw"], "cpu_time_raw")
+            if "cpu_time_raw" in column_of
+            else np.full(n, np.nan)
+        )
+        pending = state.str.startswith("PENDING").to_numpy(dtype=bool)
+        cancelled = state.str.startswith("CANCELLED").to_numpy(dtype=bool)
+        parsed.exclude("never_started", pending | (cancelled & ((elapsed == 0) | (cpu == 0))))
+
+    if replay:
+        with np.errstate(invalid="ignore"):
+            parsed.actual_run_time = parsed.end - parsed.begin
+        parsed.exclude("zero_run_time", parsed.actual_run_time == 0)
+        parsed.mode = "replay"
+    else:
+        parsed.actual_run_time = elapsed
+        parsed.exclude("zero_run_time", elapsed == 0)
+        parsed.mode = "simulation"
+
+    nodes = convert.numbers(parsed, column_of["num_nodes"], "num_nodes")
+    parsed.num_nodes = nodes
+    if "queue" in column_of:
+        parsed.queue_codes, parsed.queue_names = factorize_names(column_of["queue"])
+    parsed.time_limit = _time_limit(parsed, column_of)
+    if "exit_status" in column_of:
+        code = _text(column_of["exit_status"]).str.extract(r"^(-?\d{1,9})(?::\d+)?$", expand=False)
+        bad = code.isna() & (_text(column_of["exit_status"]) != "")
+        parsed.problem(
+            bad.to_numpy(dtype=bool),
+            "exit_status",
+            "not_a_number",
+            "not an exit code (expected N:S)",
+        )
+        parsed.exit_status = pd.to_numeric(code, errors="coerce").fillna(-1).to_numpy(np.int64)
+
+
+def _elapsed(parsed: ParsedTrace, column_of) -> np.ndarray:
+    if "elapsed_raw" in column_of:
+        return convert.numbers(parsed, column_of["elapsed_raw"], "elapsed_raw")
+    if "elapsed" in column_of:
+        seconds, bad, _ = parse_duration(column_of["elapsed"], minutes_alone=False)
+        parsed.problem(bad, "elapsed", "not_a_duration", "not a duration ([D-]HH:MM:SS)")
+        return seconds
+    return np.full(len(parsed), np.nan)
+
+
+def _time_limit(parsed: ParsedTrace, column_of) -> np.ndarray:
+    """Seconds; UNLIMITED/Partition_Limit/INVALID become the partition's largest finite limit."""
+    column = column_of["time_limit"]
+    if parsed.labels["time_limit"].lower() == "timelimitraw":
+        no_limit = _text(column).str.lower().isin(NO_LIMIT).to_numpy(dtype=bool)
+        limit = convert.numbers(parsed, column.where(~no_limit, None), "time_limit") * 60.0
+    else:
+        limit, bad, no_limit = parse_duration(column, minutes_alone=True)
+        parsed.problem(
+            bad,
+            "time_limit",
+            "not_a_duration",
+            "not a time limit ([D-]HH:MM:SS, MM:SS, UNLIMITED or Partition_Limit)",
+        )
+    finite = np.isfinite(limit)
+    partition_max = np.full(len(parsed.queue_names), np.nan)
+    if finite.any():
+        np.fmax.at(partition_max, parsed.queue_codes[finite], limit[finite])
+    estimate = partition_max[parsed.queue_codes]
+    filled = no_limit & np.isfinite(estimate)
+    parsed.note("time_limit_from_partition_max", filled)
+    parsed.exclude("unknown_time_limit", no_limit & ~filled)
+    return np.where(filled, estimate, limit)
+
+
+def parse_duration(column: pd.Series, minutes_alone: bool):
+    """Slurm durations to seconds: (seconds, bad mask, no-limit mask)."""
+    text = _text(column)
+    lower = text.str.lower()
+    no_limit = lower.isin(NO_LIMIT).to_numpy(dtype=bool)
+    parts = text.str.extract(_DURATION)
+    number = {
+        key: pd.to_numeric(parts[key], errors="coerce").fillna(0).to_numpy(np.float64)
+        for key in parts.columns
+    }
+    matched = parts.notna().any(axis=1).to_numpy(dtype=bool)
+    seconds = (
+        number["days"] * 86400
+        + number["dh"] * 3600
+        + number["dm"] * 60
+        + number["ds"]
+        + number["h"] * 3600
+        + number["m"] * 60
+        + number["s"]
+        + number["mins"] * (60 if minutes_alone else 1)
+    )
+    empty = (text == "").to_numpy(dtype=bool)
+    seconds = np.where(matched, seconds, np.nan)
+    bad = ~matched & ~empty & ~no_limit
+    return seconds, bad, no_limit

@@ -1,0 +1,228 @@
+"""Standard Workload Format (Parallel Workloads Archive): one job per line, 18 fields.
+
+Header comments (``; Key: value``) give ``MaxNodes`` (else ``MaxProcs``) as the machine size,
+``UnixStartTime`` (the epoch of relative time 0) and ``TimeZoneString`` (kept as the trace's
+zone; SWF times are offsets from UnixStartTime, so no wall-clock conversion is needed).
+
+Per job: job_id = field 1; submit = UnixStartTime + field 2 (relative seconds when the header
+has no UnixStartTime: ``meta.timestamp_format == "relative"``); begin = submit + wait (field 3)
+when the wait is known; actual run time = field 4; end = begin + run time; num_nodes =
+requested processors (field 8), else allocated processors (field 5); time_limit = requested
+time (field 9); queue = field 15 as text; exit_status = -1 (field 11 is a completion status, not
+an exit code). The trace is replayed when every kept job has a known wait, else simulated.
+
+-1 means "unknown". What happens to a job with an unknown value is explicit and counted:
+
+* submit time (field 2) unknown -> excluded, ``unknown_submit``;
+* run time (field 4) unknown -> excluded, ``unknown_run_time`` (no history, no ground truth);
+* run time 0 -> excluded, ``zero_run_time`` (SWF: it ran under 0.5 s; run times must be > 0);
+* both processor counts (fields 8 and 5) unknown (-1 or 0) -> excluded, ``unknown_num_nodes``;
+  allocated processors used for requested -> ``notes['num_nodes_from_allocated']``;
+* requested time (field 9) unknown -> ``swf_missing_time_limit``: ``run_time`` uses the run
+  time as the limit (``notes['time_limit_from_run_time']``), ``drop`` excludes the job
+  (``unknown_time_limit``), ``fail`` stops with an error naming the first such line;
+* wait (field 3) unknown -> begin/end unknown, the trace is simulated
+  (``notes['wait_time_unknown']``).
+
+Values below -1 in these fields are bad rows. The default queue filter keeps every queue.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pandas as pd
+
+from ..errors import ConfigError, TraceError
+from ..jobs import JobTable
+from . import ReadOptions, convert
+from .frame import read_frame
+from .records import scan_whitespace
+from .source import located, read_source
+from .table import ParsedTrace, add_ragged_problem, build_table
+
+FIELDS = 18
+MISSING_TIME_LIMIT_ACTIONS = ("run_time", "drop", "fail")
+# 0-based positions of the SWF fields used (SWF numbers them from 1).
+JOB, SUBMIT, WAIT, RUN, ALLOCATED, REQUESTED, REQ_TIME, QUEUE = 0, 1, 2, 3, 4, 7, 8, 14
+LABELS = {
+    "job_id": "job number (field 1)",
+    "submit": "submit time (field 2)",
+    "wait": "wait time (field 3)",
+    "actual_run_time": "run time (field 4)",
+    "allocated": "allocated processors (field 5)",
+    "num_nodes": "requested processors (field 8)",
+    "time_limit": "requested time (field 9)",
+    "queue": "queue (field 15)",
+}
+FIELD_OF = {
+    "job_id": JOB,
+    "submit": SUBMIT,
+    "wait": WAIT,
+    "actual_run_time": RUN,
+    "allocated": ALLOCATED,
+    "num_nodes": REQUESTED,
+    "time_limit": REQ_TIME,
+    "queue": QUEUE,
+}
+_HEADER_LINE = re.compile(r"^\s*;\s*([A-Za-z][\w ]*?)\s*:\s*(.*?)\s*$")
+
+
+def read(path: str, options: ReadOptions) -> JobTable:
+    if options.swf_missing_time_limit not in MISSING_TIME_LIMIT_ACTIONS:
+        raise ConfigError(
+            f"unknown swf_missing_time_limit '{options.swf_missing_time_limit}'; choose one of "
+            f"{', '.join(MISSING_TIME_LIMIT_ACTIONS)}"
+        )
+    source = read_source(path)
+    with located(path):
+        header = read_header(source.data)
+        rows = scan_whitespace(source.data, ";")
+        if len(rows) == 0:
+            raise TraceError("no job lines: only comments or blank lines")
+        frame = read_frame(
+            source.data,
+            rows,
+            header=None,
+            names=list(range(FIELDS)),
+            usecols=sorted(FIELD_OF.values()),
+            sep=r"\s+",
+            comment=";",
+        )
+        start = _header_int(header, "UnixStartTime")
+        machine_nodes = _header_int(header, "MaxNodes") or _header_int(header, "MaxProcs")
+        parsed = ParsedTrace(
+            source=source,
+            rows=rows,
+            trace_format="swf",
+            timezone=header.get("TimeZoneString", ("UTC", 0))[0] or "UTC",
+            timestamp_format="epoch" if start is not None else "relative",
+            default_queues=None,
+            job_id=np.empty(0, dtype=np.int64),
+            submit=np.empty(0),
+            num_nodes=np.empty(0),
+            time_limit=np.empty(0),
+            queue_codes=np.empty(0, dtype=np.int64),
+            queue_names=[],
+            machine_nodes=machine_nodes if machine_nodes and machine_nodes > 0 else None,
+            labels=dict(LABELS),
+            fields=dict(FIELD_OF),
+            required={"submit", "num_nodes", "time_limit", "actual_run_time"},
+        )
+        add_ragged_problem(parsed, FIELDS)
+        _fill(parsed, frame, float(start or 0), options)
+        return build_table(parsed, options)
+
+
+def read_header(data: bytes) -> dict[str, tuple[str, int]]:
+    """``; Key: value`` comment lines -> {key: (value, line)}; the first occurrence wins."""
+    header: dict[str, tuple[str, int]] = {}
+    for number, raw in enumerate(_lines(data), start=1):
+        stripped = raw.lstrip()
+        if not stripped:
+            continue
+        if not stripped.startswith(b";"):
+            break  # the header ends at the first job line
+        match = _HEADER_LINE.match(raw.decode("utf-8", errors="replace"))
+        if match and match.group(1) not in header:
+            header[match.group(1)] = (match.group(2), number)
+    return header
+
+
+def _lines(data: bytes):
+    """Lines one at a time (the header is read without splitting the whole file)."""
+    start = 0
+    while start < len(data):
+        end = data.find(b"\n", start)
+        end = len(data) if end < 0 else end
+        yield data[start:end]
+        start = end + 1
+
+
+def _header_int(header, key: str) -> int | None:
+    if key not in header:
+        return None
+    value, line = header[key]
+    match = re.match(r"^[+-]?\d+", value)
+    if not match:
+        raise TraceError(
+            f"header field {key} is not a whole number", line=line, column=key, value=value
+        )
+    number = int(match.group(0))
+    if abs(number) > 2**62:
+        raise TraceError(f"header field {key} is out of range", line=line, column=key, value=value)
+    return number
+
+
+def _fill(parsed: ParsedTrace, frame: pd.DataFrame, start: float, options: ReadOptions) -> None:
+    value = {
+        canon: convert.numbers(parsed, frame[index], canon)
+        for canon, index in FIELD_OF.items()
+        if canon != "queue"
+    }
+    for canon, values in value.items():
+        with np.errstate(invalid="ignore"):
+            parsed.problem(values < -1, canon, "negative", "negative value (only -1 means unknown)")
+    job, submit, wait, run = (
+        value["job_id"],
+        value["submit"],
+        value["wait"],
+        value["actual_run_time"],
+    )
+    requested, allocated, limit = value["num_nodes"], value["allocated"], value["time_limit"]
+
+    with np.errstate(invalid="ignore"):
+        parsed.exclude("unknown_submit", submit == -1)
+        parsed.exclude("unknown_run_time", run == -1)
+        parsed.exclude("zero_run_time", run == 0)
+        nodes_unknown = (requested <= 0) & (allocated <= 0)
+        parsed.exclude("unknown_num_nodes", nodes_unknown)
+        use_allocated = (requested <= 0) & (allocated > 0)
+        limit_unknown = limit == -1
+    parsed.note("num_nodes_from_allocated", use_allocated)
+    parsed.fields["num_nodes"] = REQUESTED
+    nodes = np.where(use_allocated, allocated, requested)
+
+    action = options.swf_missing_time_limit
+    if action == "drop":
+        parsed.exclude("unknown_time_limit", limit_unknown)
+    elif action == "fail":
+        parsed.problem(
+            limit_unknown,
+            "time_limit",
+            "unknown",
+            "requested time is unknown (-1) and swf_missing_time_limit=fail; "
+            "use run_time or drop to read this trace",
+            fatal=True,
+        )
+    else:
+        parsed.note("time_limit_from_run_time", limit_unknown)
+        limit = np.where(limit_unknown, run, limit)
+
+    with np.errstate(invalid="ignore"):
+        wait_known = wait >= 0
+    parsed.note("wait_time_unknown", ~wait_known)
+    with np.errstate(invalid="ignore", over="ignore"):
+        parsed.submit = start + submit
+        parsed.begin = np.where(wait_known, parsed.submit + wait, np.nan)
+        parsed.end = parsed.begin + run
+    parsed.actual_run_time = run
+    parsed.num_nodes = nodes
+    parsed.time_limit = limit
+    ids = np.where(np.isfinite(job) & (job == np.floor(job)) & (np.abs(job) < 2**62), job, -1)
+    parsed.job_id = np.where(ids >= 0, ids, np.arange(1, len(parsed) + 1)).astype(np.int64)
+    queue = value_text(frame[QUEUE])
+    parsed.queue_codes, parsed.queue_names = pd.factorize(queue, sort=False)
+    parsed.queue_codes = parsed.queue_codes.astype(np.int64)
+    parsed.queue_names = [str(name) for name in parsed.queue_names]
+    parsed.mode = None  # replay exactly when every kept job has a known wait
+
+
+def value_text(column: pd.Series) -> pd.Series:
+    """SWF queue numbers as text (``1``, not ``1.0``)."""
+    numbers = pd.to_numeric(column, errors="coerce")
+    whole = numbers.notna() & (numbers == np.floor(numbers)) & (numbers.abs() < 2**53)
+    text = column.astype("str").str.strip()
+    text = text.where(~whole, numbers.where(whole, 0).astype(np.int64).astype("str"))
+    return text.where(column.notna(), "")

@@ -1,0 +1,422 @@
+"""From a reader's parsed columns to the validated, filtered, sorted ``JobTable``.
+
+Every reader fills a ``ParsedTrace`` (one array entry per data row, in file order) and hands it
+to ``build_table``, so that filtering, validation, counting and sorting are the same for every
+format. Each row read ends up either kept or counted under exactly one reason in
+``TraceMeta.excluded``, so ``rows_read == rows_kept + sum(excluded.values())``:
+
+1. rows that could not be split into fields (ragged rows) are bad rows;
+2. the reader's format-specific exclusions, in order (``job_step``, ``never_started``,
+   ``not_finished``, ``zero_run_time``, ``unknown_run_time`` ...);
+3. the queue filter, one count per excluded queue (``queue:pdebug``);
+4. validation of the remaining rows. A bad row is an error naming file, line, column and value
+   (``on_bad_row=error``), or is skipped, counted under ``bad_row:<check>`` and written to the
+   rejects file (``on_bad_row=skip``).
+
+Validation: times finite and within years 1-9999; num_nodes a whole number >= 1; time_limit > 0;
+known run times > 0; end >= begin >= submit where the history is known. A run time longer than
+the time limit is legal (real jobs overrun) and counted in ``notes['run_time_exceeds_time_limit']``.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import ConfigError, TraceError
+from ..jobs import JobTable, Reject, TraceMeta
+from .records import Records
+from .source import SourceText
+
+MAX_NODES = 2**31 - 1
+MAX_DURATION = 1e10  # seconds, about 317 years: anything longer is a broken value
+MIN_TIME = -62135596800.0  # 0001-01-01T00:00:00Z
+MAX_TIME = 253402300799.0  # 9999-12-31T23:59:59Z
+TIME_COLUMNS = ("submit", "begin", "end")
+_REJECT_VALUE_CHARS = 200
+
+
+@dataclass
+class Problem:
+    """Rows that fail one check, with the message a user sees."""
+
+    mask: np.ndarray
+    code: str  # stable key: meta.excluded["bad_row:<code>"] when skipped
+    message: str
+    column: str | None  # canonical column name (see ParsedTrace.labels), None for whole rows
+    structural: bool = False  # the row could not be read at all: checked before any filter
+    fatal: bool = False  # an error even with on_bad_row=skip (e.g. swf_missing_time_limit=fail)
+
+
+@dataclass
+class ParsedTrace:
+    """What a reader extracted; arrays have one entry per data row in file order."""
+
+    source: SourceText
+    rows: Records
+    trace_format: str
+    timezone: str
+    timestamp_format: str
+    default_queues: tuple[str, ...] | None  # None: keep every queue by default
+    job_id: np.ndarray  # int64
+    submit: np.ndarray  # float64 seconds
+    num_nodes: np.ndarray  # float64 (validated, then cast)
+    time_limit: np.ndarray  # float64 seconds
+    queue_codes: np.ndarray  # int64 index into queue_names
+    queue_names: list[str]
+    begin: np.ndarray | None = None
+    end: np.ndarray | None = None
+    actual_run_time: np.ndarray | None = None
+    exit_status: np.ndarray | None = None  # int64, -1 unknown
+    mode: str | None = None  # None: replay exactly when every kept job has begin and end
+    machine_nodes: int | None = None
+    required: set[str] = field(default_factory=set)  # canonical columns that may not be empty
+    labels: dict[str, str] = field(default_factory=dict)  # canonical -> name in the file
+    fields: dict[str, int] = field(default_factory=dict)  # canonical -> field index in a record
+    problems: list[Problem] = field(default_factory=list)
+    exclusions: list[tuple[str, np.ndarray]] = field(default_factory=list)
+    note_masks: dict[str, np.ndarray] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def problem(self, mask, column, suffix, message, **flags) -> None:
+        """Record rows failing a check on one column (code ``<column>_<suffix>``)."""
+        mask = np.asarray(mask, dtype=bool)
+        if mask.any():
+            self.problems.append(Problem(mask, f"{column}_{suffix}", message, column, **flags))
+
+    def exclude(self, reason: str, mask) -> None:
+        mask = np.asarray(mask, dtype=bool)
+        if mask.any():
+            self.exclusions.append((reason, mask))
+
+    def note(self, name: str, mask) -> None:
+        mask = np.asarray(mask, dtype=bool)
+        if name in self.note_masks:
+            self.note_masks[name] = self.note_masks[name] | mask
+        else:
+            self.note_masks[name] = mask
+
+
+def ragged_rows(parsed_rows: Records, expected: int) -> np.ndarray:
+    return parsed_rows.field_counts != expected
+
+
+def add_ragged_problem(parsed: ParsedTrace, expected: int) -> None:
+    mask = ragged_rows(parsed.rows, expected)
+    if mask.any():
+        parsed.problems.insert(
+            0,
+            Problem(
+                mask,
+                "ragged_row",
+                f"row has the wrong number of fields (the file's rows have {expected})",
+                None,
+                structural=True,
+            ),
+        )
+
+
+def queue_filter(option, format_default: tuple[str, ...] | None) -> frozenset[str] | None:
+    """The queue names to keep, or None for every queue."""
+    if option is None or option == "default":
+        return None if format_default is None else frozenset(format_default)
+    if isinstance(option, str):
+        names = [part.strip() for part in option.split(",") if part.strip()]
+    else:
+        try:
+            names = [str(name).strip() for name in option]
+        except TypeError:
+            raise ConfigError(
+                f"queues must be 'default', 'all' or a list of names, got {option!r}"
+            ) from None
+    if names == ["all"]:
+        return None
+    if names == ["default"]:
+        return None if format_default is None else frozenset(format_default)
+    if not names:
+        raise ConfigError("queues is empty: name at least one queue, or use 'all'")
+    return frozenset(names)
+
+
+def build_table(parsed: ParsedTrace, options) -> JobTable:
+    """Filter, validate, count and sort; raise ``TraceError`` on the first bad row unless
+    ``options.on_bad_row == 'skip'``."""
+    n = len(parsed)
+    excluded: dict[str, int] = {}
+    problems = list(parsed.problems)
+    structural = np.zeros(n, dtype=bool)
+    for problem in problems:
+        if problem.structural:
+            structural |= problem.mask
+
+    keep = ~structural
+    for reason, mask in parsed.exclusions:
+        hit = mask & keep
+        if hit.any():
+            excluded[reason] = excluded.get(reason, 0) + int(hit.sum())
+            keep &= ~hit
+
+    allowed = queue_filter(options.queues, parsed.default_queues)
+    if allowed is not None and parsed.queue_names:
+        accepted = np.array([name in allowed for name in parsed.queue_names], dtype=bool)
+        out = keep & ~accepted[parsed.queue_codes]
+        if out.any():
+            counts = np.bincount(parsed.queue_codes[out], minlength=len(parsed.queue_names))
+            for code in np.flatnonzero(counts):
+                excluded[f"queue:{parsed.queue_names[code]}"] = int(counts[code])
+            keep &= ~out
+
+    problems.extend(_validation_problems(parsed))
+    first_problem = np.full(n, -1, dtype=np.int64)
+    for k, problem in enumerate(problems):
+        applies = problem.mask if problem.structural else problem.mask & keep
+        first_problem[applies & (first_problem < 0)] = k
+    bad_rows = np.flatnonzero(first_problem >= 0)
+    fatal = [i for i in bad_rows if problems[first_problem[i]].fatal]
+    if bad_rows.size and (options.on_bad_row != "skip" or fatal):
+        row = fatal[0] if fatal and options.on_bad_row == "skip" else bad_rows[0]
+        raise _error(parsed, problems[first_problem[row]], row)
+
+    rejects = tuple(_reject(parsed, problems[first_problem[i]], i) for i in bad_rows)
+    for i in bad_rows:
+        key = f"bad_row:{problems[first_problem[i]].code}"
+        excluded[key] = excluded.get(key, 0) + 1
+    keep &= first_problem < 0
+    if options.on_bad_row == "skip" and options.rejects_path:
+        write_rejects(options.rejects_path, rejects)
+
+    kept = np.flatnonzero(keep)
+    if kept.size == 0:
+        raise TraceError(_nothing_left(n, excluded), path=parsed.source.path)
+    return _assemble(parsed, options, _submit_order(parsed.submit, kept), excluded, rejects)
+
+
+def _submit_order(submit: np.ndarray, kept: np.ndarray):
+    """Kept rows stably sorted by submit time; a slice (no copies) when nothing moves."""
+    times = submit[kept]
+    if kept.size == submit.size and bool(np.all(times[1:] >= times[:-1])):
+        return slice(None)
+    return kept[np.argsort(times, kind="stable")]
+
+
+def _validation_problems(parsed: ParsedTrace) -> list[Problem]:
+    found: list[Problem] = []
+
+    def check(mask, column, suffix, message):
+        mask = np.asarray(mask, dtype=bool)
+        if mask.any():
+            found.append(Problem(mask, f"{column}_{suffix}", message, column))
+
+    for name in TIME_COLUMNS:
+        values = getattr(parsed, name)
+        if values is None:
+            continue
+        if name in parsed.required:
+            check(np.isnan(values), name, "missing", "missing value")
+        check(np.isinf(values), name, "not_finite", "not a finite time")
+        with np.errstate(invalid="ignore"):
+            check(
+                (values < MIN_TIME) | (values > MAX_TIME),
+                name,
+                "out_of_range",
+                "time out of range (must fall in the years 1 to 9999)",
+            )
+
+    begin, end, submit = parsed.begin, parsed.end, parsed.submit
+    if begin is not None and end is not None:
+        with np.errstate(invalid="ignore"):
+            check(end < begin, "end", "before_begin", "end time is before begin time")
+            check(
+                end == begin,
+                "end",
+                "equals_begin",
+                "end time equals begin time: the run time must be > 0",
+            )
+            check(begin < submit, "begin", "before_submit", "begin time is before submit time")
+
+    nodes = parsed.num_nodes
+    check(np.isnan(nodes), "num_nodes", "missing", "missing value")
+    check(np.isinf(nodes), "num_nodes", "not_finite", "not a finite number")
+    with np.errstate(invalid="ignore"):
+        finite = np.isfinite(nodes)
+        check(
+            finite & (nodes != np.floor(nodes)),
+            "num_nodes",
+            "not_whole",
+            "num_nodes must be a whole number",
+        )
+        check(nodes < 1, "num_nodes", "below_1", "num_nodes must be at least 1")
+        check(
+            nodes > MAX_NODES,
+            "num_nodes",
+            "too_large",
+            f"num_nodes is too large (more than {MAX_NODES})",
+        )
+
+    for name in ("time_limit", "actual_run_time"):
+        values = getattr(parsed, name)
+        if values is None:
+            continue
+        if name in parsed.required:
+            check(np.isnan(values), name, "missing", "missing value")
+        check(np.isinf(values), name, "not_finite", "not a finite number")
+        with np.errstate(invalid="ignore"):
+            check(values <= 0, name, "not_positive", f"{name} must be > 0 seconds")
+            check(
+                values > MAX_DURATION,
+                name,
+                "too_large",
+                f"{name} is too large (more than {MAX_DURATION:.0e} seconds)",
+            )
+    return found
+
+
+def _raw_value(parsed: ParsedTrace, problem: Problem, row: int) -> str | None:
+    if problem.column is None:
+        text = parsed.rows.text(row)
+        return text if len(text) <= _REJECT_VALUE_CHARS else text[: _REJECT_VALUE_CHARS - 3] + "..."
+    index = parsed.fields.get(problem.column)
+    if index is None:
+        return None
+    try:
+        value = parsed.rows.field(row, index)
+    except Exception:  # a malformed record: quote it whole rather than fail while reporting
+        value = parsed.rows.text(row)
+    if value is not None and len(value) > _REJECT_VALUE_CHARS:
+        value = value[: _REJECT_VALUE_CHARS - 3] + "..."
+    return value
+
+
+def _label(parsed: ParsedTrace, problem: Problem) -> str | None:
+    if problem.column is None:
+        return None
+    return parsed.labels.get(problem.column, problem.column)
+
+
+def _error(parsed: ParsedTrace, problem: Problem, row: int) -> TraceError:
+    return TraceError(
+        problem.message,
+        path=parsed.source.path,
+        line=int(parsed.rows.lines[row]),
+        column=_label(parsed, problem),
+        value=_raw_value(parsed, problem, row),
+    )
+
+
+def _reject(parsed: ParsedTrace, problem: Problem, row: int) -> Reject:
+    return Reject(
+        line=int(parsed.rows.lines[row]),
+        column=_label(parsed, problem),
+        value=_raw_value(parsed, problem, row),
+        reason=problem.message,
+    )
+
+
+def write_rejects(path: str, rejects: tuple[Reject, ...]) -> None:
+    """The skipped rows as CSV (line, column, value, reason), written atomically."""
+    target = Path(path)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+        with os.fdopen(fd, "w", newline="", encoding="utf-8") as handle:
+            writer = csv.writer(handle)
+            writer.writerow(["line", "column", "value", "reason"])
+            for reject in rejects:
+                writer.writerow(
+                    [reject.line, reject.column or "", reject.value or "", reject.reason]
+                )
+        os.replace(tmp, target)
+    except OSError as exc:
+        raise ConfigError(f"cannot write the rejects file {path}: {exc.strerror or exc}") from None
+
+
+def _nothing_left(rows_read: int, excluded: dict[str, int]) -> str:
+    summary = ", ".join(f"{reason}: {count}" for reason, count in sorted(excluded.items()))
+    hint = ""
+    if any(reason.startswith("queue:") for reason in excluded):
+        hint = " (the queue filter removed rows; queues=all keeps every queue)"
+    return f"no jobs left: {rows_read} rows read, all excluded ({summary}){hint}"
+
+
+def _assemble(parsed: ParsedTrace, options, order, excluded, rejects) -> JobTable:
+    n = parsed.submit[order].shape[0]
+
+    def take(values, fill=np.nan):
+        return np.full(n, fill) if values is None else values[order]
+
+    begin, end = take(parsed.begin), take(parsed.end)
+    actual = take(parsed.actual_run_time)
+    time_limit = parsed.time_limit[order]
+    if options.force_simulation:
+        mode = "simulation"
+    elif parsed.mode is not None:
+        mode = parsed.mode
+    else:
+        mode = (
+            "replay" if bool(np.isfinite(begin).all() and np.isfinite(end).all()) else "simulation"
+        )
+
+    used_codes = np.flatnonzero(
+        np.bincount(parsed.queue_codes[order], minlength=len(parsed.queue_names))
+    )
+    names = sorted(parsed.queue_names[code] for code in used_codes)
+    position = {name: i for i, name in enumerate(names)}
+    remap = np.zeros(max(len(parsed.queue_names), 1), dtype=np.int32)
+    for code in used_codes:
+        remap[code] = position[parsed.queue_names[code]]
+
+    notes = {}
+    for name, mask in parsed.note_masks.items():
+        count = int(mask[order].sum())
+        if count:
+            notes[name] = count
+    with np.errstate(invalid="ignore"):
+        over = int((actual > time_limit).sum())
+    if over:
+        notes["run_time_exceeds_time_limit"] = over
+
+    meta = TraceMeta(
+        path=parsed.source.path,
+        trace_format=parsed.trace_format,
+        mode=mode,
+        checksum=parsed.source.checksum,
+        timezone=parsed.timezone,
+        timestamp_format=parsed.timestamp_format,
+        machine_nodes=parsed.machine_nodes,
+        has_actual_run_time=bool(np.isfinite(actual).all()),
+        rows_read=len(parsed),
+        rows_kept=n,
+        excluded=dict(sorted(excluded.items())),
+        rejects=rejects,
+        notes=dict(sorted(notes.items())),
+    )
+    exit_status = (
+        np.full(n, -1, dtype=np.int64) if parsed.exit_status is None else parsed.exit_status[order]
+    )
+    return JobTable(
+        job_id=_owned(parsed.job_id[order], np.int64),
+        source_line=_owned(parsed.rows.lines[order], np.int64),
+        submit=_owned(parsed.submit[order], np.float64),
+        begin=_owned(begin, np.float64),
+        end=_owned(end, np.float64),
+        num_nodes=parsed.num_nodes[order].astype(np.int64),
+        time_limit=_owned(time_limit, np.float64),
+        actual_run_time=_owned(actual, np.float64),
+        queue_code=remap[parsed.queue_codes[order]],
+        queue_names=tuple(names),
+        exit_status=_owned(exit_status, np.int64),
+        meta=meta,
+    )
+
+
+def _owned(values: np.ndarray, dtype) -> np.ndarray:
+    """``values`` as ``dtype``, copied only when needed (wrong type, or a read-only view)."""
+    out = np.asarray(values, dtype=dtype)
+    return out if out.flags.writeable else out.copy()
