@@ -110,10 +110,18 @@ def flatten(tree: dict, prefix: str = "") -> dict[str, object]:
 
 
 def configuration_label(hydra_cfg) -> str:
-    """A short, readable name: the group choices that vary, plus explicit value overrides."""
+    """A short, readable name: the group choices, plus explicit overrides of result settings
+    (bookkeeping such as paths, tracking or parallelism never appears in it)."""
     choices = hydra_cfg.runtime.choices
-    parts = [f"{g}={choices[g]}" for g in ("trace", "policy", "run_time", "system") if g in choices]
-    overrides = [o for o in hydra_cfg.overrides.task if "." in o.split("=")[0]]
+    parts = [f"{g}={choices[g]}" for g in ("trace", "policy", "run_time") if g in choices]
+    for group in ("system", "workload"):
+        if choices.get(group) not in (None, "trace", "none"):
+            parts.append(f"{group}={choices[group]}")
+    overrides = []
+    for override in hydra_cfg.overrides.task:
+        key = override.split("=", 1)[0].lstrip("+~")
+        if "." in key and key.split(".", 1)[0] in RESULT_SECTIONS + ("workload",):
+            overrides.append(override)
     return " ".join(parts + sorted(overrides))
 
 
@@ -156,6 +164,8 @@ def run_configuration(cfg: DictConfig) -> dict:
                 label,
                 {TAG_KIND: "configuration", TAG_SWEEP_DIR: str(out_dir.parent)},
             )
+            # The settings go first, so that even a configuration failing early shows them.
+            tracker.log(parent_id, params=flatten(settings))
         result["parent_run_id"] = parent_id
 
         from .trace.cache import load_trace
@@ -187,7 +197,7 @@ def run_configuration(cfg: DictConfig) -> dict:
         )
         _write_outputs(out_dir, cfg, jobs, ok, result)
         if tracker:
-            _log_configuration(tracker, parent_id, cfg, jobs, spec, settings, chash, label,
+            _log_configuration(tracker, parent_id, cfg, jobs, spec, chash, label,
                                results, reused, result, out_dir)
         if failed:
             raise _SeedsFailed(f"{len(failed)} of {len(results)} seeds failed: "
@@ -260,13 +270,12 @@ def _write_outputs(out_dir: Path, cfg: DictConfig, jobs, ok: list[SeedResult], r
             write_schedule_csv(out_dir / f"schedule_seed{r.seed}.csv", jobs, r.schedule)
 
 
-def _log_configuration(tracker, parent_id, cfg, jobs, spec, settings, chash, label, results,
+def _log_configuration(tracker, parent_id, cfg, jobs, spec, chash, label, results,
                        reused, result, out_dir) -> None:
     """Parent: params, aggregates, artifacts. Children: one per newly run seed."""
     from .tracking import TAG_CONFIG_HASH, TAG_KIND, TAG_RUN_KEY, run_key
 
-    params = flatten(settings)
-    params.update({
+    params = {
         "total_nodes": spec.total_nodes,
         "trace_checksum": jobs.meta.checksum,
         "trace_mode": jobs.meta.mode,
@@ -274,7 +283,7 @@ def _log_configuration(tracker, parent_id, cfg, jobs, spec, settings, chash, lab
         "seed": int(cfg.seed),
         "n_seeds": len(results),
         "drevt_version": __version__,
-    })
+    }
     for name, count in jobs.meta.excluded.items():
         params[f"excluded.{name}"] = count
     tracker.log(parent_id, metrics=result["metrics"], params=params,
@@ -398,8 +407,12 @@ def _report(table: str, failed: list[str], where: Path, config: DictConfig) -> N
         if config.tracking.uri:
             print(f"runs: MLflow at {config.tracking.uri}, experiment '{config.tracking.experiment}'")
         else:
-            print(f"runs: {Path(config.paths.output_root) / 'mlflow.db'} — open with `make ui`, "
-                  "then http://127.0.0.1:5000")
+            from .tracking import embedded_uri
+
+            uri = embedded_uri(config.paths.output_root)
+            print(f"runs: {uri[len('sqlite:///'):]} (experiment '{config.tracking.experiment}')")
+            print(f"look: `make ui` (or `mlflow ui --host 127.0.0.1 --backend-store-uri {uri}`),"
+                  " then open http://127.0.0.1:5000")
     if failed:
         print(f"\n{len(failed)} configuration(s) failed: " + "; ".join(failed), file=sys.stderr)
 

@@ -196,3 +196,12 @@ def test_microsecond_precision_is_kept():
     column = parse(["2024-01-15T10:30:00.123456Z"])
     assert column.seconds[0] - utc("2024-01-15T10:30:00") == pytest.approx(0.123456, abs=1e-6)
     assert timedelta(seconds=0.123456).microseconds == 123456
+
+
+def test_fast_and_general_paths_agree_for_offsets():
+    values = ["2024-01-15T10:30:00-08:00", "2024-07-01 12:00:00.25Z", "2024-03-10T02:30:00+0530"]
+    fast = parse(values)
+    general = parse([f" {v}" for v in values])
+    np.testing.assert_array_equal(fast.seconds, general.seconds)
+    assert fast.seconds[0] == utc("2024-01-15T18:30:00")
+    assert fast.dst_gap is None  # explicit offsets need no zone rules
