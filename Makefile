@@ -22,7 +22,7 @@ $(STAMP): pyproject.toml
 install: $(STAMP) ## create .venv (if missing) and install the project with its test tools
 
 run: $(STAMP) ## run the default sweep on the bundled KTH-SP2 trace and say where to look
-	$(BIN)/drevt-sweep -m
+	$(BIN)/drevt-sweep -m policy=fcfs,easy,conservative run_time=actual,lognormal replicates=4
 
 sweep: $(STAMP) ## multirun over policy x run-time model (override with ARGS='...')
 	$(BIN)/drevt-sweep -m policy=fcfs,easy,conservative run_time=actual,limit,lognormal $(ARGS)

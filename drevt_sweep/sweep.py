@@ -12,6 +12,7 @@ import json
 import logging
 import sys
 import time
+import traceback
 from importlib import resources
 from pathlib import Path
 
@@ -204,19 +205,28 @@ def run_configuration(cfg: DictConfig) -> dict:
                                + "; ".join(f"seed {r.seed}: {r.error.splitlines()[0]}" for r in failed))
         log.info("%s: %d seeds in %.1f s", label, len(results), result["seconds"])
     except (DrevtError, _SeedsFailed) as exc:
-        result.update(status="FAILED", error=str(exc))
-        _failures.append(label)
-        log.error("%s: %s", label, exc)
-        if tracker and parent_id:
-            _fail_run(tracker, parent_id, str(exc), out_dir)
+        _record_failure(result, label, str(exc), tracker, parent_id, out_dir)
     except KeyboardInterrupt:
-        result.update(status="KILLED", error="interrupted")
+        result.update(status="KILLED", error="interrupted (Ctrl-C)")
         if tracker and parent_id:
             tracker.finish(parent_id, "KILLED")
         raise
+    except Exception as exc:  # a dead worker, a full disk, a bug: fail this configuration only
+        detail = f"{type(exc).__name__}: {exc}"
+        _record_failure(result, label, detail, tracker, parent_id, out_dir,
+                        details=traceback.format_exc())
     finally:
         (out_dir / "result.json").write_text(json.dumps(result, indent=2, default=str))
     return result
+
+
+def _record_failure(result, label, message, tracker, parent_id, out_dir, details=None) -> None:
+    """Mark a configuration FAILED everywhere: result.json, the log, and its MLflow run."""
+    result.update(status="FAILED", error=message)
+    _failures.append(label)
+    log.error("%s: %s", label, message)
+    if tracker and parent_id:
+        _fail_run(tracker, parent_id, message + (f"\n\n{details}" if details else ""), out_dir)
 
 
 class _SeedsFailed(Exception):
@@ -312,14 +322,23 @@ def _log_configuration(tracker, parent_id, cfg, jobs, spec, chash, label, result
 
 
 def _fail_run(tracker, run_id: str, message: str, out_dir: Path | None) -> None:
+    """Tag the error, attach it as an artifact and close the run FAILED (best effort: a
+    broken store must not hide the original error)."""
     from .tracking import TAG_ERROR
 
-    tracker.log(run_id, tags={TAG_ERROR: message[:5000]})
-    if out_dir is not None:
-        path = out_dir / "error.txt"
-        path.write_text(message + "\n")
-        tracker.log_artifact(run_id, path)
-    tracker.finish(run_id, "FAILED")
+    try:
+        tracker.log(run_id, tags={TAG_ERROR: message[:5000]})
+        if out_dir is not None:
+            path = out_dir / "error.txt"
+            path.write_text(message + "\n")
+            tracker.log_artifact(run_id, path)
+    except Exception as exc:  # noqa: BLE001 - reporting must go on
+        log.error("could not record the error in the tracking store: %s", exc)
+    finally:
+        try:
+            tracker.finish(run_id, "FAILED")
+        except Exception as exc:  # noqa: BLE001
+            log.error("could not close run %s: %s", run_id, exc)
 
 
 # ---------------------------------------------------------------- the sweep summary
@@ -424,9 +443,14 @@ def _app(cfg: DictConfig) -> dict:
 
 
 def main() -> None:
-    """Console script: exit 0 when every configuration finished, 1 when any failed."""
+    """Console script: exit 0 when every configuration finished, 1 when any failed, 130 when
+    interrupted (runs in flight are then marked KILLED in the store)."""
     register_configs()
-    _app()
+    try:
+        _app()
+    except KeyboardInterrupt:
+        print("\ndrevt-sweep: interrupted; runs in flight were marked KILLED", file=sys.stderr)
+        sys.exit(130)
     if _failures:
         sys.exit(1)
 

@@ -1,0 +1,148 @@
+"""Sweeps under faults: killed workers, Ctrl-C, concurrent sweeps, an unreachable server."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow
+TINY = Path(__file__).parent / "data" / "traces" / "sweep_tiny.csv"
+
+
+def sweep_cmd(tmp_path: Path, name: str, *overrides: str) -> list[str]:
+    return [
+        sys.executable, "-m", "drevt_sweep", "-m",
+        f"paths.output_root={tmp_path / 'out'}", f"hydra.sweep.dir={tmp_path / name}",
+        "progress=false", *overrides,
+    ]
+
+
+def long_kth_sweep(tmp_path: Path, name: str = "sweep") -> list[str]:
+    # Many stochastic seeds of the bundled trace: long enough to be interrupted, bounded in time.
+    return sweep_cmd(tmp_path, name, "policy=easy", "run_time=lognormal", "replicates=2000",
+                     "parallel.n_jobs=2")
+
+
+def tagged_processes(tag: str) -> list[int]:
+    """Processes carrying our tag in their environment: the sweep and its joblib workers
+    (loky re-parents its workers, so a process tree would miss them)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if f"DREVT_TEST_TAG={tag}".encode() in (entry / "environ").read_bytes():
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
+def is_worker(pid: int) -> bool:
+    try:
+        return b"popen_loky_posix" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+
+
+def start(cmd: list[str], tag: str) -> subprocess.Popen:
+    env = {**os.environ, "DREVT_TEST_TAG": tag}
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+
+
+def wait_for_workers(proc: subprocess.Popen, tag: str, timeout: float = 120) -> list[int]:
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        assert proc.poll() is None, proc.stderr.read()
+        workers = [p for p in tagged_processes(tag) if is_worker(p)]
+        if len(workers) >= 2:
+            time.sleep(1.0)  # let them take seeds
+            return workers
+        time.sleep(0.2)
+    raise AssertionError("no joblib workers appeared")
+
+
+def cleanup(proc: subprocess.Popen, tag: str) -> None:
+    if proc.poll() is None:
+        proc.kill()
+    for pid in tagged_processes(tag):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+
+def runs(tmp_path: Path):
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'out' / 'mlflow.db'}")
+    experiment = client.get_experiment_by_name("drevt-sweep")
+    return client.search_runs([experiment.experiment_id], max_results=5000)
+
+
+def test_a_killed_worker_fails_its_configuration_cleanly(tmp_path):
+    tag = f"kill-{os.getpid()}-{time.time()}"
+    proc = start(long_kth_sweep(tmp_path), tag)
+    try:
+        workers = wait_for_workers(proc, tag)
+        os.kill(workers[0], signal.SIGKILL)
+        out, err = proc.communicate(timeout=300)
+    finally:
+        cleanup(proc, tag)
+    assert proc.returncode == 1
+    assert "Traceback" not in err
+    result = json.loads((tmp_path / "sweep" / "0" / "result.json").read_text())
+    assert result["status"] == "FAILED"
+    assert "worker" in result["error"].lower() or "terminated" in result["error"].lower()
+    statuses = {r.info.status for r in runs(tmp_path)}
+    assert statuses == {"FAILED"}  # nothing left RUNNING
+
+
+def test_ctrl_c_marks_runs_in_flight_killed_and_leaves_a_readable_store(tmp_path):
+    tag = f"int-{os.getpid()}-{time.time()}"
+    proc = start(long_kth_sweep(tmp_path), tag)
+    try:
+        wait_for_workers(proc, tag)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=300)
+    finally:
+        cleanup(proc, tag)
+    assert proc.returncode == 130, err[-2000:]
+    assert "Traceback" not in err
+    found = runs(tmp_path)
+    assert found and {r.info.status for r in found} == {"KILLED"}
+
+
+def test_two_sweeps_sharing_one_store_lose_no_run(tmp_path):
+    common = ("trace=custom", f"trace.path={TINY}", "format=simple", "format.queues=[all]",
+              "system=custom", "system.total_nodes=10", "run_time=normal", "replicates=4",
+              "parallel.n_jobs=1")
+    first = subprocess.Popen(sweep_cmd(tmp_path, "a", *common, "policy=fcfs,easy"),
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    second = subprocess.Popen(sweep_cmd(tmp_path, "b", *common, "policy=conservative,sjf_easy"),
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    for proc in (first, second):
+        _, err = proc.communicate(timeout=600)
+        assert proc.returncode == 0, err[-3000:]
+    found = runs(tmp_path)
+    parents = [r for r in found if r.data.tags.get("drevt_kind") == "configuration"]
+    seeds = [r for r in found if r.data.tags.get("drevt_kind") == "seed"]
+    assert len(parents) == 4 and len(seeds) == 16
+    assert {r.info.status for r in found} == {"FINISHED"}
+
+
+def test_an_unreachable_tracking_server_fails_before_any_simulation(tmp_path):
+    proc = subprocess.run(
+        sweep_cmd(tmp_path, "sweep", "tracking.uri=http://127.0.0.1:9", "policy=fcfs,easy"),
+        capture_output=True, text=True, timeout=300,
+    )
+    assert proc.returncode != 0
+    assert "does not answer" in proc.stderr + proc.stdout
+    assert "Traceback" not in proc.stderr
+    assert not list((tmp_path / "sweep").glob("*/result.json"))  # nothing was simulated
