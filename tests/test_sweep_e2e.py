@@ -103,3 +103,56 @@ def test_resume_skips_finished_seeds_and_reuses_their_results(tmp_path):
     children = [r for r in runs if r.data.tags.get("drevt_kind") == "seed"]
     assert sorted(int(c.data.params["seed"]) for c in children) == [0, 1, 2]
     assert second["status"] == "FINISHED" and first["status"] == "FINISHED"
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_make_ui_serves_the_sweep_on_loopback(tmp_path, repo_root):
+    import time
+    import urllib.request
+
+    run_sweep(tmp_path, "policy=fcfs,easy", "run_time=limit")
+    port = free_port()
+    ui = subprocess.Popen(
+        ["make", "-s", "ui", f"UI_PORT={port}", f"TRACKING_DB={tmp_path / 'out' / 'mlflow.db'}"],
+        cwd=repo_root, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        start_new_session=True,
+    )
+    try:
+        body = None
+        deadline = time.time() + 120
+        while time.time() < deadline and body is None:
+            assert ui.poll() is None, ui.stdout.read()
+            try:
+                request = urllib.request.Request(
+                    f"http://127.0.0.1:{port}/api/2.0/mlflow/runs/search",
+                    data=json.dumps({"experiment_ids": ["1"], "max_results": 100}).encode(),
+                    headers={"Content-Type": "application/json"},
+                )
+                with urllib.request.urlopen(request, timeout=5) as response:
+                    body = json.loads(response.read())
+            except OSError:
+                time.sleep(0.5)
+        assert body is not None, "the UI never answered"
+        kinds = sorted(
+            tag["value"] for run in body["runs"] for tag in run["data"]["tags"]
+            if tag["key"] == "drevt_kind"
+        )
+        assert kinds == ["configuration", "configuration", "seed", "seed"]
+        import shutil
+
+        if shutil.which("ss"):
+            listening = subprocess.run(["ss", "-ltn"], capture_output=True, text=True).stdout
+            bound = [line for line in listening.splitlines() if f":{port} " in line]
+            assert bound and all("127.0.0.1:" in line for line in bound)  # loopback only
+    finally:
+        import signal
+
+        os.killpg(ui.pid, signal.SIGTERM)
+        ui.wait(timeout=30)
