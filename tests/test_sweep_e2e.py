@@ -103,6 +103,12 @@ def test_resume_skips_finished_seeds_and_reuses_their_results(tmp_path):
     children = [r for r in runs if r.data.tags.get("drevt_kind") == "seed"]
     assert sorted(int(c.data.params["seed"]) for c in children) == [0, 1, 2]
     assert second["status"] == "FINISHED" and first["status"] == "FINISHED"
+    # Across a resume the results are bit-identical to a sweep run in one go.
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    run_sweep(fresh, "run_time=normal", "replicates=3")
+    in_one_go = json.loads((fresh / "sweep" / "0" / "result.json").read_text())
+    assert second["metrics"] == in_one_go["metrics"]
 
 
 def free_port() -> int:
