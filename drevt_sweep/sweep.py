@@ -36,6 +36,7 @@ RESULT_SECTIONS = ("trace", "format", "timezone", "run_time", "policy", "system"
 SUMMARY_COLUMNS = ("wait_mean", "bsld_mean", "utilization", "makespan")
 
 _failures: list[str] = []  # configurations that failed in this process (sets the exit code)
+_state = {"ran": False}  # whether any configuration started (bad options stop before that)
 
 
 # ---------------------------------------------------------------- config -> plain objects
@@ -148,6 +149,7 @@ def _tracker(cfg: DictConfig):
 # ---------------------------------------------------------------- one configuration
 def run_configuration(cfg: DictConfig) -> dict:
     """Run one configuration over its seeds, track it, and return its ``result.json`` content."""
+    _state["ran"] = True
     hydra_cfg = HydraConfig.get()
     out_dir = Path(hydra_cfg.runtime.output_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -448,6 +450,14 @@ def main() -> None:
     register_configs()
     try:
         _app()
+    except SystemExit as exc:
+        if exc.code in (0, None) or _state["ran"]:
+            raise
+        # Hydra reports a bad option or config (and we an unreachable store) before any
+        # configuration runs: that is bad input, exit code 2 as for drevt-sim.
+        if isinstance(exc.code, str):
+            print(exc.code, file=sys.stderr)
+        sys.exit(2)
     except KeyboardInterrupt:
         print("\ndrevt-sweep: interrupted; runs in flight were marked KILLED", file=sys.stderr)
         sys.exit(130)

@@ -142,7 +142,16 @@ def test_an_unreachable_tracking_server_fails_before_any_simulation(tmp_path):
         sweep_cmd(tmp_path, "sweep", "tracking.uri=http://127.0.0.1:9", "policy=fcfs,easy"),
         capture_output=True, text=True, timeout=300,
     )
-    assert proc.returncode != 0
+    assert proc.returncode == 2
     assert "does not answer" in proc.stderr + proc.stdout
     assert "Traceback" not in proc.stderr
     assert not list((tmp_path / "sweep").glob("*/result.json"))  # nothing was simulated
+
+
+@pytest.mark.parametrize("override", ["policy.backfill=sometimes", "policy=lottery", "replicates=many"])
+def test_bad_options_exit_2_before_anything_runs(tmp_path, override):
+    proc = subprocess.run(sweep_cmd(tmp_path, "sweep", override), capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 2
+    assert "Traceback" not in proc.stderr
+    assert not (tmp_path / "out" / "mlflow.db").exists()
