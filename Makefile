@@ -8,7 +8,7 @@ UI_PORT ?= 5000
 TRACKING_DB := $(CURDIR)/outputs/mlflow.db
 
 .DEFAULT_GOAL := help
-.PHONY: help install run sweep experiment ui test test-fast bench clean
+.PHONY: help install run sweep experiment report ui server test test-fast bench clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -30,6 +30,10 @@ sweep: $(STAMP) ## multirun over policy x run-time model (override with ARGS='..
 experiment: $(STAMP) ## run a named experiment from conf/experiment (NAME=policy_comparison)
 	$(BIN)/drevt-sweep -m experiment=$(NAME) $(ARGS)
 
+report: $(STAMP) ## rebuild report.html of a finished sweep: make report SWEEP=outputs/multirun/<date>
+	@test -n "$(SWEEP)" || { echo "usage: make report SWEEP=outputs/multirun/<date_time>"; exit 2; }
+	$(BIN)/drevt-sweep-report $(SWEEP) $(ARGS)
+
 ui: $(STAMP) ## serve the MLflow UI for the embedded store on 127.0.0.1:$(UI_PORT)
 	$(BIN)/mlflow ui --host 127.0.0.1 --port $(UI_PORT) --backend-store-uri sqlite:///$(TRACKING_DB)
 
@@ -45,3 +49,8 @@ bench: $(STAMP) ## run the benchmarks and update benchmarks/RESULTS.md
 clean: ## remove run outputs and caches (keeps .venv)
 	rm -rf outputs/* multirun .pytest_cache .hypothesis
 	@touch outputs/.gitkeep
+
+.PHONY: server
+SERVER_PORT ?= 5001
+server: $(STAMP) ## MLflow tracking server on PostgreSQL, 127.0.0.1:$(SERVER_PORT) (apt-get install postgresql)
+	$(BIN)/python -m drevt_sweep.server run --root $(CURDIR)/outputs --port $(SERVER_PORT)

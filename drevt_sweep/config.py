@@ -13,6 +13,8 @@ from typing import List, Optional
 
 from hydra.core.config_store import ConfigStore
 
+from .workload_config import WorkloadConf
+
 
 class TraceFormat(Enum):
     simple = "simple"
@@ -66,9 +68,11 @@ class Backfill(Enum):
 
 
 class ParallelBackend(Enum):
-    loky = "loky"
+    loky = "loky"  # processes on this machine (the default)
     threading = "threading"
     sequential = "sequential"
+    dask = "dask"  # a dask.distributed cluster: parallel.dask_address, or a LocalCluster
+    ray = "ray"  # a Ray cluster: parallel.ray_address, or a local Ray instance
 
 
 @dataclass
@@ -131,10 +135,19 @@ class SystemConf:
 
 @dataclass
 class ParallelConf:
-    """Seed-level fan-out with joblib; n_jobs=-1 uses every core."""
+    """Seed-level fan-out with joblib; n_jobs=-1 uses every core.
+
+    ``backend`` picks joblib's backend. ``dask`` sends the seeds to a dask.distributed
+    scheduler at ``dask_address`` (``tcp://host:8786``, or the path of a ``--scheduler-file``
+    JSON); null starts a LocalCluster of ``n_jobs`` worker processes on this machine. ``ray``
+    connects to ``ray_address`` (``auto``, ``ray://host:10001``); null starts a local Ray
+    instance. With either, the parsed trace goes to the workers once, not once per seed.
+    """
 
     n_jobs: int = -1
     backend: ParallelBackend = ParallelBackend.loky
+    dask_address: Optional[str] = None
+    ray_address: Optional[str] = None
 
 
 @dataclass
@@ -166,6 +179,7 @@ class SweepConfig:
     run_time: RunTimeConf = field(default_factory=RunTimeConf)
     policy: PolicyConf = field(default_factory=PolicyConf)
     system: SystemConf = field(default_factory=SystemConf)
+    workload: WorkloadConf = field(default_factory=WorkloadConf)
     parallel: ParallelConf = field(default_factory=ParallelConf)
     tracking: TrackingConf = field(default_factory=TrackingConf)
     paths: PathsConf = field(default_factory=PathsConf)

@@ -25,11 +25,13 @@ from __future__ import annotations
 import heapq
 import math
 import numbers
+import os
 from bisect import bisect_left, bisect_right, insort
 from typing import Callable
 
 import numpy as np
 
+from .capacity import CapacitySchedule, latest_starts
 from .errors import ConfigError
 from .jobs import JobTable
 from .policies import (
@@ -71,6 +73,8 @@ def simulate(
     backfill: str = "easy",
     enforce_limits: bool = True,
     on_reservation: Callable[[float, int, float], None] | None = None,
+    kernel: str = "auto",
+    capacity: CapacitySchedule | None = None,
 ) -> Schedule:
     """Schedule ``jobs`` on a machine of ``total_nodes`` nodes.
 
@@ -79,9 +83,21 @@ def simulate(
     ``on_reservation(now, row, start)``, if given, is called whenever a policy promises a job
     a start time (EASY: the blocked head at each pass that can backfill; conservative: every
     new or moved reservation) -- for tests and debugging.
+    ``kernel``: ``"fast"`` runs the compiled event loop (``drevt_sweep.fast``, numba),
+    ``"reference"`` the pure-Python one below. ``"auto"`` (overridable with the environment
+    variable ``DREVT_KERNEL``) uses the fast kernel unless ``on_reservation`` is given or it
+    cannot run this case, and except while loading numba would cost more than the reference
+    needs for the runs so far in this process (``fast.worth_loading``); if numba cannot be
+    imported it warns once and uses the reference. Both give the same schedule, bit for bit.
+    ``capacity``: machine-size changes over time (``drevt_sweep.capacity``; None or an empty
+    schedule = ``total_nodes`` throughout, bit-identical to not passing it). Running jobs are
+    never killed; a job starts only if it fits for its whole time limit; jobs that can never
+    run are rejected (``warnings["rejected_capacity"]``), larger ones only delayed.
     """
     check_priority(priority)
     check_backfill(backfill)
+    if kernel not in _KERNELS:
+        raise ConfigError(f"unknown kernel {kernel!r}; choose one of: {', '.join(_KERNELS)}")
     total = _check_total_nodes(total_nodes)
 
     n = len(jobs)
@@ -92,8 +108,8 @@ def simulate(
     if rt.shape != (n,):
         raise ValueError(f"run_time has shape {rt.shape}, expected ({n},) to match the job table")
 
-    capacity = Capacity(total)
-    rejected = nodes > capacity.minimum
+    capacity = _machine_capacity(capacity, total)  # the CapacitySchedule becomes a Capacity
+    rejected = nodes > capacity.maximum
     ok = ~rejected
     bad = ok & ~np.isfinite(submit)
     if bad.any():
@@ -113,6 +129,11 @@ def simulate(
             f"{int(bad.sum())} job(s) have no valid run time (must be finite and >= 0), "
             f"first at {_first_line(jobs, bad)}"
         )
+    deadline = None
+    if capacity.variable:  # latest start per job that the capacity alone allows (NaN: never)
+        deadline = latest_starts([-math.inf, *capacity.times], [capacity.total, *capacity.levels], submit, nodes, limit)
+        rejected = rejected | (ok & ~(deadline >= submit))
+        ok = ~rejected
 
     if enforce_limits:
         killed = ok & (rt > limit)
@@ -122,18 +143,36 @@ def simulate(
         dur = rt.copy()
     dur[rejected] = np.nan
 
-    begin_l, end_l = _run_events(
-        submit=submit,
-        limit=limit,
-        nodes=nodes,
-        dur=dur,
-        rejected=rejected,
-        rank=priority_rank(priority, submit, limit, nodes),
-        capacity=capacity,
-        backfill=backfill,
-        enforce_limits=bool(enforce_limits),
-        on_reservation=on_reservation,
-    )
+    rank = priority_rank(priority, submit, limit, nodes)
+    if _use_fast_kernel(kernel, backfill, capacity, on_reservation, n):
+        from . import fast
+
+        begin_l, end_l = fast.run_events(
+            submit=submit, limit=limit, nodes=nodes, dur=dur, rejected=rejected, rank=rank,
+            total=total, backfill=backfill, enforce_limits=bool(enforce_limits),
+        )
+    else:
+        begin_l, end_l = _run_events(
+            submit=submit,
+            limit=limit,
+            nodes=nodes,
+            dur=dur,
+            rejected=rejected,
+            rank=rank,
+            capacity=capacity,
+            backfill=backfill,
+            enforce_limits=bool(enforce_limits),
+            on_reservation=on_reservation,
+            deadline=deadline,
+        )
+    warnings = {"rejected_oversized": int(rejected.sum())}
+    if deadline is not None:  # jobs withdrawn when their last capacity window passed
+        withdrawn = ~rejected & np.isnan(np.array(begin_l, dtype=np.float64))
+        rejected = rejected | withdrawn
+        killed = killed & ~rejected
+        dur[withdrawn] = np.nan
+        oversized = int((nodes > capacity.maximum).sum())
+        warnings = {"rejected_oversized": oversized, "rejected_capacity": int(rejected.sum()) - oversized}
     return Schedule(
         mode="simulation",
         total_nodes=total,
@@ -142,12 +181,61 @@ def simulate(
         run_time=dur,
         killed=killed,
         rejected=rejected,
-        warnings={"rejected_oversized": int(rejected.sum())},
+        warnings=warnings,
     )
 
 
-def _run_events(*, submit, limit, nodes, dur, rejected, rank, capacity, backfill, enforce_limits, on_reservation):
-    """The event loop. Works on Python lists (per-element numpy access is slow in pure Python)."""
+def _machine_capacity(capacity: CapacitySchedule | None, total: int) -> Capacity:
+    """``Capacity(total)`` unless ``capacity`` changes the machine size at some time."""
+    if capacity is None or capacity.is_empty:
+        return Capacity(total)
+    times, levels = capacity.levels(total)
+    return Capacity(total) if len(levels) == 1 else Capacity.stepwise(times, levels)
+
+
+_KERNELS = ("auto", "fast", "reference")
+
+
+def _use_fast_kernel(kernel: str, backfill: str, capacity: Capacity, on_reservation, n_jobs: int) -> bool:
+    """Whether ``simulate`` runs the compiled kernel (see its ``kernel`` argument)."""
+    if kernel == "auto":
+        kernel = os.environ.get("DREVT_KERNEL", "auto") or "auto"
+        if kernel not in _KERNELS:
+            raise ConfigError(f"DREVT_KERNEL={kernel!r} is not one of: {', '.join(_KERNELS)}")
+    if kernel == "reference":
+        return False
+    from . import fast
+    from .policies.conservative import ConservativeBackfill
+
+    why = None
+    if on_reservation is not None:
+        why = "the on_reservation hook needs the reference engine"
+    elif backfill not in fast.FAST_BACKFILLS:
+        why = f"backfill policy {backfill!r} has no compiled version"
+    elif backfill == "conservative" and ConservativeBackfill.ALWAYS_REPLAN:
+        why = "ConservativeBackfill.ALWAYS_REPLAN (a test switch) needs the reference engine"
+    elif getattr(capacity, "variable", False) or capacity.minimum != capacity.total:
+        why = "the compiled kernel handles a constant machine capacity only"
+    if why is None:
+        if kernel == "auto" and not fast.worth_loading(backfill, n_jobs):
+            return False  # a small run while numba is not loaded yet: the reference is quicker
+        if fast.load(warn=kernel == "auto") is not None:
+            return True
+        why = f"the compiled kernel is unavailable ({fast.unavailable_reason()})"
+    if kernel == "fast":
+        raise ConfigError(f"kernel='fast' cannot run this simulation: {why}")
+    return False
+
+
+def _run_events(*, submit, limit, nodes, dur, rejected, rank, capacity, backfill, enforce_limits, on_reservation,
+                deadline=None):
+    """The event loop. Works on Python lists (per-element numpy access is slow in pure Python).
+
+    With a variable capacity (``deadline`` given): capacity changes are events while jobs wait
+    (and are applied to ``cluster.free`` in any case), and a waiting job is withdrawn from the
+    queue at the first event after its ``deadline`` (its last start the capacity allows); it
+    keeps NaN times and ``simulate`` counts it as rejected.
+    """
     n = submit.shape[0]
     nodes_l = nodes.tolist()
     limit_l = limit.tolist()
@@ -173,10 +261,21 @@ def _run_events(*, submit, limit, nodes, dur, rejected, rank, capacity, backfill
     inf = math.inf
     a = 0
     n_arr = len(arrivals)
-    while a < n_arr or completions:
+    cap_changes = capacity.changes() if deadline is not None else []
+    n_cap = len(cap_changes)
+    c = 0
+    deadline_l = deadline.tolist() if deadline is not None else None
+    expiring: list[tuple[float, int]] = []  # heap of (deadline, job) of waiting jobs
+    while a < n_arr or completions or (queue and c < n_cap):
         t_arr = submit_l[arrivals[a]] if a < n_arr else inf
         t_end = completions[0][0] if completions else inf
         now = t_arr if t_arr < t_end else t_end
+        if c < n_cap:  # 0. capacity changes (events only while jobs wait)
+            if queue and cap_changes[c][0] < now:
+                now = cap_changes[c][0]
+            while c < n_cap and cap_changes[c][0] <= now:
+                cluster.free += cap_changes[c][1]
+                c += 1
 
         # 1. completions
         while completions and completions[0][0] <= now:
@@ -199,10 +298,23 @@ def _run_events(*, submit, limit, nodes, dur, rejected, rank, capacity, backfill
                 pos = bisect_right(qrank, r)
                 queue.insert(pos, j)
                 qrank.insert(pos, r)
+            if deadline_l is not None and deadline_l[j] < inf:
+                heapq.heappush(expiring, (deadline_l[j], j))
+
+        # 2b. withdraw waiting jobs whose last capacity window has passed
+        while expiring and expiring[0][0] < now:
+            _, j = heapq.heappop(expiring)
+            if begin[j] != begin[j]:  # still waiting
+                i = bisect_left(qrank, rank_l[j])
+                del queue[i]
+                del qrank[i]
+                cluster.withdrawn.append(j)
 
         # 3. one scheduling pass
         if queue:
             started = policy.select(now, queue, cluster)
+            if cluster.withdrawn:
+                cluster.withdrawn.clear()
             if started:
                 for j in started:
                     b = now

@@ -13,6 +13,7 @@ import sys
 import time
 import traceback
 from dataclasses import dataclass, field
+from typing import Mapping
 
 import numpy as np
 
@@ -22,6 +23,7 @@ from .jobs import JobTable
 from .metrics import compute_metrics
 from .runtime import RunTimeModel, draw_run_times, is_stochastic
 from .schedule import Schedule
+from .workload import WorkloadSpec, apply_workload
 
 
 @dataclass(frozen=True)
@@ -34,10 +36,14 @@ class RunSpec:
     replay: bool = False
     run_time: RunTimeModel = field(default_factory=RunTimeModel)
     enforce_limits: bool = True
+    workload: WorkloadSpec = field(default_factory=WorkloadSpec)
 
     @property
     def stochastic(self) -> bool:
-        return not self.replay and is_stochastic(self.run_time)
+        """Whether seeds differ: random run times, or a seeded workload transform (shaking)."""
+        if self.replay:
+            return self.workload.stochastic
+        return is_stochastic(self.run_time) or self.workload.stochastic
 
 
 @dataclass
@@ -46,7 +52,8 @@ class SeedResult:
 
     seed: int
     metrics: dict[str, float] = field(default_factory=dict)
-    schedule: Schedule | None = None
+    schedule: Schedule | None = None  # kept for one seed, for its schedule file and figures
+    jobs: JobTable | None = None  # the (transformed) jobs that schedule is aligned with
     error: str | None = None
     seconds: float = 0.0
 
@@ -60,27 +67,35 @@ def seeds_for(spec: RunSpec, first_seed: int, replicates: int) -> list[int]:
     return [first_seed + i for i in range(replicates if spec.stochastic else 1)]
 
 
-def simulate_seed(jobs: JobTable, spec: RunSpec, seed: int) -> Schedule:
-    """The schedule for one seed (raises DrevtError on invalid input)."""
+def simulate_seed(jobs: JobTable, spec: RunSpec, seed: int) -> tuple[JobTable, Schedule]:
+    """The (transformed) jobs and their schedule for one seed; raises DrevtError on bad input.
+
+    The workload transform runs per seed because input shaking depends on the seed; it is
+    vectorised and costs milliseconds."""
+    capacity = None
+    if not spec.workload.is_identity:
+        jobs, capacity, _ = apply_workload(jobs, spec.workload, seed)
     if spec.replay:
-        return engine.replay(jobs, spec.total_nodes)
+        return jobs, engine.replay(jobs, spec.total_nodes)
     run_time = draw_run_times(jobs, spec.run_time, seed, enforce_limits=spec.enforce_limits)
-    return engine.simulate(
+    schedule = engine.simulate(
         jobs,
         run_time,
         spec.total_nodes,
         priority=spec.priority,
         backfill=spec.backfill,
         enforce_limits=spec.enforce_limits,
+        capacity=capacity,
     )
+    return jobs, schedule
 
 
 def run_seed(jobs: JobTable, spec: RunSpec, seed: int, keep_schedule: bool = False) -> SeedResult:
     """Run one seed, turning any failure into a result so that the other seeds go on."""
     started = time.perf_counter()
     try:
-        schedule = simulate_seed(jobs, spec, seed)
-        metrics = compute_metrics(jobs, schedule)
+        seed_jobs, schedule = simulate_seed(jobs, spec, seed)
+        metrics = compute_metrics(seed_jobs, schedule)
     except DrevtError as exc:
         return SeedResult(seed, error=str(exc), seconds=time.perf_counter() - started)
     except Exception as exc:  # a bug, not bad input: keep the traceback for the report
@@ -94,6 +109,7 @@ def run_seed(jobs: JobTable, spec: RunSpec, seed: int, keep_schedule: bool = Fal
         seed,
         metrics=metrics,
         schedule=schedule if keep_schedule else None,
+        jobs=seed_jobs if keep_schedule else None,
         seconds=time.perf_counter() - started,
     )
 
@@ -121,6 +137,9 @@ class Progress:
         self.stream.flush()
 
 
+REMOTE_BACKENDS = ("dask", "ray")
+
+
 def run_seeds(
     jobs: JobTable,
     spec: RunSpec,
@@ -130,25 +149,74 @@ def run_seeds(
     backend: str = "loky",
     keep_schedule_of: int | None = None,
     progress: Progress | None = None,
+    backend_options: Mapping[str, object] | None = None,
 ) -> list[SeedResult]:
-    """Run every seed, in parallel where asked; results come back sorted by seed."""
-    from joblib import Parallel, delayed
+    """Run every seed, in parallel where asked; results come back sorted by seed.
+
+    ``backend`` is joblib's: ``loky``/``threading`` on this machine, ``sequential`` in this
+    process, ``dask`` or ``ray`` on a cluster, whose address is ``backend_options["address"]``
+    (null: a LocalCluster / local Ray instance of ``n_jobs`` workers). ``n_jobs`` counts local
+    workers; a cluster at an address decides its own size. The trace goes to a cluster once
+    (broadcast), not once per seed. A seed's result does not depend on the backend.
+    """
+    from joblib import Parallel, delayed, parallel_config
 
     progress = progress or Progress(len(seeds), "run", enabled=False)
-    if backend == "sequential" or n_jobs == 1 or len(seeds) == 1:
+    address = (backend_options or {}).get("address")
+    remote = backend in REMOTE_BACKENDS and address is not None
+    if backend == "sequential" or (not remote and (n_jobs == 1 or len(seeds) <= 1)):
         results = []
         for seed in seeds:
             results.append(run_seed(jobs, spec, seed, keep_schedule=seed == keep_schedule_of))
             progress.advance()
         return sorted(results, key=lambda r: r.seed)
-    parallel = Parallel(n_jobs=n_jobs, backend=backend, return_as="generator_unordered")
+
+    return_as = "generator_unordered"
+    release = None
+    if backend == "dask":
+        from .backends import dask_client
+
+        client = dask_client(address, n_jobs)
+        # Once to every worker; each seed's task carries the future (a key), not the data.
+        jobs_future = client.scatter(jobs, broadcast=True, hash=False)
+        release = jobs_future.release  # the trace leaves the workers' memory afterwards
+        config = parallel_config(backend="dask", client=client)
+        n_jobs = -1  # the cluster's size
+        tasks = (delayed(run_seed)(jobs_future, spec, seed, seed == keep_schedule_of)
+                 for seed in seeds)
+    elif backend == "ray":
+        from .backends import ray_ready
+
+        ray = ray_ready(address, n_jobs)
+        # Once into the object store (freed by reference counting when this call returns);
+        # each task gets the reference, and a node's workers share one copy.
+        jobs_ref = ray.put(jobs)
+        config = parallel_config(backend="ray")
+        n_jobs = -1
+        return_as = "list"  # Ray's joblib backend returns nothing before the end
+        tasks = (delayed(_run_seed_from_object_store)(jobs_ref, spec, seed, seed == keep_schedule_of)
+                 for seed in seeds)
+    else:
+        config = parallel_config(backend=backend)
+        tasks = (delayed(run_seed)(jobs, spec, seed, seed == keep_schedule_of) for seed in seeds)
     results = []
-    for result in parallel(
-        delayed(run_seed)(jobs, spec, seed, seed == keep_schedule_of) for seed in seeds
-    ):
-        results.append(result)
-        progress.advance()
+    try:
+        with config:
+            for result in Parallel(n_jobs=n_jobs, return_as=return_as)(tasks):
+                results.append(result)
+                progress.advance()
+    finally:
+        if release is not None:
+            release()
     return sorted(results, key=lambda r: r.seed)
+
+
+def _run_seed_from_object_store(jobs_ref, spec: RunSpec, seed: int, keep_schedule: bool) -> SeedResult:
+    """A Ray task: fetch the trace from the node's object store (shared by the node's
+    workers), then run the seed as anywhere else."""
+    import ray
+
+    return run_seed(ray.get(jobs_ref), spec, seed, keep_schedule)
 
 
 def aggregate(results: list[SeedResult], stochastic: bool = True) -> dict[str, float]:

@@ -163,12 +163,83 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _positive_float(text: str) -> float:
+    value = _finite_float(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a number > 0, got '{text}'")
+    return value
+
+
+def _non_negative_float(text: str) -> float:
+    value = _finite_float(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a number >= 0, got '{text}'")
+    return value
+
+
 def _add_workload_arguments(parser: argparse.ArgumentParser) -> None:
-    """Workload transforms (load scaling, time windows, ...) go here, as one argument group."""
+    """Workload transforms (``drevt_sweep.workload``), as one argument group."""
+    group = parser.add_argument_group(
+        "workload scenarios (transforms of the jobs; the trace file is never changed)"
+    )
+    group.add_argument("--load_factor", type=_positive_float, default=1.0, metavar="F",
+                       help="offered load x F: inter-arrival gaps divided by F (default: 1)")
+    group.add_argument("--window_start", metavar="TIME",
+                       help="keep jobs submitted from TIME on: ISO date-time (wall clock in "
+                       "--timezone unless it has an offset) or epoch seconds")
+    group.add_argument("--window_end", metavar="TIME",
+                       help="keep jobs submitted before TIME (exclusive)")
+    group.add_argument("--max_jobs", type=_positive_int, metavar="N",
+                       help="keep the first N jobs (after the window), as DR_EVT's --max_jobs")
+    group.add_argument("--max_time", type=_positive_float, metavar="SECONDS",
+                       help="keep jobs submitted less than SECONDS after the window start (else "
+                       "the first submit), as DR_EVT's --max_time")
+    group.add_argument("--warm_start", action="store_true",
+                       help="with --window_start on a trace with begin/end times: jobs running "
+                       "at the window start keep their nodes until their recorded end, jobs "
+                       "queued then enter the queue at the window start")
+    group.add_argument("--capacity", metavar="STEPS",
+                       help="machine-size changes 'TIME:NODES,TIME:NODES' (TIME as for "
+                       "--window_start): the machine has NODES nodes from TIME on")
+    group.add_argument("--maintenance", action="append", default=[], metavar="SPEC",
+                       help="periodic maintenance '<weekday|daily> HH:MM-HH:MM <nodes lost>', "
+                       "e.g. 'tue 08:00-12:00 100' (wall clock in --timezone; repeatable)")
+    group.add_argument("--rescale_nodes", type=_positive_float, default=1.0, metavar="F",
+                       help="num_nodes x F, rounded half up, at least 1, at most the machine "
+                       "(--total_nodes, else the trace's size x F)")
+    group.add_argument("--shake", type=_non_negative_float, default=0.0, metavar="SECONDS",
+                       help="input shaking: move each submit by a uniform amount in "
+                       "+-SECONDS (its own random stream of --seed)")
 
 
 def _transform_jobs(jobs, args: argparse.Namespace, warn):
-    """Apply the workload transforms chosen on the command line (none yet)."""
+    """Apply the workload transforms chosen on the command line.
+
+    Sets ``args.workload_capacity`` (the capacity schedule for the engine, or None) and
+    ``args.workload_report``; prints a note with the report when anything was transformed.
+    """
+    from .workload import WorkloadSpec, apply_workload, format_report, parse_capacity
+
+    spec = WorkloadSpec(
+        load_factor=args.load_factor,
+        window_start=args.window_start,
+        window_end=args.window_end,
+        max_jobs=args.max_jobs,
+        max_time=args.max_time,
+        warm_start=args.warm_start,
+        capacity=parse_capacity(args.capacity) if args.capacity else (),
+        maintenance=tuple(args.maintenance),
+        rescale_nodes=args.rescale_nodes,
+        rescale_machine_nodes=args.total_nodes,
+        shake=args.shake,
+    )
+    jobs, args.workload_capacity, args.workload_report = apply_workload(jobs, spec, args.seed)
+    if not spec.is_identity:
+        _note(f"workload: {format_report(args.workload_report)}")
+        if not len(jobs):
+            from .errors import ConfigError
+
+            raise ConfigError("the workload transforms left no jobs (check the window bounds)")
     return jobs
 
 
@@ -241,7 +312,7 @@ def _report_reading(jobs, options) -> None:
         _note(f"{what}: {count}")
 
 
-_REPORTED_ABOVE = ("rejected_oversized",)  # reported with the jobs' rows instead
+_REPORTED_ABOVE = ("rejected_oversized", "rejected_capacity")  # reported with the jobs' rows instead
 _WARNING_TEXT = {
     "replay_overcommit_instants": "the recorded schedule uses more than {total_nodes} nodes at "
     "{count} instants (is --total_nodes smaller than the traced machine?); utilization can "
@@ -261,9 +332,13 @@ def _report_schedule(jobs, schedule) -> None:
             for i in rejected[:MAX_LISTED].tolist()
         )
         more = ", ..." if rejected.size > MAX_LISTED else ""
+        if "rejected_capacity" in schedule.warnings:
+            what = ("can never run within the machine's capacity schedule (too large for it "
+                    "throughout their time limit)")
+        else:
+            what = f"ask for more nodes than the machine has ({schedule.total_nodes})"
         _warn(
-            f"{rejected.size} jobs ask for more nodes than the machine has "
-            f"({schedule.total_nodes}) and were rejected (never run, left out of the "
+            f"{rejected.size} jobs {what} and were rejected (never run, left out of the "
             f"statistics): {listed}{more}"
         )
     killed = np.flatnonzero(np.asarray(schedule.killed) & ~np.asarray(schedule.rejected))
@@ -301,15 +376,18 @@ def per_job_text(jobs, schedule) -> str:
     def text(*choices):
         return _category_bytes(kind, choices, quote=False)
 
+    over, after = " nodes, more than the machine's ", ""
+    if "rejected_capacity" in schedule.warnings:  # a capacity schedule (drevt_sweep.workload)
+        over, after = " nodes, never free for its whole time limit (capacity schedule, base ", ")"
     data = format_rows(
         [
             b"Job ",
             format_number_column(np.arange(n, dtype=np.int64)),
             text(" starts at ", " starts at ", " rejected: needs "),
             format_number_column(first),
-            text(", ends at ", ", ends at ", " nodes, more than the machine's "),
+            text(", ends at ", ", ends at ", over),
             format_number_column(second),
-            text("", " (killed at its time limit)", ""),
+            text("", " (killed at its time limit)", after),
             b"\n",
         ],
         n,
@@ -514,6 +592,7 @@ def run(args: argparse.Namespace) -> int:
             priority=args.priority_policy,
             backfill=backfill,
             enforce_limits=args.enforce_limits,
+            capacity=getattr(args, "workload_capacity", None),
         )
     _report_schedule(jobs, schedule)
 
@@ -530,6 +609,7 @@ def run(args: argparse.Namespace) -> int:
             outputs.write_resource_csv(args.resource_trace, jobs, schedule)
         if args.stats:
             info = _run_info(jobs, schedule, args, backfill, model)
+            info["workload"] = getattr(args, "workload_report", None)
             outputs.write_stats_json(args.stats, metrics, info)
 
     if not args.quiet:

@@ -27,12 +27,14 @@ from .errors import ConfigError, DrevtError
 from .experiment import Progress, RunSpec, SeedResult, aggregate, run_seeds, seeds_for
 from .runtime import RunTimeModel
 from .trace import ReadOptions
+from .workload import WorkloadSpec, apply_workload
+from .workload_config import workload_spec
 
 log = logging.getLogger("drevt_sweep")
 
 LASSEN_NODES = 795  # the seeds' default machine when the trace does not state one
 # Config sections that decide results; the rest is bookkeeping (paths, parallelism, tracking).
-RESULT_SECTIONS = ("trace", "format", "timezone", "run_time", "policy", "system")
+RESULT_SECTIONS = ("trace", "format", "timezone", "run_time", "policy", "system", "workload")
 SUMMARY_COLUMNS = ("wait_mean", "bsld_mean", "utilization", "makespan")
 
 _failures: list[str] = []  # configurations that failed in this process (sets the exit code)
@@ -74,7 +76,8 @@ def read_options(cfg: DictConfig) -> ReadOptions:
     )
 
 
-def run_spec(cfg: DictConfig, machine_nodes: int | None) -> RunSpec:
+def run_spec(cfg: DictConfig, machine_nodes: int | None,
+             workload: WorkloadSpec | None = None) -> RunSpec:
     rt = cfg.run_time
     total_nodes = cfg.system.total_nodes
     if total_nodes is not None and total_nodes < 1:
@@ -92,6 +95,7 @@ def run_spec(cfg: DictConfig, machine_nodes: int | None) -> RunSpec:
             min_run_time=float(rt.min_run_time),
         ),
         enforce_limits=bool(cfg.system.enforce_limits),
+        workload=workload or WorkloadSpec(),
     )
 
 
@@ -128,11 +132,22 @@ def configuration_label(hydra_cfg) -> str:
 
 
 def _n_jobs(cfg: DictConfig) -> int:
-    """One level of process parallelism: under a parallel Hydra launcher, seeds run in turn."""
+    """One level of process parallelism per machine: under a Hydra launcher that runs several
+    configurations on this machine (joblib, submitit_local), seeds run in turn. A SLURM job
+    owns its allocation (cpus_per_task), so its seeds fan out over those cores."""
     launcher = str(HydraConfig.get().launcher.get("_target_", ""))
+    if "SlurmLauncher" in launcher:
+        return int(cfg.parallel.n_jobs)  # -1 = the cores SLURM gave this job
     if "joblib" in launcher.lower() or "submitit" in launcher.lower():
         return 1
     return int(cfg.parallel.n_jobs)
+
+
+def _backend_options(cfg: DictConfig) -> dict:
+    """Where a cluster backend sends the seeds (null: a local cluster of n_jobs workers)."""
+    backend = _value(cfg.parallel.backend)
+    address = {"dask": cfg.parallel.dask_address, "ray": cfg.parallel.ray_address}.get(backend)
+    return {"address": str(address) if address is not None else None}
 
 
 # ---------------------------------------------------------------- tracking
@@ -142,7 +157,11 @@ def _tracker(cfg: DictConfig):
     from .tracking import Tracker, embedded_uri
 
     uri = cfg.tracking.uri or embedded_uri(cfg.paths.output_root)
-    artifacts = cfg.tracking.artifact_root or str(Path(cfg.paths.output_root) / "mlartifacts")
+    artifacts = cfg.tracking.artifact_root
+    if artifacts is None and not cfg.tracking.uri:
+        artifacts = str(Path(cfg.paths.output_root) / "mlartifacts")
+    # A tracking server (tracking.uri) keeps artifacts where it was told to (clients upload
+    # them through it), so every machine of a cluster sees the same ones.
     return Tracker.open(uri, cfg.tracking.experiment, artifacts)
 
 
@@ -175,7 +194,12 @@ def run_configuration(cfg: DictConfig) -> dict:
 
         path = resolve_trace_path(str(cfg.trace.path), cfg.paths.root)
         jobs = load_trace(path, read_options(cfg), cache_dir=cfg.paths.cache_dir)
-        spec = run_spec(cfg, jobs.meta.machine_nodes)
+        wspec = workload_spec(cfg.workload, cfg.system.total_nodes)
+        # The first seed's transform: what each transform kept, moved or dropped, and the
+        # machine size after a job-size rescaling.
+        probe, _, workload_report = apply_workload(jobs, wspec, int(cfg.seed))
+        spec = run_spec(cfg, probe.meta.machine_nodes, wspec)
+        result["workload_report"] = workload_report
         chash = config_hash({"settings": settings, "checksum": jobs.meta.checksum})
         seeds = seeds_for(spec, int(cfg.seed), int(cfg.replicates))
         result.update(
@@ -199,7 +223,10 @@ def run_configuration(cfg: DictConfig) -> dict:
             seconds=time.perf_counter() - started,
         )
         _write_outputs(out_dir, cfg, jobs, ok, result)
+        figures = _configuration_figures(out_dir, jobs, spec, ok, cfg)
         if tracker:
+            for path in figures:
+                tracker.log_artifact(parent_id, path, "figures")
             _log_configuration(tracker, parent_id, cfg, jobs, spec, chash, label,
                                results, reused, result, out_dir)
         if failed:
@@ -251,7 +278,7 @@ def _run_or_reuse(cfg, tracker, jobs, spec, seeds, chash, label):
     keep = todo[0] if (todo and cfg.tracking.log_schedule) else None
     fresh = run_seeds(
         jobs, spec, todo, n_jobs=_n_jobs(cfg), backend=_value(cfg.parallel.backend),
-        keep_schedule_of=keep, progress=progress,
+        keep_schedule_of=keep, progress=progress, backend_options=_backend_options(cfg),
     ) if todo else []
     results = sorted(list(reused.values()) + fresh, key=lambda r: r.seed)
     return results, reused
@@ -279,7 +306,27 @@ def _write_outputs(out_dir: Path, cfg: DictConfig, jobs, ok: list[SeedResult], r
     pd.DataFrame(rows).to_csv(out_dir / "seed_metrics.csv", index=False)
     for r in ok:
         if r.schedule is not None:
-            write_schedule_csv(out_dir / f"schedule_seed{r.seed}.csv", jobs, r.schedule)
+            write_schedule_csv(out_dir / f"schedule_seed{r.seed}.csv", r.jobs, r.schedule)
+
+
+def _configuration_figures(out_dir: Path, jobs, spec: RunSpec, ok: list[SeedResult], cfg) -> list[Path]:
+    """PNG figures of the kept seed's schedule; drawing them never fails the configuration."""
+    kept = next((r for r in ok if r.schedule is not None), None)
+    if kept is None:  # tracking.log_schedule=false, or every seed reused by resume
+        return []
+    try:
+        from .report import CONFIGURATION_FIGURE_DIR, configuration_figures, historical_baseline
+
+        seed_jobs = kept.jobs if kept.jobs is not None else jobs  # the transformed table
+        baseline = None if spec.replay else historical_baseline(seed_jobs, spec.total_nodes)
+        return configuration_figures(
+            out_dir / CONFIGURATION_FIGURE_DIR, seed_jobs, kept.schedule, baseline,
+            label=f"{cfg.policy.name} · {cfg.run_time.name}",
+            seed_metrics=[r.metrics for r in ok], seed=kept.seed,
+        )
+    except Exception as exc:  # noqa: BLE001 - a figure is not worth a failed configuration
+        log.warning("figures not drawn: %s", exc)
+        return []
 
 
 def _log_configuration(tracker, parent_id, cfg, jobs, spec, chash, label, results,
@@ -298,6 +345,8 @@ def _log_configuration(tracker, parent_id, cfg, jobs, spec, chash, label, result
     }
     for name, count in jobs.meta.excluded.items():
         params[f"excluded.{name}"] = count
+    for name, value in (result.get("workload_report") or {}).items():
+        params[f"workload_report.{name}"] = value
     tracker.log(parent_id, metrics=result["metrics"], params=params,
                 tags={TAG_CONFIG_HASH: chash, "trace_checksum": jobs.meta.checksum})
     for r in results:
@@ -400,8 +449,16 @@ class SweepSummaryCallback(Callback):
 
     def on_multirun_start(self, config: DictConfig, **kwargs) -> None:
         if config.tracking.enabled:
+            launcher = str(config.hydra.launcher.get("_target_", ""))
+            if "SlurmLauncher" in launcher and not config.tracking.uri:
+                log.warning(
+                    "SLURM jobs will share the embedded sqlite store %s; on a network file "
+                    "system sqlite locks and corrupts. Start a tracking server (README: "
+                    "'Running on a cluster') and pass tracking.uri=http://HOST:PORT",
+                    config.paths.output_root,
+                )
             try:
-                _tracker(config)
+                _tracker(config)  # the store and the experiment exist before any job starts
             except DrevtError as exc:
                 raise SystemExit(f"drevt-sweep: error: {exc}") from None
 
@@ -410,6 +467,16 @@ class SweepSummaryCallback(Callback):
         table, failed = write_summary(sweep_dir)
         _report(table, failed, sweep_dir, config)
         _failures.extend(f for f in failed if f not in _failures)
+        try:
+            from .report import build_report
+            from .tracking import embedded_uri
+
+            uri = None
+            if config.tracking.enabled:
+                uri = config.tracking.uri or embedded_uri(config.paths.output_root)
+            print(f"report: {build_report(sweep_dir, uri, log_to_mlflow=uri is not None)}")
+        except Exception as exc:  # noqa: BLE001 - the runs are safe; the report can be rebuilt
+            log.warning("report not built (rebuild with drevt-sweep-report): %s", exc)
 
     def on_run_end(self, config: DictConfig, **kwargs) -> None:
         run_dir = Path(config.hydra.run.dir)

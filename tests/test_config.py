@@ -35,7 +35,9 @@ def test_default_config_is_the_bundled_kth_trace_under_easy(hydra_compose):
     assert path.is_file() and path.name == "KTH-SP2-1996-2.1-cln.swf.gz"
 
 
-@pytest.mark.parametrize("group", ["format", "timezone", "run_time", "policy", "system", "trace", "experiment"])
+@pytest.mark.parametrize(
+    "group", ["format", "timezone", "run_time", "policy", "system", "trace", "workload", "experiment"]
+)
 def test_every_option_of_every_group_composes(hydra_compose, group):
     names = options(group)
     assert names, f"conf/{group} is empty"
@@ -128,3 +130,16 @@ def test_experiments_sweep_what_they_say(hydra_compose):
     assert len(params["run_time.scale"].split(",")) >= 3
     params = hydra_compose("experiment=machine_size").hydra.sweeper.params
     assert len(params["system.total_nodes"].split(",")) >= 3
+
+
+def test_workload_settings_reach_the_run_spec(hydra_compose):
+    from drevt_sweep.workload_config import workload_spec
+
+    cfg = hydra_compose("workload=load", "workload.load_factor=1.2")
+    spec = run_spec(cfg, 100, workload_spec(cfg.workload, cfg.system.total_nodes))
+    assert spec.workload.load_factor == 1.2 and not spec.stochastic
+    cfg = hydra_compose("workload=shaking", "run_time=actual")
+    spec = run_spec(cfg, 100, workload_spec(cfg.workload, cfg.system.total_nodes))
+    assert spec.stochastic  # shaking makes seeds differ even with deterministic run times
+    with pytest.raises(ConfigCompositionException):
+        hydra_compose("workload.load_fctor=1.2")

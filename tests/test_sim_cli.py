@@ -350,3 +350,127 @@ def test_drevt_sim_imports_no_tracking_or_config_machinery(seeds_trace):
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.stdout.split(None, 1) == ["0", "[]\n"], proc.stderr
+
+
+# --- workload scenarios (issue 9) ---------------------------------------------------------------
+
+# Simulation trace, 10 nodes (submit, nodes, limit = run):
+#   A (0, 5, 150), B (0, 4, 50), C (10, 10, 20)
+WORKLOAD_TRACE = """\
+job_submit_time,num_nodes,queue,time_limit,actual_run_time
+0,5,pbatch,150,150
+0,4,pbatch,50,50
+10,10,pbatch,20,20
+"""
+
+
+@pytest.fixture
+def workload_trace(tmp_path) -> Path:
+    path = tmp_path / "workload.csv"
+    path.write_text(WORKLOAD_TRACE)
+    return path
+
+
+WORKLOAD_ARGS = ["--total_nodes", "10", "--timezone", "UTC"]
+
+
+@needs_reader
+def test_capacity_steps_delay_a_job(workload_trace, capsys):
+    # 4 nodes on [100, 200): A (5 nodes for 150 s) would cross 100, so it waits until 200;
+    # B ends by then (0..50) and C fits before the drop (50..70).
+    code, out, err = run([workload_trace, *WORKLOAD_ARGS, "--capacity", "100:4,200:10"], capsys)
+    assert code == 0, err
+    assert out.splitlines()[:3] == [
+        "Job 0 starts at 200, ends at 350",
+        "Job 1 starts at 0, ends at 50",
+        "Job 2 starts at 50, ends at 70",
+    ]
+    assert "workload: jobs_in 3, jobs_out 3, capacity_steps 2" in err
+
+
+@needs_reader
+def test_weekly_maintenance_from_the_command_line(workload_trace, capsys):
+    # Epoch 0 is Thursday 00:00 UTC: losing 6 nodes on Thursdays 00:01:40-00:03:20 is the same
+    # [100, 200) window as above.
+    code, out, err = run(
+        [workload_trace, *WORKLOAD_ARGS, "--maintenance", "thu 00:01:40-00:03:20 6"], capsys
+    )
+    assert code == 0, err
+    assert out.splitlines()[0] == "Job 0 starts at 200, ends at 350"
+
+
+@needs_reader
+def test_a_job_that_can_never_fit_the_capacity_is_rejected_and_named(workload_trace, capsys):
+    # 4 nodes from 100 on: A (5 nodes for 150 s) would have to start by -50 -> never.
+    code, out, err = run([workload_trace, *WORKLOAD_ARGS, "--capacity", "100:4"], capsys)
+    assert code == 0, err
+    assert out.splitlines()[0].startswith("Job 0 rejected: needs 5 nodes, never free for its whole time limit")
+    assert "1 jobs can never run within the machine's capacity schedule" in err
+
+
+@needs_reader
+def test_load_factor_window_and_max_jobs(workload_trace, capsys):
+    # load x 2: submits 0, 0, 5; with 10 nodes C (10 nodes) waits for A and B
+    code, out, err = run([workload_trace, *WORKLOAD_ARGS, "--load_factor", "2", "--max_jobs", "2"], capsys)
+    assert code == 0, err
+    assert out.splitlines()[:2] == ["Job 0 starts at 0, ends at 150", "Job 1 starts at 0, ends at 50"]
+    assert "max_jobs_dropped 1" in err
+    # window [5, 100): C alone
+    code, out, err = run([workload_trace, *WORKLOAD_ARGS, "--window_start", "5", "--window_end",
+                          "1970-01-01T00:01:40"], capsys)
+    assert code == 0, err
+    assert out.splitlines()[0] == "Job 0 starts at 10, ends at 30"
+    # --max_time 5: the jobs submitted in the first 5 seconds
+    code, out, _ = run([workload_trace, *WORKLOAD_ARGS, "--max_time", "5"], capsys)
+    assert "2 jobs on 10 nodes" in out
+
+
+@needs_reader
+def test_warm_start_on_the_seeds_replay_trace(seeds_trace, capsys):
+    # The seeds' trace on 10 nodes from t = 60: job 0 (0..100) is running, so its 10 nodes are
+    # busy until 100; job 1 (submitted 50, recorded start 100) was queued: it enters at 60 and
+    # runs 100..150; job 2 (submitted 120) then waits for it: 150..230.
+    code, out, err = run([seeds_trace, "--total_nodes", "10", "--force-simulation",
+                          "--window_start", "60", "--warm_start"], capsys)
+    assert code == 0, err
+    assert out.splitlines()[:2] == ["Job 0 starts at 100, ends at 150", "Job 1 starts at 150, ends at 230"]
+    assert "warm_running 1" in err and "warm_queued 1" in err
+
+
+@needs_reader
+def test_shaking_is_seeded_and_rescaling_shrinks_jobs(workload_trace, tmp_path, capsys):
+    outs = []
+    for seed in ("1", "1", "2"):
+        code, out, err = run([workload_trace, *WORKLOAD_ARGS, "--shake", "30", "--seed", seed], capsys)
+        assert code == 0, err
+        outs.append(out)
+    assert outs[0] == outs[1] and outs[0] != outs[2]
+    stats = tmp_path / "stats.json"
+    code, out, err = run([workload_trace, *WORKLOAD_ARGS, "--rescale_nodes", "0.5", "--stats", stats], capsys)
+    assert code == 0, err
+    # sizes 5, 4, 10 -> 3, 2, 5: all three fit on 10 nodes at once
+    assert out.splitlines()[:3] == ["Job 0 starts at 0, ends at 150", "Job 1 starts at 0, ends at 50",
+                                    "Job 2 starts at 10, ends at 30"]
+    assert json.loads(stats.read_text())["workload"]["rescaled"] == 3
+
+
+@pytest.mark.parametrize(
+    "extra, expected",
+    [
+        (["--load_factor", "0"], "argument --load_factor: expected a number > 0"),
+        (["--shake", "-5"], "argument --shake: expected a number >= 0"),
+        (["--max_jobs", "0"], "argument --max_jobs: expected a positive integer"),
+        (["--warm_start"], "warm_start needs a window_start"),
+        (["--force-simulation", "--capacity", "soon:5"], "capacity step time must be an ISO date-time"),
+        (["--capacity", "100"], "a capacity step reads <time>:<total_nodes>"),
+        (["--force-simulation", "--maintenance", "tue 8-12 100"], "maintenance start must be a wall-clock time"),
+        (["--window_start", "100", "--window_end", "50"], "the time window is empty"),
+        (["--window_start", "1000"], "the workload transforms left no jobs"),
+        (["--load_factor", "2"], "cannot apply to a replay"),
+    ],
+)
+@needs_reader
+def test_bad_workload_options_are_clear_errors(extra, expected, seeds_trace, capsys):
+    code, out, err = run([seeds_trace, *extra], capsys)
+    assert code == 2 and out == ""
+    assert expected in err and "Traceback" not in err

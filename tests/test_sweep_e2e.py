@@ -68,7 +68,7 @@ def test_multirun_logs_one_parent_per_configuration_and_one_child_per_seed(tmp_p
                        backfill=parent.data.params["policy.backfill"], run_time=model)
         for kid in kids:
             seed = int(kid.data.params["seed"])
-            expected = compute_metrics(jobs, simulate_seed(jobs, spec, seed))
+            expected = compute_metrics(*simulate_seed(jobs, spec, seed))
             for name in ("wait_mean", "bsld_mean", "utilization", "makespan"):
                 assert kid.data.metrics[name] == pytest.approx(expected[name], rel=1e-12)
         mean_wait = sum(k.data.metrics["wait_mean"] for k in kids) / len(kids)

@@ -14,15 +14,17 @@ Conventions shared by every policy:
   enforced) is assumed to end immediately: its nodes are released at ``nextafter(now, +inf)``,
   the first representable instant after ``now``. This keeps its nodes busy *at* ``now`` (so no
   plan ever double-books them) while planning as if they will be free as soon as possible.
-* Machine capacity is reached only through :class:`Capacity` and :meth:`Cluster.profile`, so a
-  capacity that changes over time (maintenance windows) can be added there without touching the
-  policies' logic (see the notes on :class:`Capacity`).
+* Machine capacity is reached only through :class:`Capacity` and :meth:`Cluster.profile`. A
+  capacity that changes over time (maintenance windows, ``drevt_sweep.capacity``) is merged into
+  the profile; with it, policies test "fits for its whole time limit" (:meth:`Profile.fits`)
+  instead of "fits now", and a job that fits nowhere in the profile gets no reservation
+  (``earliest_fit`` returns +inf).
 """
 
 from __future__ import annotations
 
 import math
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 from heapq import merge
 from typing import Callable, Iterable, Protocol, Sequence
@@ -36,26 +38,75 @@ ReservationHook = Callable[[float, int, float], None]
 
 
 class Capacity:
-    """Total nodes of the machine as a function of time.
+    """Total nodes the scheduler may use, as a function of time.
 
-    Only a constant capacity exists today. A step-function capacity (issue 9, maintenance
-    windows) would add ``changes_after(t)`` breakpoints here and merge them in
-    :meth:`Cluster.profile`; EASY's "fits now" test would then become "fits now for its whole
-    time limit" (one line in ``easy.py``), and conservative backfilling needs no change.
+    Constant (``Capacity(total)``, the common case: every policy keeps its original fast
+    path), or a step function (``Capacity.stepwise(times, levels)``, a :class:`StepCapacity`
+    built from a ``drevt_sweep.capacity.CapacitySchedule``: maintenance windows, outages,
+    warm-start holds; the compiled kernel runs only the constant ``Capacity`` itself).
+    With a step function (``variable``), the engine applies the changes as events, the
+    policies plan in :meth:`Cluster.profile` (which merges the future changes in), and a job
+    starts only if it fits for its whole time limit (``Profile.fits``).
     """
 
-    __slots__ = ("total",)
+    __slots__ = ("total", "times", "levels")
 
     def __init__(self, total: int) -> None:
-        self.total = int(total)
+        self.total = int(total)  # the capacity before the first change (constant: always)
+        self.times: list[float] = []  # change times, strictly increasing (empty: constant)
+        self.levels: list[int] = []  # capacity from times[i] on
+
+    @staticmethod
+    def stepwise(times: Sequence[float], levels: Sequence[int]) -> Capacity:
+        """``levels[i]`` nodes on ``[times[i], times[i+1])``, with ``times[0] = -inf``."""
+        cap = StepCapacity(levels[0])
+        cap.times = [float(t) for t in times[1:]]
+        cap.levels = [int(n) for n in levels[1:]]
+        return cap
+
+    @property
+    def variable(self) -> bool:
+        return bool(self.times)
 
     def at(self, t: float) -> int:
-        return self.total
+        i = bisect_right(self.times, t)
+        return self.levels[i - 1] if i else self.total
+
+    def changes(self) -> list[tuple[float, int]]:
+        """``(time, delta)`` of every change, in time order."""
+        out = []
+        prev = self.total
+        for t, n in zip(self.times, self.levels):
+            out.append((t, n - prev))
+            prev = n
+        return out
+
+    def changes_after(self, t: float) -> list[tuple[float, int]]:
+        """``(time, delta)`` of the changes strictly after ``t``."""
+        i = bisect_right(self.times, t)
+        prev = self.levels[i - 1] if i else self.total
+        out = []
+        for k in range(i, len(self.times)):
+            n = self.levels[k]
+            out.append((self.times[k], n - prev))
+            prev = n
+        return out
 
     @property
     def minimum(self) -> int:
-        """The smallest capacity ever offered (jobs above it are rejected up front)."""
-        return self.total
+        """The smallest capacity ever offered."""
+        return min([self.total, *self.levels])
+
+    @property
+    def maximum(self) -> int:
+        """The largest capacity ever offered (jobs above it are rejected up front)."""
+        return max([self.total, *self.levels])
+
+
+class StepCapacity(Capacity):
+    """A capacity that changes over time (see :meth:`Capacity.stepwise`)."""
+
+    __slots__ = ()
 
 
 class Profile:
@@ -107,9 +158,9 @@ class Profile:
     def earliest_fit(self, nodes: int, duration: float) -> float:
         """The earliest breakpoint ``s`` with ``nodes`` free throughout ``[s, s + duration)``.
 
-        The earliest feasible start is always a breakpoint (free nodes only increase at
-        breakpoints). Returns +inf if the job never fits (impossible while its size is at most
-        the final, unbounded step).
+        The earliest feasible start is always a breakpoint (a later start inside a step fits
+        whenever the step's own start does). Returns +inf if the job never fits (impossible
+        while its size is at most the final, unbounded step).
         """
         times = self.times
         free = self.free
@@ -131,16 +182,34 @@ class Profile:
             i = k + 1
         return INF
 
+    def fits(self, nodes: int, duration: float) -> bool:
+        """Whether ``nodes`` are free throughout ``[times[0], times[0] + duration)`` (a start now)."""
+        times = self.times
+        free = self.free
+        if free[0] < nodes:
+            return False
+        end = times[0] + duration
+        k = 1
+        m = len(times)
+        while k < m and times[k] < end:
+            if free[k] < nodes:
+                return False
+            k += 1
+        return True
+
 
 class Cluster:
     """The engine's machine state, read-only for policies.
 
     ``running`` is kept sorted by ``(estimated_end, job_row)``. ``freed_early`` tells whether a
     job has completed before its estimated end since the previous scheduling pass (conservative
-    backfilling then compresses its reservations).
+    backfilling then compresses its reservations). ``free`` is the capacity now minus the nodes
+    in use (negative only if a job outlives its limit into a capacity drop, limits not
+    enforced). ``withdrawn``: jobs the engine took out of the queue since the previous pass
+    without starting them (a variable capacity's last window for them has passed).
     """
 
-    __slots__ = ("capacity", "free", "running", "nodes", "freed_early", "enforce_limits")
+    __slots__ = ("capacity", "free", "running", "nodes", "freed_early", "enforce_limits", "withdrawn")
 
     def __init__(self, capacity: Capacity, nodes: Sequence[int], enforce_limits: bool) -> None:
         self.capacity = capacity
@@ -149,6 +218,7 @@ class Cluster:
         self.nodes = nodes
         self.freed_early = False
         self.enforce_limits = enforce_limits
+        self.withdrawn: list[int] = []
 
     def releases(self, now: float) -> list[tuple[float, int]]:
         """``(time, nodes)`` at which running jobs are expected to free their nodes, sorted."""
@@ -167,7 +237,8 @@ class Cluster:
         ``started``: ``(estimated_end, nodes)`` of jobs being started in this pass (their nodes
         are already taken out of ``free``). Equivalent to ``profile().earliest_fit`` while the
         capacity is constant (free nodes then only grow with time), but without building the
-        profile; a time-varying capacity would route this through ``profile()``.
+        profile. Constant capacity only: with a variable capacity the shadow depends on the
+        head's time limit, and EASY plans in ``profile()`` instead.
         """
         nodes = self.nodes
         # releases in time order, generated lazily: the shadow is usually found early
@@ -192,11 +263,12 @@ class Cluster:
         """Free nodes from ``now`` on, given the running jobs' estimated ends.
 
         ``reserved``: ``(start, end, nodes)`` intervals already promised to waiting jobs
-        (``start >= now``). With a time-varying capacity this is the one place to merge in the
-        capacity steps.
+        (``start >= now``). A variable capacity's future changes are merged in here.
         """
         free_now = self.free
         deltas: list[tuple[float, int]] = list(self.releases(now))
+        if self.capacity.times:
+            deltas.extend(self.capacity.changes_after(now))
         for start, end, n in reserved:
             deltas.append((start, -n))
             deltas.append((end, n))

@@ -23,6 +23,11 @@ Consequences: with limits enforced, a job never starts later than the first rese
 given, under every priority policy. The priority order decides who gets freed capacity first
 (compression) and the order of placing jobs that arrive at the same time; it never lets a new
 job take a slot that delays an existing reservation.
+
+A capacity that varies over time is part of the profile (``Cluster.profile``), so reservations
+account for announced maintenance. A job that fits nowhere in the profile (its last capacity
+window is out of reach) holds the reservation +inf, which occupies nothing; if the engine
+withdraws it (``Cluster.withdrawn``) it is forgotten.
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ from __future__ import annotations
 import math
 from typing import Sequence
 
-from .base import Cluster, PolicyContext
+from .base import INF, Cluster, PolicyContext
 from .registry import register_backfill
 
 
@@ -50,8 +55,12 @@ class ConservativeBackfill:
         nodes = self.nodes
         limit = self.limit
         reserved = self.reserved
+        withdrawn_slot = False
+        for j in cluster.withdrawn:
+            withdrawn_slot |= reserved.pop(j, INF) != INF
         replan = (
             self.ALWAYS_REPLAN
+            or withdrawn_slot
             or cluster.freed_early
             or not cluster.enforce_limits
             or self.earliest < now  # a reservation in the past: impossible with limits enforced
@@ -63,7 +72,7 @@ class ConservativeBackfill:
         for j in [j for j, s in reserved.items() if s < now]:
             del reserved[j]  # re-placed below as if new
         profile = cluster.profile(
-            now, reserved=[(s, s + limit[j], nodes[j]) for j, s in reserved.items()]
+            now, reserved=[(s, s + limit[j], nodes[j]) for j, s in reserved.items() if s != INF]
         )
         hook = self.hook
         scan_to = len(queue)
@@ -81,9 +90,11 @@ class ConservativeBackfill:
                 if old is not None:
                     if not replan:
                         continue
-                    profile.add(old, old + limit[j], nodes[j])
+                    if old != INF:
+                        profile.add(old, old + limit[j], nodes[j])
                 start = profile.earliest_fit(nodes[j], limit[j])
-                profile.add(start, start + limit[j], -nodes[j])
+                if start != INF:
+                    profile.add(start, start + limit[j], -nodes[j])
                 if start != old:
                     reserved[j] = start
                     last_move = i

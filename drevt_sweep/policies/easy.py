@@ -18,13 +18,21 @@ A job that has outlived its limit (limits not enforced) is expected to free its 
 after ``now`` (see ``base``), so the head's shadow time is then "as soon as that job ends" and
 only jobs that fit in the extra nodes may pass it; the head can still be delayed in that mode,
 because the overdue job may run on for any time.
+
+With a capacity that changes over time (``Capacity.variable``) the same rules are applied in
+the capacity-aware free-node profile (``_select_in_profile``): a job starts only if it fits for
+its whole time limit; the head is reserved at its earliest fit (+inf if it fits nowhere: then
+it holds no reservation); a later job may start if it fits for its whole limit in the profile
+with the head's reservation taken out (``easy``: this is "ends by the shadow time or uses only
+extra nodes", extended to a varying capacity), or, for ``easy_drevt``, if it fits and
+``now + time_limit < shadow``.
 """
 
 from __future__ import annotations
 
 from typing import Sequence
 
-from .base import Cluster, PolicyContext, start_in_order
+from .base import INF, Cluster, PolicyContext, start_in_order
 from .registry import register_backfill
 
 
@@ -39,6 +47,8 @@ class EasyBackfill:
         self.hook = ctx.on_reservation
 
     def select(self, now: float, queue: Sequence[int], cluster: Cluster) -> list[int]:
+        if cluster.capacity.times:
+            return self._select_in_profile(now, queue, cluster)
         nodes = self.nodes
         limit = self.limit
         free = cluster.free
@@ -77,4 +87,38 @@ class EasyBackfill:
             free -= n
             if free == 0:
                 break
+        return started
+
+    def _select_in_profile(self, now: float, queue: Sequence[int], cluster: Cluster) -> list[int]:
+        """EASY for a capacity that varies over time (see the module docstring)."""
+        nodes = self.nodes
+        limit = self.limit
+        profile = cluster.profile(now)
+        started = []
+        k = 0
+        for j in queue:
+            if not profile.fits(nodes[j], limit[j]):
+                break
+            profile.add(now, now + limit[j], -nodes[j])
+            started.append(j)
+            k += 1
+        if k == len(queue):
+            return started
+        head = queue[k]
+        shadow = profile.earliest_fit(nodes[head], limit[head])
+        if self.hook is not None:
+            self.hook(now, head, shadow)
+        if shadow != INF:
+            profile.add(shadow, shadow + limit[head], -nodes[head])
+        strict = self.strict
+        use_extra = self.extra_nodes
+        for i in range(k + 1, len(queue)):
+            j = queue[i]
+            est_end = now + limit[j]
+            if not use_extra and not (est_end < shadow or (est_end == shadow and not strict)):
+                continue
+            if not profile.fits(nodes[j], limit[j]):
+                continue
+            profile.add(now, est_end, -nodes[j])
+            started.append(j)
         return started

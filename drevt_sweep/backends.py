@@ -1,0 +1,138 @@
+"""Seed-level fan-out beyond one machine: connections to dask.distributed and Ray clusters.
+
+``experiment.run_seeds`` stays a plain joblib loop; for ``parallel.backend=dask`` or ``ray``
+it asks this module for a connection and hands it to joblib's backend switch
+(``joblib.parallel_config``). Connections are made once per process and reused by every
+configuration that process runs (a Hydra multirun with the basic launcher runs many), and
+closed when the process exits.
+
+The parsed trace is the one large input. It is shipped to the cluster once per
+configuration, not once per seed: with dask it is broadcast to every worker
+(``client.scatter(..., broadcast=True)``, through joblib's ``scatter=``) and each seed's task
+refers to it by key; with Ray it is put into the object store once (``ray.put``) and each
+task receives a reference.
+
+Only the driver imports these modules: workers receive ``experiment.run_seed`` and the data.
+Workers of a remote cluster must run the same environment (same drevt-sweep version), since
+results are only bit-identical for the same code.
+"""
+
+from __future__ import annotations
+
+import atexit
+import warnings
+from pathlib import Path
+
+from .errors import ConfigError
+
+_DASK: dict[str, tuple[object, object | None]] = {}  # key -> (client, own LocalCluster or None)
+_RAY_STARTED_HERE = False
+
+
+def local_workers(n_jobs: int) -> int:
+    """joblib's meaning of n_jobs (-1 = every core the process may use, -2 = all but one...)."""
+    from joblib import cpu_count
+
+    cores = cpu_count()
+    if n_jobs < 0:
+        return max(1, cores + 1 + n_jobs)
+    return max(1, n_jobs)
+
+
+# ---------------------------------------------------------------- dask.distributed
+def dask_client(address: str | None, n_jobs: int = -1):
+    """A dask.distributed Client: to the scheduler at ``address`` (``tcp://host:8786`` or the
+    path of a scheduler file written by ``dask scheduler --scheduler-file``), or to a
+    LocalCluster of ``n_jobs`` single-threaded worker processes on 127.0.0.1 when null."""
+    try:
+        from dask.distributed import Client, LocalCluster
+    except ImportError:
+        raise ConfigError(
+            "parallel.backend=dask needs dask.distributed: pip install 'drevt-sweep[dask]'"
+        ) from None
+    key = address or f"local:{local_workers(n_jobs)}"
+    cached = _DASK.get(key)
+    if cached is not None and cached[0].status == "running":
+        return cached[0]
+    cluster = None
+    try:
+        if address is None:
+            with warnings.catch_warnings():  # "port 8787 in use": another cluster's, harmless
+                warnings.filterwarnings("ignore", message="Port .* is already in use")
+                cluster = LocalCluster(
+                    n_workers=local_workers(n_jobs), threads_per_worker=1, processes=True,
+                    host="127.0.0.1", dashboard_address=None,
+                )
+            client = Client(cluster, set_as_default=False)
+        elif address.endswith(".json") or Path(address).expanduser().is_file():
+            path = Path(address).expanduser()
+            if not path.is_file():
+                raise ConfigError(f"dask scheduler file {path} does not exist")
+            client = Client(scheduler_file=str(path), set_as_default=False)
+        else:
+            client = Client(address, set_as_default=False)
+    except ConfigError:
+        raise
+    except (OSError, TimeoutError) as exc:
+        if cluster is not None:
+            cluster.close()
+        where = address or "a LocalCluster"
+        raise ConfigError(
+            f"dask scheduler {where} does not answer ({exc}); start it "
+            "(`dask scheduler` and `dask worker ADDRESS`), or set parallel.dask_address=null "
+            "for a LocalCluster on this machine"
+        ) from None
+    if not _DASK:
+        atexit.register(close_dask)
+    _DASK[key] = (client, cluster)
+    return client
+
+
+def close_dask() -> None:
+    """Close every client (and LocalCluster) this process opened."""
+    while _DASK:
+        _, (client, cluster) = _DASK.popitem()
+        for thing in (client, cluster):
+            if thing is None:
+                continue
+            try:
+                thing.close()
+            except Exception:  # noqa: BLE001 - closing at exit is best effort
+                pass
+
+
+# ---------------------------------------------------------------- Ray
+def ray_ready(address: str | None, n_jobs: int = -1):
+    """Connect to (or start) Ray once per process and register joblib's ``ray`` backend.
+    ``address``: ``auto`` (the cluster this node belongs to), ``ray://head:10001`` (Ray
+    Client) or ``host:6379``; null starts a local instance with ``n_jobs`` CPUs."""
+    global _RAY_STARTED_HERE
+    try:
+        import ray
+        from ray.util.joblib import register_ray
+    except ImportError:
+        raise ConfigError("parallel.backend=ray needs Ray: pip install 'drevt-sweep[ray]'") from None
+    if not ray.is_initialized():
+        options = dict(include_dashboard=False, log_to_driver=False)
+        try:
+            if address is None:
+                ray.init(num_cpus=local_workers(n_jobs), **options)
+                _RAY_STARTED_HERE = True
+            else:
+                ray.init(address=address, **options)
+        except (ConnectionError, OSError, TimeoutError, RuntimeError) as exc:
+            raise ConfigError(f"Ray cluster {address or '(local)'} does not answer ({exc})") from None
+        atexit.register(close_ray)
+    register_ray()
+    return ray
+
+
+def close_ray() -> None:
+    try:
+        import ray
+
+        if ray.is_initialized():
+            ray.shutdown()
+    except Exception:  # noqa: BLE001
+        pass
+

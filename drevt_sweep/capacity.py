@@ -1,0 +1,194 @@
+"""Machine capacity that changes over time: maintenance, partial outages, warm-start holds.
+
+A :class:`CapacitySchedule` is the engine-side description of how many nodes the scheduler may
+use at each instant (no I/O, no time zones: times are float64 epoch seconds, as in the job
+table). It has two parts, because some changes are absolute and some are relative to the
+machine size, which is only known when the engine is called (``total_nodes``):
+
+* ``steps``: ``(time, total_nodes)`` -- the machine has ``total_nodes`` nodes from ``time`` on
+  (until the next step). Before the first step it has the engine's ``total_nodes``.
+* ``reductions``: ``(start, end, nodes)`` -- ``nodes`` nodes are unavailable on
+  ``[start, end)`` (``end`` may be ``inf``). Periodic maintenance ("lose 100 nodes every
+  Tuesday 08:00-12:00") and jobs that were already running when a warm-started window opens
+  (they hold their nodes until their recorded end) are reductions.
+
+The effective capacity is ``max(0, size(t) - sum of reductions active at t)``, a step function
+(:meth:`CapacitySchedule.levels`). The scheduler knows the whole schedule in advance (announced
+maintenance). What the engine does with it (see ``drevt_sweep.engine.simulate``):
+
+* running jobs are never killed when the capacity drops;
+* a job starts only if it fits for its whole time limit: at every instant of
+  ``[now, now + time_limit)`` the capacity minus the nodes held by running jobs (until their
+  estimated ends, ``begin + time_limit``) leaves it room. With limits enforced, nodes in use
+  therefore never exceed the capacity at any instant;
+* EASY's shadow time / extra nodes and conservative backfilling's reservations are planned in
+  the same capacity-aware free-node profile; capacity changes are events of the loop (an
+  increase can let jobs start);
+* a job is rejected only if it can never run: if no interval ``[t, t + time_limit)`` with
+  ``t >= submit`` offers it enough nodes (``rejected_oversized`` when it is larger than the
+  largest capacity ever, ``rejected_capacity`` otherwise), or -- while it waits -- once the last
+  such interval has begun without it (``latest_starts``; also ``rejected_capacity``). Jobs larger
+  than the smallest capacity are only delayed.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Iterable
+
+import numpy as np
+
+from .errors import ConfigError
+
+INF = math.inf
+
+
+def _whole(value, what: str, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+        raise ConfigError(f"{what} must be a whole number >= {minimum}, got {value!r}")
+    return int(value)
+
+
+def _time(value, what: str, allow_inf: bool = False) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise ConfigError(f"{what} must be a number of epoch seconds, got {value!r}")
+    value = float(value)
+    if math.isnan(value) or (math.isinf(value) and not (allow_inf and value > 0)):
+        raise ConfigError(f"{what} must be a finite time, got {value!r}")
+    return value
+
+
+@dataclass(frozen=True)
+class CapacitySchedule:
+    """Machine-size steps and node reductions over time (see the module docstring)."""
+
+    steps: tuple[tuple[float, int], ...] = ()
+    reductions: tuple[tuple[float, float, int], ...] = ()
+
+    def __post_init__(self) -> None:
+        steps = tuple(
+            (_time(t, "capacity step time"), _whole(n, "capacity step total_nodes", 0))
+            for t, n in self.steps
+        )
+        steps = tuple(sorted(steps, key=lambda s: s[0]))
+        for (t1, _), (t2, _) in zip(steps, steps[1:]):
+            if t1 == t2:
+                raise ConfigError(f"two capacity steps at the same time {t1!r}")
+        reductions = []
+        for start, end, n in self.reductions:
+            start = _time(start, "capacity reduction start")
+            end = _time(end, "capacity reduction end", allow_inf=True)
+            n = _whole(n, "capacity reduction nodes", 0)
+            if not end > start:
+                raise ConfigError(f"capacity reduction ends ({end!r}) before it starts ({start!r})")
+            if n:
+                reductions.append((start, end, n))
+        object.__setattr__(self, "steps", steps)
+        object.__setattr__(self, "reductions", tuple(sorted(reductions)))
+
+    @classmethod
+    def from_steps(cls, steps: Iterable[tuple[float, int]]) -> CapacitySchedule:
+        return cls(steps=tuple(steps))
+
+    @property
+    def is_empty(self) -> bool:
+        """No step and no reduction: the machine keeps ``total_nodes`` throughout."""
+        return not self.steps and not self.reductions
+
+    def combine(self, other: CapacitySchedule | None) -> CapacitySchedule:
+        """Both schedules at once (steps of ``other`` at the same time as ours are an error)."""
+        if other is None:
+            return self
+        return CapacitySchedule(self.steps + other.steps, self.reductions + other.reductions)
+
+    def levels(self, total_nodes: int) -> tuple[list[float], list[int]]:
+        """The effective capacity as a step function on a machine of ``total_nodes``.
+
+        Returns ``(times, nodes)`` with ``times[0] = -inf``: ``nodes[i]`` nodes on
+        ``[times[i], times[i+1])``, the last level forever. Neighbouring levels differ.
+        """
+        total_nodes = _whole(total_nodes, "total_nodes", 1)
+        deltas: dict[float, int] = {}
+        size = total_nodes
+        for t, n in self.steps:
+            deltas[t] = deltas.get(t, 0) + n - size
+            size = n
+        for start, end, n in self.reductions:
+            deltas[start] = deltas.get(start, 0) - n
+            if end != INF:
+                deltas[end] = deltas.get(end, 0) + n
+        times, nodes = [-INF], [total_nodes]
+        raw = total_nodes  # before clipping at zero
+        for t in sorted(deltas):
+            raw += deltas[t]
+            level = max(raw, 0)
+            if level != nodes[-1]:
+                times.append(t)
+                nodes.append(level)
+        return times, nodes
+
+    def at(self, t: float, total_nodes: int) -> int:
+        """The effective capacity at time ``t``."""
+        times, nodes = self.levels(total_nodes)
+        return nodes[int(np.searchsorted(np.asarray(times), t, side="right")) - 1]
+
+
+def latest_fit_start(end: np.ndarray, duration: np.ndarray) -> np.ndarray:
+    """The largest float ``t`` with ``t + duration <= end`` in float64 arithmetic (vectorised).
+
+    ``end = inf`` gives ``inf``. The engine tests "fits for its whole limit" against the
+    breakpoints strictly before ``now + time_limit`` computed in float64, so this is the exact
+    last start that still fits before a capacity drop at ``end``.
+    """
+    end = np.asarray(end, dtype=np.float64)
+    duration = np.asarray(duration, dtype=np.float64)
+    t = end - duration
+    for _ in range(64):  # a couple of ulps at most; bounded for safety
+        over = t + duration > end
+        if not over.any():
+            break
+        t = np.where(over, np.nextafter(t, -INF), t)
+    for _ in range(64):
+        nxt = np.nextafter(t, INF)
+        under = (nxt + duration <= end) & np.isfinite(t)
+        if not under.any():
+            break
+        t = np.where(under, nxt, t)
+    return np.where(np.isinf(end), INF, t)
+
+
+def latest_starts(
+    times: list[float], levels: list[int], submit: np.ndarray, nodes: np.ndarray, limit: np.ndarray
+) -> np.ndarray:
+    """Per job, the latest start ``t >= submit`` at which the capacity alone (an empty machine)
+    offers ``nodes`` throughout ``[t, t + limit)``; ``inf`` when the final level is enough, NaN
+    when there is no such ``t`` at all (the job can never run)."""
+    submit = np.asarray(submit, dtype=np.float64)
+    nodes = np.asarray(nodes, dtype=np.int64)
+    limit = np.asarray(limit, dtype=np.float64)
+    n = submit.shape[0]
+    out = np.full(n, np.nan)
+    lev = np.asarray(levels, dtype=np.int64)
+    bounds = np.append(np.asarray(times[1:], dtype=np.float64), INF)  # end of each level
+    starts = np.asarray(times, dtype=np.float64)
+    for size in np.unique(nodes).tolist():
+        rows = np.flatnonzero(nodes == size)
+        ok = lev >= size
+        if not ok.any():
+            continue
+        # maximal runs of levels >= size: [run_start, run_end)
+        edges = np.diff(np.concatenate(([0], ok.astype(np.int8), [0])))
+        first = np.flatnonzero(edges == 1)
+        last = np.flatnonzero(edges == -1) - 1
+        left = np.full(rows.shape[0], True)
+        for a, b in zip(first[::-1].tolist(), last[::-1].tolist()):  # latest run first
+            if not left.any():
+                break
+            r = rows[left]
+            t_end = latest_fit_start(np.full(r.shape[0], bounds[b]), limit[r])
+            t_from = np.maximum(starts[a], submit[r])
+            good = t_end >= t_from
+            out[r[good]] = t_end[good]
+            left[np.flatnonzero(left)[good]] = False
+    return out

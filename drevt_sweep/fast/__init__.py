@@ -1,0 +1,122 @@
+"""The compiled (numba) simulation kernel behind ``drevt_sweep.engine.simulate``.
+
+``simulate(..., kernel="auto")`` (the default) runs the event loop here and the pure-Python
+loop in ``drevt_sweep.engine`` / ``drevt_sweep.policies`` stays the reference: the kernel must
+produce the same begin/end times bit for bit (``tests/test_fast_kernel.py`` compares them on
+random and real traces for every priority x backfill x enforce_limits). The engine does all
+validation, the run-time/kill rule and the priority ranks before calling :func:`run_events`,
+so any registered priority policy works here (it is only a rank per job); the backfill policies
+are the four built-in ones.
+
+numba is imported on first use, not when this package is imported, so ``import
+drevt_sweep.engine`` stays cheap. If numba cannot be imported, :func:`load` returns ``None`` and
+warns once; ``kernel="auto"`` then falls back to the reference.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+__all__ = ["FAST_BACKFILLS", "load", "worth_loading", "unavailable_reason", "run_events"]
+
+FAST_BACKFILLS = frozenset({"none", "easy", "easy_drevt", "conservative"})
+_QUEUE_MODES = {"none": 0, "easy": 1, "easy_drevt": 2}
+
+_loaded = None
+_failure: str | None = None
+
+
+def load(warn: bool = True):
+    """The kernel module (compiled on first call, or loaded from numba's cache), or ``None``."""
+    global _loaded, _failure
+    if _loaded is not None:
+        return _loaded
+    if _failure is None:
+        try:
+            from . import _kernels as module
+        except Exception as exc:  # numba missing or broken (ImportError, llvmlite errors, ...)
+            _failure = f"{type(exc).__name__}: {exc}"
+            if warn:
+                warnings.warn(
+                    f"the compiled simulation kernel is unavailable ({_failure}); using the "
+                    f"pure-Python reference engine, which is much slower",
+                    RuntimeWarning,
+                    stacklevel=3,
+                )
+            return None
+        _loaded = module
+    return _loaded
+
+
+# What the reference engine costs per job, roughly (seconds, measured on KTH-SP2 on the 2-core
+# development machine), and what loading the compiled kernel costs once per process (importing
+# numba, which imports scipy.linalg, and loading the cached machine code: about 0.5-1 s).
+_REFERENCE_SECONDS_PER_JOB = {"none": 3e-6, "easy": 1e-5, "easy_drevt": 1e-5, "conservative": 1.5e-4}
+LOAD_COST_SECONDS = 0.5
+_reference_seconds = 0.0  # estimated reference time spent in this process so far
+
+
+def worth_loading(backfill: str, n_jobs: int) -> bool:
+    """For ``kernel="auto"``: whether this run should use the compiled kernel.
+
+    Always once the kernel is loaded. Before that, only when the estimated reference time of
+    this run plus that of the earlier reference runs in this process reaches the cost of loading
+    numba: a one-off small run (the seeds' three-job example, a KTH-SP2 EASY run from
+    ``drevt-sim``) then never pays for numba, while a long run, or the second of many short
+    ones (a sweep worker), switches to the kernel for good. Both give the same schedule.
+    """
+    global _reference_seconds
+    if _loaded is not None:
+        return True
+    estimate = n_jobs * _REFERENCE_SECONDS_PER_JOB.get(backfill, 1e-5)
+    if _reference_seconds + estimate >= LOAD_COST_SECONDS:
+        return True
+    _reference_seconds += estimate
+    return False
+
+
+def unavailable_reason() -> str | None:
+    """Why the kernel could not be loaded (after a failed :func:`load`), else ``None``."""
+    return _failure
+
+
+def run_events(*, submit, limit, nodes, dur, rejected, rank, total, backfill, enforce_limits):
+    """Begin and end time of every job (NaN for rejected ones), as ``engine._run_events``.
+
+    Inputs are the engine's validated arrays: ``dur`` is the time each job holds its nodes
+    (already cut at the limit when limits are enforced), ``rank`` its priority rank.
+    """
+    kernels = load()
+    if kernels is None:
+        raise ImportError(f"the compiled simulation kernel is unavailable ({_failure})")
+    if backfill not in FAST_BACKFILLS:
+        raise ValueError(f"the compiled kernel has no backfill policy {backfill!r}")
+    n = int(submit.shape[0])
+    if n == 0:
+        return np.empty(0), np.empty(0)
+    # Fixed dtypes and layouts: one compiled specialisation, reused from the cache.
+    submit = np.ascontiguousarray(submit, dtype=np.float64)
+    limit = np.ascontiguousarray(limit, dtype=np.float64)
+    nodes = np.ascontiguousarray(nodes, dtype=np.int64)
+    dur = np.ascontiguousarray(dur, dtype=np.float64)
+    rank = np.ascontiguousarray(rank, dtype=np.int64)
+    order = np.argsort(submit, kind="stable")  # as the reference: submit order, then table row
+    arrivals = np.ascontiguousarray(order[~np.asarray(rejected, dtype=bool)[order]], dtype=np.int64)
+    total = np.int64(total)
+    if backfill == "conservative":
+        begin, end, left = kernels.run_conservative(
+            submit, limit, nodes, dur, arrivals, rank, total, bool(enforce_limits)
+        )
+    else:
+        begin, end, left = kernels.run_queue_policy(
+            submit, limit, nodes, dur, arrivals, rank, total, np.int64(_QUEUE_MODES[backfill])
+        )
+    if left == -1:
+        raise RuntimeError("conservative plan did not converge (compiled kernel)")
+    if left == -2:
+        raise RuntimeError(f"policy {backfill!r} over-committed the machine (compiled kernel)")
+    if left:  # cannot happen: with nothing running, the best job always fits
+        raise RuntimeError(f"engine stalled with {left} job(s) waiting (policy {backfill!r}, compiled kernel)")
+    return begin, end

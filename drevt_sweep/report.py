@@ -1,0 +1,1169 @@
+"""Figures per configuration and a self-contained HTML report per sweep.
+
+``configuration_figures`` is what the sweep calls for each configuration (from the schedule of the
+seed it kept, with the trace's own history as the baseline); ``build_report`` gathers a finished
+sweep — from the MLflow store (the parent runs whose ``drevt_sweep_dir`` tag is the sweep folder)
+or, when no store answers, from the ``result.json`` files of the folder — and writes
+``report.html`` (figures embedded as base64 PNG, so the file travels alone) with the PNGs beside
+it in ``report_files/``. ``drevt-sweep-report SWEEP_DIR`` rebuilds it at any time.
+
+Sources, in order: the job folders (``result.json``, ``config.yaml``, ``seed_metrics.csv``,
+``schedule_seed<N>.csv``, ``.hydra/overrides.yaml``) when they exist; the MLflow store for the
+same runs, which also covers a folder that has been deleted (configs and schedules are then
+downloaded from the runs' artifacts, seeds from the child runs).
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import html
+import json
+import math
+import os
+import re
+import shlex
+import shutil
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from . import __version__
+from .errors import DrevtError
+
+PROG = "drevt-sweep-report"
+REPORT_NAME = "report.html"
+FIGURE_DIR = "report_files"
+CONFIGURATION_FIGURE_DIR = "figures"  # where the sweep writes a job's figures (configuration_figures)
+FIGURE_NAMES = ("wait_cdf.png", "utilization_queue.png", "slowdown_by_class.png", "gantt.png")
+KEY_METRICS = ("wait_mean", "wait_p95", "bsld_mean", "utilization")
+PAIRED_METRICS = ("wait_mean", "wait_p95", "bsld_mean", "utilization")
+SEED_PERCENTILES = {0.5: "wait_median", 0.9: "wait_p90", 0.95: "wait_p95", 0.99: "wait_p99"}
+# Config sections that are bookkeeping, not part of what decides results.
+BOOKKEEPING_SECTIONS = ("parallel", "tracking", "paths", "hydra")
+LOAD_FACTOR = "workload.load_factor"
+# The config sections that decide results (sweep.RESULT_SECTIONS): the MLflow params kept when a
+# run's config.yaml is not available (other params, e.g. excluded.* or workload_report.*, are
+# bookkeeping).
+CONFIG_SECTIONS = ("trace", "format", "timezone", "run_time", "policy", "system", "workload")
+MAX_CDF_CURVES = 12  # more curves than this on one CDF are unreadable
+
+
+class ReportError(DrevtError):
+    """The sweep folder or store cannot give a report (a message for the user)."""
+
+
+# =============================================================================== per configuration
+def historical_baseline(jobs, total_nodes: int):
+    """The replay of the trace's own history (a ``Schedule``), or None when the trace does not
+    record every job's begin and end. Cheap: no scheduling, just the recorded times."""
+    begin = np.asarray(jobs.begin, dtype=float)
+    end = np.asarray(jobs.end, dtype=float)
+    if len(jobs) == 0 or not (np.isfinite(begin).all() and np.isfinite(end).all()):
+        return None
+    from . import engine
+
+    try:
+        return engine.replay(jobs, total_nodes)
+    except DrevtError:
+        return None
+
+
+def seed_percentile_ci(seed_metrics) -> dict[float, tuple[float, float]]:
+    """Mean and 95% CI half-width over seeds of the wait percentiles (median, p90, p95, p99).
+
+    ``seed_metrics`` is a DataFrame with one row per seed or a list of per-seed metric dicts.
+    Empty with fewer than two seeds (one seed has no spread to show).
+    """
+    if seed_metrics is None:
+        return {}
+    frame = seed_metrics if isinstance(seed_metrics, pd.DataFrame) else pd.DataFrame(list(seed_metrics))
+    if len(frame) < 2:
+        return {}
+    from scipy import stats
+
+    out = {}
+    t = stats.t.ppf(0.975, len(frame) - 1)
+    for q, name in SEED_PERCENTILES.items():
+        if name in frame:
+            values = frame[name].to_numpy(dtype=float)
+            values = values[np.isfinite(values)]
+            if values.size >= 2:
+                out[q] = (float(values.mean()), float(t * values.std(ddof=1) / math.sqrt(values.size)))
+    return out
+
+
+def frame_figures(
+    out_dir: Path,
+    frame: pd.DataFrame,
+    total_nodes: int,
+    baseline: pd.DataFrame | None = None,
+    *,
+    label: str = "simulated",
+    seed_metrics=None,
+    seed: int | None = None,
+    gantt_max_jobs: int | None = None,
+) -> list[Path]:
+    """The per-configuration figures of a schedule frame (see ``plots.schedule_frame``)."""
+    from . import plots
+
+    out_dir = Path(out_dir)
+    gantt_max_jobs = plots.GANTT_MAX_JOBS if gantt_max_jobs is None else gantt_max_jobs
+    which = f" (seed {seed})" if seed is not None else ""
+    paths = [
+        plots.save_figure(
+            plots.wait_cdf_figure({label: frame}, baseline,
+                                  seed_percentiles={label: seed_percentile_ci(seed_metrics)},
+                                  title=f"Wait-time distribution: {label}{which}"),
+            out_dir / "wait_cdf.png",
+        ),
+        plots.save_figure(
+            plots.usage_figure(frame, total_nodes, baseline=baseline, label=label,
+                               title=f"Utilization and queue length: {label}{which}"),
+            out_dir / "utilization_queue.png",
+        ),
+    ]
+    frames = {label: frame}
+    styles = {}
+    if baseline is not None:
+        frames[plots.REPLAY_LABEL] = baseline
+        styles[plots.REPLAY_LABEL] = {"color": "white", "edgecolor": "black", "hatch": "//"}
+    paths.append(plots.save_figure(
+        plots.slowdown_figure(frames, styles=styles, title=f"Bounded slowdown by job class: {label}{which}"),
+        out_dir / "slowdown_by_class.png",
+    ))
+    if 0 < len(frame) <= gantt_max_jobs:
+        paths.append(plots.save_figure(
+            plots.gantt_figure(frame, total_nodes, max_jobs=gantt_max_jobs,
+                               title=f"Schedule of {label}{which}"),
+            out_dir / "gantt.png",
+        ))
+    return paths
+
+
+def configuration_figures(
+    out_dir: Path,
+    jobs,
+    schedule,
+    baseline_schedule=None,
+    *,
+    label: str = "simulated",
+    seed_metrics=None,
+    seed: int | None = None,
+) -> list[Path]:
+    """Write the figures of one configuration into ``out_dir`` and return their paths.
+
+    From the schedule of one seed: the wait-time CDF (with ``baseline_schedule``, the replay of
+    the same trace, as the reference curve), utilization and queue length over time, bounded
+    slowdown by job-size and requested-time class, and for at most a few hundred jobs a Gantt
+    chart. ``seed_metrics`` (one metrics dict per seed, or a frame) adds the mean ± 95% CI of the
+    wait percentiles over all seeds to the CDF. Files: ``wait_cdf.png``,
+    ``utilization_queue.png``, ``slowdown_by_class.png`` and maybe ``gantt.png``.
+    """
+    from .plots import schedule_frame
+
+    frame = schedule_frame(jobs, schedule)
+    baseline = schedule_frame(jobs, baseline_schedule) if baseline_schedule is not None else None
+    return frame_figures(out_dir, frame, int(schedule.total_nodes), baseline, label=label,
+                         seed_metrics=seed_metrics, seed=seed)
+
+
+# =============================================================================== what a sweep holds
+@dataclass
+class ConfigRecord:
+    """One configuration of a sweep, from its folder and/or its MLflow parent run."""
+
+    label: str
+    status: str
+    params: dict[str, str] = field(default_factory=dict)  # flattened result config, as strings
+    metrics: dict[str, float] = field(default_factory=dict)  # aggregates over seeds
+    seeds: list[int] = field(default_factory=list)
+    seed_metrics: pd.DataFrame = field(default_factory=pd.DataFrame)  # one row per seed
+    trace_checksum: str | None = None
+    config_hash: str | None = None
+    total_nodes: int | None = None
+    jobs: int | None = None
+    run_id: str | None = None
+    error: str | None = None
+    config_text: str | None = None  # the resolved YAML
+    overrides: list[str] | None = None  # the job's Hydra overrides
+    schedule_path: Path | None = None
+    schedule_seed: int | None = None
+    job_dir: Path | None = None
+    version: str | None = None
+    # filled by describe()
+    key: str = ""
+    short: str = ""
+    policy: str = ""
+    model: str = ""
+    line: str = ""
+
+    @property
+    def replay(self) -> bool:
+        return self.params.get("policy.replay") == "True"
+
+    @property
+    def stochastic(self) -> bool:
+        return not self.replay and self.params.get("run_time.mode") == "distribution"
+
+
+def flatten(tree: Mapping, prefix: str = "") -> dict[str, object]:
+    flat: dict[str, object] = {}
+    for key, value in tree.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            flat.update(flatten(value, name + "."))
+        else:
+            flat[name] = value
+    return flat
+
+
+def config_params(config: Mapping) -> dict[str, str]:
+    """The result-deciding part of a resolved config, flattened, values as MLflow logs them."""
+    sections = {k: v for k, v in config.items()
+                if isinstance(v, Mapping) and k not in BOOKKEEPING_SECTIONS}
+    return {k: str(v) for k, v in flatten(sections).items()}
+
+
+def _yaml_load(text: str):
+    import yaml
+
+    return yaml.safe_load(text)
+
+
+def _job_order(path: Path) -> tuple[int, str]:
+    return (int(path.name), "") if path.name.isdigit() else (1 << 30, path.name)
+
+
+def load_folder(sweep_dir: Path) -> tuple[list[ConfigRecord], list[str]]:
+    """Records from the ``result.json`` files of a sweep folder (or of a single run's folder)."""
+    notes: list[str] = []
+    if not sweep_dir.is_dir():
+        return [], notes
+    dirs = sorted((p.parent for p in sweep_dir.glob("*/result.json")), key=_job_order)
+    if (sweep_dir / "result.json").is_file():
+        dirs.insert(0, sweep_dir)
+    records = []
+    for job_dir in dirs:
+        try:
+            result = json.loads((job_dir / "result.json").read_text())
+        except (OSError, ValueError) as exc:
+            notes.append(f"{job_dir / 'result.json'}: unreadable ({exc}); left out")
+            continue
+        record = ConfigRecord(
+            label=str(result.get("label", job_dir.name)),
+            status=str(result.get("status", "?")),
+            metrics={k: float(v) for k, v in (result.get("metrics") or {}).items()
+                     if isinstance(v, (int, float))},
+            seeds=[int(s) for s in result.get("seeds") or []],
+            trace_checksum=result.get("trace_checksum"),
+            config_hash=result.get("config_hash"),
+            total_nodes=result.get("total_nodes"),
+            jobs=result.get("jobs"),
+            run_id=result.get("parent_run_id"),
+            error=result.get("error"),
+            job_dir=job_dir,
+        )
+        _fill_from_folder(record, job_dir)
+        records.append(record)
+    return records, notes
+
+
+def _fill_from_folder(record: ConfigRecord, job_dir: Path) -> None:
+    """Config, overrides, per-seed metrics and the kept schedule from a job folder."""
+    for name in ("config.yaml", ".hydra/config.yaml"):
+        path = job_dir / name
+        if path.is_file() and record.config_text is None:
+            record.config_text = path.read_text()
+            try:
+                record.params = config_params(_yaml_load(record.config_text) or {})
+            except Exception:  # noqa: BLE001 - a damaged file only costs the params
+                pass
+    overrides = job_dir / ".hydra" / "overrides.yaml"
+    if overrides.is_file():
+        try:
+            record.overrides = [str(o) for o in (_yaml_load(overrides.read_text()) or [])]
+        except Exception:  # noqa: BLE001
+            pass
+    metrics_csv = job_dir / "seed_metrics.csv"
+    if metrics_csv.is_file() and metrics_csv.stat().st_size > 1:
+        try:
+            frame = pd.read_csv(metrics_csv)
+            if "seed" in frame:
+                record.seed_metrics = frame.set_index("seed").sort_index()
+        except (ValueError, pd.errors.EmptyDataError):
+            pass
+    _set_schedule(record, sorted(job_dir.glob("schedule_seed*.csv")))
+
+
+def _set_schedule(record: ConfigRecord, paths: Sequence[Path]) -> None:
+    def seed_of(path: Path) -> int:
+        match = re.search(r"schedule_seed(\d+)\.csv", path.name)
+        return int(match.group(1)) if match else 1 << 30
+
+    if paths:
+        path = min(paths, key=seed_of)
+        record.schedule_path, record.schedule_seed = path, seed_of(path)
+
+
+# ------------------------------------------------------------------------------- the MLflow store
+def discover_uri(records: Sequence[ConfigRecord]) -> str | None:
+    """The tracking store the sweep's own configs name (the embedded one when it exists)."""
+    from .tracking import embedded_uri
+
+    for record in records:
+        if not record.config_text:
+            continue
+        try:
+            config = _yaml_load(record.config_text) or {}
+        except Exception:  # noqa: BLE001
+            continue
+        tracking = config.get("tracking") or {}
+        if not tracking.get("enabled", True):
+            continue
+        if tracking.get("uri"):
+            return str(tracking["uri"])
+        root = (config.get("paths") or {}).get("output_root")
+        if root and (Path(root) / "mlflow.db").is_file():
+            return embedded_uri(root)
+    return None
+
+
+def _check_store(uri: str) -> None:
+    """Fail with a clear message instead of silently creating an empty store."""
+    if uri.startswith("sqlite:///"):
+        path = Path(uri[len("sqlite:///"):])
+        if not path.is_file():
+            raise ReportError(f"no MLflow store at {path} (the sqlite file does not exist)")
+    else:
+        from .tracking import check_reachable
+
+        check_reachable(uri)
+
+
+def _same_folder(tag: str | None, sweep_dir: Path) -> bool:
+    if not tag:
+        return False
+    candidates = {os.path.normpath(str(sweep_dir)), os.path.normpath(str(sweep_dir.resolve()))}
+    return os.path.normpath(tag) in candidates or os.path.normpath(os.path.realpath(tag)) in candidates
+
+
+def _search_all(client, experiment_ids: list[str], filter_string: str) -> list:
+    found, token = [], None
+    while True:
+        page = client.search_runs(experiment_ids, filter_string=filter_string, max_results=1000,
+                                  page_token=token)
+        found.extend(page)
+        token = page.token
+        if not token:
+            return found
+
+
+def load_mlflow(
+    sweep_dir: Path, uri: str, folder_records: Sequence[ConfigRecord], download_dir: Path
+) -> list[ConfigRecord]:
+    """Records from the parent runs tagged with this sweep folder (empty if there are none).
+
+    When the folder's ``result.json`` files name their parent runs, exactly those are used;
+    otherwise every parent run tagged with the folder, the latest per configuration label.
+    """
+    from .tracking import TAG_CONFIG_HASH, TAG_ERROR, TAG_KIND, TAG_SWEEP_DIR
+
+    _check_store(uri)
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=uri)
+    experiment_ids = [e.experiment_id for e in client.search_experiments()]
+    if not experiment_ids:
+        return []
+    filter_string = f"tags.{TAG_KIND} = 'configuration'"
+    if "'" not in str(sweep_dir):
+        filter_string += f" and tags.{TAG_SWEEP_DIR} = '{sweep_dir}'"
+    parents = [r for r in _search_all(client, experiment_ids, filter_string)
+               if _same_folder(r.data.tags.get(TAG_SWEEP_DIR), sweep_dir)]
+    if not parents and "'" not in str(sweep_dir) and sweep_dir.resolve() != sweep_dir:
+        parents = [r for r in _search_all(client, experiment_ids, f"tags.{TAG_KIND} = 'configuration'")
+                   if _same_folder(r.data.tags.get(TAG_SWEEP_DIR), sweep_dir)]
+    by_id = {r.info.run_id: r for r in parents}
+    wanted = [rec.run_id for rec in folder_records if rec.run_id in by_id]
+    if wanted:
+        chosen = [by_id[i] for i in wanted]
+    else:
+        latest: dict[str, object] = {}
+        for run in sorted(parents, key=lambda r: r.info.start_time or 0):
+            latest[run.info.run_name or run.info.run_id] = run
+        chosen = sorted(latest.values(), key=lambda r: r.info.start_time or 0)
+    folder_by_id = {rec.run_id: rec for rec in folder_records if rec.run_id}
+    records = []
+    for run in chosen:
+        params = dict(run.data.params)
+        tags = dict(run.data.tags)
+        record = ConfigRecord(
+            label=run.info.run_name or run.info.run_id,
+            status=run.info.status,
+            params={k: v for k, v in params.items() if k.split(".", 1)[0] in CONFIG_SECTIONS},
+            metrics=dict(run.data.metrics),
+            trace_checksum=params.get("trace_checksum") or tags.get("trace_checksum"),
+            config_hash=tags.get(TAG_CONFIG_HASH),
+            total_nodes=_int_or_none(params.get("total_nodes")),
+            jobs=_int_or_none(params.get("jobs")),
+            run_id=run.info.run_id,
+            error=tags.get(TAG_ERROR),
+            version=params.get("drevt_version"),
+        )
+        first, count = _int_or_none(params.get("seed")), _int_or_none(params.get("n_seeds"))
+        seed_range = set(range(first, first + count)) if first is not None and count else None
+        if record.config_hash:
+            children = _search_all(
+                client, [run.info.experiment_id],
+                f"tags.{TAG_CONFIG_HASH} = '{record.config_hash}' and tags.{TAG_KIND} = 'seed' "
+                "and attributes.status = 'FINISHED'",
+            )
+            rows: dict[int, tuple[bool, int, dict]] = {}
+            for child in children:
+                seed = _int_or_none(child.data.params.get("seed"))
+                if seed is None or (seed_range is not None and seed not in seed_range):
+                    continue
+                own = child.data.tags.get("mlflow.parentRunId") == run.info.run_id
+                rank = (own, child.info.start_time or 0)
+                if seed not in rows or rank > rows[seed][:2]:
+                    rows[seed] = (own, child.info.start_time or 0, dict(child.data.metrics))
+            if rows:
+                record.seed_metrics = pd.DataFrame(
+                    [{"seed": s, **m} for s, (_, _, m) in sorted(rows.items())]
+                ).set_index("seed")
+                record.seeds = sorted(rows)
+        local = folder_by_id.get(run.info.run_id)
+        if local is not None:  # the folder has the Hydra overrides and the files already
+            record.job_dir = local.job_dir
+            record.config_text = local.config_text
+            record.overrides = local.overrides
+            record.schedule_path, record.schedule_seed = local.schedule_path, local.schedule_seed
+            if not record.seeds:
+                record.seeds, record.seed_metrics = local.seeds, local.seed_metrics
+            record.jobs = record.jobs or local.jobs
+        else:
+            _download(client, record, download_dir / run.info.run_id)
+        if record.config_text:  # the resolved config is exact; params are strings of it
+            try:
+                record.params = config_params(_yaml_load(record.config_text) or {}) or record.params
+            except Exception:  # noqa: BLE001
+                pass
+        records.append(record)
+    return records
+
+
+def _download(client, record: ConfigRecord, where: Path) -> None:
+    """The resolved config and the kept schedule, from the parent run's artifacts."""
+    where.mkdir(parents=True, exist_ok=True)
+    try:
+        names = {a.path for a in client.list_artifacts(record.run_id)}
+        if "config.yaml" in names:
+            path = client.download_artifacts(record.run_id, "config.yaml", str(where))
+            record.config_text = Path(path).read_text()
+        if "schedules" in names:
+            schedules = [a.path for a in client.list_artifacts(record.run_id, "schedules")
+                         if a.path.endswith(".csv")]
+            local = [Path(client.download_artifacts(record.run_id, p, str(where))) for p in schedules[:1]]
+            _set_schedule(record, local)
+    except Exception:  # noqa: BLE001 - missing artifacts only cost figures
+        pass
+
+
+def _int_or_none(value) -> int | None:
+    try:
+        return int(float(value))
+    except (TypeError, ValueError):
+        return None
+
+
+# =============================================================================== labels and factors
+def describe(records: Sequence[ConfigRecord]) -> None:
+    """Short labels from what varies across the sweep: ``policy``, ``model`` (run-time model and
+    the other varying settings) and ``line`` (the same without the load factor)."""
+    keys = sorted({k for r in records for k in r.params})
+    values = {k: [r.params.get(k, "—") for r in records] for k in keys}
+    varying = [k for k in keys if len(set(values[k])) > 1]
+
+    def parts(record: ConfigRecord, group: str) -> list[str]:
+        name_key = f"{group}.name"
+        out = []
+        if name_key in varying and name_key in record.params:
+            out.append(record.params[name_key])
+        for k in varying:
+            if not k.startswith(group + ".") or k == name_key or k not in record.params:
+                continue
+            # a sub-key that only follows the option's name is implied by it
+            same_name = [r for r in records if r.params.get(name_key) == record.params.get(name_key)]
+            if len({r.params.get(k, "—") for r in same_name}) > 1:
+                short = k.split(".", 1)[1] if group in ("policy", "run_time") else k
+                out.append(f"{short}={record.params[k]}")
+        return out
+
+    groups = list(dict.fromkeys(k.split(".", 1)[0] for k in varying))
+    for record in records:
+        policy = " ".join(parts(record, "policy")) or record.params.get("policy.name", "?")
+        if record.replay:
+            policy = "replay"
+        model = parts(record, "run_time") if not record.replay else ["history"]
+        others = []
+        for group in groups:
+            if group not in ("policy", "run_time"):
+                others.extend(p for p in parts(record, group))
+        if not model and not record.replay:
+            model = [record.params.get("run_time.name", "")]
+        line_others = [p for p in others if not p.startswith(LOAD_FACTOR + "=")]
+        record.policy = policy
+        record.model = " · ".join([p for p in model + others if p]) or "—"
+        record.line = " · ".join([p for p in [policy] + model + line_others if p])
+        record.short = " · ".join([p for p in [policy] + model + others if p])
+    seen: dict[str, int] = {}
+    for record in records:
+        base = record.short or record.label
+        seen[base] = seen.get(base, 0) + 1
+        record.key = base if seen[base] == 1 else f"{base} #{seen[base]}"
+
+
+def _slug(record: ConfigRecord, index: int) -> str:
+    if record.job_dir is not None and record.job_dir.name.isdigit():
+        return f"config_{record.job_dir.name}"
+    return f"config_{index}"
+
+
+def line_styles(records: Sequence[ConfigRecord]) -> dict[str, dict]:
+    """Colour by policy, dash pattern by model: the same policy reads as one family of lines."""
+    from .plots import plt
+
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    dashes = ["-", ":", "-.", (0, (5, 1.5)), (0, (3, 1, 1, 1, 1, 1))]
+    policies = list(dict.fromkeys(r.policy for r in records))
+    models = list(dict.fromkeys(r.model for r in records))
+    if len(policies) * len(models) > len(records) * 2 or len(models) > len(dashes):
+        return {}  # not a policy x model grid: plain colour cycle
+    return {r.key: {"color": colors[policies.index(r.policy) % len(colors)],
+                    "linestyle": dashes[models.index(r.model)]} for r in records}
+
+
+# =============================================================================== tables
+def comparison_table(records: Sequence[ConfigRecord]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(simulated configurations, replay baselines) with policy, model and the key metrics."""
+    rows = []
+    for r in records:
+        if not r.metrics:
+            continue
+        row = {"policy": r.policy, "model": r.model, "replay": r.replay, "label": r.key}
+        for m in KEY_METRICS:
+            row[m] = r.metrics.get(m, np.nan)
+            row[f"{m}_ci95"] = r.metrics.get(f"{m}_ci95", np.nan)
+        rows.append(row)
+    frame = pd.DataFrame(rows)
+    if frame.empty:
+        return frame, frame
+    reference = frame[frame.replay].drop_duplicates(subset=list(KEY_METRICS)).reset_index(drop=True)
+    return frame[~frame.replay].reset_index(drop=True), reference
+
+
+def paired_table(records: Sequence[ConfigRecord], metrics: Sequence[str] = PAIRED_METRICS) -> pd.DataFrame:
+    """Per-seed differences between policies that share everything else and their seeds."""
+    from .plots import paired_difference
+
+    groups: dict[tuple, list[ConfigRecord]] = {}
+    for r in records:
+        if r.replay or r.seed_metrics.empty or r.status != "FINISHED":
+            continue
+        key = tuple(sorted((k, v) for k, v in r.params.items() if not k.startswith("policy.")))
+        groups.setdefault(key, []).append(r)
+    rows = []
+    for members in groups.values():
+        for i, a in enumerate(members):
+            for b in members[i + 1:]:
+                if a.policy == b.policy:
+                    continue
+                for metric in metrics:
+                    if metric not in a.seed_metrics or metric not in b.seed_metrics:
+                        continue
+                    d = paired_difference(a.seed_metrics[metric], b.seed_metrics[metric])
+                    if d.n == 0:
+                        continue
+                    rows.append({
+                        "comparison": f"{b.policy} − {a.policy}" + (f" · {a.model}" if a.model != "—" else ""),
+                        "a": a.key, "b": b.key, "model": a.model, "metric": metric, "seeds": d.n,
+                        "mean_a": d.mean_a, "mean_b": d.mean_b, "difference": d.difference,
+                        "paired_ci95": d.paired_ci95, "unpaired_ci95": d.unpaired_ci95,
+                        "ratio": d.ratio, "deterministic": not (a.stochastic or b.stochastic),
+                    })
+    return pd.DataFrame(rows)
+
+
+def load_factor_table(records: Sequence[ConfigRecord]) -> pd.DataFrame:
+    rows = []
+    for r in records:
+        if r.replay or LOAD_FACTOR not in r.params or not r.metrics:
+            continue
+        try:
+            factor = float(r.params[LOAD_FACTOR])
+        except ValueError:
+            continue
+        row = {"load_factor": factor, "line": r.line}
+        for m in KEY_METRICS:
+            row[m] = r.metrics.get(m, np.nan)
+            row[f"{m}_ci95"] = r.metrics.get(f"{m}_ci95", np.nan)
+        rows.append(row)
+    frame = pd.DataFrame(rows)
+    if frame.empty or frame["load_factor"].nunique() < 2:
+        return pd.DataFrame()
+    return frame
+
+
+# =============================================================================== formatting
+def _duration_unit(seconds: float) -> tuple[float, str, int]:
+    size = abs(seconds)
+    if size < 600:
+        return 1.0, "s", 1
+    if size < 3 * 3600:
+        return 60.0, "min", 1
+    if size < 3 * 86400:
+        return 3600.0, "h", 2
+    return 86400.0, "days", 2
+
+
+def _fmt_duration(seconds: float, half: float | None = None) -> str:
+    """A duration in a readable unit; ``half`` (a CI half-width) in the same unit."""
+    if seconds is None or not np.isfinite(seconds):
+        return "–"
+    scale, name, digits = _duration_unit(seconds)
+    text = f"{seconds / scale:,.{digits}f}"
+    if half is not None:
+        text += f" ± {half / scale:,.{digits}f}"
+    return f"{text} {name}"
+
+
+def fmt_metric(metric: str, value, half=None) -> str:
+    """A metric value (± its CI half-width) in a readable unit."""
+    if value is None or not np.isfinite(value):
+        return "–"
+    has_half = half is not None and np.isfinite(half) and half > 0
+    if metric.startswith(("wait", "turnaround", "makespan")):
+        return _fmt_duration(value, half if has_half else None)
+    if metric == "utilization":
+        return f"{value:.1%}" + (f" ± {half:.1%}" if has_half else "")
+    digits = 2 if abs(value) < 100 else 1
+    return f"{value:,.{digits}f}" + (f" ± {half:,.{digits}f}" if has_half else "")
+
+
+def _e(text) -> str:
+    return html.escape(str(text), quote=True)
+
+
+def _img(path: Path, alt: str, caption: str = "") -> str:
+    data = base64.b64encode(Path(path).read_bytes()).decode("ascii")
+    cap = f"<figcaption>{_e(caption)}</figcaption>" if caption else ""
+    return (f'<figure><img alt="{_e(alt)}" src="data:image/png;base64,{data}">{cap}</figure>')
+
+
+def _table(header: Sequence[str], rows: Iterable[Sequence[str]], cls: str = "") -> str:
+    head = "".join(f"<th>{_e(h)}</th>" for h in header)
+    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
+    return f'<table class="{cls}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+
+
+def _command(args: Sequence[str], multirun: bool = False) -> str:
+    return " ".join(["drevt-sweep"] + (["-m"] if multirun else []) + [shlex.quote(a) for a in args])
+
+
+def reproduce_command(record: ConfigRecord) -> tuple[str, str]:
+    """The command line that reruns one configuration, and where it came from."""
+    if record.overrides is not None:
+        return _command(record.overrides), "the job's Hydra overrides (.hydra/overrides.yaml)"
+    args = [t for t in record.label.split() if "=" in t]
+    first = record.seeds[0] if record.seeds else None
+    if first is not None:
+        args.append(f"seed={first}")
+    if record.seeds:
+        args.append(f"replicates={len(record.seeds)}")
+    return _command(args), "reconstructed from the MLflow run (its name, seeds and params)"
+
+
+def sweep_command(sweep_dir: Path) -> str | None:
+    """The original multirun command, from the sweep's ``multirun.yaml``."""
+    path = sweep_dir / "multirun.yaml"
+    if not path.is_file():
+        return None
+    try:
+        config = _yaml_load(path.read_text()) or {}
+        overrides = config["hydra"]["overrides"]
+        task = [str(o) for o in overrides.get("task") or []]
+        extra = [str(o) for o in overrides.get("hydra") or [] if not str(o).startswith("hydra.mode=")]
+    except (KeyError, TypeError, ValueError):
+        return None
+    except Exception:  # noqa: BLE001 - a damaged file
+        return None
+    return _command(task + extra, multirun=True)
+
+
+# =============================================================================== the report
+_CSS = """
+body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2em auto;max-width:1200px;
+padding:0 1em;color:#222;line-height:1.45}
+h1{border-bottom:2px solid #444}h2{border-bottom:1px solid #bbb;margin-top:2em}
+table{border-collapse:collapse;margin:1em 0;font-size:0.9em}
+th,td{border:1px solid #ccc;padding:0.25em 0.6em;text-align:right;vertical-align:top}
+th{background:#f0f0f0}td:first-child,th:first-child{text-align:left}
+td.l{text-align:left}
+tr.failed td{background:#fde8e8}
+figure{margin:1em 0}img{max-width:100%;height:auto;border:1px solid #ddd}
+figcaption{font-size:0.85em;color:#555}
+pre,code{background:#f6f6f6;font-size:0.85em}pre{padding:0.6em;overflow-x:auto}
+.note{color:#555;font-size:0.9em}.config{margin-left:1em}
+details{margin:0.5em 0}
+"""
+
+
+@dataclass
+class _Context:
+    sweep_dir: Path
+    figure_dir: Path
+    records: list[ConfigRecord]
+    source: str
+    notes: list[str]
+    uri: str | None
+    per_configuration: bool = True
+
+
+def build_report(
+    sweep_dir: Path,
+    tracking_uri: str | None = None,
+    *,
+    log_to_mlflow: bool = False,
+    per_configuration: bool = True,
+) -> Path:
+    """Write ``report.html`` (and ``report_files/*.png``) into ``sweep_dir``; return its path.
+
+    The runs come from the MLflow store at ``tracking_uri`` (default: the store the sweep's
+    configs name, when it exists) — the parent runs tagged ``drevt_sweep_dir`` = this folder —
+    or, when no store answers, from the folder's ``result.json`` files. ``log_to_mlflow`` also
+    attaches the report to every parent run of the sweep (artifact ``report/report.html``);
+    ``per_configuration=False`` leaves out the per-configuration figures (for very large sweeps:
+    four figures per configuration add up). Raises ``ReportError`` when neither source knows the sweep.
+    """
+    sweep_dir = Path(sweep_dir).expanduser().absolute()
+    if sweep_dir.exists() and not sweep_dir.is_dir():
+        raise ReportError(f"{sweep_dir} is not a folder")
+    folder_records, notes = load_folder(sweep_dir)
+    uri = tracking_uri or discover_uri(folder_records)
+    records: list[ConfigRecord] = []
+    source = f"the result.json files in {sweep_dir}"
+    with tempfile.TemporaryDirectory(prefix="drevt-report-") as scratch:
+        if uri:
+            try:
+                records = load_mlflow(sweep_dir, uri, folder_records, Path(scratch))
+                if records:
+                    source = f"the MLflow store {uri}"
+                else:
+                    notes.append(f"the MLflow store {uri} has no parent run tagged "
+                                 f"drevt_sweep_dir={sweep_dir}; using the folder")
+            except DrevtError as exc:
+                notes.append(f"MLflow store not used: {exc}")
+            except Exception as exc:  # noqa: BLE001 - an unreadable store: fall back to files
+                notes.append(f"MLflow store not used: {type(exc).__name__}: {exc}")
+        if not records:
+            records = folder_records
+        if not records:
+            if tracking_uri and notes:
+                raise ReportError(f"nothing to report for {sweep_dir}: no result.json files there; "
+                                  + notes[-1])
+            if not sweep_dir.exists():
+                raise ReportError(f"{sweep_dir} does not exist (and no MLflow store names it; "
+                                  "give --tracking-uri)")
+            raise ReportError(f"no sweep results in {sweep_dir}: no */result.json files and no "
+                              "MLflow parent runs tagged with this folder")
+        describe(records)
+        sweep_dir.mkdir(parents=True, exist_ok=True)
+        figure_dir = sweep_dir / FIGURE_DIR
+        if figure_dir.is_dir():
+            shutil.rmtree(figure_dir)
+        figure_dir.mkdir(parents=True)
+        context = _Context(sweep_dir, figure_dir, records, source, notes, uri, per_configuration)
+        document = _render(context)
+    target = sweep_dir / REPORT_NAME
+    tmp = target.with_name(f".{REPORT_NAME}.tmp")
+    tmp.write_text(document, encoding="utf-8")
+    os.replace(tmp, target)
+    if log_to_mlflow and uri and source.startswith("the MLflow store"):
+        _log_report(uri, records, target)
+    return target
+
+
+def _log_report(uri: str, records: Sequence[ConfigRecord], path: Path) -> None:
+    from mlflow.tracking import MlflowClient
+
+    from .tracking import Tracker
+
+    client = MlflowClient(tracking_uri=uri)
+    for record in records:
+        if record.run_id:
+            experiment_id = client.get_run(record.run_id).info.experiment_id
+            Tracker(uri, experiment_id).log_artifact(record.run_id, path, "report")
+
+
+class _Figures:
+    """Schedules read once; baselines by trace checksum."""
+
+    def __init__(self, context: _Context) -> None:
+        self.context = context
+        self._frames: dict[int, pd.DataFrame | None] = {}
+        self._history: dict[tuple, pd.DataFrame | None] = {}
+
+    def frame(self, record: ConfigRecord) -> pd.DataFrame | None:
+        key = id(record)
+        if key not in self._frames:
+            frame = None
+            if record.schedule_path is not None and record.schedule_path.is_file():
+                from .plots import read_schedule_csv
+
+                try:
+                    frame = read_schedule_csv(record.schedule_path)
+                except Exception as exc:  # noqa: BLE001
+                    self.context.notes.append(f"{record.schedule_path}: unreadable ({exc})")
+            self._frames[key] = frame
+        return self._frames[key]
+
+    def baseline(self, record: ConfigRecord) -> tuple[pd.DataFrame | None, str]:
+        """The replay of the same trace: a replay configuration of the sweep, else the trace's
+        own recorded history read again (through the trace cache)."""
+        if record.replay:
+            return None, ""
+        workload = _workload_params(record)
+        for other in self.context.records:
+            if (other.replay and other.trace_checksum == record.trace_checksum
+                    and _workload_params(other) == workload):
+                frame = self.frame(other)
+                if frame is not None:
+                    return frame, f"the replay configuration '{other.key}'"
+        if record.params.get("workload.name", "none") != "none":
+            return None, ""  # a transformed workload: the trace's history is another workload
+        key = (record.trace_checksum, record.total_nodes)
+        if key not in self._history:
+            self._history[key] = _history_from_trace(record)
+        frame = self._history[key]
+        return frame, ("the trace's recorded begin/end times" if frame is not None else "")
+
+
+def _workload_params(record: ConfigRecord) -> dict[str, str]:
+    return {k: v for k, v in record.params.items() if k.startswith("workload.")}
+
+
+def _history_from_trace(record: ConfigRecord) -> pd.DataFrame | None:
+    """Read the trace again (cached) for its historical begin/end times, if it has them."""
+    if not record.config_text or not record.total_nodes:
+        return None
+    try:
+        from omegaconf import OmegaConf
+
+        from .plots import schedule_frame
+        from .sweep import read_options, resolve_trace_path
+        from .trace.cache import load_trace
+
+        cfg = OmegaConf.create(record.config_text)
+        path = resolve_trace_path(str(cfg.trace.path), str(cfg.paths.root))
+        if not path.is_file():
+            return None
+        jobs = load_trace(path, read_options(cfg), cache_dir=str(cfg.paths.cache_dir))
+        if record.trace_checksum and jobs.meta.checksum != record.trace_checksum:
+            return None
+        schedule = historical_baseline(jobs, int(record.total_nodes))
+        return schedule_frame(jobs, schedule) if schedule is not None else None
+    except Exception:  # noqa: BLE001 - no baseline is not an error
+        return None
+
+
+def _sweep_figures(record: ConfigRecord) -> list[Path]:
+    """The figures the sweep drew into the job folder, if they belong to its latest run
+    (written after that run's config.yaml), in the usual order."""
+    if record.job_dir is None:
+        return []
+    folder = record.job_dir / CONFIGURATION_FIGURE_DIR
+    config = record.job_dir / "config.yaml"
+    paths = [folder / name for name in FIGURE_NAMES if (folder / name).is_file()]
+    if not paths or not config.is_file():
+        return []
+    if min(p.stat().st_mtime for p in paths) < config.stat().st_mtime:
+        return []  # left over from an earlier run in the same folder
+    return paths
+
+
+def _render(ctx: _Context) -> str:
+    from . import plots
+
+    records = ctx.records
+    figures = _Figures(ctx)
+    title = f"drevt-sweep report: {ctx.sweep_dir.name}"
+    out: list[str] = [
+        "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
+        f"<title>{_e(title)}</title><style>{_CSS}</style></head><body>",
+        f"<h1>{_e(title)}</h1>",
+    ]
+    traces = {}
+    for r in records:
+        if r.trace_checksum:
+            traces.setdefault(r.trace_checksum, r)
+    versions = sorted({r.version for r in records if r.version})
+    finished = sum(r.status == "FINISHED" for r in records)
+    out.append("<p>")
+    out.append(f"Sweep folder <code>{_e(ctx.sweep_dir)}</code>; read from {_e(ctx.source)}. "
+               f"{len(records)} configuration(s), {finished} finished. ")
+    out.append(f"Report built {_e(time.strftime('%Y-%m-%d %H:%M:%S %Z'))} by drevt-sweep "
+               f"{_e(__version__)}" + (f"; runs made with drevt-sweep {_e(', '.join(versions))}" if versions else "")
+               + ".</p>")
+    for note in ctx.notes:
+        out.append(f'<p class="note">Note: {_e(note)}</p>')
+
+    # ---- summary
+    out.append("<h2>Summary</h2>")
+    out.append('<p class="note">Mean over seeds ± 95% confidence half-width (Student t). '
+               f"Bounded slowdown uses τ = {plots.BSLD_TAU:g} s. Deterministic configurations run "
+               "one seed (no spread).</p>")
+    header = ["configuration", "status", "seeds", "jobs", "mean wait", "p95 wait",
+              "mean bounded slowdown", "utilization", "makespan"]
+    rows = []
+    for r in records:
+        m = r.metrics
+        status = _e(r.status) + (f"<br><span class='note'>{_e(r.error.splitlines()[0])}</span>" if r.error else "")
+        rows.append([
+            f'<span title="{_e(r.label)}">{_e(r.key)}</span>', status, str(len(r.seeds)),
+            f"{r.jobs:,}" if isinstance(r.jobs, int) else "–",
+            fmt_metric("wait_mean", m.get("wait_mean"), m.get("wait_mean_ci95")),
+            fmt_metric("wait_p95", m.get("wait_p95"), m.get("wait_p95_ci95")),
+            fmt_metric("bsld_mean", m.get("bsld_mean"), m.get("bsld_mean_ci95")),
+            fmt_metric("utilization", m.get("utilization"), m.get("utilization_ci95")),
+            fmt_metric("makespan", m.get("makespan"), m.get("makespan_ci95")),
+        ])
+    out.append(_table(header, rows, "summary"))
+
+    # ---- comparison
+    simulated, reference = comparison_table(records)
+    if not simulated.empty:
+        out.append("<h2>Comparison</h2>")
+        if reference.empty and len(traces) == 1:  # no replay configuration: the trace's history
+            sims = [r for r in records if not r.replay and r.metrics]
+            baseline, origin = figures.baseline(sims[0]) if sims else (None, "")
+            if baseline is not None:
+                reference = pd.DataFrame([{"policy": "replay", "model": "history", "replay": True,
+                                           **history_metrics(baseline, int(sims[0].total_nodes))}])
+        mixed = any(" · " in m or "=" in m for m in simulated["model"])
+        fig = plots.comparison_figure(simulated, reference=reference if not reference.empty else None,
+                                      legend_title="run-time model and settings" if mixed else "run-time model")
+        path = plots.save_figure(fig, ctx.figure_dir / "comparison.png")
+        out.append(_img(path, "comparison of the key metrics by policy and run-time model",
+                        "Each key metric by policy (x) and run-time model (colour): mean over seeds "
+                        "± 95% CI; the dashed line is the replay of the trace's history."))
+
+    # ---- wait-time CDFs, one figure per trace
+    cdf_parts = []
+    for checksum, first in traces.items():
+        members = [r for r in records if r.trace_checksum == checksum and not r.replay
+                   and figures.frame(r) is not None][:MAX_CDF_CURVES]
+        if not members:
+            continue
+        baseline, _ = figures.baseline(members[0])
+        name = first.params.get("trace.name", checksum[:12])
+        fig = plots.wait_cdf_figure(
+            {r.key: figures.frame(r) for r in members}, baseline, styles=line_styles(members),
+            title=f"Wait-time distribution on {name} (one seed per configuration)",
+        )
+        path = plots.save_figure(fig, ctx.figure_dir / f"wait_cdf_{checksum[:12]}.png")
+        cdf_parts.append(_img(path, f"wait-time CDF on {name}",
+                              "The CDF of each configuration from the schedule of the seed it kept."))
+    if cdf_parts:
+        out.append("<h2>Wait-time distributions</h2>")
+        out.extend(cdf_parts)
+
+    # ---- paired comparisons
+    out.append("<h2>Paired comparisons (common random numbers)</h2>")
+    paired = paired_table(records)
+    out.append(
+        '<p class="note">Two policies run on the same seeds draw the same run times (common random '
+        "numbers), so the per-seed difference B − A cancels the variation they share. Its 95% CI "
+        "(paired) is compared with the CI that treats the two as independent samples (unpaired, "
+        "Welch). Deterministic run-time models have one seed: their difference is exact.</p>"
+    )
+    if paired.empty:
+        out.append("<p>No pair of policies shares its other settings and seeds in this sweep.</p>")
+    else:
+        stochastic = paired[paired["seeds"] >= 2]
+        if not stochastic.empty:
+            fig = plots.paired_figure(stochastic[stochastic["metric"].isin(("wait_mean", "bsld_mean"))]
+                                      if stochastic["metric"].isin(("wait_mean", "bsld_mean")).any()
+                                      else stochastic)
+            path = plots.save_figure(fig, ctx.figure_dir / "paired.png")
+            out.append(_img(path, "paired versus unpaired confidence intervals",
+                            "Thick: paired 95% CI of the per-seed difference; thin grey: unpaired CI."))
+        header = ["comparison (B − A)", "metric", "seeds", "A", "B", "B − A", "paired 95% CI",
+                  "unpaired 95% CI", "unpaired / paired", "verdict"]
+        rows = []
+        for _, p in paired.iterrows():
+            metric = p["metric"]
+            if p["seeds"] < 2:
+                paired_text = unpaired_text = "exact" if p["deterministic"] else "– (one seed)"
+                ratio = "–"
+                verdict = ("B lower" if p["difference"] < 0 else "B higher" if p["difference"] > 0
+                           else "equal") if p["deterministic"] else "–"
+            else:
+                paired_text = "± " + _fmt_diff(metric, p["paired_ci95"], signed=False)
+                unpaired_text = "± " + _fmt_diff(metric, p["unpaired_ci95"], signed=False)
+                ratio = f"{p['ratio']:.1f}×" if np.isfinite(p["ratio"]) else "–"
+                lo, hi = p["difference"] - p["paired_ci95"], p["difference"] + p["paired_ci95"]
+                verdict = ("B lower" if hi < 0 else "B higher" if lo > 0
+                           else "equal" if lo == hi == 0 else "not resolved")
+            rows.append([
+                _e(p["comparison"]), _e(plots.METRIC_LABELS.get(metric, metric)), str(int(p["seeds"])),
+                fmt_metric(metric, p["mean_a"]), fmt_metric(metric, p["mean_b"]),
+                _fmt_diff(metric, p["difference"]), paired_text, unpaired_text, ratio, verdict,
+            ])
+        out.append(_table(header, rows, "paired"))
+
+    # ---- load factor
+    load = load_factor_table(records)
+    if not load.empty:
+        out.append("<h2>Load factor</h2>")
+        fig = plots.load_factor_figure(load, line="line")
+        path = plots.save_figure(fig, ctx.figure_dir / "load_factor.png")
+        out.append(_img(path, "metrics versus load factor", "One line per policy and model."))
+
+    # ---- per configuration
+    out.append("<h2>Configurations</h2>")
+    for index, r in enumerate(records):
+        out.append(f"<h3 id=\"{_slug(r, index)}\">{_e(r.key)}</h3>")
+        items = [("full label", f"<code>{_e(r.label)}</code>"), ("status", _e(r.status))]
+        if r.job_dir is not None:
+            items.append(("job folder", f"<code>{_e(r.job_dir)}</code>"))
+        if r.run_id:
+            items.append(("MLflow parent run", f"<code>{_e(r.run_id)}</code>"))
+        items.append(("seeds", _e(", ".join(map(str, r.seeds)) or "–")))
+        items.append(("trace checksum (sha256)", f"<code>{_e(r.trace_checksum or '–')}</code>"))
+        items.append(("config hash", f"<code>{_e(r.config_hash or '–')}</code>"))
+        if r.total_nodes:
+            items.append(("machine", f"{r.total_nodes:,} nodes"))
+        command, origin = reproduce_command(r)
+        items.append(("reproduce", f"<code>{_e(command)}</code> <span class='note'>({_e(origin)})</span>"))
+        if r.error:
+            items.append(("error", f"<pre>{_e(r.error)}</pre>"))
+        out.append(_table(["", ""], [[_e(k), v] for k, v in items], "config"))
+        drawn = _sweep_figures(r) if ctx.per_configuration else []
+        frame = figures.frame(r) if ctx.per_configuration and not drawn else None
+        if not ctx.per_configuration:
+            pass
+        elif drawn:
+            target = ctx.figure_dir / _slug(r, index)
+            target.mkdir(parents=True, exist_ok=True)
+            out.append('<p class="note">Figures drawn by the sweep itself '
+                       f"(<code>{_e(drawn[0].parent)}</code>).</p>")
+            for path in drawn:
+                copy = Path(shutil.copy2(path, target / path.name))
+                out.append(_img(copy, f"{path.stem.replace('_', ' ')}: {r.key}"))
+        elif frame is not None and len(frame) and r.total_nodes:
+            baseline, origin = figures.baseline(r)
+            paths = frame_figures(ctx.figure_dir / _slug(r, index), frame, int(r.total_nodes), baseline,
+                                  label=r.key, seed_metrics=r.seed_metrics if len(r.seed_metrics) else None,
+                                  seed=r.schedule_seed)
+            if origin:
+                out.append(f'<p class="note">Baseline: {_e(origin)}.</p>')
+            for path in paths:
+                out.append(_img(path, f"{path.stem.replace('_', ' ')}: {r.key}"))
+        else:
+            out.append('<p class="note">No schedule was kept for this configuration '
+                       "(tracking.log_schedule=false, or it failed): no per-configuration figures.</p>")
+        if r.config_text:
+            out.append(f"<details><summary>resolved configuration</summary><pre>{_e(r.config_text)}</pre></details>")
+
+    # ---- reproduce
+    out.append("<h2>How to reproduce</h2>")
+    command = sweep_command(ctx.sweep_dir)
+    if command:
+        out.append(f"<p>The whole sweep (from <code>multirun.yaml</code>):</p><pre>{_e(command)}</pre>")
+    out.append("<p>Each configuration's own command line is in its section above. A seed's results "
+               "depend only on the resolved configuration, the trace and the seed: check that the "
+               "trace file has the checksum below.</p>")
+    trace_rows = []
+    for checksum, r in traces.items():
+        trace_rows.append([_e(r.params.get("trace.name", "?")), f"<code>{_e(r.params.get('trace.path', '?'))}</code>",
+                           f"<code>{_e(checksum)}</code>", f"{r.jobs:,}" if isinstance(r.jobs, int) else "–"])
+    if trace_rows:
+        out.append(_table(["trace", "path", "sha256", "jobs"], trace_rows, "traces"))
+    rebuild = [PROG, str(ctx.sweep_dir)] + (["--tracking-uri", ctx.uri] if ctx.uri else [])
+    out.append(f"<p>Rebuild this report: <code>{_e(' '.join(shlex.quote(a) for a in rebuild))}</code></p>")
+    out.append("</body></html>")
+    return "\n".join(out)
+
+
+def history_metrics(frame: pd.DataFrame, total_nodes: int) -> dict[str, float]:
+    """The key metrics of a schedule frame (as ``metrics.compute_metrics`` defines them)."""
+    from .metrics import bounded_slowdown
+    from .plots import overall_utilization, waits_of
+
+    wait = waits_of(frame)
+    run = frame["actual_run_time"].to_numpy(dtype=float)
+    return {
+        "wait_mean": float(wait.mean()),
+        "wait_p95": float(np.percentile(wait, 95.0)),
+        "bsld_mean": float(bounded_slowdown(wait, run).mean()),
+        "utilization": overall_utilization(frame, total_nodes),
+    }
+
+
+def _fmt_diff(metric: str, value, signed: bool = True) -> str:
+    """A difference (signed, with a real minus sign) or a CI half-width (``signed=False``)."""
+    if value is None or not np.isfinite(value):
+        return "–"
+    sign = ("+" if value > 0 else "−" if value < 0 else "") if signed else ""
+    size = abs(value)
+    if metric == "utilization":
+        return f"{sign}{size * 100:.2f} pp"
+    if metric.startswith(("wait", "turnaround", "makespan")):
+        return sign + _fmt_duration(size)
+    return f"{sign}{size:,.2f}"
+
+
+# =============================================================================== command line
+def main(argv: Sequence[str] | None = None) -> int:
+    """``drevt-sweep-report SWEEP_DIR [--tracking-uri URI]``: 0 done, 2 bad input, 1 a bug."""
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description="Build report.html (summary, figures, configs, how to reproduce) for a "
+        "finished drevt-sweep multirun, from the MLflow store or the sweep folder.",
+    )
+    parser.add_argument("sweep_dir", metavar="SWEEP_DIR", help="the multirun folder (hydra.sweep.dir)")
+    parser.add_argument("--tracking-uri", default=None,
+                        help="MLflow store (default: the one the sweep's configs name, if it exists)")
+    parser.add_argument("--log-to-mlflow", action="store_true",
+                        help="also attach report.html to every parent run of the sweep")
+    parser.add_argument("--sweep-figures-only", action="store_true",
+                        help="leave out the per-configuration figures (very large sweeps)")
+    args = parser.parse_args(argv)
+    try:
+        path = build_report(Path(args.sweep_dir), args.tracking_uri, log_to_mlflow=args.log_to_mlflow,
+                            per_configuration=not args.sweep_figures_only)
+    except DrevtError as exc:
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"\n{PROG}: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # noqa: BLE001 - a bug: one line unless debugging
+        if os.environ.get("DREVT_DEBUG"):
+            raise
+        print(f"{PROG}: internal error: {type(exc).__name__}: {exc} (set DREVT_DEBUG=1 for the "
+              "traceback)", file=sys.stderr)
+        return 1
+    print(f"report: {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

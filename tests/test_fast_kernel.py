@@ -1,0 +1,224 @@
+"""The compiled kernel (``drevt_sweep.fast``) against the reference engine, bit for bit.
+
+* hypothesis: random traces for every priority x backfill x enforce_limits, with zero-length
+  jobs, simultaneous submits, oversized jobs, run times past the limit, ties in every key, tiny
+  limits and epoch-sized times;
+* the first 3,000 jobs of the bundled KTH-SP2 trace for every priority x backfill (limits
+  enforced, and not enforced for fcfs/sjf);
+* a generated overloaded workload (queues of hundreds of jobs) for every backfill;
+* the ``kernel=`` switch: "reference" / "fast" / "auto" routing, ``DREVT_KERNEL``, the
+  fallback (one warning) when numba cannot be imported, and that importing the engine does not
+  import numba.
+
+Each comparison checks begin, end, run_time, killed, rejected and warnings with exact equality
+(NaN equal to NaN). The first test compiles the kernels (cached in ``__pycache__`` afterwards).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from drevt_sweep import fast
+from drevt_sweep.engine import BACKFILL_POLICIES, PRIORITY_POLICIES, simulate
+from drevt_sweep.errors import ConfigError
+from jobtable_factory import make_jobs
+
+pytestmark = pytest.mark.skipif(fast.load(warn=False) is None, reason="numba is not importable")
+
+FIELDS = ("begin", "end", "run_time", "killed", "rejected")
+
+
+def assert_same(jobs, run, total, **kw):
+    ref = simulate(jobs, run, total, kernel="reference", **kw)
+    got = simulate(jobs, run, total, kernel="fast", **kw)
+    for name in FIELDS:
+        a, b = getattr(ref, name), getattr(got, name)
+        assert a.dtype == b.dtype, name
+        if a.dtype.kind == "f":
+            # bit for bit: same float64 values (and NaN where the reference has NaN)
+            same = (a.view(np.int64) == b.view(np.int64)) | (np.isnan(a) & np.isnan(b))
+        else:
+            same = a == b
+        if not same.all():
+            row = int(np.flatnonzero(~same)[0])
+            raise AssertionError(f"{name} differs first at row {row}: reference {a[row]!r}, fast {b[row]!r} ({kw})")
+    assert ref.warnings == got.warnings
+    return ref
+
+
+@st.composite
+def traces(draw):
+    total = draw(st.integers(1, 12))
+    n = draw(st.integers(0, 40))
+    base = draw(st.sampled_from([0.0, 0.0, 1e9, 1_700_000_000.5]))
+    gaps = draw(st.lists(st.sampled_from([0, 0, 0, 0, 1, 2, 3, 5, 8, 0.5, 2.25, 1e-9]), min_size=n, max_size=n))
+    submit = (base + np.cumsum(gaps)).tolist() if n else []
+    nodes = draw(st.lists(st.integers(1, total + 2), min_size=n, max_size=n))
+    # Tiny limits only near t = 0: at epoch-sized times a limit under half an ulp of ``now``
+    # gives ``now + limit == now``, a reservation of no length, and the reference's
+    # conservative plan then over-commits the machine (it raises; a known edge of the reference).
+    limits = [1, 2, 3, 5, 8, 10, 10, 20, 40, 2.5, 7.75] + ([1e-7, 1e-9] if base == 0 else [1e-3])
+    limit = draw(st.lists(st.sampled_from(limits), min_size=n, max_size=n))
+    # run time as a fraction of the limit (0, exact limit and past it come up often), or absolute
+    frac = draw(st.lists(st.sampled_from([0, 0.25, 0.5, 1, 1, 1, 1.5, 2, 0.3, 0.999]), min_size=n, max_size=n))
+    run = [lim * f for lim, f in zip(limit, frac)]
+    extra = draw(st.lists(st.sampled_from([None, None, None, 0.0, 4.0, 30.0]), min_size=n, max_size=n))
+    run = [r if x is None else x for r, x in zip(run, extra)]
+    return make_jobs(submit, nodes, limit, run), total
+
+
+SETTINGS = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@pytest.mark.parametrize("enforce", [True, False])
+@pytest.mark.parametrize("backfill", BACKFILL_POLICIES)
+@SETTINGS
+@given(trace=traces(), priority=st.sampled_from(PRIORITY_POLICIES))
+def test_fast_kernel_matches_reference_on_random_traces(trace, priority, backfill, enforce):
+    jobs, total = trace
+    assert_same(jobs, jobs.actual_run_time, total, priority=priority, backfill=backfill, enforce_limits=enforce)
+
+
+@pytest.fixture(scope="module")
+def kth_head():
+    from conftest import BUNDLED_KTH
+    from drevt_sweep.trace import ReadOptions, read_trace
+
+    jobs = read_trace(BUNDLED_KTH, ReadOptions(trace_format="swf", force_simulation=True))
+    return jobs.take(np.arange(3000))
+
+
+@pytest.mark.parametrize("backfill", BACKFILL_POLICIES)
+@pytest.mark.parametrize("priority", PRIORITY_POLICIES)
+def test_fast_kernel_matches_reference_on_kth(kth_head, priority, backfill):
+    ref = assert_same(kth_head, kth_head.actual_run_time, 100, priority=priority, backfill=backfill)
+    assert ref.killed.any() and (ref.begin > kth_head.submit).any()  # the cases that matter occur
+
+
+@pytest.mark.parametrize("backfill", BACKFILL_POLICIES)
+@pytest.mark.parametrize("priority", ["fcfs", "sjf"])
+def test_fast_kernel_matches_reference_on_kth_limits_not_enforced(kth_head, priority, backfill):
+    assert_same(kth_head, kth_head.actual_run_time, 100, priority=priority, backfill=backfill, enforce_limits=False)
+
+
+def overloaded(n: int, nodes: int, seed: int):
+    """Jobs arriving faster than the machine can run them: the queue grows to hundreds."""
+    rng = np.random.default_rng(seed)
+    size = np.where(rng.random(n) < 0.3, 1, rng.integers(1, nodes // 2 + 1, n))
+    run = np.round(rng.lognormal(np.log(600), 1.2, n))
+    limit = np.ceil(run * rng.uniform(1, 4, n) / 60) * 60
+    run[rng.random(n) < 0.05] *= 3  # past the limit
+    run[rng.random(n) < 0.02] = 0
+    work = (size * np.minimum(run, limit)).sum()
+    submit = np.round(np.sort(rng.uniform(0, work / (1.2 * nodes), n)))
+    return make_jobs(submit.tolist(), size.tolist(), limit.tolist(), run.tolist())
+
+
+@pytest.mark.parametrize("backfill", BACKFILL_POLICIES)
+@pytest.mark.parametrize("priority", ["fcfs", "smallest"])
+def test_fast_kernel_matches_reference_with_long_queues(priority, backfill):
+    jobs = overloaded(500 if backfill == "conservative" else 4000, 64, seed=7)
+    ref = assert_same(jobs, jobs.actual_run_time, 64, priority=priority, backfill=backfill)
+    assert np.nanmax(ref.begin - jobs.submit) > 10 * np.median(jobs.time_limit)  # long waits indeed
+
+
+def test_overdue_jobs_release_together_right_after_now():
+    # Limits not enforced. J0 and J1 (2 nodes each) outlive their limits (est. ends 10 and 11);
+    # J2 holds 2 nodes until ~1002; 1 of 7 nodes is free at t=20. Both overdue jobs count as
+    # ending right after now, together: head J3 (3 nodes) gets the shadow nextafter(20) with
+    # 1 + 2 + 2 - 3 = 2 extra nodes, so J4 (1 node, long) backfills at 20 on the extra nodes.
+    # (Taking their stale est. ends in turn would give shadow 10 and no extra node.)
+    jobs = make_jobs([0, 1, 2, 20, 20], [2, 2, 2, 3, 1], [10, 10, 1000, 10, 1000], [100, 100, 1000, 10, 5])
+    for backfill in ("easy", "conservative"):
+        s = assert_same(jobs, jobs.actual_run_time, 7, backfill=backfill, enforce_limits=False)
+        assert s.begin[4] == 20
+
+
+# --- the kernel= switch ----------------------------------------------------------------------
+
+
+def small_trace():
+    return make_jobs([0, 0, 1, 2], [2, 3, 1, 9], [10, 5, 3, 4], [10, 2, 3, 1])
+
+
+def test_kernel_names_are_checked():
+    jobs = small_trace()
+    with pytest.raises(ConfigError, match="unknown kernel"):
+        simulate(jobs, jobs.actual_run_time, 4, kernel="numba")
+
+
+def test_reservation_hook_needs_the_reference():
+    jobs = small_trace()
+    hook = lambda now, j, t: None  # noqa: E731
+    with pytest.raises(ConfigError, match="on_reservation"):
+        simulate(jobs, jobs.actual_run_time, 4, on_reservation=hook, kernel="fast")
+    # auto quietly uses the reference, which calls the hook
+    calls = []
+    s = simulate(jobs, jobs.actual_run_time, 4, backfill="conservative", on_reservation=lambda *a: calls.append(a))
+    assert calls and np.isnan(s.begin[3])  # job 3 (9 nodes) is oversized
+
+
+def test_auto_uses_the_kernel_once_loaded(monkeypatch):
+    jobs = small_trace()
+    calls = []
+    real = fast.run_events
+    monkeypatch.setattr(fast, "run_events", lambda **kw: calls.append(1) or real(**kw))
+    fast.load()
+    simulate(jobs, jobs.actual_run_time, 4)
+    assert calls == [1]
+    simulate(jobs, jobs.actual_run_time, 4, kernel="reference")
+    assert calls == [1]
+    monkeypatch.setenv("DREVT_KERNEL", "reference")
+    simulate(jobs, jobs.actual_run_time, 4)
+    assert calls == [1]
+    monkeypatch.setenv("DREVT_KERNEL", "bogus")
+    with pytest.raises(ConfigError, match="DREVT_KERNEL"):
+        simulate(jobs, jobs.actual_run_time, 4)
+
+
+def test_small_runs_do_not_load_numba_until_it_pays(monkeypatch):
+    monkeypatch.setattr(fast, "_loaded", None)
+    monkeypatch.setattr(fast, "_reference_seconds", 0.0)
+    assert not fast.worth_loading("easy", 1000)  # about 0.01 s of reference work
+    assert fast.worth_loading("conservative", 28_000)  # about 4 s: load
+    assert not fast.worth_loading("easy", 28_000)  # a KTH-sized EASY run: 0.28 s so far
+    assert fast.worth_loading("easy", 28_000)  # the second one tips it
+
+
+def test_without_numba_auto_falls_back_with_one_warning(monkeypatch):
+    jobs = small_trace()
+    want = simulate(jobs, jobs.actual_run_time, 4, kernel="reference")
+    monkeypatch.setattr(fast, "_loaded", None)
+    monkeypatch.setattr(fast, "_failure", None)
+    monkeypatch.setattr(fast, "worth_loading", lambda backfill, n: True)
+    monkeypatch.delattr(fast, "_kernels", raising=False)
+    monkeypatch.setitem(sys.modules, "drevt_sweep.fast._kernels", None)  # import fails
+    with pytest.warns(RuntimeWarning, match="compiled simulation kernel is unavailable"):
+        got = simulate(jobs, jobs.actual_run_time, 4)
+    assert np.array_equal(got.begin, want.begin, equal_nan=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        simulate(jobs, jobs.actual_run_time, 4)  # no second warning
+    with pytest.raises(ConfigError, match="unavailable"):
+        simulate(jobs, jobs.actual_run_time, 4, kernel="fast")
+
+
+def test_importing_the_engine_does_not_import_numba():
+    code = "import sys, drevt_sweep.engine, drevt_sweep.fast; sys.exit('numba' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code]).returncode == 0
+
+
+def test_empty_and_all_rejected_tables():
+    empty = make_jobs([], [], [], [])
+    for backfill in BACKFILL_POLICIES:
+        assert len(simulate(empty, empty.actual_run_time, 4, backfill=backfill, kernel="fast")) == 0
+    jobs = make_jobs([0, 1], [5, 6], [1, 1], [1, 1])
+    for backfill in BACKFILL_POLICIES:
+        assert_same(jobs, jobs.actual_run_time, 4, backfill=backfill)

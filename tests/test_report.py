@@ -1,0 +1,408 @@
+"""The sweep report: built from a sweep folder (hand-made here, fast) or from a real multirun's
+MLflow store (slow, in a subprocess); valid HTML with the summary, the embedded figures, the
+configs, checksums, reproduce commands and paired comparisons."""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+from html.parser import HTMLParser
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+from jobtable_factory import make_jobs
+
+from drevt_sweep import engine, report
+from drevt_sweep.metrics import compute_metrics
+from drevt_sweep.outputs import write_schedule_csv
+
+TINY = Path(__file__).parent / "data" / "traces" / "sweep_tiny.csv"
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+CHECKSUM = "ab" * 32
+
+
+class Page(HTMLParser):
+    """Collects what the tests look at: title, headings, tables, images, text."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.title = ""
+        self.headings: dict[str, list[str]] = {"h1": [], "h2": [], "h3": []}
+        self.tables: list[dict] = []  # {"class": ..., "rows": [[cell text, ...], ...]}
+        self.images: list[dict] = []
+        self.text: list[str] = []
+        self._stack: list[str] = []
+        self._cell: list[str] | None = None
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        self._stack.append(tag)
+        if tag == "table":
+            self.tables.append({"class": attrs.get("class", ""), "rows": []})
+        elif tag == "tr" and self.tables:
+            self.tables[-1]["rows"].append([])
+        elif tag in ("td", "th"):
+            self._cell = []
+        elif tag == "img":
+            self.images.append(attrs)
+            self._stack.pop()  # a void element
+
+    def handle_endtag(self, tag):
+        if tag in ("td", "th") and self._cell is not None and self.tables:
+            self.tables[-1]["rows"][-1].append("".join(self._cell).strip())
+            self._cell = None
+        while self._stack:
+            if self._stack.pop() == tag:
+                break
+
+    def handle_data(self, data):
+        self.text.append(data)
+        if self._cell is not None:
+            self._cell.append(data)
+        current = self._stack[-1] if self._stack else ""
+        if current == "title":
+            self.title += data
+        elif current in self.headings:
+            self.headings[current].append(data.strip())
+
+    def table(self, cls: str) -> list[list[str]]:
+        return next(t["rows"] for t in self.tables if t["class"] == cls)
+
+
+def parse(path: Path) -> Page:
+    page = Page()
+    page.feed(path.read_text(encoding="utf-8"))
+    page.close()
+    assert not page._stack, f"unclosed tags: {page._stack}"
+    return page
+
+
+def assert_embedded_pngs(page: Page) -> None:
+    from matplotlib.image import imread
+
+    assert page.images
+    for image in page.images:
+        prefix = "data:image/png;base64,"
+        assert image["src"].startswith(prefix) and image.get("alt")
+        data = base64.b64decode(image["src"][len(prefix):], validate=True)
+        assert data[:8] == PNG_MAGIC
+        assert imread(io.BytesIO(data), format="png").ndim == 3
+
+
+# ====================================================================== a hand-made sweep folder
+def tiny_jobs():
+    rng = np.random.default_rng(7)
+    n = 16
+    submit = np.sort(rng.uniform(0, 600, n)).round()
+    nodes = rng.choice([1, 2, 3, 4], n)
+    run = rng.uniform(20, 200, n).round()
+    # a history: every job starts a little after it was submitted (nodes not checked: a replay)
+    begin = submit + rng.uniform(0, 120, n).round()
+    return make_jobs(submit, nodes, run * 2, run, begin=begin, end=begin + run)
+
+
+def config_dict(policy: str, backfill: str, model: str, replay: bool = False, workload=None) -> dict:
+    cfg = {
+        "trace": {"name": "tiny", "path": "/nonexistent/tiny.csv"},
+        "format": {"name": "simple", "timestamp_format": "epoch", "queues": ["all"]},
+        "timezone": {"name": "UTC"},
+        "run_time": {"name": model, "mode": "distribution" if model == "normal" else model,
+                     "distribution": "normal", "scale": 1.0, "stddev": 0.2 if model == "normal" else 0.0,
+                     "min_run_time": 1.0},
+        "policy": {"name": policy, "priority": "fcfs", "backfill": backfill, "replay": replay},
+        "system": {"name": "custom", "total_nodes": 4, "enforce_limits": True},
+        "parallel": {"n_jobs": 1, "backend": "loky"},
+        "tracking": {"uri": None, "experiment": "drevt-sweep", "log_schedule": True, "enabled": False},
+        "paths": {"root": "/nonexistent", "output_root": "/nonexistent/out"},
+        "seed": 0, "replicates": 3,
+    }
+    if workload is not None:
+        cfg["workload"] = workload
+    return cfg
+
+
+def write_job(sweep: Path, num: int, cfg: dict, overrides: list[str], jobs, schedule, seeds: list[int],
+              status: str = "FINISHED", error: str | None = None) -> None:
+    job = sweep / str(num)
+    (job / ".hydra").mkdir(parents=True)
+    (job / "config.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
+    (job / ".hydra" / "overrides.yaml").write_text(yaml.safe_dump(overrides))
+    label = " ".join(f"{g}={cfg[g]['name']}" for g in ("trace", "policy", "run_time", "system"))
+    result = {"label": label, "status": status, "parent_run_id": None, "config_hash": f"hash{num}",
+              "trace_checksum": CHECKSUM, "total_nodes": 4, "jobs": len(jobs), "seeds": seeds}
+    if error:
+        result["error"] = error
+    if schedule is not None:
+        base = compute_metrics(jobs, schedule)
+        rows = []
+        for s in seeds:  # per-seed metrics that move together (common random numbers)
+            rows.append({"seed": s, **{k: v * (1 + 0.05 * s) for k, v in base.items()}})
+        frame = pd.DataFrame(rows)
+        frame.to_csv(job / "seed_metrics.csv", index=False)
+        metrics = {}
+        for name in base:
+            values = frame[name].to_numpy()
+            metrics[name] = float(values.mean())
+            metrics[f"{name}_std"] = float(values.std(ddof=1)) if len(values) > 1 else 0.0
+            metrics[f"{name}_ci95"] = float(2.0 * values.std(ddof=1) / np.sqrt(len(values))) if len(values) > 1 else 0.0
+        result["metrics"] = metrics
+        write_schedule_csv(job / f"schedule_seed{seeds[0]}.csv", jobs, schedule)
+    (job / "result.json").write_text(json.dumps(result, indent=2))
+
+
+def make_sweep(root: Path, workload_factors=None, policies=(("fcfs", "none"), ("easy", "easy")),
+               models=("actual", "normal"), extras: bool = True) -> Path:
+    """A sweep folder as drevt-sweep writes it; ``extras`` adds a replay and a failed job."""
+    sweep = root / "sweep"
+    sweep.mkdir(parents=True)
+    jobs = tiny_jobs()
+    sim = make_jobs(jobs.submit, jobs.num_nodes, jobs.time_limit, jobs.actual_run_time)
+    num = 0
+    for factor in workload_factors or [None]:
+        for policy, backfill in policies:
+            for model in models:
+                schedule = engine.simulate(sim, sim.actual_run_time, 4, priority="fcfs", backfill=backfill)
+                workload = None if factor is None else {"name": "load", "load_factor": factor}
+                overrides = [f"policy={policy}", f"run_time={model}", "replicates=3"]
+                if factor is not None:
+                    overrides.append(f"workload.load_factor={factor}")
+                seeds = [0, 1, 2] if model == "normal" else [0]
+                write_job(sweep, num, config_dict(policy, backfill, model, workload=workload), overrides,
+                          sim, schedule, seeds)
+                num += 1
+    if extras:
+        write_job(sweep, num, config_dict("replay", "none", "actual", replay=True), ["policy=replay"],
+                  jobs, engine.replay(jobs, 4), [0])
+        write_job(sweep, num + 1, config_dict("sjf", "none", "actual"), ["policy=sjf"], sim, None, [0],
+                  status="FAILED", error="something went wrong\nsecond line")
+    (sweep / "multirun.yaml").write_text(yaml.safe_dump({"hydra": {"overrides": {
+        "hydra": [f"hydra.sweep.dir={sweep}", "hydra.mode=MULTIRUN"],
+        "task": ["policy=fcfs,easy,replay,sjf", "run_time=actual,normal", "replicates=3"]}}}))
+    return sweep
+
+
+def small_sweep(root: Path) -> Path:
+    return make_sweep(root, policies=(("easy", "easy"),), models=("actual",), extras=False)
+
+
+def test_report_from_a_sweep_folder(tmp_path):
+    sweep = make_sweep(tmp_path)
+    path = report.build_report(sweep)
+    assert path == sweep.absolute() / "report.html"
+    page = parse(path)
+    assert page.title == "drevt-sweep report: sweep"
+    assert page.headings["h1"] == ["drevt-sweep report: sweep"]
+    assert page.headings["h2"] == ["Summary", "Comparison", "Wait-time distributions",
+                                   "Paired comparisons (common random numbers)", "Configurations",
+                                   "How to reproduce"]
+    assert page.headings["h3"] == ["fcfs · actual", "fcfs · normal", "easy · actual", "easy · normal",
+                                   "replay · history", "sjf · actual"]
+    summary = page.table("summary")
+    assert summary[0][:3] == ["configuration", "status", "seeds"]
+    assert [row[1] for row in summary[1:]] == ["FINISHED"] * 5 + ["FAILEDsomething went wrong"]
+    assert [row[2] for row in summary[1:]] == ["1", "3", "1", "3", "1", "1"]
+    assert_embedded_pngs(page)
+    text = "".join(page.text)
+    assert CHECKSUM in text
+    assert "drevt-sweep policy=fcfs run_time=normal replicates=3" in text  # from overrides.yaml
+    assert f"drevt-sweep -m policy=fcfs,easy,replay,sjf run_time=actual,normal replicates=3 hydra.sweep.dir={sweep}" in text
+    assert "Baseline: the replay configuration 'replay · history'." in text
+    assert "backfill: easy" in text  # the resolved configs are embedded
+    paired = page.table("paired")
+    comparisons = {(row[0], row[1]) for row in paired[1:]}
+    assert ("easy − fcfs · normal", "mean wait") in comparisons
+    assert ("easy − fcfs · actual", "mean wait") in comparisons
+    exact = next(row for row in paired[1:] if row[0] == "easy − fcfs · actual")
+    assert exact[6] == "exact"
+    files = sorted(p.relative_to(sweep / "report_files").as_posix()
+                   for p in (sweep / "report_files").rglob("*.png"))
+    assert "comparison.png" in files and "paired.png" in files
+    assert {"config_0/wait_cdf.png", "config_0/utilization_queue.png", "config_0/slowdown_by_class.png",
+            "config_0/gantt.png"} <= set(files)
+    assert not any(f.startswith("config_5/") for f in files)  # the failed one kept no schedule
+    assert len(page.images) == 3 + 5 * 4  # sweep figures + 4 per configuration with a schedule
+
+
+def test_rebuilding_replaces_stale_figures(tmp_path):
+    sweep = small_sweep(tmp_path)
+    stale = sweep / "report_files" / "config_99" / "old.png"
+    stale.parent.mkdir(parents=True)
+    stale.write_bytes(PNG_MAGIC)
+    report.build_report(sweep)
+    assert not stale.exists()
+
+
+def test_load_factor_section_when_the_sweep_varies_it(tmp_path):
+    sweep = make_sweep(tmp_path, workload_factors=[0.8, 1.2], models=("normal",), extras=False)
+    page = parse(report.build_report(sweep, per_configuration=False))
+    assert "Load factor" in page.headings["h2"]
+    assert (sweep / "report_files" / "load_factor.png").is_file()
+    assert page.headings["h3"] == ["fcfs · normal · workload.load_factor=0.8", "easy · normal · workload.load_factor=0.8",
+                                   "fcfs · normal · workload.load_factor=1.2", "easy · normal · workload.load_factor=1.2"]
+    records, _ = report.load_folder(sweep)
+    report.describe(records)
+    assert {r.line for r in records} == {"fcfs · normal", "easy · normal"}  # one line per policy
+    assert report.load_factor_table(records)["load_factor"].tolist() == [0.8, 0.8, 1.2, 1.2]
+
+
+def test_labels_describe_what_varies():
+    def record(**params):
+        return report.ConfigRecord(label="x", status="FINISHED",
+                                   params={k.replace("__", "."): str(v) for k, v in params.items()})
+
+    records = [record(policy__name="easy", run_time__name="lognormal", run_time__scale=s,
+                      system__total_nodes=100) for s in (0.5, 1.0)]
+    report.describe(records)
+    assert [r.short for r in records] == ["easy · scale=0.5", "easy · scale=1.0"]
+    records = [record(policy__name=p, run_time__name=m, run_time__scale=0.5 if m == "lognormal" else 1.0)
+               for p in ("fcfs", "easy") for m in ("actual", "lognormal")]
+    report.describe(records)  # the scale follows the model's name: not repeated
+    assert [r.short for r in records] == ["fcfs · actual", "fcfs · lognormal", "easy · actual",
+                                          "easy · lognormal"]
+    assert [r.policy for r in records] == ["fcfs", "fcfs", "easy", "easy"]
+
+
+def test_fmt_metric_units():
+    assert report.fmt_metric("wait_mean", 90.0, 10.0) == "90.0 ± 10.0 s"
+    assert report.fmt_metric("wait_mean", 4074.1, 396.1) == "67.9 ± 6.6 min"  # one unit for both
+    assert report.fmt_metric("wait_mean", 7200.0) == "120.0 min"
+    assert report.fmt_metric("utilization", 0.6971, 0.002) == "69.7% ± 0.2%"
+    assert report.fmt_metric("bsld_mean", float("nan")) == "–"
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda tmp: tmp / "missing", "does not exist"),
+    (lambda tmp: (tmp / "file.txt", (tmp / "file.txt").write_text("x"))[0], "is not a folder"),
+    (lambda tmp: (tmp / "empty", (tmp / "empty").mkdir())[0], "no sweep results"),
+])
+def test_bad_input_exits_2_with_a_clear_message(tmp_path, capsys, make, message):
+    target = make(tmp_path)
+    assert report.main([str(target)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("drevt-sweep-report: error: ") and message in err
+    assert "Traceback" not in err
+
+
+def test_a_store_that_does_not_exist_is_not_created(tmp_path, capsys):
+    (tmp_path / "empty").mkdir()
+    db = tmp_path / "nope.db"
+    assert report.main([str(tmp_path / "empty"), "--tracking-uri", f"sqlite:///{db}"]) == 2
+    assert "no MLflow store" in capsys.readouterr().err
+    assert not db.exists()
+
+
+def test_main_prints_where_the_report_is(tmp_path, capsys):
+    sweep = small_sweep(tmp_path)
+    assert report.main([str(sweep), "--sweep-figures-only"]) == 0
+    assert capsys.readouterr().out.strip() == f"report: {sweep.absolute() / 'report.html'}"
+    page = parse(sweep / "report.html")
+    assert page.headings["h3"] == ["easy · actual"]
+    assert not (sweep / "report_files" / "config_0").exists()
+
+
+# ====================================================================== a real sweep (slow)
+def run_sweep(tmp_path: Path, *overrides: str) -> subprocess.CompletedProcess:
+    cmd = [
+        sys.executable, "-m", "drevt_sweep", "-m",
+        "trace=custom", f"trace.path={TINY}", "format=simple", "format.queues=[all]",
+        "system=custom", "system.total_nodes=10", "tracking.enabled=true",
+        f"paths.output_root={tmp_path / 'out'}", f"hydra.sweep.dir={tmp_path / 'sweep'}",
+        "progress=false", *overrides,
+    ]
+    env = {**os.environ, "PYTHONWARNINGS": "ignore"}
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc
+
+
+@pytest.fixture(scope="module")
+def real_sweep(tmp_path_factory):
+    root = tmp_path_factory.mktemp("real")
+    run_sweep(root, "policy=fcfs,easy", "run_time=actual,normal", "replicates=3", "parallel.n_jobs=1")
+    return root
+
+
+@pytest.mark.slow
+def test_report_of_a_real_sweep_reads_the_mlflow_store(real_sweep):
+    sweep = real_sweep / "sweep"
+    page = parse(report.build_report(sweep))
+    text = "".join(page.text)
+    assert f"read from the MLflow store sqlite:///{(real_sweep / 'out' / 'mlflow.db').resolve()}" in text
+    assert page.headings["h3"] == ["fcfs · actual", "fcfs · normal", "easy · actual", "easy · normal"]
+    summary = page.table("summary")
+    assert [row[2] for row in summary[1:]] == ["1", "3", "1", "3"]  # seeds from the child runs
+    assert_embedded_pngs(page)
+    assert (sweep / "report_files" / "config_1" / "gantt.png").is_file()  # 10 jobs: a Gantt chart
+    assert f"drevt-sweep trace=custom trace.path={TINY} format=simple" in text
+    assert "policy=easy run_time=normal replicates=3" in text
+    result = json.loads((sweep / "1" / "result.json").read_text())
+    assert result["trace_checksum"] in text and result["parent_run_id"] in text
+    paired = page.table("paired")
+    normal = [row for row in paired[1:] if row[0] == "easy − fcfs · normal"]
+    assert normal and all(row[2] == "3" for row in normal)
+
+
+@pytest.mark.slow
+def test_the_command_logs_the_report_to_every_parent_run(real_sweep):
+    from mlflow.tracking import MlflowClient
+
+    sweep = real_sweep / "sweep"
+    proc = subprocess.run([sys.executable, "-m", "drevt_sweep.report", str(sweep), "--log-to-mlflow"],
+                          capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "PYTHONWARNINGS": "ignore"})
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == f"report: {sweep / 'report.html'}"
+    client = MlflowClient(tracking_uri=f"sqlite:///{real_sweep / 'out' / 'mlflow.db'}")
+    for job in sorted(sweep.glob("*/result.json")):
+        run_id = json.loads(job.read_text())["parent_run_id"]
+        assert [a.path for a in client.list_artifacts(run_id, "report")] == ["report/report.html"]
+
+
+@pytest.mark.slow
+def test_report_is_rebuilt_from_the_store_alone_when_the_folder_is_gone(real_sweep, tmp_path):
+    sweep = real_sweep / "sweep"
+    kept = tmp_path / "kept"
+    shutil.copytree(sweep, kept)
+    try:
+        shutil.rmtree(sweep)
+        uri = f"sqlite:///{real_sweep / 'out' / 'mlflow.db'}"
+        page = parse(report.build_report(sweep, uri))
+        text = "".join(page.text)
+        assert len(page.table("summary")) == 1 + 4
+        assert "reconstructed from the MLflow run" in text
+        assert (sweep / "report_files" / "config_1" / "wait_cdf.png").is_file()  # downloaded schedule
+        assert "backfill: easy" in text  # the config artifact
+        assert_embedded_pngs(page)
+    finally:
+        shutil.rmtree(sweep, ignore_errors=True)
+        shutil.copytree(kept, sweep)
+
+
+def test_no_history_baseline_for_a_transformed_workload(tmp_path):
+    sweep = make_sweep(tmp_path, workload_factors=[1.2], policies=(("easy", "easy"),), models=("actual",))
+    page = parse(report.build_report(sweep))
+    text = "".join(page.text)
+    assert "Baseline:" not in text  # the replay is of the recorded workload, not of this one
+    assert page.headings["h3"][:2] == ["easy · actual · load", "replay · history"]
+
+
+def test_figures_the_sweep_drew_are_reused_unless_stale(tmp_path):
+    sweep = small_sweep(tmp_path)
+    job = sweep / "0"
+    jobs = tiny_jobs()
+    drawn = report.configuration_figures(job / report.CONFIGURATION_FIGURE_DIR, jobs,
+                                         engine.replay(jobs, 4), label="drawn by the sweep")
+    page = parse(report.build_report(sweep))
+    assert "Figures drawn by the sweep itself" in "".join(page.text)
+    assert (sweep / "report_files" / "config_0" / "wait_cdf.png").read_bytes() == drawn[0].read_bytes()
+    os.utime(job / "config.yaml", (drawn[0].stat().st_mtime + 10,) * 2)  # a later run's config
+    page = parse(report.build_report(sweep))
+    assert "Figures drawn by the sweep itself" not in "".join(page.text)
