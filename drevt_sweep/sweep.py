@@ -211,7 +211,9 @@ def run_configuration(cfg: DictConfig) -> dict:
         )
         _write_rejects(jobs, out_dir)
 
+        phase = time.perf_counter()
         results, reused = _run_or_reuse(cfg, tracker, jobs, spec, seeds, chash, label)
+        result["seed_seconds"] = time.perf_counter() - phase
         ok = [r for r in results if r.ok]
         failed = [r for r in results if not r.ok]
         metrics = aggregate(results, stochastic=spec.stochastic)
@@ -225,10 +227,12 @@ def run_configuration(cfg: DictConfig) -> dict:
         _write_outputs(out_dir, cfg, jobs, ok, result)
         figures = _configuration_figures(out_dir, jobs, spec, ok, cfg)
         if tracker:
+            phase = time.perf_counter()
             for path in figures:
                 tracker.log_artifact(parent_id, path, "figures")
             _log_configuration(tracker, parent_id, cfg, jobs, spec, chash, label,
                                results, reused, result, out_dir)
+            result["tracking_seconds"] = time.perf_counter() - phase
         if failed:
             raise _SeedsFailed(f"{len(failed)} of {len(results)} seeds failed: "
                                + "; ".join(f"seed {r.seed}: {r.error.splitlines()[0]}" for r in failed))
