@@ -372,7 +372,11 @@ def _announce(state: ServerState) -> None:
     print(f"MLflow tracking server (PostgreSQL on 127.0.0.1:{state.pg_port}) at {state.url}")
     print(f"  sweep against it:  drevt-sweep -m policy=fcfs,easy tracking.uri={state.url}")
     print(f"  open the UI:       {state.url}")
-    print(f"  logs: {state.log}, {Path(state.pgdata) / 'postgres.log'}")
+    print(f"  logs: {state.log}, {Path(state.pgdata) / 'postgres.log'}", flush=True)
+
+
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -399,21 +403,29 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "stop":
             print("stopped" if stop(args.root) else "not running")
             return 0
+        if args.command == "run":  # Ctrl-C, kill or a closed terminal all stop both servers
+            for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+                signal.signal(signum, _interrupt)
         state = start(args.root, args.port, args.pgdata, args.pg_port, args.workers)
         _announce(state)
         if args.command == "start":
             print("  stop it:           python -m drevt_sweep.server stop")
             return 0
-        print("  Ctrl-C stops it (the data stay in the database folder)")
+        print("  Ctrl-C stops it (the data stay in the database folder)", flush=True)
         try:
             while _reap(state.mlflow_pid) and _alive(state.mlflow_pid):
                 time.sleep(1)
             print("mlflow server exited; stopping PostgreSQL", file=sys.stderr)
             return 1
         except KeyboardInterrupt:
+            print("stopping", flush=True)
             return 0
         finally:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not cut the stop short
             stop(args.root)
+    except KeyboardInterrupt:
+        stop(args.root)
+        return 130
     except ServerError as exc:
         print(f"drevt-sweep server: error: {exc}", file=sys.stderr)
         return 2
