@@ -1,7 +1,9 @@
 """The compiled (numba) simulation kernel behind ``drevt_sweep.engine.simulate``.
 
-``simulate(..., kernel="auto")`` (the default) runs the event loop here and the pure-Python
-loop in ``drevt_sweep.engine`` / ``drevt_sweep.policies`` stays the reference: the kernel must
+``simulate(..., kernel="auto")`` (the default) runs the event loop here (as soon as loading numba
+pays off, see :func:`worth_loading`; ``kernel="fast"`` / ``"reference"`` or the environment
+variable ``DREVT_KERNEL`` force either) and the pure-Python loop in ``drevt_sweep.engine`` /
+``drevt_sweep.policies`` stays the reference: the kernel must
 produce the same begin/end times bit for bit (``tests/test_fast_kernel.py`` compares them on
 random and real traces for every priority x backfill x enforce_limits). The engine does all
 validation, the run-time/kill rule and the priority ranks before calling :func:`run_events`,

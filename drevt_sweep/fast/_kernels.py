@@ -2,24 +2,32 @@
 
 Importing this module imports numba; ``drevt_sweep.fast`` does so only when a simulation first
 asks for the fast kernel. Every function is ``@njit(cache=True)``: the first process compiles
-(a few seconds) and stores the machine code in ``__pycache__``; later processes load it.
+(10-30 s on the 2-core development machine) and stores the machine code in ``__pycache__``;
+later processes load it (well under a second, most of it numba's own start-up).
 
 Two drivers share the engine's event loop (completions, then arrivals, then one pass):
 
 * :func:`run_queue_policy` for ``none`` / ``easy`` / ``easy_drevt``. The waiting queue is a
   segment tree over the static priority ranks (leaf ``r`` = the job of rank ``r`` while it
-  waits), holding per subtree the minimum requested nodes and the minimum time limit. "Next
-  waiting job", "first waiting job that fits in ``free`` nodes" and "first backfill candidate"
-  (fits now and passes EASY's time test or fits in the extra nodes) are O(log n) descents that
-  skip whole ranges of jobs that cannot qualify, so a pass costs O((started + 1) log n) in
-  practice instead of O(queue length). Running jobs are kept sorted by estimated end (EASY's
-  shadow time walks them from the earliest), completions come from a binary heap over real
-  ends.
+  waits), holding per subtree the minimum requested nodes and the minimum time limit; the head
+  (smallest waiting rank) is tracked. "Next waiting job", "first waiting job that fits in
+  ``free`` nodes" (no such job: no shadow time is computed at all) and "first backfill
+  candidate" (fits now and passes EASY's time test or fits in the extra nodes) are descents
+  that skip whole ranges of jobs that cannot qualify, so a pass costs about O((started + 1)
+  log n) instead of O(queue length). Running jobs are kept sorted by estimated end (the shadow
+  time walks them from the earliest), completions come from a binary heap over real ends.
+  Limitation: the candidate descent prunes with the two minima separately, so a long queue of
+  jobs that are each either too big or too long (typical of ``easy_drevt``, which has no
+  extra-nodes rule, at sustained overload) makes it backtrack through much of the queue.
 * :func:`run_conservative` for ``conservative``. The waiting queue is an array in priority
   order; the availability profile is kept *between* passes (sorted breakpoint arrays, updated
-  when a job ends early, instead of rebuilt at every pass), with the reference's re-planning
-  rounds replayed exactly. With limits not enforced it is rebuilt at every pass, as the
-  reference does (overdue jobs release "right after now", which moves with ``now``).
+  when a job ends early) instead of rebuilt at every pass. Re-planning replays the reference's
+  rounds exactly, but uses that the plan after a pass is a fixpoint: a reserved job can only
+  move to a start before the end of the region where the profile has since grown, and whether
+  it can is checked without taking it out of the profile (the common "it stays" case then
+  costs one scan and no update). With limits not enforced the profile is rebuilt at every pass
+  and every job re-placed, as the reference does (overdue jobs release "right after now",
+  which moves with ``now``).
 
 Exactness. Times are float64 and every sum the reference computes (``now + time_limit``,
 ``begin + run_time``, ``start + time_limit``, ``nextafter(now, inf)``) is computed here the same
@@ -258,7 +266,7 @@ def run_queue_policy(submit, limit, nodes, dur, arrivals, rank, total, mode):
     hj = np.empty(rmax, np.int64)
     use_extra = mode == MODE_EASY
     strict = mode == MODE_EASY_DREVT
-    first = np.int64(0)  # (typed variables, not literals: one compiled helper per signature)
+    head = size  # smallest waiting rank (size: nobody waits)
 
     free = total
     R = 0
@@ -282,17 +290,20 @@ def run_queue_policy(submit, limit, nodes, dur, arrivals, rank, total, mode):
         while a < n_arr and submit[arrivals[a]] <= now:
             j = arrivals[a]
             a += 1
-            leaf = rank[j] + size
+            r = rank[j]
+            leaf = r + size
             tn[leaf] = nodes[j]
             tl[leaf] = limit[j]
             _seg_update(tn, tl, leaf)
             Q += 1
+            if r < head:
+                head = r
 
         if Q == 0:
             continue
 
         # 3. one pass: start jobs in priority order while they fit
-        h = _first_waiting(tn, size, first)
+        h = head
         while h >= 0:
             j = job_of_rank[h]
             nj = nodes[j]
@@ -310,6 +321,7 @@ def run_queue_policy(submit, limit, nodes, dur, arrivals, rank, total, mode):
             _seg_update(tn, tl, leaf)
             Q -= 1
             h = _first_waiting(tn, size, h + 1)
+        head = h if h >= 0 else size
         if h < 0 or mode == MODE_NONE or free == 0:
             continue
         # EASY: skip the reservation when no later job fits in the free nodes at all
