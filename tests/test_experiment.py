@@ -65,3 +65,15 @@ def test_aggregate_gives_mean_std_and_t_interval():
     single = aggregate(results[:1], stochastic=False)
     assert single["wait_mean_ci95"] == 0.0
     assert np.isnan(aggregate(results[:1], stochastic=True)["wait_mean_ci95"])
+
+
+def test_the_worker_side_imports_neither_mlflow_nor_hydra():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, drevt_sweep.experiment as e; "
+        "bad = [m for m in ('mlflow', 'hydra', 'omegaconf') if m in sys.modules]; "
+        "assert not bad, bad"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
