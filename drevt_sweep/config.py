@@ -7,11 +7,13 @@ simulation runs, with Hydra's own message.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import List, Optional
 
 from hydra.core.config_store import ConfigStore
+from omegaconf import OmegaConf
 
 from .workload_config import WorkloadConf
 
@@ -191,5 +193,9 @@ class SweepConfig:
 
 def register_configs() -> None:
     """Register the root schema; ``conf/config.yaml`` lists it first, so every group's YAML is
-    merged into (and checked against) its typed field."""
+    merged into (and checked against) its typed field. Also the ``drevt_cwd`` resolver: the
+    directory the command was started from, which ``paths.root`` defaults to (Hydra's own
+    ``hydra:runtime.cwd`` cannot be resolved yet when the sweep folder is named)."""
     ConfigStore.instance().store(name="sweep_schema", node=SweepConfig)
+    if not OmegaConf.has_resolver("drevt_cwd"):
+        OmegaConf.register_new_resolver("drevt_cwd", os.getcwd, use_cache=True)

@@ -162,3 +162,16 @@ def test_make_ui_serves_the_sweep_on_loopback(tmp_path, repo_root):
 
         os.killpg(ui.pid, signal.SIGTERM)
         ui.wait(timeout=30)
+
+
+def test_default_output_folders_follow_the_working_directory(tmp_path):
+    # No paths.* or hydra.sweep.dir overrides: what `make run` does, from another folder.
+    cmd = [sys.executable, "-m", "drevt_sweep", "-m", "trace=custom", f"trace.path={TINY}",
+           "format=simple", "format.queues=[all]", "system=custom", "system.total_nodes=10",
+           "policy=fcfs,easy", "run_time=limit", "progress=false"]
+    proc = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    summaries = list((tmp_path / "outputs" / "multirun").glob("*/summary.csv"))
+    assert len(summaries) == 1 and (tmp_path / "outputs" / "mlflow.db").is_file()
+    assert (summaries[0].parent / "report.html").is_file()
+    assert str(tmp_path / "outputs" / "mlflow.db") in proc.stdout
