@@ -177,6 +177,8 @@ def run_configuration(cfg: DictConfig) -> dict:
     result: dict = {"label": label, "status": "FAILED", "choices": dict(hydra_cfg.runtime.choices)}
     tracker = parent_id = None
     started = time.perf_counter()
+    timings = result["timings"] = {}  # seconds per phase, for the sweep benchmark
+    phase = started
     try:
         tracker = _tracker(cfg)  # a store that does not answer fails before any simulation
         from .tracking import TAG_CONFIG_HASH, TAG_KIND, TAG_SWEEP_DIR, config_hash
@@ -189,6 +191,7 @@ def run_configuration(cfg: DictConfig) -> dict:
             # The settings go first, so that even a configuration failing early shows them.
             tracker.log(parent_id, params=flatten(settings))
         result["parent_run_id"] = parent_id
+        phase = _lap(timings, "open_store", phase)
 
         from .trace.cache import load_trace
 
@@ -210,10 +213,10 @@ def run_configuration(cfg: DictConfig) -> dict:
             seeds=seeds,
         )
         _write_rejects(jobs, out_dir)
+        phase = _lap(timings, "read", phase)
 
-        phase = time.perf_counter()
         results, reused = _run_or_reuse(cfg, tracker, jobs, spec, seeds, chash, label)
-        result["seed_seconds"] = time.perf_counter() - phase
+        phase = _lap(timings, "seeds", phase)
         ok = [r for r in results if r.ok]
         failed = [r for r in results if not r.ok]
         metrics = aggregate(results, stochastic=spec.stochastic)
@@ -225,14 +228,15 @@ def run_configuration(cfg: DictConfig) -> dict:
             seconds=time.perf_counter() - started,
         )
         _write_outputs(out_dir, cfg, jobs, ok, result)
+        phase = _lap(timings, "outputs", phase)
         figures = _configuration_figures(out_dir, jobs, spec, ok, cfg)
+        phase = _lap(timings, "figures", phase)
         if tracker:
-            phase = time.perf_counter()
             for path in figures:
                 tracker.log_artifact(parent_id, path, "figures")
             _log_configuration(tracker, parent_id, cfg, jobs, spec, chash, label,
                                results, reused, result, out_dir)
-            result["tracking_seconds"] = time.perf_counter() - phase
+            phase = _lap(timings, "log", phase)
         if failed:
             raise _SeedsFailed(f"{len(failed)} of {len(results)} seeds failed: "
                                + "; ".join(f"seed {r.seed}: {r.error.splitlines()[0]}" for r in failed))
@@ -251,6 +255,12 @@ def run_configuration(cfg: DictConfig) -> dict:
     finally:
         (out_dir / "result.json").write_text(json.dumps(result, indent=2, default=str))
     return result
+
+
+def _lap(timings: dict, name: str, since: float) -> float:
+    now = time.perf_counter()
+    timings[name] = now - since
+    return now
 
 
 def _record_failure(result, label, message, tracker, parent_id, out_dir, details=None) -> None:

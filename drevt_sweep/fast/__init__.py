@@ -21,7 +21,7 @@ import warnings
 
 import numpy as np
 
-__all__ = ["FAST_BACKFILLS", "load", "worth_loading", "unavailable_reason", "run_events"]
+__all__ = ["FAST_BACKFILLS", "load", "worth_loading", "expect_runs", "unavailable_reason", "run_events"]
 
 FAST_BACKFILLS = frozenset({"none", "easy", "easy_drevt", "conservative"})
 _QUEUE_MODES = {"none": 0, "easy": 1, "easy_drevt": 2}
@@ -77,6 +77,15 @@ def worth_loading(backfill: str, n_jobs: int) -> bool:
         return True
     _reference_seconds += estimate
     return False
+
+
+def expect_runs(backfill: str, n_jobs: int, runs: int) -> None:
+    """A caller about to run ``runs`` simulations of ``n_jobs`` jobs in this process (a sweep
+    worker) says so, so that ``kernel="auto"`` loads the kernel at once when the runs together
+    pay for it, instead of running the first few on the reference."""
+    global _reference_seconds
+    if runs * n_jobs * _REFERENCE_SECONDS_PER_JOB.get(backfill, 1e-5) >= LOAD_COST_SECONDS:
+        _reference_seconds = max(_reference_seconds, LOAD_COST_SECONDS)
 
 
 def unavailable_reason() -> str | None:
