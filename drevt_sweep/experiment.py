@@ -228,6 +228,37 @@ def run_seeds(
     return sorted(results, key=lambda r: r.seed)
 
 
+def start_workers(n_jobs: int, backend: str = "loky"):
+    """Start the local worker processes (and load the compiled kernel in them) in the
+    background, so that their start-up overlaps what the caller does meanwhile (opening the
+    tracking store, reading the trace). Returns a thread to join before ``run_seeds``, or
+    ``None`` when there is nothing to start. The workers are joblib's reusable ones, so
+    ``run_seeds`` with the same ``n_jobs`` and backend finds them ready."""
+    import threading
+
+    if backend != "loky" or n_jobs == 1:
+        return None
+
+    def warm() -> None:
+        from joblib import Parallel, delayed
+
+        workers = n_jobs if n_jobs > 0 else (os.cpu_count() or 1)
+        try:
+            Parallel(n_jobs=n_jobs, backend=backend)(delayed(_warm_worker)() for _ in range(workers))
+        except Exception:  # noqa: BLE001 - only an optimisation; run_seeds reports real failures
+            pass
+
+    thread = threading.Thread(target=warm, name="drevt-start-workers", daemon=True)
+    thread.start()
+    return thread
+
+
+def _warm_worker() -> None:
+    from . import fast
+
+    fast.load(warn=False)
+
+
 CHUNKS_PER_WORKER = 4  # enough to balance uneven seeds, few enough to ship the trace rarely
 
 

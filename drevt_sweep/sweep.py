@@ -24,7 +24,15 @@ from omegaconf import DictConfig, OmegaConf
 from . import __version__
 from .config import register_configs
 from .errors import ConfigError, DrevtError
-from .experiment import Progress, RunSpec, SeedResult, aggregate, run_seeds, seeds_for
+from .experiment import (
+    Progress,
+    RunSpec,
+    SeedResult,
+    aggregate,
+    run_seeds,
+    seeds_for,
+    start_workers,
+)
 from .runtime import RunTimeModel
 from .trace import ReadOptions
 from .workload import WorkloadSpec, apply_workload
@@ -179,6 +187,8 @@ def run_configuration(cfg: DictConfig) -> dict:
     started = time.perf_counter()
     timings = result["timings"] = {}  # seconds per phase, for the sweep benchmark
     phase = started
+    # Worker processes start while the store opens and the trace is read.
+    warming = start_workers(_n_jobs(cfg), _value(cfg.parallel.backend)) if cfg.replicates > 1 else None
     try:
         tracker = _tracker(cfg)  # a store that does not answer fails before any simulation
         from .tracking import TAG_CONFIG_HASH, TAG_KIND, TAG_SWEEP_DIR, config_hash
@@ -213,6 +223,8 @@ def run_configuration(cfg: DictConfig) -> dict:
             seeds=seeds,
         )
         _write_rejects(jobs, out_dir)
+        if warming is not None:
+            warming.join()
         phase = _lap(timings, "read", phase)
 
         results, reused = _run_or_reuse(cfg, tracker, jobs, spec, seeds, chash, label)
