@@ -36,6 +36,7 @@ import pandas as pd
 
 from . import __version__
 from .errors import DrevtError
+from .tracking import flatten
 
 PROG = "drevt-sweep-report"
 REPORT_NAME = "report.html"
@@ -211,17 +212,6 @@ class ConfigRecord:
     @property
     def stochastic(self) -> bool:
         return not self.replay and self.params.get("run_time.mode") == "distribution"
-
-
-def flatten(tree: Mapping, prefix: str = "") -> dict[str, object]:
-    flat: dict[str, object] = {}
-    for key, value in tree.items():
-        name = f"{prefix}{key}"
-        if isinstance(value, Mapping):
-            flat.update(flatten(value, name + "."))
-        else:
-            flat[name] = value
-    return flat
 
 
 def config_params(config: Mapping) -> dict[str, str]:

@@ -35,6 +35,7 @@ from .experiment import (
 )
 from .runtime import RunTimeModel
 from .trace import ReadOptions
+from .tracking import flatten
 from .workload import WorkloadSpec, apply_workload
 from .workload_config import workload_spec
 
@@ -110,17 +111,6 @@ def run_spec(cfg: DictConfig, machine_nodes: int | None,
 def result_config(cfg: DictConfig) -> dict:
     """The resolved settings that decide results: hashed for resume, logged as params."""
     return {k: OmegaConf.to_container(cfg[k], resolve=True, enum_to_str=True) for k in RESULT_SECTIONS}
-
-
-def flatten(tree: dict, prefix: str = "") -> dict[str, object]:
-    flat: dict[str, object] = {}
-    for key, value in tree.items():
-        name = f"{prefix}{key}"
-        if isinstance(value, dict):
-            flat.update(flatten(value, name + "."))
-        else:
-            flat[name] = value
-    return flat
 
 
 def configuration_label(hydra_cfg) -> str:

@@ -21,7 +21,7 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Iterable, Iterator, Mapping
 
 from .errors import ConfigError
 
@@ -33,6 +33,19 @@ TAG_SWEEP_DIR = "drevt_sweep_dir"
 TAG_ERROR = "drevt_error"
 
 _BATCH_METRICS, _BATCH_PARAMS, _BATCH_TAGS = 1000, 100, 100
+
+
+def flatten(tree: Mapping, prefix: str = "") -> dict[str, object]:
+    """A nested config as MLflow params: ``{"policy": {"backfill": "easy"}}`` ->
+    ``{"policy.backfill": "easy"}``."""
+    flat: dict[str, object] = {}
+    for key, value in tree.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            flat.update(flatten(value, name + "."))
+        else:
+            flat[name] = value
+    return flat
 
 
 def embedded_uri(output_root: str | os.PathLike) -> str:
