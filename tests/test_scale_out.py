@@ -24,23 +24,9 @@ from drevt_sweep.experiment import RunSpec, run_seed, run_seeds
 from drevt_sweep.runtime import RunTimeModel
 from drevt_sweep.trace import ReadOptions, read_trace
 
-TINY = Path(__file__).parent / "data" / "traces" / "sweep_tiny.csv"
+from sweep_helpers import TINY, run_sweep
+
 pytestmark = pytest.mark.slow
-
-
-def run_sweep(tmp_path: Path, *overrides: str, check: bool = True) -> subprocess.CompletedProcess:
-    cmd = [
-        sys.executable, "-m", "drevt_sweep", "-m",
-        "trace=custom", f"trace.path={TINY}", "format=simple", "format.queues=[all]",
-        "system=custom", "system.total_nodes=10",
-        f"paths.output_root={tmp_path / 'out'}", f"hydra.sweep.dir={tmp_path / 'sweep'}",
-        "progress=false", *overrides,
-    ]
-    env = {**os.environ, "PYTHONWARNINGS": "ignore"}
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
-    if check:
-        assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
-    return proc
 
 
 def results(tmp_path: Path) -> list[dict]:
