@@ -86,11 +86,6 @@ def read(path: str, options: ReadOptions) -> JobTable:
             timestamp_format=options.timestamp_format,
             default_queues=DEFAULT_QUEUES,
             job_id=np.arange(1, len(rows) + 1, dtype=np.int64),
-            submit=np.empty(0),
-            num_nodes=np.empty(0),
-            time_limit=np.empty(0),
-            queue_codes=np.empty(0, dtype=np.int64),
-            queue_names=[],
             labels={canon: header[index] for canon, index in columns.items()},
             fields=dict(columns),
         )

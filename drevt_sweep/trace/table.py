@@ -63,12 +63,13 @@ class ParsedTrace:
     timezone: str
     timestamp_format: str
     default_queues: tuple[str, ...] | None  # None: keep every queue by default
-    job_id: np.ndarray  # int64
-    submit: np.ndarray  # float64 seconds
-    num_nodes: np.ndarray  # float64 (validated, then cast)
-    time_limit: np.ndarray  # float64 seconds
-    queue_codes: np.ndarray  # int64 index into queue_names
-    queue_names: list[str]
+    # The columns start empty: each reader fills them in once it has parsed the rows.
+    job_id: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
+    submit: np.ndarray = field(default_factory=lambda: np.empty(0))  # float64 seconds
+    num_nodes: np.ndarray = field(default_factory=lambda: np.empty(0))  # float64, validated then cast
+    time_limit: np.ndarray = field(default_factory=lambda: np.empty(0))  # float64 seconds
+    queue_codes: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
+    queue_names: list[str] = field(default_factory=list)
     begin: np.ndarray | None = None
     end: np.ndarray | None = None
     actual_run_time: np.ndarray | None = None
