@@ -228,10 +228,10 @@ def run_seeds(
     return sorted(results, key=lambda r: r.seed)
 
 
-def start_workers(n_jobs: int, backend: str = "loky"):
-    """Start the local worker processes (and load the compiled kernel in them) in the
-    background, so that their start-up overlaps what the caller does meanwhile (opening the
-    tracking store, reading the trace). Returns a thread to join before ``run_seeds``, or
+def start_workers(n_jobs: int, backend: str = "loky", backfill: str | None = None):
+    """Start the local worker processes (and load the compiled kernel for ``backfill`` in each)
+    in the background, so that their start-up overlaps what the caller does meanwhile (opening
+    the tracking store, reading the trace). Returns a thread to join before ``run_seeds``, or
     ``None`` when there is nothing to start. The workers are joblib's reusable ones, so
     ``run_seeds`` with the same ``n_jobs`` and backend finds them ready."""
     import threading
@@ -243,8 +243,15 @@ def start_workers(n_jobs: int, backend: str = "loky"):
         from joblib import Parallel, delayed
 
         workers = n_jobs if n_jobs > 0 else (os.cpu_count() or 1)
+        warmed: set[int] = set()
         try:
-            Parallel(n_jobs=n_jobs, backend=backend)(delayed(_warm_worker)() for _ in range(workers))
+            # A worker that is already warm finishes its task at once and may take another
+            # worker's too: try again until every process has been seen (a few at most).
+            for _ in range(3):
+                warmed.update(Parallel(n_jobs=n_jobs, backend=backend)(
+                    delayed(_warm_worker)(backfill) for _ in range(workers)))
+                if len(warmed) >= workers:
+                    break
         except Exception:  # noqa: BLE001 - only an optimisation; run_seeds reports real failures
             pass
 
@@ -253,10 +260,12 @@ def start_workers(n_jobs: int, backend: str = "loky"):
     return thread
 
 
-def _warm_worker() -> None:
+def _warm_worker(backfill: str | None) -> int:
     from . import fast
 
-    fast.load(warn=False)
+    if backfill is None or not fast.warm(backfill):
+        fast.load(warn=False)
+    return os.getpid()
 
 
 CHUNKS_PER_WORKER = 4  # enough to balance uneven seeds, few enough to ship the trace rarely

@@ -5,8 +5,8 @@ Rejected jobs (more nodes than the machine has) never ran: they are counted in
 averages are NaN. Percentiles interpolate linearly between order statistics (numpy's default).
 The *span* is the interval from the first submit to the last end of the jobs that ran; its length
 is the makespan, and utilization, throughput and the time-weighted queue length are taken over
-it. The same metrics, except the machine-wide ones, are repeated per queue as
-``queue/<name>/<metric>`` (``<name>`` with characters outside ``[A-Za-z0-9_.-]`` replaced by
+it. When the jobs come from more than one queue, the same metrics, except the machine-wide
+ones, are repeated per queue as ``queue/<name>/<metric>`` (``<name>`` with characters outside ``[A-Za-z0-9_.-]`` replaced by
 ``_``); the per-queue span is the overall span, so per-queue utilizations add up to the total.
 
 Everything is vectorised: a pass over sorted arrays, no Python loop over jobs.
@@ -44,8 +44,8 @@ METRIC_DEFINITIONS: dict[str, str] = {
     "started) over the span",
     "queue_length_max": "peak number of waiting jobs, counted after all the events at one "
     "instant (a job that starts on submission never waits)",
-    "queue/<name>/<metric>": "the metrics above restricted to the jobs of one queue "
-    "(utilization = that queue's share of the whole machine over the overall span)",
+    "queue/<name>/<metric>": "the metrics above restricted to the jobs of one queue, when there "
+    "are several (utilization = that queue's share of the whole machine over the overall span)",
 }
 
 _WAIT_PERCENTILES = (50.0, 90.0, 95.0, 99.0)
@@ -167,6 +167,8 @@ def compute_metrics(jobs: JobTable, schedule: Schedule) -> dict[str, float]:
     # Per queue: sort the jobs by queue once and slice contiguous segments.
     codes_all = np.asarray(jobs.queue_code)
     present = np.unique(codes_all) if codes_all.size else np.array([], dtype=np.int64)
+    if present.size < 2:  # one queue: its metrics would repeat the totals above
+        return metrics
     codes_ran = codes_all[ran]
     order = np.argsort(codes_ran, kind="stable")
     sorted_codes = codes_ran[order]

@@ -178,7 +178,9 @@ def run_configuration(cfg: DictConfig) -> dict:
     timings = result["timings"] = {}  # seconds per phase, for the sweep benchmark
     phase = started
     # Worker processes start while the store opens and the trace is read.
-    warming = start_workers(_n_jobs(cfg), _value(cfg.parallel.backend)) if cfg.replicates > 1 else None
+    backfill = None if cfg.policy.replay else _value(cfg.policy.backfill)
+    warming = (start_workers(_n_jobs(cfg), _value(cfg.parallel.backend), backfill)
+               if cfg.replicates > 1 else None)
     try:
         tracker = _tracker(cfg)  # a store that does not answer fails before any simulation
         from .tracking import TAG_CONFIG_HASH, TAG_KIND, TAG_SWEEP_DIR, config_hash

@@ -222,3 +222,18 @@ def test_empty_and_all_rejected_tables():
     jobs = make_jobs([0, 1], [5, 6], [1, 1], [1, 1])
     for backfill in BACKFILL_POLICIES:
         assert_same(jobs, jobs.actual_run_time, 4, backfill=backfill)
+
+
+def test_warm_loads_the_compiled_code_a_first_run_would_need():
+    """A sweep worker warms up while the trace is read; its first seed must not pay numba's
+    cache load (importing the module alone does not load machine code)."""
+    code = (
+        "import sys; from drevt_sweep import fast\n"
+        "assert fast.warm('bogus') is False\n"
+        "assert fast.warm('easy') is True\n"
+        "k = fast.load()\n"
+        "assert k.run_queue_policy.signatures and not k.run_conservative.signatures\n"
+        "assert fast.warm('conservative') and k.run_conservative.signatures\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr

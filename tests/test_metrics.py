@@ -255,5 +255,16 @@ def test_metrics_of_simulated_schedules_are_consistent(rows, backfill, priority)
         wait = (schedule.begin - jobs.submit)[ran]
         assert m["queue_length_mean"] == pytest.approx(wait.sum() / m["makespan"])
     names = [k.split("/")[1] for k in m if k.endswith("/jobs_simulated")]
+    assert len(names) == (len(set(queue)) if len(set(queue)) > 1 else 0)
+    if not names:  # a single queue: no per-queue copy of the totals
+        return
     assert sum(m[f"queue/{q}/jobs_simulated"] for q in names) == m["jobs_simulated"]
     assert sum(m[f"queue/{q}/jobs_rejected"] for q in names) == m["jobs_rejected"]
+
+
+def test_a_single_queue_adds_no_per_queue_copy_of_the_totals():
+    one_queue = [(s, n, 0, b, r, k, x) for s, n, _, b, r, k, x in MIXED]
+    jobs, schedule = table_and_schedule(one_queue, total_nodes=8, queues=("a", "b"))
+    m = compute_metrics(jobs, schedule)
+    assert not any(k.startswith("queue/") for k in m)
+    assert list(m) == [k for k in METRIC_DEFINITIONS if not k.startswith("queue/")]

@@ -21,7 +21,7 @@ import warnings
 
 import numpy as np
 
-__all__ = ["FAST_BACKFILLS", "load", "worth_loading", "expect_runs", "unavailable_reason", "run_events"]
+__all__ = ["FAST_BACKFILLS", "load", "warm", "worth_loading", "expect_runs", "unavailable_reason", "run_events"]
 
 FAST_BACKFILLS = frozenset({"none", "easy", "easy_drevt", "conservative"})
 _QUEUE_MODES = {"none": 0, "easy": 1, "easy_drevt": 2}
@@ -86,6 +86,21 @@ def expect_runs(backfill: str, n_jobs: int, runs: int) -> None:
     global _reference_seconds
     if runs * n_jobs * _REFERENCE_SECONDS_PER_JOB.get(backfill, 1e-5) >= LOAD_COST_SECONDS:
         _reference_seconds = max(_reference_seconds, LOAD_COST_SECONDS)
+
+
+def warm(backfill: str) -> bool:
+    """Load the kernel and the compiled code for ``backfill`` now, on a two-job problem.
+
+    Importing the kernels module does not load their machine code: numba does that on the first
+    call (about 0.5 s from its cache). A sweep worker calls this while the trace is still being
+    read, so that its first seed does not pay for it. Returns whether the kernel is ready."""
+    if backfill not in FAST_BACKFILLS or load(warn=False) is None:
+        return False
+    ones = np.ones(2)
+    run_events(submit=np.array([0.0, 1.0]), limit=ones, nodes=np.ones(2, dtype=np.int64),
+               dur=ones, rejected=np.zeros(2, dtype=bool), rank=np.arange(2, dtype=np.int64),
+               total=1, backfill=backfill, enforce_limits=True)
+    return True
 
 
 def unavailable_reason() -> str | None:
