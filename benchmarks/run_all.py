@@ -478,8 +478,10 @@ def _why(row: dict, loaded: bool, peak: float, cores: int) -> str:
         if row.get("timings"):
             parts.append("Phases (s): " + ", ".join(f"{k} {v}" for k, v in row["timings"].items()) + ".")
         if "mlflow_seconds" in row:
-            parts.append(f"MLflow accounts for about {row['mlflow_seconds']} s of the wall time "
-                         f"(without tracking the same sweep took {row['wall_untracked']} s).")
+            parts.append(f"Tracking adds about {row['mlflow_seconds']} s to the wall time "
+                         f"(without tracking the same sweep took {row['wall_untracked']} s); "
+                         f"the sweep itself waited {row.get('tracking_wait_seconds')} s for the "
+                         "tracking helper.")
         if "seconds_1_worker" in row:
             parts.append(f"Seed phase {row['seconds_1_worker']} s with 1 worker vs "
                          f"{row['seconds_2_workers']} s with 2; the whole command "

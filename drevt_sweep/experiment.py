@@ -14,7 +14,7 @@ import sys
 import time
 import traceback
 from dataclasses import dataclass, field
-from typing import Mapping
+from typing import Callable, Mapping
 
 import numpy as np
 
@@ -160,6 +160,7 @@ def run_seeds(
     keep_schedule_of: int | None = None,
     progress: Progress | None = None,
     backend_options: Mapping[str, object] | None = None,
+    stop_if: Callable[[], None] | None = None,
 ) -> list[SeedResult]:
     """Run every seed, in parallel where asked; results come back sorted by seed.
 
@@ -168,6 +169,8 @@ def run_seeds(
     (null: a LocalCluster / local Ray instance of ``n_jobs`` workers). ``n_jobs`` counts local
     workers; a cluster at an address decides its own size. The trace goes to a cluster once
     (broadcast), not once per seed. A seed's result does not depend on the backend.
+    ``stop_if`` is called after each result; whatever it raises abandons the remaining seeds
+    (the sweep's tracking store failing while the seeds run).
     """
     from joblib import Parallel, delayed, parallel_config
 
@@ -179,6 +182,8 @@ def run_seeds(
         for seed in seeds:
             results.append(run_seed(jobs, spec, seed, seed == keep_schedule_of, len(seeds)))
             progress.advance()
+            if stop_if is not None:
+                stop_if()
         return sorted(results, key=lambda r: r.seed)
 
     return_as = "generator_unordered"
@@ -222,6 +227,8 @@ def run_seeds(
                 for one in result if isinstance(result, list) else [result]:
                     results.append(one)
                     progress.advance()
+                if stop_if is not None:
+                    stop_if()
     finally:
         if release is not None:
             release()
@@ -229,14 +236,18 @@ def run_seeds(
 
 
 def start_workers(n_jobs: int, backend: str = "loky", backfill: str | None = None):
-    """Start the local worker processes (and load the compiled kernel for ``backfill`` in each)
-    in the background, so that their start-up overlaps what the caller does meanwhile (opening
-    the tracking store, reading the trace). Returns a thread to join before ``run_seeds``, or
-    ``None`` when there is nothing to start. The workers are joblib's reusable ones, so
-    ``run_seeds`` with the same ``n_jobs`` and backend finds them ready."""
+    """Get the processes that will run the seeds ready in the background, so that their
+    start-up overlaps what the caller does meanwhile (opening the tracking store, reading the
+    trace): start joblib's reusable local workers and load the compiled kernel for
+    ``backfill`` in each, or, when the seeds will run in this process (``n_jobs=1``,
+    ``sequential``, ``threading``), load it here. Returns a thread to join before
+    ``run_seeds``, or ``None`` when there is nothing to prepare (a cluster backend)."""
     import threading
 
-    if backend != "loky" or n_jobs == 1:
+    if backend in REMOTE_BACKENDS:
+        return None
+    in_process = n_jobs == 1 or backend in ("sequential", "threading")
+    if in_process and backfill is None:
         return None
 
     def warm() -> None:
@@ -245,6 +256,9 @@ def start_workers(n_jobs: int, backend: str = "loky", backfill: str | None = Non
         workers = n_jobs if n_jobs > 0 else (os.cpu_count() or 1)
         warmed: set[int] = set()
         try:
+            if in_process:
+                _warm_worker(backfill)
+                return
             # A worker that is already warm finishes its task at once and may take another
             # worker's too: try again until every process has been seen (a few at most).
             for _ in range(3):

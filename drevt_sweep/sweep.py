@@ -1,9 +1,11 @@
 """The ``drevt-sweep`` Hydra app: one Hydra job = one configuration, run over its seeds.
 
-Flow of a job: compose config -> open the tracking store (fails fast if unreachable) -> read the
-trace once (on-disk cache) -> fan seeds out with joblib -> aggregate -> log one parent run and
-one child run per seed in batches -> write ``result.json`` into the job's folder. A multirun's
-``SweepSummaryCallback`` gathers those files into ``summary.csv`` and a printed table.
+Flow of a job: compose config -> open the tracking store (in the tracking helper process, while
+the trace is read once from the on-disk cache and the workers start; a store that does not work
+fails before any seed) -> fan seeds out with joblib -> aggregate -> send one parent run and one
+child run per seed to the helper, which writes them while the outputs and figures are made ->
+write ``result.json`` into the job's folder. A multirun's ``SweepSummaryCallback`` gathers those
+files into ``summary.csv`` and a printed table.
 """
 
 from __future__ import annotations
@@ -36,6 +38,13 @@ from .experiment import (
 from .runtime import RunTimeModel
 from .trace import ReadOptions
 from .tracking import flatten
+from .tracking_service import (
+    TrackingError,
+    TrackingService,
+    start_helper,
+    stop_helper,
+    yield_to_simulation,
+)
 from .workload import WorkloadSpec, apply_workload
 from .workload_config import workload_spec
 
@@ -149,10 +158,12 @@ def _backend_options(cfg: DictConfig) -> dict:
 
 
 # ---------------------------------------------------------------- tracking
-def _tracker(cfg: DictConfig):
+def _tracker(cfg: DictConfig, wait: bool = False) -> TrackingService | None:
+    """The configuration's tracking store, opening in the helper (``wait``: until it is open)."""
     if not cfg.tracking.enabled:
+        stop_helper()  # started early in case it was needed: it is not
         return None
-    from .tracking import Tracker, embedded_uri
+    from .tracking import embedded_uri
 
     uri = cfg.tracking.uri or embedded_uri(cfg.paths.output_root)
     artifacts = cfg.tracking.artifact_root
@@ -160,7 +171,10 @@ def _tracker(cfg: DictConfig):
         artifacts = str(Path(cfg.paths.output_root) / "mlartifacts")
     # A tracking server (tracking.uri) keeps artifacts where it was told to (clients upload
     # them through it), so every machine of a cluster sees the same ones.
-    return Tracker.open(uri, cfg.tracking.experiment, artifacts)
+    opened = TrackingService(uri, cfg.tracking.experiment, artifacts)
+    if wait:
+        opened.wait()
+    return opened
 
 
 # ---------------------------------------------------------------- one configuration
@@ -182,7 +196,7 @@ def run_configuration(cfg: DictConfig) -> dict:
     warming = (start_workers(_n_jobs(cfg), _value(cfg.parallel.backend), backfill)
                if cfg.replicates > 1 else None)
     try:
-        tracker = _tracker(cfg)  # a store that does not answer fails before any simulation
+        tracker = _tracker(cfg)  # opens in the helper while the trace is read
         from .tracking import TAG_CONFIG_HASH, TAG_KIND, TAG_SWEEP_DIR, config_hash
 
         if tracker:
@@ -192,8 +206,6 @@ def run_configuration(cfg: DictConfig) -> dict:
             )
             # The settings go first, so that even a configuration failing early shows them.
             tracker.log(parent_id, params=flatten(settings))
-        result["parent_run_id"] = parent_id
-        phase = _lap(timings, "open_store", phase)
 
         from .trace.cache import load_trace
 
@@ -219,6 +231,8 @@ def run_configuration(cfg: DictConfig) -> dict:
             warming.join()
         phase = _lap(timings, "read", phase)
 
+        yield_to_simulation()
+        # A store that does not work stops the seeds as soon as it is found out.
         results, reused = _run_or_reuse(cfg, tracker, jobs, spec, seeds, chash, label)
         phase = _lap(timings, "seeds", phase)
         ok = [r for r in results if r.ok]
@@ -231,16 +245,18 @@ def run_configuration(cfg: DictConfig) -> dict:
             failed_seeds=[{"seed": r.seed, "error": r.error} for r in failed],
             seconds=time.perf_counter() - started,
         )
+        if tracker:  # written by the helper while the outputs and figures are made here
+            _log_seed_runs(tracker, parent_id, cfg, jobs, spec, chash, label, results, reused,
+                           result)
         _write_outputs(out_dir, cfg, jobs, ok, result)
         phase = _lap(timings, "outputs", phase)
         figures = _configuration_figures(out_dir, jobs, spec, ok, cfg)
         phase = _lap(timings, "figures", phase)
         if tracker:
-            for path in figures:
-                tracker.log_artifact(parent_id, path, "figures")
-            _log_configuration(tracker, parent_id, cfg, jobs, spec, chash, label,
-                               results, reused, result, out_dir)
-            phase = _lap(timings, "log", phase)
+            _log_artifacts(tracker, parent_id, out_dir, figures, result)
+            tracker.wait()  # raises the store's first error, if any
+            result["parent_run_id"] = tracker.run_id(parent_id)
+            phase = _lap(timings, "tracking_wait", phase)  # all the sweep waited for MLflow
         if failed:
             raise _SeedsFailed(f"{len(failed)} of {len(results)} seeds failed: "
                                + "; ".join(f"seed {r.seed}: {r.error.splitlines()[0]}" for r in failed))
@@ -250,13 +266,25 @@ def run_configuration(cfg: DictConfig) -> dict:
     except KeyboardInterrupt:
         result.update(status="KILLED", error="interrupted (Ctrl-C)")
         if tracker and parent_id:
-            tracker.finish(parent_id, "KILLED")
+            try:
+                tracker.finish(parent_id, "KILLED")
+                tracker.wait(timeout=60)
+            except Exception as exc:  # noqa: BLE001 - the interrupt is what matters
+                log.error("could not mark the run KILLED: %s", exc)
         raise
+    except TrackingError as exc:  # the store failed while writing: keep its own traceback
+        _record_failure(result, label, f"tracking store: {exc}", tracker, parent_id, out_dir,
+                        details=exc.details)
     except Exception as exc:  # a dead worker, a full disk, a bug: fail this configuration only
         detail = f"{type(exc).__name__}: {exc}"
         _record_failure(result, label, detail, tracker, parent_id, out_dir,
                         details=traceback.format_exc())
     finally:
+        if tracker and parent_id and "parent_run_id" not in result:
+            try:
+                result["parent_run_id"] = tracker.run_id(parent_id)
+            except Exception:  # noqa: BLE001 - an interrupted or broken helper
+                pass
         (out_dir / "result.json").write_text(json.dumps(result, indent=2, default=str))
     return result
 
@@ -272,8 +300,20 @@ def _record_failure(result, label, message, tracker, parent_id, out_dir, details
     result.update(status="FAILED", error=message)
     _failures.append(label)
     log.error("%s: %s", label, message)
-    if tracker and parent_id:
+    if tracker and parent_id and _run_exists(tracker, parent_id):
         _fail_run(tracker, parent_id, message + (f"\n\n{details}" if details else ""), out_dir)
+
+
+def _run_exists(tracker, handle: str) -> bool:
+    """Whether a run was created (not when the store itself failed to open)."""
+    try:
+        tracker.wait()  # what was sent before the failure
+    except Exception as exc:  # noqa: BLE001 - reporting goes on
+        log.error("tracking store: %s", exc)
+    try:
+        return tracker.run_id(handle) is not None
+    except Exception:  # noqa: BLE001 - a dead helper
+        return False
 
 
 class _SeedsFailed(Exception):
@@ -288,15 +328,16 @@ def _run_or_reuse(cfg, tracker, jobs, spec, seeds, chash, label):
     if cfg.resume and tracker:
         finished = tracker.finished_seed_runs(chash)
         for seed in seeds:
-            run = finished.get(run_key(chash, jobs.meta.checksum, seed))
-            if run is not None:
-                reused[seed] = SeedResult(seed, metrics=dict(run.data.metrics))
+            metrics = finished.get(run_key(chash, jobs.meta.checksum, seed))
+            if metrics is not None:
+                reused[seed] = SeedResult(seed, metrics=metrics)
     todo = [s for s in seeds if s not in reused]
     progress = Progress(len(todo), label, enabled=bool(cfg.progress))
     keep = todo[0] if (todo and cfg.tracking.log_schedule) else None
     fresh = run_seeds(
         jobs, spec, todo, n_jobs=_n_jobs(cfg), backend=_value(cfg.parallel.backend),
         keep_schedule_of=keep, progress=progress, backend_options=_backend_options(cfg),
+        stop_if=tracker.raise_if_failed if tracker else None,
     ) if todo else []
     results = sorted(list(reused.values()) + fresh, key=lambda r: r.seed)
     return results, reused
@@ -347,10 +388,10 @@ def _configuration_figures(out_dir: Path, jobs, spec: RunSpec, ok: list[SeedResu
         return []
 
 
-def _log_configuration(tracker, parent_id, cfg, jobs, spec, chash, label, results,
-                       reused, result, out_dir) -> None:
-    """Parent: params, aggregates, artifacts. Children: one per newly run seed."""
-    from .tracking import TAG_CONFIG_HASH, TAG_KIND, TAG_RUN_KEY, run_key
+def _log_seed_runs(tracker, parent_id, cfg, jobs, spec, chash, label, results, reused,
+                   result) -> None:
+    """Parent: params and aggregates. Children: one per newly run seed."""
+    from .tracking import TAG_CONFIG_HASH, TAG_ERROR, TAG_KIND, TAG_RUN_KEY, run_key
 
     params = {
         "total_nodes": spec.total_nodes,
@@ -380,7 +421,14 @@ def _log_configuration(tracker, parent_id, cfg, jobs, spec, chash, label, result
         if r.ok:
             tracker.finish(child, "FINISHED")
         else:
-            _fail_run(tracker, child, r.error, None)
+            tracker.log(child, tags={TAG_ERROR: r.error[:5000]})
+            tracker.finish(child, "FAILED")
+
+
+def _log_artifacts(tracker, parent_id, out_dir: Path, figures: list[Path], result: dict) -> None:
+    """The parent's files; then it is closed, unless some seeds failed (closed FAILED later)."""
+    for path in figures:
+        tracker.log_artifact(parent_id, path, "figures")
     for name in ("config.yaml", "seed_metrics.csv", "rejects.csv"):
         if (out_dir / name).exists():
             tracker.log_artifact(parent_id, out_dir / name)
@@ -390,24 +438,20 @@ def _log_configuration(tracker, parent_id, cfg, jobs, spec, chash, label, result
         tracker.finish(parent_id, "FINISHED")
 
 
-def _fail_run(tracker, run_id: str, message: str, out_dir: Path | None) -> None:
+def _fail_run(tracker, run_id: str, message: str, out_dir: Path) -> None:
     """Tag the error, attach it as an artifact and close the run FAILED (best effort: a
     broken store must not hide the original error)."""
     from .tracking import TAG_ERROR
 
+    path = out_dir / "error.txt"
+    path.write_text(message + "\n")
+    tracker.log(run_id, tags={TAG_ERROR: message[:5000]})
+    tracker.log_artifact(run_id, path)
+    tracker.finish(run_id, "FAILED")
     try:
-        tracker.log(run_id, tags={TAG_ERROR: message[:5000]})
-        if out_dir is not None:
-            path = out_dir / "error.txt"
-            path.write_text(message + "\n")
-            tracker.log_artifact(run_id, path)
-    except Exception as exc:  # noqa: BLE001 - reporting must go on
+        tracker.wait()
+    except Exception as exc:  # noqa: BLE001
         log.error("could not record the error in the tracking store: %s", exc)
-    finally:
-        try:
-            tracker.finish(run_id, "FAILED")
-        except Exception as exc:  # noqa: BLE001
-            log.error("could not close run %s: %s", run_id, exc)
 
 
 # ---------------------------------------------------------------- the sweep summary
@@ -476,8 +520,8 @@ class SweepSummaryCallback(Callback):
                     config.paths.output_root,
                 )
             try:
-                _tracker(config)  # the store and the experiment exist before any job starts
-            except DrevtError as exc:
+                _tracker(config, wait=True)  # the store and the experiment exist before any job
+            except (DrevtError, TrackingError) as exc:
                 raise SystemExit(f"drevt-sweep: error: {exc}") from None
 
     def on_multirun_end(self, config: DictConfig, **kwargs) -> None:
@@ -533,6 +577,9 @@ def main() -> None:
     """Console script: exit 0 when every configuration finished, 1 when any failed, 130 when
     interrupted (runs in flight are then marked KILLED in the store)."""
     register_configs()
+    import pandas  # noqa: F401 - needed here anyway; imported before the fork, the helper shares it
+
+    start_helper(fork=True)  # imports mlflow in the tracking helper while Hydra composes
     try:
         _app()
     except SystemExit as exc:

@@ -116,10 +116,19 @@ class Tracker:
     def open(cls, uri: str, experiment: str, artifact_root: str | None = None) -> Tracker:
         """Create the store and the experiment once (under the lock) and return a handle."""
         check_reachable(uri)
+        if uri.startswith("sqlite:///"):
+            db_path = Path(uri[len("sqlite:///"):])
+            if db_path.exists() and not db_path.is_file():  # MLflow would retry for ~100 s
+                raise ConfigError(f"tracking store {db_path} is not a file")
         with _store_lock(uri):
             client = _client(uri)
             _use_write_ahead_log(uri)
             found = client.get_experiment_by_name(experiment)
+            if found is not None and found.lifecycle_stage == "deleted":
+                raise ConfigError(
+                    f"MLflow experiment '{experiment}' is deleted in {uri}; restore it "
+                    "(mlflow experiments restore) or choose another tracking.experiment"
+                )
             if found is None:
                 location = Path(artifact_root).resolve().as_uri() if artifact_root else None
                 experiment_id = client.create_experiment(experiment, artifact_location=location)

@@ -56,16 +56,25 @@ def start(cmd: list[str], tag: str) -> subprocess.Popen:
     return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
 
 
-def wait_for_workers(proc: subprocess.Popen, tag: str, timeout: float = 120) -> list[int]:
+def cpu_seconds(pid: int) -> float:
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def wait_for_workers(proc: subprocess.Popen, tag: str, timeout: float = 180) -> list[int]:
+    """The sweep's two workers, once they are running seeds: each has used more CPU time
+    than starting up and loading the kernel take (about 1 s here), on any machine speed."""
     deadline = time.time() + timeout
     while time.time() < deadline:
         assert proc.poll() is None, proc.stderr.read()
         workers = [p for p in tagged_processes(tag) if is_worker(p)]
-        if len(workers) >= 2:
-            time.sleep(1.0)  # let them take seeds
+        if len(workers) >= 2 and all(cpu_seconds(p) >= 3.0 for p in workers):
             return workers
         time.sleep(0.2)
-    raise AssertionError("no joblib workers appeared")
+    raise AssertionError("no joblib workers running seeds appeared")
 
 
 def cleanup(proc: subprocess.Popen, tag: str) -> None:
@@ -155,3 +164,31 @@ def test_bad_options_exit_2_before_anything_runs(tmp_path, override):
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr
     assert not (tmp_path / "out" / "mlflow.db").exists()
+
+
+def test_a_broken_embedded_store_fails_the_configuration_with_a_clear_message(tmp_path):
+    """The store opens in the tracking helper while the sweep starts; when it cannot, the
+    configuration fails with the store's own message, no traceback, and a multirun stops
+    before any simulation (exit 2)."""
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "mlflow.db").mkdir()  # a folder where the sqlite file should be
+    tiny = ["trace=custom", f"trace.path={TINY}", "format=simple", "format.queues=[all]",
+            "system=custom", "system.total_nodes=10", "run_time=lognormal", "replicates=4",
+            f"paths.output_root={tmp_path / 'out'}", "progress=false"]
+    single = subprocess.run(
+        [sys.executable, "-m", "drevt_sweep", *tiny, f"hydra.run.dir={tmp_path / 'one'}"],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert single.returncode == 1
+    assert "is not a file" in single.stderr + single.stdout
+    assert "Traceback" not in single.stderr
+    result = json.loads((tmp_path / "one" / "result.json").read_text())
+    assert result["status"] == "FAILED" and "is not a file" in result["error"]
+
+    multi = subprocess.run(
+        [sys.executable, "-m", "drevt_sweep", "-m", *tiny, f"hydra.sweep.dir={tmp_path / 'many'}"],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert multi.returncode == 2
+    assert "is not a file" in multi.stderr + multi.stdout
+    assert not list((tmp_path / "many").glob("*/result.json"))  # nothing was simulated

@@ -1,0 +1,248 @@
+"""MLflow's work in a helper process, so that it overlaps the sweep's own work.
+
+Importing mlflow and opening a store cost about 2.5 s of CPU, and each seed's child run about
+20 ms of SQLAlchemy time; done in the sweep's own process they were 40-45% of a 100-seed
+sweep's wall time (issue 5). One helper process does all of it instead. It starts with the
+sweep and imports mlflow while Hydra composes the configuration; the sweep sends it commands
+and goes on (the child runs are written while the figures are drawn), waiting only where it
+needs the store: opened before the first seed (a store that does not work fails before any
+simulation), and everything written before a configuration's result is final.
+
+Commands run one at a time, in order, on a :class:`~drevt_sweep.tracking.Tracker` in the
+helper. Runs are named by handles that the sweep chooses, so no command waits for MLflow's run
+id. The helper is a forked process only when the console script starts it, first thing (fork is
+safe then: one thread, nothing open); elsewhere (not Linux, a joblib launcher's worker, a
+library caller) it is a thread of this process: same commands, same order, less overlap.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import multiprocessing
+import os
+import signal
+import sys
+import threading
+import time
+import traceback
+import uuid
+from typing import Mapping
+
+from .errors import DrevtError
+from .tracking import Tracker, check_reachable
+
+
+class TrackingError(Exception):
+    """A tracking command failed in the helper; ``details`` holds the helper's traceback."""
+
+    def __init__(self, message: str, details: str = "") -> None:
+        super().__init__(message)
+        self.details = details
+
+    def __reduce__(self):
+        return type(self), (str(self), self.details)
+
+
+# ---------------------------------------------------------------- in the helper
+_trackers: dict[tuple, Tracker] = {}
+_run_ids: dict[str, str] = {}  # handle -> MLflow run id
+
+
+def _helper_started(parent_pid: int, own_pid) -> None:
+    """Ctrl-C is the sweep's to handle (it then asks the helper to mark runs KILLED), and a
+    helper whose sweep has died leaves at once."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    own_pid.value = os.getpid()
+
+    def watch() -> None:
+        while os.getppid() == parent_pid:
+            time.sleep(1.0)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="drevt-tracking-watch", daemon=True).start()
+
+
+def _command(fn, *args):
+    """Run one command; its error comes back as a plain exception that always pickles
+    (MLflow's and SQLAlchemy's do not all), the user-facing ones keeping their type."""
+    try:
+        return fn(*args)
+    except DrevtError as exc:
+        kind = type(exc) if type(exc).__init__ is Exception.__init__ else DrevtError
+        raise kind(str(exc)) from None
+    except Exception as exc:  # noqa: BLE001 - reported by TrackingService.wait
+        raise TrackingError(f"{type(exc).__name__}: {exc}", traceback.format_exc()) from None
+
+
+def _import_mlflow() -> None:
+    import mlflow.tracking  # noqa: F401 - the slow part (about 1.7 s), done early
+
+
+def _open(key: tuple) -> None:
+    uri, experiment, artifact_root = key
+    if key not in _trackers:
+        _trackers[key] = Tracker.open(uri, experiment, artifact_root)
+
+
+def _start_run(key: tuple, handle: str, name: str, tags: dict, parent: str | None) -> None:
+    parent_id = _run_ids[parent] if parent else None
+    _run_ids[handle] = _trackers[key].start_run(name, tags, parent_id)
+
+
+def _log(key: tuple, handle: str, metrics, params, tags) -> None:
+    _trackers[key].log(_run_ids[handle], metrics=metrics, params=params, tags=tags)
+
+
+def _log_artifact(key: tuple, handle: str, path: str, folder: str | None) -> None:
+    _trackers[key].log_artifact(_run_ids[handle], path, folder)
+
+
+def _finish(key: tuple, handle: str, status: str) -> None:
+    _trackers[key].finish(_run_ids[handle], status)
+
+
+def _run_id(handle: str) -> str | None:
+    return _run_ids.get(handle)
+
+
+def _finished_seed_runs(key: tuple, config_hash_value: str) -> dict[str, dict[str, float]]:
+    runs = _trackers[key].finished_seed_runs(config_hash_value)
+    return {run_key: dict(run.data.metrics) for run_key, run in runs.items()}
+
+
+# ---------------------------------------------------------------- in the sweep
+_helper: cf.Executor | None = None
+_helper_pid = None  # the helper process's pid, once it has started (shared memory)
+
+
+def start_helper(fork: bool = False) -> None:
+    """Start the helper now; it imports mlflow at once. ``fork``: a helper process (the
+    console script asks for one first thing, while it is the only thread); otherwise, and
+    when :class:`TrackingService` starts the helper on first use, a thread."""
+    global _helper, _helper_pid
+    if _helper is not None:
+        return
+    if fork and sys.platform == "linux" and threading.active_count() == 1:
+        # fork: no re-import of this program in the helper, and its exit skips the
+        # interpreter's slow teardown of mlflow's thousands of modules.
+        context = multiprocessing.get_context("fork")
+        _helper_pid = context.Value("i", 0, lock=False)
+        _helper = cf.ProcessPoolExecutor(
+            max_workers=1, mp_context=context,
+            initializer=_helper_started, initargs=(os.getpid(), _helper_pid),
+        )
+    else:
+        _helper = cf.ThreadPoolExecutor(max_workers=1, thread_name_prefix="drevt-tracking")
+    _helper.submit(_import_mlflow)
+
+
+def yield_to_simulation() -> None:
+    """Lower the helper process's priority for good, as the seeds start.
+
+    Until then the helper shares the cores with the sweep's start-up (importing mlflow while
+    the workers load the kernel); from then on it takes only what the seeds leave (measured
+    on 2 cores: the seed phase as fast as with tracking off, and less waiting at the end than
+    with a helper started at low priority). A process may lower its child's priority but not
+    raise it again, hence once."""
+    pid = _helper_pid.value if _helper_pid is not None and _helper is not None else 0
+    if pid:
+        try:
+            os.setpriority(os.PRIO_PROCESS, pid, 10)
+        except OSError:  # gone, or not permitted here: same priority, still correct
+            pass
+
+
+def stop_helper() -> None:
+    """Stop the helper at once (tracking turned out to be off): a helper process is killed
+    rather than left to finish importing mlflow on a core the sweep needs."""
+    global _helper
+    if _helper is None:
+        return
+    helper, _helper = _helper, None
+    if isinstance(helper, cf.ProcessPoolExecutor):
+        # Python >= 3.14 has ProcessPoolExecutor.kill_workers(); before, its process table.
+        kill = getattr(helper, "kill_workers", None)
+        if kill is not None:
+            kill()
+        else:
+            for process in list((getattr(helper, "_processes", None) or {}).values()):
+                process.kill()
+    helper.shutdown(wait=False, cancel_futures=True)
+
+
+def _submit_to_helper(fn, *args) -> cf.Future:
+    global _helper
+    start_helper()
+    try:
+        return _helper.submit(_command, fn, *args)
+    except cf.BrokenExecutor:  # the helper died (killed, out of memory): start a new one
+        _helper = None
+        start_helper()
+        return _helper.submit(_command, fn, *args)
+
+
+class TrackingService:
+    """The sweep's handle on one store and experiment; MLflow calls run in the helper.
+
+    Every method but :meth:`wait`, :meth:`run_id` and :meth:`finished_seed_runs` returns at
+    once; :meth:`wait` raises the first error of the commands sent since the last wait."""
+
+    def __init__(self, uri: str, experiment: str, artifact_root: str | None = None) -> None:
+        check_reachable(uri)  # a tracking server that does not answer fails here, at once
+        self.uri = uri
+        self._key = (uri, experiment, artifact_root)
+        self._pending: list[cf.Future] = []
+        self._send(_open, self._key)
+
+    @classmethod
+    def open(cls, uri: str, experiment: str, artifact_root: str | None = None) -> TrackingService:
+        """Open the store and the experiment, and wait until they exist."""
+        service = cls(uri, experiment, artifact_root)
+        service.wait()
+        return service
+
+    def _send(self, fn, *args) -> cf.Future:
+        future = _submit_to_helper(fn, *args)
+        self._pending.append(future)
+        return future
+
+    def start_run(self, name: str, tags: Mapping[str, str], parent_id: str | None = None) -> str:
+        """A new run's handle (``parent_id``: the parent's handle)."""
+        handle = uuid.uuid4().hex
+        self._send(_start_run, self._key, handle, name, dict(tags), parent_id)
+        return handle
+
+    def log(self, run_id: str, metrics=None, params=None, tags=None) -> None:
+        self._send(_log, self._key, run_id, metrics, params, tags)
+
+    def log_artifact(self, run_id: str, path: str | os.PathLike, folder: str | None = None) -> None:
+        self._send(_log_artifact, self._key, run_id, str(path), folder)
+
+    def finish(self, run_id: str, status: str = "FINISHED") -> None:
+        self._send(_finish, self._key, run_id, status)
+
+    def run_id(self, handle: str) -> str | None:
+        """MLflow's id of a run (``None`` if it was never created); waits for the helper."""
+        return _submit_to_helper(_run_id, handle).result()
+
+    def finished_seed_runs(self, config_hash_value: str) -> dict[str, dict[str, float]]:
+        """The metrics of FINISHED seed runs of a configuration, by run key (for ``resume``)."""
+        self.wait()
+        return self._send(_finished_seed_runs, self._key, config_hash_value).result()
+
+    def raise_if_failed(self) -> None:
+        """Raise the error of a command that has already failed, without waiting."""
+        for future in self._pending:
+            if future.done() and future.exception() is not None:
+                self.wait()  # the others first, then the first error
+
+    def wait(self, timeout: float | None = None) -> None:
+        """Wait for every command sent so far; raise the first one's error, if any."""
+        pending, self._pending = self._pending, []
+        done, not_done = cf.wait(pending, timeout=timeout)
+        for future in pending:
+            if future in not_done:
+                raise TimeoutError(f"the tracking store did not finish writing in {timeout} s")
+            error = future.exception()
+            if error is not None:
+                raise error
