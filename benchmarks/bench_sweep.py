@@ -22,7 +22,9 @@ the phases (``read``, ``seeds``, ``outputs``, ``figures``, ``tracking_wait``, se
   the compiled kernel loaded (the sweep loads it while the store opens);
 - MLflow share of the wall time = (wall - wall with tracking off) / wall: what tracking adds to
   the sweep, since MLflow works in a helper process beside the sweep rather than in it (the
-  time the sweep itself waits for the helper, ``tracking_wait``, is reported beside it).
+  time the sweep itself waits for the helper, ``tracking_wait``, is reported beside it);
+- CPU seconds per process (the sweep, its tracking helper, its workers), sampled from /proc
+  while each run goes: where the helper's cost lands on a machine with few cores.
 
 Run it as ``python benchmarks/bench_sweep.py [--quick]``; ``run()`` returns the rows.
 """
@@ -64,25 +66,74 @@ def _sweep(tmp: Path, run_name: str, *overrides: str, replicates: int = REPLICAT
         f"paths.output_root={tmp}", f"hydra.run.dir={run_dir}", "progress=false", *overrides,
     ]
     env = dict(os.environ, DREVT_ROOT=str(ROOT))
-    started = time.perf_counter()
-    done = subprocess.run(command, capture_output=True, text=True, timeout=TIMEOUT, cwd=str(ROOT),
-                          env=env)
-    wall = time.perf_counter() - started
+    log_path = tmp / f"{run_name}.log"
+    with open(log_path, "w") as log:
+        started = time.perf_counter()
+        proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, cwd=str(ROOT),
+                                env=env)
+        cpu = _cpu_by_role(proc)
+        wall = time.perf_counter() - started
     result_path = run_dir / "result.json"
-    if done.returncode != 0 or not result_path.exists():
-        tail = (done.stderr or done.stdout).strip().splitlines()[-4:]
-        raise RuntimeError(f"drevt-sweep exit {done.returncode}: {' | '.join(tail)}")
+    if proc.returncode != 0 or not result_path.exists():
+        tail = log_path.read_text().strip().splitlines()[-4:]
+        raise RuntimeError(f"drevt-sweep exit {proc.returncode}: {' | '.join(tail)}")
     result = json.loads(result_path.read_text())
     if result.get("status") != "FINISHED":
         raise RuntimeError(f"sweep {run_name} ended {result.get('status')}: {result.get('error')}")
     return {"wall": wall, "seconds": float(result["seconds"]), "timings": result.get("timings"),
-            "seeds": len(result.get("seeds", []))}
+            "seeds": len(result.get("seeds", [])), "cpu": cpu}
+
+
+def _cpu_by_role(proc: subprocess.Popen) -> dict[str, float] | None:
+    """Wait for ``proc``, sampling /proc every 20 ms: CPU seconds of the sweep's process, its
+    tracking helper (a forked child running the same command line), its loky workers and the
+    rest. ``None`` where /proc is missing (the run is still waited for)."""
+    if not Path(f"/proc/{proc.pid}").exists():
+        proc.wait(timeout=TIMEOUT)
+        return None
+    tick = os.sysconf("SC_CLK_TCK")
+    seen: dict[int, tuple[str, float]] = {}
+    deadline = time.time() + TIMEOUT
+    own = None
+    while proc.poll() is None and time.time() < deadline:
+        todo = [proc.pid]
+        while todo:
+            pid = todo.pop()
+            try:
+                for task in os.listdir(f"/proc/{pid}/task"):
+                    todo += [int(c) for c in
+                             Path(f"/proc/{pid}/task/{task}/children").read_text().split()]
+                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+                cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+            except OSError:
+                continue
+            if not cmdline and pid in seen:  # exiting: a zombie has no command line
+                role = seen[pid][0]
+            elif pid == proc.pid:  # (its command line changes once: at exec)
+                own, role = cmdline, "sweep"
+            elif b"popen_loky_posix" in cmdline:
+                role = "workers"
+            elif cmdline == own:
+                role = "tracking helper"
+            else:
+                role = "other"
+            seen[pid] = (role, (int(fields[11]) + int(fields[12])) / tick)
+        time.sleep(0.02)
+    proc.wait(timeout=max(1.0, deadline - time.time()))
+    totals: dict[str, float] = {}
+    for role, seconds in seen.values():
+        totals[role] = round(totals.get(role, 0.0) + seconds, 2)
+    return totals
 
 
 def _medians(runs: list[dict]) -> dict:
     out = {"wall": statistics.median(r["wall"] for r in runs),
            "seconds": statistics.median(r["seconds"] for r in runs),
            "all_wall": [round(r["wall"], 2) for r in runs]}
+    cpus = [r["cpu"] for r in runs if r.get("cpu")]
+    if cpus:
+        roles = sorted(set().union(*cpus))
+        out["cpu"] = {k: round(statistics.median(c.get(k, 0.0) for c in cpus), 2) for k in roles}
     timings = [r["timings"] or {} for r in runs]
     keys = set.intersection(*(set(t) for t in timings))
     out["timings"] = {k: statistics.median(float(t[k]) for t in timings) for k in sorted(keys)}
@@ -117,6 +168,7 @@ def run(quick: bool = False) -> list[dict]:
              "seconds": round(warm["wall"], 2), "all_seconds": warm["all_wall"],
              "result_seconds": round(warm["seconds"], 2), "repeats": repeats,
              "timings": {k: round(v, 3) for k, v in warm["timings"].items()},
+             "cpu_seconds_by_process": warm.get("cpu"),
              "target": TARGET_WALL, "target_op": "<=", "unit": "s",
              "met": warm["wall"] <= TARGET_WALL},
             {**common, "benchmark": "sweep 100 seeds, 2 workers (fresh store)", "command": cmd,
@@ -137,6 +189,8 @@ def run(quick: bool = False) -> list[dict]:
              "wall_untracked": round(untracked["wall"], 2),
              "all_wall_untracked": untracked["all_wall"],
              "tracking_wait_seconds": round(waited, 2),
+             "cpu_seconds_by_process": warm.get("cpu"),
+             "cpu_seconds_by_process_untracked": untracked.get("cpu"),
              "tracking_wait_share": round(waited / warm["wall"], 3),
              "how": "(wall - wall with tracking.enabled=false) / wall, medians of interleaved runs",
              "target": TARGET_MLFLOW_SHARE, "target_op": "<=", "met": share <= TARGET_MLFLOW_SHARE},

@@ -482,6 +482,12 @@ def _why(row: dict, loaded: bool, peak: float, cores: int) -> str:
                          f"(without tracking the same sweep took {row['wall_untracked']} s); "
                          f"the sweep itself waited {row.get('tracking_wait_seconds')} s for the "
                          "tracking helper.")
+            if row.get("cpu_seconds_by_process"):
+                parts.append("CPU seconds by process, tracked: " + ", ".join(
+                    f"{k} {v}" for k, v in row["cpu_seconds_by_process"].items())
+                    + "; untracked: " + ", ".join(
+                    f"{k} {v}" for k, v in (row.get("cpu_seconds_by_process_untracked") or {}).items())
+                    + ".")
         if "seconds_1_worker" in row:
             parts.append(f"Seed phase {row['seconds_1_worker']} s with 1 worker vs "
                          f"{row['seconds_2_workers']} s with 2; the whole command "
