@@ -492,6 +492,10 @@ def _why(row: dict, loaded: bool, peak: float, cores: int) -> str:
             parts.append(f"Seed phase {row['seconds_1_worker']} s with 1 worker vs "
                          f"{row['seconds_2_workers']} s with 2; the whole command "
                          f"{row['wall_1_worker']} s vs {row['wall_2_workers']} s.")
+            if row.get("tracked_efficiency") is not None:
+                parts.append(f"With tracking on: {row['tracked_seconds_1_worker']} s vs "
+                             f"{row['tracked_seconds_2_workers']} s "
+                             f"({row['tracked_efficiency']:.0%}).")
     if row.get("note") and group not in ("cli", "sweep"):
         parts.append(f"({row['note']}.)")
     if row.get("estimated"):
