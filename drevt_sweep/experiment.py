@@ -169,8 +169,10 @@ def run_seeds(
     (null: a LocalCluster / local Ray instance of ``n_jobs`` workers). ``n_jobs`` counts local
     workers; a cluster at an address decides its own size. The trace goes to a cluster once
     (broadcast), not once per seed. A seed's result does not depend on the backend.
-    ``stop_if`` is called after each result; whatever it raises abandons the remaining seeds
-    (the sweep's tracking store failing while the seeds run).
+    ``stop_if`` is called before each seed (each chunk of seeds, on workers) is handed out;
+    whatever it raises stops handing out more, and is raised once the seeds already running
+    have finished (the sweep's tracking store failing while the seeds run). Abandoning
+    running tasks instead leaves loky's queue thread to crash on the cancelled ones.
     """
     from joblib import Parallel, delayed, parallel_config
 
@@ -221,18 +223,32 @@ def run_seeds(
         tasks = (delayed(_run_chunk)(jobs, spec, chunk, keep_schedule_of, runs_here)
                  for chunk in chunks if chunk)
     results = []
+    stopped: list[BaseException] = []
     try:
         with config:
-            for result in Parallel(n_jobs=n_jobs, return_as=return_as)(tasks):
+            for result in Parallel(n_jobs=n_jobs, return_as=return_as)(
+                    _until_stopped(tasks, stop_if, stopped)):
                 for one in result if isinstance(result, list) else [result]:
                     results.append(one)
                     progress.advance()
-                if stop_if is not None:
-                    stop_if()
     finally:
         if release is not None:
             release()
+    if stopped:
+        raise stopped[0]
     return sorted(results, key=lambda r: r.seed)
+
+
+def _until_stopped(tasks, stop_if: Callable[[], None] | None, stopped: list):
+    """``tasks`` until ``stop_if`` raises (what it raised goes into ``stopped``)."""
+    for task in tasks:
+        if stop_if is not None:
+            try:
+                stop_if()
+            except Exception as exc:  # noqa: BLE001 - re-raised by run_seeds
+                stopped.append(exc)
+                return
+        yield task
 
 
 def start_workers(n_jobs: int, backend: str = "loky", backfill: str | None = None):

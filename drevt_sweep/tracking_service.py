@@ -1,12 +1,12 @@
 """MLflow's work in a helper process, so that it overlaps the sweep's own work.
 
-Importing mlflow and opening a store cost about 2.5 s of CPU, and each seed's child run about
-20 ms of SQLAlchemy time; done in the sweep's own process they were 40-45% of a 100-seed
+Importing mlflow and opening a store cost about 2.5 s of CPU, and each seed's child run
+25-35 ms of SQLAlchemy time; done in the sweep's own process they were 40-45% of a 100-seed
 sweep's wall time (issue 5). One helper process does all of it instead. It starts with the
-sweep and imports mlflow while Hydra composes the configuration; the sweep sends it commands
-and goes on (the child runs are written while the figures are drawn), waiting only where it
-needs the store: opened before the first seed (a store that does not work fails before any
-simulation), and everything written before a configuration's result is final.
+sweep and imports mlflow while Hydra composes the configuration and the workers start; the
+sweep sends it commands and goes on (the child runs are written while the figures are drawn),
+looks between seed results whether the store failed to open (then it stops at once), and waits
+for the helper only when a configuration's result is final.
 
 Commands run one at a time, in order, on a :class:`~drevt_sweep.tracking.Tracker` in the
 helper. Runs are named by handles that the sweep chooses, so no command waits for MLflow's run
@@ -48,6 +48,7 @@ class TrackingError(Exception):
 # ---------------------------------------------------------------- in the helper
 _trackers: dict[tuple, Tracker] = {}
 _run_ids: dict[str, str] = {}  # handle -> MLflow run id
+_open_failures: dict[tuple, str] = {}
 _in_helper_process = False
 
 
@@ -75,6 +76,8 @@ def _command(fn, *args):
     except DrevtError as exc:
         kind = type(exc) if type(exc).__init__ is Exception.__init__ else DrevtError
         raise kind(str(exc)) from None
+    except TrackingError:
+        raise
     except Exception as exc:  # noqa: BLE001 - reported by TrackingService.wait
         raise TrackingError(f"{type(exc).__name__}: {exc}", traceback.format_exc()) from None
 
@@ -104,25 +107,45 @@ def _import_mlflow() -> None:
 def _open(key: tuple) -> None:
     uri, experiment, artifact_root = key
     if key not in _trackers:
-        with _no_collection():  # the first open imports MLflow's SQLAlchemy store (~1 s)
-            _trackers[key] = Tracker.open(uri, experiment, artifact_root)
+        _open_failures.pop(key, None)
+        try:
+            with _no_collection():  # the first open imports MLflow's SQLAlchemy store (~1 s)
+                _trackers[key] = Tracker.open(uri, experiment, artifact_root)
+        except Exception as exc:
+            _open_failures[key] = f"{type(exc).__name__}: {exc}"
+            raise
+
+
+def _tracker(key: tuple) -> Tracker:
+    if key in _open_failures:  # reported once, by the open itself: not retried per command
+        raise TrackingError(f"the tracking store did not open ({_open_failures[key]})")
+    if key not in _trackers:  # a helper started again after the first one died
+        _open(key)
+    return _trackers[key]
+
+
+def _run(handle: str) -> str:
+    if handle not in _run_ids:
+        raise TrackingError("this run is unknown to the tracking helper: it was never created "
+                            "(see the first error) or the helper was restarted")
+    return _run_ids[handle]
 
 
 def _start_run(key: tuple, handle: str, name: str, tags: dict, parent: str | None) -> None:
-    parent_id = _run_ids[parent] if parent else None
-    _run_ids[handle] = _trackers[key].start_run(name, tags, parent_id)
+    parent_id = _run(parent) if parent else None
+    _run_ids[handle] = _tracker(key).start_run(name, tags, parent_id)
 
 
 def _log(key: tuple, handle: str, metrics, params, tags) -> None:
-    _trackers[key].log(_run_ids[handle], metrics=metrics, params=params, tags=tags)
+    _tracker(key).log(_run(handle), metrics=metrics, params=params, tags=tags)
 
 
 def _log_artifact(key: tuple, handle: str, path: str, folder: str | None) -> None:
-    _trackers[key].log_artifact(_run_ids[handle], path, folder)
+    _tracker(key).log_artifact(_run(handle), path, folder)
 
 
 def _finish(key: tuple, handle: str, status: str) -> None:
-    _trackers[key].finish(_run_ids[handle], status)
+    _tracker(key).finish(_run(handle), status)
 
 
 def _run_id(handle: str) -> str | None:
@@ -130,7 +153,7 @@ def _run_id(handle: str) -> str | None:
 
 
 def _finished_seed_runs(key: tuple, config_hash_value: str) -> dict[str, dict[str, float]]:
-    runs = _trackers[key].finished_seed_runs(config_hash_value)
+    runs = _tracker(key).finished_seed_runs(config_hash_value)
     return {run_key: dict(run.data.metrics) for run_key, run in runs.items()}
 
 

@@ -77,3 +77,23 @@ def test_the_worker_side_imports_neither_mlflow_nor_hydra():
         "assert not bad, bad"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+
+
+@pytest.mark.parametrize("n_jobs", [1, 2])
+def test_a_stop_request_hands_out_no_more_seeds_and_is_raised_after_the_running_ones(jobs, n_jobs, capfd):
+    """How a sweep stops when its tracking store fails mid-way: no new seed starts, the ones
+    running finish, the error comes back, and loky's threads do not crash on the way."""
+    spec = RunSpec(total_nodes=10, backfill="easy", run_time=LOGNORMAL)
+    asked = []
+
+    def stop() -> None:
+        asked.append(1)
+        if len(asked) > 2:
+            raise RuntimeError("the store failed")
+
+    done = []
+    with pytest.raises(RuntimeError, match="the store failed"):
+        run_seeds(jobs, spec, list(range(40)), n_jobs=n_jobs, stop_if=stop,
+                  progress=type("P", (), {"advance": lambda self: done.append(1)})())
+    assert 0 < len(done) < 40
+    assert "Traceback" not in capfd.readouterr().err
