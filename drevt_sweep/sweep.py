@@ -1,10 +1,10 @@
 """The ``drevt-sweep`` Hydra app: one Hydra job = one configuration, run over its seeds.
 
 Flow of a job: compose config -> open the tracking store (in the tracking helper process, while
-the trace is read once from the on-disk cache and the workers start; a store that does not work
-fails before any seed) -> fan seeds out with joblib -> aggregate -> send one parent run and one
-child run per seed to the helper, which writes them while the outputs and figures are made ->
-write ``result.json`` into the job's folder. A multirun's ``SweepSummaryCallback`` gathers those
+the trace is read once from the on-disk cache and the workers start) -> fan seeds out with
+joblib (no more are handed out once the store is known to have failed) -> aggregate -> send one
+parent run and one child run per seed to the helper, which writes them while the outputs and
+figures are made -> wait for it -> write ``result.json`` into the job's folder. A multirun's ``SweepSummaryCallback`` gathers those
 files into ``summary.csv`` and a printed table.
 """
 
@@ -186,7 +186,8 @@ def run_configuration(cfg: DictConfig) -> dict:
     out_dir.mkdir(parents=True, exist_ok=True)
     label = configuration_label(hydra_cfg)
     settings = result_config(cfg)
-    result: dict = {"label": label, "status": "FAILED", "choices": dict(hydra_cfg.runtime.choices)}
+    result: dict = {"label": label, "status": "FAILED", "choices": dict(hydra_cfg.runtime.choices),
+                    "parent_run_id": None}
     tracker = parent_id = None
     started = time.perf_counter()
     timings = result["timings"] = {}  # seconds per phase, for the sweep benchmark
@@ -280,7 +281,7 @@ def run_configuration(cfg: DictConfig) -> dict:
         _record_failure(result, label, detail, tracker, parent_id, out_dir,
                         details=traceback.format_exc())
     finally:
-        if tracker and parent_id and "parent_run_id" not in result:
+        if tracker and parent_id and result["parent_run_id"] is None:
             try:
                 result["parent_run_id"] = tracker.run_id(parent_id)
             except Exception:  # noqa: BLE001 - an interrupted or broken helper
@@ -445,12 +446,12 @@ def _fail_run(tracker, run_id: str, message: str, out_dir: Path) -> None:
 
     path = out_dir / "error.txt"
     path.write_text(message + "\n")
-    tracker.log(run_id, tags={TAG_ERROR: message[:5000]})
-    tracker.log_artifact(run_id, path)
-    tracker.finish(run_id, "FAILED")
     try:
+        tracker.log(run_id, tags={TAG_ERROR: message[:5000]})
+        tracker.log_artifact(run_id, path)
+        tracker.finish(run_id, "FAILED")
         tracker.wait()
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:  # noqa: BLE001 - reporting must go on
         log.error("could not record the error in the tracking store: %s", exc)
 
 

@@ -2,11 +2,12 @@
 child run per seed.
 
 Design points (each measured to matter): the sqlite store and the experiment are created once,
-under a file lock, before any simulation starts (several processes migrating a fresh sqlite
-schema at once corrupt it, and concurrent ``set_experiment`` calls create duplicates); every
-write to an embedded store holds the same lock, so two sweeps sharing it lose nothing; metrics
-go in batches from the parent process after the seeds are gathered (``log_metric`` in a loop
-is 30-45x slower); workers never import mlflow.
+under a file lock, by one process (several processes migrating a fresh sqlite schema at once
+corrupt it, and concurrent ``set_experiment`` calls create duplicates; a multirun creates them
+before its first job); every write to an embedded store holds the same lock, so two sweeps
+sharing it lose nothing; metrics go in batches after the seeds are gathered (``log_metric`` in
+a loop is 30-45x slower); workers never import mlflow. The sweep calls this module through
+:mod:`drevt_sweep.tracking_service`, which runs it in a helper process.
 """
 
 from __future__ import annotations
