@@ -173,21 +173,9 @@ def _seg_update(tn, tl, i):
 
 @njit(cache=True)
 def _first_waiting(tn, size, p):
-    """Smallest rank >= p whose job waits, or -1."""
-    if p >= size:
-        return -1
-    i = p + size
-    while True:
-        if tn[i] < BIG:
-            if i >= size:
-                return i - size
-            i = 2 * i
-        else:
-            while i & 1:
-                i >>= 1
-            if i == 0:
-                return -1
-            i += 1
+    """Smallest rank >= p whose job waits, or -1 (a waiting job's leaf holds its node count,
+    an empty leaf BIG)."""
+    return _first_fit(tn, size, p, BIG - 1)
 
 
 @njit(cache=True)
