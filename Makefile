@@ -54,4 +54,4 @@ clean: ## remove run outputs and caches (keeps .venv)
 SERVER_PORT ?= 5001
 SERVER_ROOT ?= $(CURDIR)/outputs
 server: $(STAMP) ## MLflow tracking server on PostgreSQL, 127.0.0.1:$(SERVER_PORT) (apt-get install postgresql)
-	$(BIN)/python -m drevt_sweep.server run --root $(SERVER_ROOT) --port $(SERVER_PORT)
+	$(BIN)/python -m drevt_sweep.tracking.server run --root $(SERVER_ROOT) --port $(SERVER_PORT)

@@ -24,7 +24,7 @@ what those reader differences do to the schedule.
 
 What is timed
 -------------
-* Ours: ``drevt_sweep.engine.simulate(jobs, run_time, N, priority="fcfs", backfill=...,
+* Ours: ``drevt_sweep.sim.engine.simulate(jobs, run_time, N, priority="fcfs", backfill=...,
   enforce_limits=False)`` on an already-read ``JobTable``: validation, priority ranks, the event
   loop (the compiled kernel when ``kernel="auto"`` picks it, else the pure-Python reference) and
   building the ``Schedule``. Not timed: reading the trace, metrics, interpreter start-up. One
@@ -385,7 +385,7 @@ def _time_ours(jobs, nodes: int, backfill: str, reps: int, kernel: str):
     """Median wall and CPU seconds of ``reps`` calls after one warm-up, the schedule, and which
     engine ran. ``kernel="fast"`` asks for the compiled kernel explicitly (``"auto"`` may pick the
     reference for small runs); if the engine cannot run it, ``"auto"`` is timed and labelled."""
-    from drevt_sweep import engine
+    from drevt_sweep.sim import engine
     from drevt_sweep.errors import ConfigError
 
     run_time = np.asarray(jobs.actual_run_time, dtype=np.float64)
@@ -415,7 +415,7 @@ def _time_ours(jobs, nodes: int, backfill: str, reps: int, kernel: str):
 def _has_kernel_argument() -> bool:
     import inspect
 
-    from drevt_sweep import engine
+    from drevt_sweep.sim import engine
 
     return "kernel" in inspect.signature(engine.simulate).parameters
 

@@ -40,7 +40,7 @@ def _command() -> list[str]:
     script = Path(sys.executable).parent / "drevt-sim"
     if script.exists():
         return [str(script)]
-    return [sys.executable, "-c", "from drevt_sweep.sim_cli import main; main()"]
+    return [sys.executable, "-c", "from drevt_sweep.cli.sim import main; main()"]
 
 
 def _children_cpu() -> float:

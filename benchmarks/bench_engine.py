@@ -1,7 +1,7 @@
 """Simulation-engine speed: the compiled kernel (and the reference, for the ratio) on real and
 generated traces, against the targets of issue 5.
 
-What is timed: ``drevt_sweep.engine.simulate(jobs, run_time, total_nodes, ...)`` on a trace
+What is timed: ``drevt_sweep.sim.engine.simulate(jobs, run_time, total_nodes, ...)`` on a trace
 that is already loaded (reading the file is not included; validation, priority ranks and the
 event loop are). Each case is warmed up once first, so numba's compilation or cache load is
 excluded, then timed ``REPEATS`` times and the median is reported. ``seconds`` (and jobs/s,
@@ -80,7 +80,7 @@ def _time(fn, repeats: int) -> tuple[float, float]:
 
 
 def _simulate_case(jobs, total: int, backfill: str, kernel: str):
-    from drevt_sweep.engine import simulate
+    from drevt_sweep.sim.engine import simulate
 
     run_time = jobs.actual_run_time
     return lambda: simulate(jobs, run_time, total, priority="fcfs", backfill=backfill, kernel=kernel)
@@ -163,8 +163,8 @@ _MEMORY_CHILD = """
 import json, resource, sys, time
 sys.path.insert(0, {here!r})
 from gen_workload import NODES, generate
-from drevt_sweep import fast
-from drevt_sweep.engine import simulate
+from drevt_sweep.sim import kernel as fast
+from drevt_sweep.sim.engine import simulate
 fast.load()
 jobs = generate({n})
 def rss():
@@ -202,7 +202,7 @@ def memory_row(n: int = 1_000_000) -> dict:
 
 def run(quick: bool = False) -> list[dict]:
     """All rows (about a minute); ``quick``: fewer repetitions (3, reference once)."""
-    from drevt_sweep import fast
+    from drevt_sweep.sim import kernel as fast
 
     if fast.load(warn=False) is None:
         raise RuntimeError(f"the compiled kernel is unavailable: {fast.unavailable_reason()}")
@@ -249,7 +249,7 @@ def profile_reference(top: int = 8) -> str:
     import io
     import pstats
 
-    from drevt_sweep.engine import simulate
+    from drevt_sweep.sim.engine import simulate
 
     jobs = _load_swf(BUNDLED_KTH)
     out = io.StringIO()

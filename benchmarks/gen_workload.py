@@ -18,7 +18,7 @@ run (thousands to tens of thousands of waiting jobs): the case that makes a naiv
 scan O(jobs x queue).
 
 ``python benchmarks/gen_workload.py N`` prints a summary; :func:`generate` returns a
-``JobTable`` (``actual_run_time`` filled) ready for ``drevt_sweep.engine.simulate``.
+``JobTable`` (``actual_run_time`` filled) ready for ``drevt_sweep.sim.engine.simulate``.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """``python -m drevt_sweep`` runs the sweep app (same as the ``drevt-sweep`` command)."""
 
-from .sweep import main
+from .sweep.app import main
 
 main()

@@ -36,7 +36,7 @@ import numpy as np
 
 from .errors import ConfigError
 from .jobs import JobTable
-from .schedule import Schedule
+from .sim.schedule import Schedule
 
 SCHEDULE_COLUMNS = (
     "job_id",

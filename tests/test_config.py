@@ -9,8 +9,9 @@ from hydra import compose, initialize_config_module
 from hydra.errors import ConfigCompositionException, MissingConfigException
 from omegaconf.errors import MissingMandatoryValue
 
-from drevt_sweep.config import Backfill, Priority, RunTimeMode, TraceFormat, register_configs
-from drevt_sweep.sweep import read_options, resolve_trace_path, run_spec
+from drevt_sweep.sweep.config import Backfill, Priority, RunTimeMode, TraceFormat, register_configs
+from drevt_sweep.sweep.app import run_spec
+from drevt_sweep.trace.options import read_options, resolve_trace_path
 
 CONF = Path(__file__).resolve().parents[1] / "conf"
 
@@ -55,7 +56,7 @@ def test_every_option_of_every_group_composes(hydra_compose, group):
 
 
 def test_policy_files_map_to_engine_names(hydra_compose):
-    from drevt_sweep import engine
+    from drevt_sweep.sim import engine
 
     for name in options("policy"):
         cfg = hydra_compose(f"policy={name}")
@@ -133,7 +134,7 @@ def test_experiments_sweep_what_they_say(hydra_compose):
 
 
 def test_workload_settings_reach_the_run_spec(hydra_compose):
-    from drevt_sweep.workload_config import workload_spec
+    from drevt_sweep.sweep.workload_config import workload_spec
 
     cfg = hydra_compose("workload=load", "workload.load_factor=1.2")
     spec = run_spec(cfg, 100, workload_spec(cfg.workload, cfg.system.total_nodes))

@@ -16,11 +16,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from drevt_sweep.capacity import CapacitySchedule, latest_fit_start, latest_starts
-from drevt_sweep.engine import BACKFILL_POLICIES, PRIORITY_POLICIES, simulate
+from drevt_sweep.sim.capacity import CapacitySchedule, latest_fit_start, latest_starts
+from drevt_sweep.sim.engine import BACKFILL_POLICIES, PRIORITY_POLICIES, simulate
 from drevt_sweep.errors import ConfigError
-from drevt_sweep.policies.base import Capacity
-from drevt_sweep.policies.conservative import ConservativeBackfill
+from drevt_sweep.sim.policies.base import Capacity
+from drevt_sweep.sim.policies.conservative import ConservativeBackfill
 from jobtable_factory import make_jobs
 
 SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -24,8 +24,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from drevt_sweep.engine import BACKFILL_POLICIES, PRIORITY_POLICIES, simulate
-from drevt_sweep.policies.conservative import ConservativeBackfill
+from drevt_sweep.sim.engine import BACKFILL_POLICIES, PRIORITY_POLICIES, simulate
+from drevt_sweep.sim.policies.conservative import ConservativeBackfill
 from jobtable_factory import make_jobs
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from drevt_sweep.engine import replay
+from drevt_sweep.sim.engine import replay
 from drevt_sweep.errors import ConfigError
 from jobtable_factory import make_jobs
 

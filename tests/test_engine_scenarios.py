@@ -13,7 +13,7 @@ import math
 import numpy as np
 import pytest
 
-from drevt_sweep.engine import BACKFILL_POLICIES, PRIORITY_POLICIES, replay, simulate
+from drevt_sweep.sim.engine import BACKFILL_POLICIES, PRIORITY_POLICIES, replay, simulate
 from drevt_sweep.errors import ConfigError
 from jobtable_factory import make_jobs
 

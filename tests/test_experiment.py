@@ -7,8 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from drevt_sweep.experiment import RunSpec, aggregate, run_seed, run_seeds, seeds_for
-from drevt_sweep.runtime import RunTimeModel
+from drevt_sweep.sweep.seeds import RunSpec, aggregate, run_seed, run_seeds, seeds_for
+from drevt_sweep.sim.runtime import RunTimeModel
 from drevt_sweep.trace import ReadOptions, read_trace
 
 TINY = Path(__file__).parent / "data" / "traces" / "sweep_tiny.csv"
@@ -54,7 +54,7 @@ def test_a_failing_seed_becomes_a_result_not_a_crash(jobs):
 
 
 def test_aggregate_gives_mean_std_and_t_interval():
-    from drevt_sweep.experiment import SeedResult
+    from drevt_sweep.sweep.seeds import SeedResult
 
     results = [SeedResult(s, metrics={"wait_mean": w}) for s, w in enumerate([10.0, 12.0, 14.0])]
     agg = aggregate(results)
@@ -72,7 +72,7 @@ def test_the_worker_side_imports_neither_mlflow_nor_hydra():
     import sys
 
     code = (
-        "import sys, drevt_sweep.experiment as e; "
+        "import sys, drevt_sweep.sweep.seeds as e; "
         "bad = [m for m in ('mlflow', 'hydra', 'omegaconf') if m in sys.modules]; "
         "assert not bad, bad"
     )

@@ -1,4 +1,4 @@
-"""The compiled kernel (``drevt_sweep.fast``) against the reference engine, bit for bit.
+"""The compiled kernel (``drevt_sweep.sim.kernel``) against the reference engine, bit for bit.
 
 * hypothesis: random traces for every priority x backfill x enforce_limits, with zero-length
   jobs, simultaneous submits, oversized jobs, run times past the limit, ties in every key, tiny
@@ -25,8 +25,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from drevt_sweep import fast
-from drevt_sweep.engine import BACKFILL_POLICIES, PRIORITY_POLICIES, simulate
+from drevt_sweep.sim import kernel as fast
+from drevt_sweep.sim.engine import BACKFILL_POLICIES, PRIORITY_POLICIES, simulate
 from drevt_sweep.errors import ConfigError
 from jobtable_factory import make_jobs
 
@@ -199,7 +199,7 @@ def test_without_numba_auto_falls_back_with_one_warning(monkeypatch):
     monkeypatch.setattr(fast, "_failure", None)
     monkeypatch.setattr(fast, "worth_loading", lambda backfill, n: True)
     monkeypatch.delattr(fast, "_kernels", raising=False)
-    monkeypatch.setitem(sys.modules, "drevt_sweep.fast._kernels", None)  # import fails
+    monkeypatch.setitem(sys.modules, "drevt_sweep.sim.kernel._kernels", None)  # import fails
     with pytest.warns(RuntimeWarning, match="compiled simulation kernel is unavailable"):
         got = simulate(jobs, jobs.actual_run_time, 4)
     assert np.array_equal(got.begin, want.begin, equal_nan=True)
@@ -211,7 +211,7 @@ def test_without_numba_auto_falls_back_with_one_warning(monkeypatch):
 
 
 def test_importing_the_engine_does_not_import_numba():
-    code = "import sys, drevt_sweep.engine, drevt_sweep.fast; sys.exit('numba' in sys.modules)"
+    code = "import sys, drevt_sweep.sim.engine, drevt_sweep.sim.kernel; sys.exit('numba' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0
 
 
@@ -228,7 +228,7 @@ def test_warm_loads_the_compiled_code_a_first_run_would_need():
     """A sweep worker warms up while the trace is read; its first seed must not pay numba's
     cache load (importing the module alone does not load machine code)."""
     code = (
-        "import sys; from drevt_sweep import fast\n"
+        "import sys; from drevt_sweep.sim import kernel as fast\n"
         "assert fast.warm('bogus') is False\n"
         "assert fast.warm('easy') is True\n"
         "k = fast.load()\n"

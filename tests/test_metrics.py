@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from drevt_sweep.jobs import JobTable, TraceMeta
-from drevt_sweep.metrics import METRIC_DEFINITIONS, bounded_slowdown, compute_metrics
-from drevt_sweep.schedule import Schedule
+from drevt_sweep.sim.metrics import METRIC_DEFINITIONS, bounded_slowdown, compute_metrics
+from drevt_sweep.sim.schedule import Schedule
 
 
 def table_and_schedule(rows, total_nodes, queues=("pbatch",), columns=None):
@@ -235,7 +235,7 @@ def test_queue_length_matches_an_event_by_event_count(jobs):
     st.sampled_from(["fcfs", "sjf", "largest"]),
 )
 def test_metrics_of_simulated_schedules_are_consistent(rows, backfill, priority):
-    engine = pytest.importorskip("drevt_sweep.engine")
+    engine = pytest.importorskip("drevt_sweep.sim.engine")
     import jobtable_factory
 
     rows.sort(key=lambda r: r[0])

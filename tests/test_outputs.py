@@ -25,7 +25,7 @@ from drevt_sweep.outputs import (
     write_schedule_csv,
     write_stats_json,
 )
-from drevt_sweep.schedule import Schedule
+from drevt_sweep.sim.schedule import Schedule
 
 
 def make(submit, nodes, begin, run, *, limit=None, queue=None, names=("pbatch",), killed=None,
@@ -236,14 +236,14 @@ def test_the_schedule_csv_is_a_replay_trace_that_round_trips_bit_identically(tmp
     assert list(back.queue[order]) == list(jobs.queue)
     # Writing its replay again gives the same file, but for actual_run_time, which a replay
     # recomputes as end - begin (equal to the run time up to the last bit for fractional times).
-    engine = pytest.importorskip("drevt_sweep.engine")
+    engine = pytest.importorskip("drevt_sweep.sim.engine")
     again = schedule_csv_bytes(back, engine.replay(back, 64)).decode().splitlines()
     first = path.read_text().splitlines()
     assert [line.rsplit(",", 1)[0] for line in again] == [line.rsplit(",", 1)[0] for line in first]
 
 
 def test_an_integral_schedule_round_trips_byte_for_byte(tmp_path):
-    engine = pytest.importorskip("drevt_sweep.engine")
+    engine = pytest.importorskip("drevt_sweep.sim.engine")
     jobs, schedule = make(**SEEDS, job_id=[7, 8, 9], exit_status=[0, 1, -1])
     path = write_schedule_csv(tmp_path / "schedule.csv", jobs, schedule)
     back = _read_back(path)

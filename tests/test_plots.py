@@ -11,10 +11,11 @@ import pandas as pd
 import pytest
 from jobtable_factory import make_jobs
 
-from drevt_sweep import plots
-from drevt_sweep.metrics import compute_metrics
-from drevt_sweep.report import configuration_figures, historical_baseline, seed_percentile_ci
-from drevt_sweep.schedule import Schedule
+from drevt_sweep.report import figures as plots
+from drevt_sweep.sim.metrics import compute_metrics
+from drevt_sweep.report.html import configuration_figures, seed_percentile_ci
+from drevt_sweep.sim.engine import historical_baseline
+from drevt_sweep.sim.schedule import Schedule
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -238,7 +239,7 @@ def test_slowdown_figure_labels(tmp_path):
 # ------------------------------------------------------------------ Gantt chart
 def test_gantt_slots_never_overlap_and_stay_on_the_machine(tmp_path):
     rng = np.random.default_rng(3)
-    from drevt_sweep import engine
+    from drevt_sweep.sim import engine
 
     n = 60
     submit = np.sort(rng.uniform(0, 2000, n))

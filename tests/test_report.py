@@ -20,8 +20,9 @@ import pytest
 import yaml
 from jobtable_factory import make_jobs
 
-from drevt_sweep import engine, report
-from drevt_sweep.metrics import compute_metrics
+from drevt_sweep.report import html as report
+from drevt_sweep.sim import engine
+from drevt_sweep.sim.metrics import compute_metrics
 from drevt_sweep.outputs import write_schedule_csv
 
 TINY = Path(__file__).parent / "data" / "traces" / "sweep_tiny.csv"
@@ -355,7 +356,7 @@ def test_the_command_logs_the_report_to_every_parent_run(real_sweep):
     from mlflow.tracking import MlflowClient
 
     sweep = real_sweep / "sweep"
-    proc = subprocess.run([sys.executable, "-m", "drevt_sweep.report", str(sweep), "--log-to-mlflow"],
+    proc = subprocess.run([sys.executable, "-m", "drevt_sweep.report.html", str(sweep), "--log-to-mlflow"],
                           capture_output=True, text=True, timeout=600,
                           env={**os.environ, "PYTHONWARNINGS": "ignore"})
     assert proc.returncode == 0, proc.stderr

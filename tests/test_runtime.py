@@ -10,7 +10,7 @@ import pytest
 import jobtable_factory
 from drevt_sweep.errors import ConfigError
 from drevt_sweep.jobs import JobTable
-from drevt_sweep.runtime import (
+from drevt_sweep.sim.runtime import (
     DEFAULT_MIN_RUN_TIME,
     STREAMS,
     RunTimeModel,
@@ -145,7 +145,7 @@ def test_deterministic_models_ignore_the_seed():
 def test_draws_do_not_depend_on_the_policy():
     # Common random numbers: the draws are made before, and without, the scheduler; check it
     # end to end where the engine exists.
-    engine = pytest.importorskip("drevt_sweep.engine")
+    engine = pytest.importorskip("drevt_sweep.sim.engine")
     jobs = make_jobs([100.0] * 200).replace(num_nodes=np.arange(200, dtype=np.int64) % 7 + 1)
     model = lognormal(0.5, 1.0)
     runs = []

@@ -20,8 +20,8 @@ import numpy as np
 import pytest
 
 from drevt_sweep.errors import ConfigError
-from drevt_sweep.experiment import RunSpec, run_seed, run_seeds
-from drevt_sweep.runtime import RunTimeModel
+from drevt_sweep.sweep.seeds import RunSpec, run_seed, run_seeds
+from drevt_sweep.sim.runtime import RunTimeModel
 from drevt_sweep.trace import ReadOptions, read_trace
 
 from sweep_helpers import TINY, run_sweep
@@ -77,7 +77,7 @@ def dask_cluster():
     try:
         yield cluster
     finally:
-        from drevt_sweep.backends import close_dask
+        from drevt_sweep.sweep.backends import close_dask
 
         close_dask()  # clients that run_seeds opened in this process
         cluster.close()
@@ -139,7 +139,7 @@ def test_seeds_on_a_dask_cluster_equal_loky_bit_for_bit_and_the_trace_travels_on
 
 def test_dask_without_an_address_starts_a_local_cluster_with_the_same_results():
     pytest.importorskip("dask.distributed")
-    from drevt_sweep.backends import _DASK, close_dask
+    from drevt_sweep.sweep.backends import _DASK, close_dask
 
     jobs, seeds = tiny_jobs(), [3, 4, 5]
     try:
@@ -188,7 +188,7 @@ def test_a_sweep_through_a_dask_scheduler_matches_the_loky_sweep(tmp_path, dask_
 def test_seeds_on_ray_equal_loky_bit_for_bit(monkeypatch):
     """Only where Ray is installed (pip install 'drevt-sweep[ray]'); not part of the test extra."""
     ray = pytest.importorskip("ray")
-    from drevt_sweep.backends import close_ray
+    from drevt_sweep.sweep.backends import close_ray
 
     puts = []
     real_put = ray.put
@@ -296,7 +296,7 @@ def test_our_slurm_launcher_submits_a_job_array_and_gathers_its_results(tmp_path
 
 # ---------------------------------------------------------------- tracking server
 def _postgres_or_skip():
-    from drevt_sweep.server import ServerError, find_pg_bin
+    from drevt_sweep.tracking.server import ServerError, find_pg_bin
 
     pytest.importorskip("psycopg2", reason="psycopg2-binary is in the test extra")
     try:
@@ -311,7 +311,7 @@ def _postgres_or_skip():
 def tracking_server():
     """A real PostgreSQL cluster and a real `mlflow server` on it, both on 127.0.0.1."""
     _postgres_or_skip()
-    from drevt_sweep import server
+    from drevt_sweep.tracking import server
 
     # Not under pytest's tmp dir: that is private to root, and PostgreSQL runs as 'postgres'.
     root = Path(tempfile.mkdtemp(prefix="drevt-server-test-"))
@@ -372,7 +372,7 @@ def test_a_sweep_against_a_tracking_server_on_postgresql(tmp_path, tracking_serv
     assert len(stored) == 2
 
     # The runs live in PostgreSQL, and both servers listen on the loopback interface only.
-    from drevt_sweep.server import DB_NAME, DB_USER
+    from drevt_sweep.tracking.server import DB_NAME, DB_USER
 
     count = subprocess.run(
         [str(Path(tracking_server.pg_bin) / "psql"), "-h", "127.0.0.1", "-p", str(tracking_server.pg_port),

@@ -10,9 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from drevt_sweep import sim_cli
-from drevt_sweep.schedule import Schedule
-from drevt_sweep.sim_cli import main, per_job_text, statistics_text
+from drevt_sweep.cli import sim as sim_cli
+from drevt_sweep.sim.schedule import Schedule
+from drevt_sweep.cli.sim import main, per_job_text, statistics_text
 
 REPO = Path(__file__).resolve().parents[1]
 DREVT_SIM = REPO / ".venv" / "bin" / "drevt-sim"
@@ -268,8 +268,9 @@ def test_defaults_follow_the_seeds():
 
 
 def test_choices_agree_with_the_engine_and_the_models():
-    engine = pytest.importorskip("drevt_sweep.engine")
-    from drevt_sweep import runtime, trace
+    engine = pytest.importorskip("drevt_sweep.sim.engine")
+    from drevt_sweep import trace
+    from drevt_sweep.sim import runtime
 
     assert sim_cli.PRIORITY_POLICIES == engine.PRIORITY_POLICIES
     assert sim_cli.BACKFILL_POLICIES == engine.BACKFILL_POLICIES
@@ -344,7 +345,7 @@ def test_statistics_block_is_aligned_and_lists_queues():
 def test_drevt_sim_imports_no_tracking_or_config_machinery(seeds_trace):
     # Startup time: a run must not pull in MLflow or Hydra (seconds of imports).
     code = (
-        "import sys; from drevt_sweep.sim_cli import main; "
+        "import sys; from drevt_sweep.cli.sim import main; "
         f"rc = main([{str(seeds_trace)!r}, '--quiet']); "
         "print(rc, sorted(m for m in ('mlflow', 'hydra', 'omegaconf', 'joblib') if m in sys.modules))"
     )

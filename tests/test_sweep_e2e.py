@@ -11,9 +11,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from drevt_sweep.experiment import RunSpec, simulate_seed
-from drevt_sweep.metrics import compute_metrics
-from drevt_sweep.runtime import RunTimeModel
+from drevt_sweep.sweep.seeds import RunSpec, simulate_seed
+from drevt_sweep.sim.metrics import compute_metrics
+from drevt_sweep.sim.runtime import RunTimeModel
 from drevt_sweep.trace import ReadOptions, read_trace
 
 from sweep_helpers import TINY, run_sweep

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from drevt_sweep import tracking_service
+from drevt_sweep.tracking import helper as tracking_service
 from drevt_sweep.errors import ConfigError, TraceError
-from drevt_sweep.tracking_service import TrackingError, TrackingService
+from drevt_sweep.tracking.helper import TrackingError, TrackingService
 
 
 @pytest.fixture
@@ -122,7 +122,7 @@ def test_the_console_helper_is_a_separate_process_that_yields_to_the_seeds(tmp_p
     once the seeds start it runs at a lower priority; stopping it kills it at once."""
     script = textwrap.dedent(f"""
         import os, threading
-        from drevt_sweep import tracking_service as ts
+        from drevt_sweep.tracking import helper as ts
         ts.start_helper(fork=True)
         service = ts.TrackingService({store(tmp_path)!r}, "exp")
         run = service.start_run("one", {{}})
@@ -159,7 +159,7 @@ def test_the_console_helper_is_a_separate_process_that_yields_to_the_seeds(tmp_p
 def test_a_helper_whose_sweep_died_leaves(tmp_path):
     script = textwrap.dedent("""
         import os, sys
-        from drevt_sweep import tracking_service as ts
+        from drevt_sweep.tracking import helper as ts
         ts.start_helper(fork=True)
         ts._submit_to_helper(os.getpid).result()
         print(ts._helper_pid.value, flush=True)

@@ -1,4 +1,4 @@
-"""Workload scenarios (``drevt_sweep.workload``): each transform against hand-computed
+"""Workload scenarios (``drevt_sweep.sim.workload``): each transform against hand-computed
 expectations (the arithmetic is in the comments), the ``workload`` config group, properties on
 random tables (the result is a valid job table, deterministic, the input untouched, and the
 engine's invariants hold on it), and the identity reproducing the untransformed schedule."""
@@ -16,11 +16,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from omegaconf import OmegaConf
 
-from drevt_sweep.capacity import CapacitySchedule
-from drevt_sweep.engine import BACKFILL_POLICIES, simulate
+from drevt_sweep.sim.capacity import CapacitySchedule
+from drevt_sweep.sim.engine import BACKFILL_POLICIES, simulate
 from drevt_sweep.errors import ConfigError
-from drevt_sweep.runtime import RunTimeModel, draw_run_times, stream_rng
-from drevt_sweep.workload import (
+from drevt_sweep.sim.runtime import RunTimeModel, draw_run_times, stream_rng
+from drevt_sweep.sim.workload import (
     REPORT_KEYS,
     Maintenance,
     WorkloadSpec,
@@ -28,7 +28,7 @@ from drevt_sweep.workload import (
     parse_capacity,
     parse_time,
 )
-from drevt_sweep.workload_config import WorkloadConf, workload_spec
+from drevt_sweep.sweep.workload_config import WorkloadConf, workload_spec
 from jobtable_factory import make_jobs
 from test_engine_capacity import check_capacity_invariants
 

@@ -18,7 +18,7 @@ import re
 
 import numpy as np
 
-from .jobs import JobTable
+from ..jobs import JobTable
 from .schedule import Schedule
 
 BSLD_TAU = 10.0  # seconds: the bounded-slowdown threshold for very short jobs

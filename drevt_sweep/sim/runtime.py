@@ -38,8 +38,8 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from .errors import ConfigError
-from .jobs import JobTable
+from ..errors import ConfigError
+from ..jobs import JobTable
 
 RUN_TIME_MODES = ("actual", "limit", "distribution")
 DISTRIBUTIONS = ("normal", "lognormal", "uniform")

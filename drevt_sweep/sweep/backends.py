@@ -23,7 +23,7 @@ import atexit
 import warnings
 from pathlib import Path
 
-from .errors import ConfigError
+from ..errors import ConfigError
 
 _DASK: dict[str, tuple[object, object | None]] = {}  # key -> (client, own LocalCluster or None)
 _RAY_STARTED_HERE = False

@@ -30,8 +30,8 @@ import traceback
 import uuid
 from typing import Mapping
 
-from .errors import DrevtError
-from .tracking import Tracker, check_reachable
+from ..errors import DrevtError
+from .store import Tracker, check_reachable
 
 
 class TrackingError(Exception):

@@ -32,8 +32,8 @@ from typing import Callable
 import numpy as np
 
 from .capacity import CapacitySchedule, latest_starts
-from .errors import ConfigError
-from .jobs import JobTable
+from ..errors import ConfigError, DrevtError
+from ..jobs import JobTable
 from .policies import (
     BACKFILL_POLICIES,
     PRIORITY_POLICIES,
@@ -145,7 +145,7 @@ def simulate(
 
     rank = priority_rank(priority, submit, limit, nodes)
     if _use_fast_kernel(kernel, backfill, capacity, on_reservation, n):
-        from . import fast
+        from . import kernel as fast
 
         begin_l, end_l = fast.run_events(
             submit=submit, limit=limit, nodes=nodes, dur=dur, rejected=rejected, rank=rank,
@@ -204,7 +204,7 @@ def _use_fast_kernel(kernel: str, backfill: str, capacity: Capacity, on_reservat
             raise ConfigError(f"DREVT_KERNEL={kernel!r} is not one of: {', '.join(_KERNELS)}")
     if kernel == "reference":
         return False
-    from . import fast
+    from . import kernel as fast
     from .policies.conservative import ConservativeBackfill
 
     why = None
@@ -391,6 +391,20 @@ def replay(jobs: JobTable, total_nodes: int) -> Schedule:
             "replay_begin_before_submit": int((begin < submit).sum()),
         },
     )
+
+
+def historical_baseline(jobs: JobTable, total_nodes: int) -> Schedule | None:
+    """The replay of the trace's own history, or None when the trace does not record every
+    job's begin and end. Cheap: no scheduling, just the recorded times. The sweep draws it
+    beside simulated schedules and the report re-reads it for finished sweeps."""
+    begin = np.asarray(jobs.begin, dtype=float)
+    end = np.asarray(jobs.end, dtype=float)
+    if len(jobs) == 0 or not (np.isfinite(begin).all() and np.isfinite(end).all()):
+        return None
+    try:
+        return replay(jobs, total_nodes)
+    except DrevtError:
+        return None
 
 
 def _overcommit_instants(begin: np.ndarray, end: np.ndarray, nodes: np.ndarray, total: int) -> int:

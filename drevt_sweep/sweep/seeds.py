@@ -18,13 +18,13 @@ from typing import Callable, Mapping
 
 import numpy as np
 
-from . import engine
-from .errors import DrevtError
-from .jobs import JobTable
-from .metrics import compute_metrics
-from .runtime import RunTimeModel, draw_run_times, is_stochastic
-from .schedule import Schedule
-from .workload import WorkloadSpec, apply_workload
+from ..sim import engine
+from ..errors import DrevtError
+from ..jobs import JobTable
+from ..sim.metrics import compute_metrics
+from ..sim.runtime import RunTimeModel, draw_run_times, is_stochastic
+from ..sim.schedule import Schedule
+from ..sim.workload import WorkloadSpec, apply_workload
 
 
 @dataclass(frozen=True)
@@ -100,7 +100,7 @@ def run_seed(
     kernel is loaded at once rather than after a few slow reference runs (same results)."""
     started = time.perf_counter()
     if runs_here > 1 and not spec.replay:
-        from . import fast
+        from ..sim import kernel as fast
 
         fast.expect_runs(spec.backfill, len(jobs), runs_here)
     try:
@@ -306,7 +306,7 @@ def _warm_worker(backfill: str | None) -> int:
 
 
 def _load_kernel(backfill: str | None) -> None:
-    from . import fast
+    from ..sim import kernel as fast
 
     if backfill is None or not fast.warm(backfill):
         fast.load(warn=False)

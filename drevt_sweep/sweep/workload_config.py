@@ -15,7 +15,7 @@ from typing import Any, List, Optional
 
 from omegaconf import MISSING
 
-from .workload import DAY, Maintenance, WorkloadSpec
+from ..sim.workload import DAY, Maintenance, WorkloadSpec
 
 
 @dataclass

@@ -39,7 +39,7 @@ from typing import Iterable
 
 import numpy as np
 
-from .errors import ConfigError
+from ..errors import ConfigError
 
 INF = math.inf
 

@@ -15,7 +15,6 @@ import logging
 import sys
 import time
 import traceback
-from importlib import resources
 from pathlib import Path
 
 import hydra
@@ -23,10 +22,10 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
-from . import __version__
+from .. import __version__
 from .config import register_configs
-from .errors import ConfigError, DrevtError
-from .experiment import (
+from ..errors import ConfigError, DrevtError
+from .seeds import (
     Progress,
     RunSpec,
     SeedResult,
@@ -35,17 +34,17 @@ from .experiment import (
     seeds_for,
     start_workers,
 )
-from .runtime import RunTimeModel
-from .trace import ReadOptions
-from .tracking import flatten
-from .tracking_service import (
+from ..sim.runtime import RunTimeModel
+from ..trace.options import read_options, resolve_trace_path
+from ..tracking.store import flatten
+from ..tracking.helper import (
     TrackingError,
     TrackingService,
     start_helper,
     stop_helper,
     yield_to_simulation,
 )
-from .workload import WorkloadSpec, apply_workload
+from ..sim.workload import WorkloadSpec, apply_workload
 from .workload_config import workload_spec
 
 log = logging.getLogger("drevt_sweep")
@@ -63,35 +62,6 @@ _state = {"ran": False}  # whether any configuration started (bad options stop b
 def _value(node):
     """Enum members come back from structured configs as Enums; we want their names."""
     return getattr(node, "value", node)
-
-
-def resolve_trace_path(path: str, root: str) -> Path:
-    """``pkg://drevt_sweep/...`` names a bundled file; relative paths start at the project root."""
-    if path.startswith("pkg://"):
-        package, _, inner = path[len("pkg://") :].partition("/")
-        return Path(str(resources.files(package).joinpath(inner)))
-    candidate = Path(path).expanduser()
-    return candidate if candidate.is_absolute() else Path(root) / candidate
-
-
-def read_options(cfg: DictConfig) -> ReadOptions:
-    queues = cfg.format.queues
-    if queues is None:
-        queue_filter: tuple[str, ...] | str = "default"
-    elif list(queues) == ["all"]:
-        queue_filter = "all"
-    else:
-        queue_filter = tuple(str(q) for q in queues)
-    return ReadOptions(
-        trace_format=_value(cfg.format.name),
-        timestamp_format=_value(cfg.format.timestamp_format),
-        timezone=str(cfg.timezone.name),
-        queues=queue_filter,
-        on_bad_row=_value(cfg.format.on_bad_row),
-        # A simulated policy re-schedules a replay trace with its historical run times.
-        force_simulation=not cfg.policy.replay,
-        swf_missing_time_limit=_value(cfg.format.swf_missing_time_limit),
-    )
 
 
 def run_spec(cfg: DictConfig, machine_nodes: int | None,
@@ -163,7 +133,7 @@ def _tracker(cfg: DictConfig, wait: bool = False) -> TrackingService | None:
     if not cfg.tracking.enabled:
         stop_helper()  # started early in case it was needed: it is not
         return None
-    from .tracking import embedded_uri
+    from ..tracking.store import embedded_uri
 
     uri = cfg.tracking.uri or embedded_uri(cfg.paths.output_root)
     artifacts = cfg.tracking.artifact_root
@@ -198,7 +168,7 @@ def run_configuration(cfg: DictConfig) -> dict:
                if cfg.replicates > 1 else None)
     try:
         tracker = _tracker(cfg)  # opens in the helper while the trace is read
-        from .tracking import TAG_CONFIG_HASH, TAG_KIND, TAG_SWEEP_DIR, config_hash
+        from ..tracking.store import TAG_CONFIG_HASH, TAG_KIND, TAG_SWEEP_DIR, config_hash
 
         if tracker:
             parent_id = tracker.start_run(
@@ -208,7 +178,7 @@ def run_configuration(cfg: DictConfig) -> dict:
             # The settings go first, so that even a configuration failing early shows them.
             tracker.log(parent_id, params=flatten(settings))
 
-        from .trace.cache import load_trace
+        from ..trace.cache import load_trace
 
         path = resolve_trace_path(str(cfg.trace.path), cfg.paths.root)
         jobs = load_trace(path, read_options(cfg), cache_dir=cfg.paths.cache_dir)
@@ -323,7 +293,7 @@ class _SeedsFailed(Exception):
 
 def _run_or_reuse(cfg, tracker, jobs, spec, seeds, chash, label):
     """With ``resume=true``, reuse seeds already FINISHED in the store; run the rest."""
-    from .tracking import run_key
+    from ..tracking.store import run_key
 
     reused: dict[int, SeedResult] = {}
     if cfg.resume and tracker:
@@ -359,7 +329,7 @@ def _write_rejects(jobs, out_dir: Path) -> None:
 def _write_outputs(out_dir: Path, cfg: DictConfig, jobs, ok: list[SeedResult], result: dict) -> None:
     import pandas as pd
 
-    from .outputs import write_schedule_csv
+    from ..outputs import write_schedule_csv
 
     (out_dir / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
     rows = [{"seed": r.seed, **r.metrics} for r in ok]
@@ -375,7 +345,8 @@ def _configuration_figures(out_dir: Path, jobs, spec: RunSpec, ok: list[SeedResu
     if kept is None:  # tracking.log_schedule=false, or every seed reused by resume
         return []
     try:
-        from .report import CONFIGURATION_FIGURE_DIR, configuration_figures, historical_baseline
+        from ..report.html import CONFIGURATION_FIGURE_DIR, configuration_figures
+        from ..sim.engine import historical_baseline
 
         seed_jobs = kept.jobs if kept.jobs is not None else jobs  # the transformed table
         baseline = None if spec.replay else historical_baseline(seed_jobs, spec.total_nodes)
@@ -392,7 +363,7 @@ def _configuration_figures(out_dir: Path, jobs, spec: RunSpec, ok: list[SeedResu
 def _log_seed_runs(tracker, parent_id, cfg, jobs, spec, chash, label, results, reused,
                    result) -> None:
     """Parent: params and aggregates. Children: one per newly run seed."""
-    from .tracking import TAG_CONFIG_HASH, TAG_ERROR, TAG_KIND, TAG_RUN_KEY, run_key
+    from ..tracking.store import TAG_CONFIG_HASH, TAG_ERROR, TAG_KIND, TAG_RUN_KEY, run_key
 
     params = {
         "total_nodes": spec.total_nodes,
@@ -442,7 +413,7 @@ def _log_artifacts(tracker, parent_id, out_dir: Path, figures: list[Path], resul
 def _fail_run(tracker, run_id: str, message: str, out_dir: Path) -> None:
     """Tag the error, attach it as an artifact and close the run FAILED (best effort: a
     broken store must not hide the original error)."""
-    from .tracking import TAG_ERROR
+    from ..tracking.store import TAG_ERROR
 
     path = out_dir / "error.txt"
     path.write_text(message + "\n")
@@ -531,8 +502,8 @@ class SweepSummaryCallback(Callback):
         _report(table, failed, sweep_dir, config)
         _failures.extend(f for f in failed if f not in _failures)
         try:
-            from .report import build_report
-            from .tracking import embedded_uri
+            from ..report.html import build_report
+            from ..tracking.store import embedded_uri
 
             uri = None
             if config.tracking.enabled:
@@ -558,7 +529,7 @@ def _report(table: str, failed: list[str], where: Path, config: DictConfig) -> N
         if config.tracking.uri:
             print(f"runs: MLflow at {config.tracking.uri}, experiment '{config.tracking.experiment}'")
         else:
-            from .tracking import embedded_uri
+            from ..tracking.store import embedded_uri
 
             uri = embedded_uri(config.paths.output_root)
             print(f"runs: {uri[len('sqlite:///'):]} (experiment '{config.tracking.experiment}')")

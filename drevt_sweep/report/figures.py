@@ -33,7 +33,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
-from .metrics import BSLD_TAU, bounded_slowdown  # noqa: E402
+from ..sim.metrics import BSLD_TAU, bounded_slowdown  # noqa: E402
 
 MAX_BINS = 2000
 DEFAULT_BINS = 400  # the default aims at this many bins at most

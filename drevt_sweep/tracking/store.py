@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Iterator, Mapping
 
-from .errors import ConfigError
+from ..errors import ConfigError
 
 # Tag keys carry no dots so that they can be used in MLflow filter strings unquoted.
 TAG_KIND = "drevt_kind"  # "configuration" (parent) or "seed" (child)

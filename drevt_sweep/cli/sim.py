@@ -157,7 +157,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help=f"print one line per job even for more than {PER_JOB_AUTO_LIMIT} jobs")
     output.add_argument("--quiet", action="store_true",
                         help="print nothing on stdout (warnings still go to stderr)")
-    from . import __version__
+    from .. import __version__
 
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     return parser
@@ -218,7 +218,7 @@ def _transform_jobs(jobs, args: argparse.Namespace, warn):
     Sets ``args.workload_capacity`` (the capacity schedule for the engine, or None) and
     ``args.workload_report``; prints a note with the report when anything was transformed.
     """
-    from .workload import WorkloadSpec, apply_workload, format_report, parse_capacity
+    from ..sim.workload import WorkloadSpec, apply_workload, format_report, parse_capacity
 
     spec = WorkloadSpec(
         load_factor=args.load_factor,
@@ -237,7 +237,7 @@ def _transform_jobs(jobs, args: argparse.Namespace, warn):
     if not spec.is_identity:
         _note(f"workload: {format_report(args.workload_report)}")
         if not len(jobs):
-            from .errors import ConfigError
+            from ..errors import ConfigError
 
             raise ConfigError("the workload transforms left no jobs (check the window bounds)")
     return jobs
@@ -256,8 +256,8 @@ def _note(message: str) -> None:
 
 def _check_options(args: argparse.Namespace):
     """Checks that argparse cannot express; returns the backfill policy and run-time model."""
-    from .errors import ConfigError
-    from .runtime import RunTimeModel
+    from ..errors import ConfigError
+    from ..sim.runtime import RunTimeModel
 
     backfill = args.backfill_policy
     if args.drevt_compat:
@@ -276,14 +276,14 @@ def _check_options(args: argparse.Namespace):
     ).validate()
     if args.rejects and args.on_bad_row != "skip":
         raise ConfigError("--rejects needs --on_bad_row skip (only skipped rows are written)")
-    from .trace.timestamps import resolve_zone
+    from ..trace.timestamps import resolve_zone
 
     resolve_zone(args.timezone)  # before reading: an unknown zone is an error for any trace
     return backfill, model
 
 
 def _check_trace_path(path: str) -> None:
-    from .errors import TraceError
+    from ..errors import TraceError
 
     if not os.path.exists(path):
         raise TraceError("no such file", path=path)
@@ -362,7 +362,7 @@ def per_job_text(jobs, schedule) -> str:
     """``Job <row> starts at <begin>, ends at <end>`` for every row (vectorised)."""
     import numpy as np
 
-    from .outputs import _category_bytes, format_number_column, format_rows
+    from ..outputs import _category_bytes, format_number_column, format_rows
 
     n = len(jobs)
     if n == 0:
@@ -469,7 +469,7 @@ def statistics_text(metrics: dict[str, float], heading: str, queue_names=()) -> 
             line += f"  {_human_duration(metrics.get(key, math.nan))}".rstrip()
         lines.append(line.rstrip())
     if len(queue_names) > 1:
-        from .metrics import metric_key_for_queue
+        from ..sim.metrics import metric_key_for_queue
 
         table = [["queue", *[title for _, title in _QUEUE_COLUMNS]]]
         for name in queue_names:
@@ -492,7 +492,7 @@ def statistics_text(metrics: dict[str, float], heading: str, queue_names=()) -> 
 
 
 def _heading(jobs, schedule, args, backfill, model) -> str:
-    from .runtime import is_stochastic
+    from ..sim.runtime import is_stochastic
 
     name = os.path.basename(args.trace)
     if schedule.mode == "replay":
@@ -510,7 +510,7 @@ def _heading(jobs, schedule, args, backfill, model) -> str:
 
 
 def _run_info(jobs, schedule, args, backfill, model) -> dict:
-    from . import __version__
+    from .. import __version__
 
     meta = jobs.meta
     simulated = schedule.mode != "replay"
@@ -549,7 +549,7 @@ def run(args: argparse.Namespace) -> int:
     backfill, model = _check_options(args)
     _check_trace_path(args.trace)
 
-    from .trace import ReadOptions, read_trace
+    from ..trace import ReadOptions, read_trace
 
     options = ReadOptions(
         trace_format=args.trace_format,
@@ -572,7 +572,7 @@ def run(args: argparse.Namespace) -> int:
             f"the trace states no machine size and --total_nodes is not given: "
             f"using {DEFAULT_TOTAL_NODES} nodes (Lassen)"
         )
-    from . import engine
+    from ..sim import engine
 
     if jobs.meta.mode == "replay":
         if args.run_time_mode in ("limit", "distribution"):
@@ -582,7 +582,7 @@ def run(args: argparse.Namespace) -> int:
             )
         schedule = engine.replay(jobs, total_nodes)
     else:
-        from .runtime import draw_run_times
+        from ..sim.runtime import draw_run_times
 
         run_times = draw_run_times(jobs, model, args.seed, enforce_limits=args.enforce_limits)
         schedule = engine.simulate(
@@ -596,12 +596,12 @@ def run(args: argparse.Namespace) -> int:
         )
     _report_schedule(jobs, schedule)
 
-    from .metrics import compute_metrics
+    from ..sim.metrics import compute_metrics
 
     metrics = compute_metrics(jobs, schedule)
 
     if args.output or args.resource_trace or args.stats:
-        from . import outputs
+        from .. import outputs
 
         if args.output:
             outputs.write_schedule_csv(args.output, jobs, schedule)
@@ -637,7 +637,7 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         return exc.code if isinstance(exc.code, int) else 2
 
-    from .errors import DrevtError
+    from ..errors import DrevtError
 
     try:
         return run(args)

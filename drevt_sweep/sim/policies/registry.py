@@ -11,7 +11,7 @@ from typing import Callable
 
 import numpy as np
 
-from ..errors import ConfigError
+from ...errors import ConfigError
 from .base import BackfillPolicy, PolicyContext
 
 # key(submit, time_limit, num_nodes) -> sort keys, most significant first. Ties are always

@@ -34,9 +34,9 @@ from typing import Iterable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from . import __version__
-from .errors import DrevtError
-from .tracking import flatten
+from .. import __version__
+from ..errors import DrevtError
+from ..tracking.store import flatten
 
 PROG = "drevt-sweep-report"
 REPORT_NAME = "report.html"
@@ -61,21 +61,6 @@ class ReportError(DrevtError):
 
 
 # =============================================================================== per configuration
-def historical_baseline(jobs, total_nodes: int):
-    """The replay of the trace's own history (a ``Schedule``), or None when the trace does not
-    record every job's begin and end. Cheap: no scheduling, just the recorded times."""
-    begin = np.asarray(jobs.begin, dtype=float)
-    end = np.asarray(jobs.end, dtype=float)
-    if len(jobs) == 0 or not (np.isfinite(begin).all() and np.isfinite(end).all()):
-        return None
-    from . import engine
-
-    try:
-        return engine.replay(jobs, total_nodes)
-    except DrevtError:
-        return None
-
-
 def seed_percentile_ci(seed_metrics) -> dict[float, tuple[float, float]]:
     """Mean and 95% CI half-width over seeds of the wait percentiles (median, p90, p95, p99).
 
@@ -112,7 +97,7 @@ def frame_figures(
     gantt_max_jobs: int | None = None,
 ) -> list[Path]:
     """The per-configuration figures of a schedule frame (see ``plots.schedule_frame``)."""
-    from . import plots
+    from . import figures as plots
 
     out_dir = Path(out_dir)
     gantt_max_jobs = plots.GANTT_MAX_JOBS if gantt_max_jobs is None else gantt_max_jobs
@@ -167,7 +152,7 @@ def configuration_figures(
     wait percentiles over all seeds to the CDF. Files: ``wait_cdf.png``,
     ``utilization_queue.png``, ``slowdown_by_class.png`` and maybe ``gantt.png``.
     """
-    from .plots import schedule_frame
+    from .figures import schedule_frame
 
     frame = schedule_frame(jobs, schedule)
     baseline = schedule_frame(jobs, baseline_schedule) if baseline_schedule is not None else None
@@ -305,7 +290,7 @@ def _set_schedule(record: ConfigRecord, paths: Sequence[Path]) -> None:
 # ------------------------------------------------------------------------------- the MLflow store
 def discover_uri(records: Sequence[ConfigRecord]) -> str | None:
     """The tracking store the sweep's own configs name (the embedded one when it exists)."""
-    from .tracking import embedded_uri
+    from ..tracking.store import embedded_uri
 
     for record in records:
         if not record.config_text:
@@ -332,7 +317,7 @@ def _check_store(uri: str) -> None:
         if not path.is_file():
             raise ReportError(f"no MLflow store at {path} (the sqlite file does not exist)")
     else:
-        from .tracking import check_reachable
+        from ..tracking.store import check_reachable
 
         check_reachable(uri)
 
@@ -363,7 +348,7 @@ def load_mlflow(
     When the folder's ``result.json`` files name their parent runs, exactly those are used;
     otherwise every parent run tagged with the folder, the latest per configuration label.
     """
-    from .tracking import TAG_CONFIG_HASH, TAG_ERROR, TAG_KIND, TAG_SWEEP_DIR
+    from ..tracking.store import TAG_CONFIG_HASH, TAG_ERROR, TAG_KIND, TAG_SWEEP_DIR
 
     _check_store(uri)
     from mlflow.tracking import MlflowClient
@@ -528,7 +513,7 @@ def _slug(record: ConfigRecord, index: int) -> str:
 
 def line_styles(records: Sequence[ConfigRecord]) -> dict[str, dict]:
     """Colour by policy, dash pattern by model: the same policy reads as one family of lines."""
-    from .plots import plt
+    from .figures import plt
 
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     dashes = ["-", ":", "-.", (0, (5, 1.5)), (0, (3, 1, 1, 1, 1, 1))]
@@ -561,7 +546,7 @@ def comparison_table(records: Sequence[ConfigRecord]) -> tuple[pd.DataFrame, pd.
 
 def paired_table(records: Sequence[ConfigRecord], metrics: Sequence[str] = PAIRED_METRICS) -> pd.DataFrame:
     """Per-seed differences between policies that share everything else and their seeds."""
-    from .plots import paired_difference
+    from .figures import paired_difference
 
     groups: dict[tuple, list[ConfigRecord]] = {}
     for r in records:
@@ -793,7 +778,7 @@ def build_report(
 def _log_report(uri: str, records: Sequence[ConfigRecord], path: Path) -> None:
     from mlflow.tracking import MlflowClient
 
-    from .tracking import Tracker
+    from ..tracking.store import Tracker
 
     client = MlflowClient(tracking_uri=uri)
     for record in records:
@@ -815,7 +800,7 @@ class _Figures:
         if key not in self._frames:
             frame = None
             if record.schedule_path is not None and record.schedule_path.is_file():
-                from .plots import read_schedule_csv
+                from .figures import read_schedule_csv
 
                 try:
                     frame = read_schedule_csv(record.schedule_path)
@@ -856,9 +841,10 @@ def _history_from_trace(record: ConfigRecord) -> pd.DataFrame | None:
     try:
         from omegaconf import OmegaConf
 
-        from .plots import schedule_frame
-        from .sweep import read_options, resolve_trace_path
-        from .trace.cache import load_trace
+        from .figures import schedule_frame
+        from ..sim.engine import historical_baseline
+        from ..trace.options import read_options, resolve_trace_path
+        from ..trace.cache import load_trace
 
         cfg = OmegaConf.create(record.config_text)
         path = resolve_trace_path(str(cfg.trace.path), str(cfg.paths.root))
@@ -889,7 +875,7 @@ def _sweep_figures(record: ConfigRecord) -> list[Path]:
 
 
 def _render(ctx: _Context) -> str:
-    from . import plots
+    from . import figures as plots
 
     records = ctx.records
     figures = _Figures(ctx)
@@ -1094,8 +1080,8 @@ def _render(ctx: _Context) -> str:
 
 def history_metrics(frame: pd.DataFrame, total_nodes: int) -> dict[str, float]:
     """The key metrics of a schedule frame (as ``metrics.compute_metrics`` defines them)."""
-    from .metrics import bounded_slowdown
-    from .plots import overall_utilization, waits_of
+    from ..sim.metrics import bounded_slowdown
+    from .figures import overall_utilization, waits_of
 
     wait = waits_of(frame)
     run = frame["actual_run_time"].to_numpy(dtype=float)

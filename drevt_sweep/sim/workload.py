@@ -71,8 +71,8 @@ from typing import Sequence
 import numpy as np
 
 from .capacity import CapacitySchedule
-from .errors import ConfigError
-from .jobs import JobTable
+from ..errors import ConfigError
+from ..jobs import JobTable
 from .runtime import stream_rng
 
 DAY = 86400.0
@@ -203,7 +203,7 @@ def _wall_to_epoch(day: date, seconds: float, zone) -> float:
 
 
 def _zone(name: str):
-    from .trace.timestamps import resolve_zone
+    from ..trace.timestamps import resolve_zone
 
     return resolve_zone(name)
 

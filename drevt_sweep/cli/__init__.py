@@ -1,0 +1,1 @@
+"""Command-line programs that are not the Hydra app: ``drevt-sim`` (``sim``)."""

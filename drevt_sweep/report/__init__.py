@@ -1,0 +1,1 @@
+"""Figures (``figures``) and the HTML sweep report (``html``, rendered from ``templates/``)."""
