@@ -65,16 +65,18 @@ def test_multirun_logs_one_parent_per_configuration_and_one_child_per_seed(tmp_p
 
 
 def test_a_failing_configuration_is_marked_failed_and_the_others_still_run(tmp_path):
-    # run_time=actual works on this trace; a 0-node machine is an invalid value.
-    proc = run_sweep(tmp_path, "system.total_nodes=10,0", "run_time=limit", check=False)
+    # The second trace is a Slurm export read as a simple CSV: it fails only when it is read
+    # (values that are wrong in themselves stop the sweep before it starts, see test_hydra_cli).
+    broken = TINY.parent / "slurm_replay.txt"
+    proc = run_sweep(tmp_path, f"trace.path={TINY},{broken}", "run_time=limit", check=False)
     assert proc.returncode == 1
     assert "Traceback" not in proc.stderr
     _, runs = store(tmp_path)
-    parents = {r.data.params.get("system.total_nodes"): r for r in runs
+    parents = {Path(r.data.params.get("trace.path")).name: r for r in runs
                if r.data.tags.get("drevt_kind") == "configuration"}
-    assert parents["10"].info.status == "FINISHED"
-    assert parents["0"].info.status == "FAILED"
-    assert "total_nodes" in parents["0"].data.tags["drevt_error"]
+    assert parents[TINY.name].info.status == "FINISHED"
+    assert parents[broken.name].info.status == "FAILED"
+    assert broken.name in parents[broken.name].data.tags["drevt_error"]
     summary = pd.read_csv(tmp_path / "sweep" / "summary.csv")
     assert sorted(summary.status) == ["FAILED", "FINISHED"]
 
@@ -136,7 +138,7 @@ def test_make_ui_serves_the_sweep_on_loopback(tmp_path, repo_root):
             tag["value"] for run in body["runs"] for tag in run["data"]["tags"]
             if tag["key"] == "drevt_kind"
         )
-        assert kinds == ["configuration", "configuration", "seed", "seed"]
+        assert kinds == ["configuration", "configuration", "seed", "seed", "sweep"]
         import shutil
 
         if shutil.which("ss"):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
+import shlex
 import sys
 import time
 import traceback
@@ -45,6 +46,15 @@ from ..tracking.helper import (
     yield_to_simulation,
 )
 from ..sim.workload import WorkloadSpec, apply_workload
+from .naming import (
+    description,
+    reproduce_command,
+    run_name,
+    seed_run_name,
+    source_tags,
+    sweep_varying_keys,
+)
+from .validate import check_config, check_sweep, raise_problems
 from .workload_config import workload_spec
 
 log = logging.getLogger("drevt_sweep")
@@ -150,14 +160,17 @@ def _tracker(cfg: DictConfig, wait: bool = False) -> TrackingService | None:
 # ---------------------------------------------------------------- one configuration
 def run_configuration(cfg: DictConfig) -> dict:
     """Run one configuration over its seeds, track it, and return its ``result.json`` content."""
+    if not _state["ran"]:  # a multirun checked every job before the first one (on_multirun_start)
+        raise_problems(check_config(cfg))
     _state["ran"] = True
     hydra_cfg = HydraConfig.get()
     out_dir = Path(hydra_cfg.runtime.output_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     label = configuration_label(hydra_cfg)
     settings = result_config(cfg)
-    result: dict = {"label": label, "status": "FAILED", "choices": dict(hydra_cfg.runtime.choices),
-                    "parent_run_id": None}
+    name = _run_name(cfg, hydra_cfg)
+    result: dict = {"label": label, "name": name, "status": "FAILED",
+                    "choices": dict(hydra_cfg.runtime.choices), "parent_run_id": None}
     tracker = parent_id = None
     started = time.perf_counter()
     timings = result["timings"] = {}  # seconds per phase, for the sweep benchmark
@@ -170,13 +183,15 @@ def run_configuration(cfg: DictConfig) -> dict:
         tracker = _tracker(cfg)  # opens in the helper while the trace is read
         from ..tracking.store import TAG_CONFIG_HASH, TAG_KIND, TAG_SWEEP_DIR, config_hash
 
+        params = _setting_params(settings)
         if tracker:
-            parent_id = tracker.start_run(
-                label,
-                {TAG_KIND: "configuration", TAG_SWEEP_DIR: str(out_dir.parent)},
-            )
+            command = reproduce_command(list(hydra_cfg.overrides.task))
+            parent_id = tracker.start_run(name, {
+                TAG_KIND: "configuration", TAG_SWEEP_DIR: str(out_dir.parent),
+                **_run_tags(cfg, hydra_cfg, label, description(command)),
+            })
             # The settings go first, so that even a configuration failing early shows them.
-            tracker.log(parent_id, params=flatten(settings))
+            tracker.log(parent_id, params=params)
 
         from ..trace.cache import load_trace
 
@@ -188,6 +203,14 @@ def run_configuration(cfg: DictConfig) -> dict:
         probe, _, workload_report = apply_workload(jobs, wspec, int(cfg.seed))
         spec = run_spec(cfg, probe.meta.machine_nodes, wspec)
         result["workload_report"] = workload_report
+        result["timezone"] = jobs.meta.timezone  # the zone used (the trace's own, or the user's)
+        if "timezone.name" not in params:  # null: the trace's zone, known now
+            params["timezone.name"] = jobs.meta.timezone
+            if tracker:
+                tracker.log(parent_id, params={"timezone.name": jobs.meta.timezone})
+        if tracker:
+            tracker.log_trace_input(parent_id, _trace_name(cfg, path), jobs.meta.checksum, path,
+                                    len(jobs))
         chash = config_hash({"settings": settings, "checksum": jobs.meta.checksum})
         seeds = seeds_for(spec, int(cfg.seed), int(cfg.replicates))
         result.update(
@@ -218,7 +241,7 @@ def run_configuration(cfg: DictConfig) -> dict:
         )
         if tracker:  # written by the helper while the outputs and figures are made here
             _log_seed_runs(tracker, parent_id, cfg, jobs, spec, chash, label, results, reused,
-                           result)
+                           result, params, path)
         _write_outputs(out_dir, cfg, jobs, ok, result)
         phase = _lap(timings, "outputs", phase)
         figures = _configuration_figures(out_dir, jobs, spec, ok, cfg)
@@ -231,7 +254,7 @@ def run_configuration(cfg: DictConfig) -> dict:
         if failed:
             raise _SeedsFailed(f"{len(failed)} of {len(results)} seeds failed: "
                                + "; ".join(f"seed {r.seed}: {r.error.splitlines()[0]}" for r in failed))
-        log.info("%s: %d seeds in %.1f s", label, len(results), result["seconds"])
+        log.info("%s: %d seeds in %.1f s", name, len(results), result["seconds"])
     except (DrevtError, _SeedsFailed) as exc:
         _record_failure(result, label, str(exc), tracker, parent_id, out_dir)
     except KeyboardInterrupt:
@@ -336,7 +359,8 @@ def _write_outputs(out_dir: Path, cfg: DictConfig, jobs, ok: list[SeedResult], r
     pd.DataFrame(rows).to_csv(out_dir / "seed_metrics.csv", index=False)
     for r in ok:
         if r.schedule is not None:
-            write_schedule_csv(out_dir / f"schedule_seed{r.seed}.csv", r.jobs, r.schedule)
+            # gzip: a KTH-SP2 schedule is 1.6 MB as text, 0.4 MB compressed
+            write_schedule_csv(out_dir / f"schedule_seed{r.seed}.csv.gz", r.jobs, r.schedule)
 
 
 def _configuration_figures(out_dir: Path, jobs, spec: RunSpec, ok: list[SeedResult], cfg) -> list[Path]:
@@ -361,10 +385,12 @@ def _configuration_figures(out_dir: Path, jobs, spec: RunSpec, ok: list[SeedResu
 
 
 def _log_seed_runs(tracker, parent_id, cfg, jobs, spec, chash, label, results, reused,
-                   result) -> None:
-    """Parent: params and aggregates. Children: one per newly run seed."""
+                   result, settings: dict, path) -> None:
+    """Parent: params and aggregates. Children: one per newly run seed, named ``seed N``,
+    with the configuration's settings too (so seeds filter by policy) and the trace as input."""
     from ..tracking.store import TAG_CONFIG_HASH, TAG_ERROR, TAG_KIND, TAG_RUN_KEY, run_key
 
+    hydra_cfg = HydraConfig.get()
     params = {
         "total_nodes": spec.total_nodes,
         "trace_checksum": jobs.meta.checksum,
@@ -380,21 +406,60 @@ def _log_seed_runs(tracker, parent_id, cfg, jobs, spec, chash, label, results, r
         params[f"workload_report.{name}"] = value
     tracker.log(parent_id, metrics=result["metrics"], params=params,
                 tags={TAG_CONFIG_HASH: chash, "trace_checksum": jobs.meta.checksum})
+    overrides = list(hydra_cfg.overrides.task)
     for r in results:
         if r.seed in reused:
             continue
+        command = reproduce_command(overrides, seed=r.seed)
         child = tracker.start_run(
-            f"{label} seed={r.seed}",
+            seed_run_name(r.seed),
             {TAG_KIND: "seed", TAG_CONFIG_HASH: chash,
-             TAG_RUN_KEY: run_key(chash, jobs.meta.checksum, r.seed)},
+             TAG_RUN_KEY: run_key(chash, jobs.meta.checksum, r.seed),
+             **_run_tags(cfg, hydra_cfg, label, description(command))},
             parent_id=parent_id,
         )
-        tracker.log(child, metrics=r.metrics, params={"seed": r.seed})
+        tracker.log(child, metrics=r.metrics, params={
+            **settings, "seed": r.seed, "total_nodes": spec.total_nodes,
+            "trace_checksum": jobs.meta.checksum, "drevt_version": __version__})
+        tracker.log_trace_input(child, _trace_name(cfg, path), jobs.meta.checksum, path, len(jobs))
         if r.ok:
             tracker.finish(child, "FINISHED")
         else:
             tracker.log(child, tags={TAG_ERROR: r.error[:5000]})
             tracker.finish(child, "FAILED")
+
+
+def _run_name(cfg: DictConfig, hydra_cfg) -> str:
+    """A parent run's name: what varies across its sweep (``easy · lognormal``)."""
+    from hydra.types import RunMode
+
+    varying = ()
+    if hydra_cfg.mode == RunMode.MULTIRUN:
+        varying = sweep_varying_keys(str(Path(hydra_cfg.sweep.dir).absolute()))
+    return run_name(cfg, dict(hydra_cfg.runtime.choices), varying)
+
+
+def _trace_name(cfg: DictConfig, path: Path) -> str:
+    """The dataset's name: the catalogue's (``kth_sp2``), or the file's for your own trace."""
+    return Path(path).name if cfg.trace.name == "custom" else str(cfg.trace.name)
+
+
+def _setting_params(settings: dict) -> dict:
+    """The result settings as MLflow params; a null time zone (the trace's own) is logged once
+    the trace says which zone it is."""
+    params = flatten(settings)
+    if params.get("timezone.name") is None:
+        params.pop("timezone.name", None)
+    return params
+
+
+def _run_tags(cfg: DictConfig, hydra_cfg, label: str, text: str) -> dict:
+    """Who ran it from which commit, under which preset, and how to run it again."""
+    from ..tracking.store import TAG_DESCRIPTION, TAG_LABEL, TAG_PRESET
+
+    preset = hydra_cfg.runtime.choices.get("experiment")
+    return {**source_tags(), TAG_LABEL: label, TAG_PRESET: str(preset or "none"),
+            TAG_DESCRIPTION: text}
 
 
 def _log_artifacts(tracker, parent_id, out_dir: Path, figures: list[Path], result: dict) -> None:
@@ -404,7 +469,7 @@ def _log_artifacts(tracker, parent_id, out_dir: Path, figures: list[Path], resul
     for name in ("config.yaml", "seed_metrics.csv", "rejects.csv"):
         if (out_dir / name).exists():
             tracker.log_artifact(parent_id, out_dir / name)
-    for path in sorted(out_dir.glob("schedule_seed*.csv")):
+    for path in sorted(out_dir.glob("schedule_seed*.csv*")):
         tracker.log_artifact(parent_id, path, "schedules")
     if result["status"] == "FINISHED":
         tracker.finish(parent_id, "FINISHED")
@@ -433,7 +498,7 @@ def summary_frame(results: list[dict]):
 
     rows = []
     for res in results:
-        row = {"configuration": res.get("label", "?"), "status": res.get("status"),
+        row = {"configuration": res.get("name") or res.get("label", "?"), "status": res.get("status"),
                "seeds": len(res.get("seeds", []))}
         metrics = res.get("metrics") or {}
         for name in SUMMARY_COLUMNS:
@@ -482,6 +547,7 @@ class SweepSummaryCallback(Callback):
     """Creates the store before any job starts, and prints/writes the summary at the end."""
 
     def on_multirun_start(self, config: DictConfig, **kwargs) -> None:
+        raise_problems(check_sweep(config))  # every job's values, before the store opens
         if config.tracking.enabled:
             launcher = str(config.hydra.launcher.get("_target_", ""))
             if "SlurmLauncher" in launcher and not config.tracking.uri:
@@ -508,9 +574,16 @@ class SweepSummaryCallback(Callback):
             uri = None
             if config.tracking.enabled:
                 uri = config.tracking.uri or embedded_uri(config.paths.output_root)
-            print(f"report: {build_report(sweep_dir, uri, log_to_mlflow=uri is not None)}")
+            report = build_report(sweep_dir, uri)
+            print(f"report: {report}")
         except Exception as exc:  # noqa: BLE001 - the runs are safe; the report can be rebuilt
             log.warning("report not built (rebuild with drevt-sweep-report): %s", exc)
+            report = None
+        if config.tracking.enabled:
+            try:
+                _log_sweep_run(config, sweep_dir, report)
+            except Exception as exc:  # noqa: BLE001 - the configurations' runs are safe
+                log.warning("the sweep's own MLflow run was not written: %s", exc)
 
     def on_run_end(self, config: DictConfig, **kwargs) -> None:
         run_dir = Path(config.hydra.run.dir)
@@ -520,6 +593,35 @@ class SweepSummaryCallback(Callback):
             frame.to_csv(run_dir / "summary.csv", index=False)
             failed = [] if result.get("status") == "FINISHED" else [result["label"]]
             _report(format_summary(frame), failed, run_dir, config)
+
+
+def _log_sweep_run(config: DictConfig, sweep_dir: Path, report: Path | None) -> None:
+    """One run for the whole sweep (tag ``drevt_kind=sweep``) holding ``report.html`` and
+    ``summary.csv`` once, instead of a copy of the report in every parent run; each parent
+    names it in its tag ``drevt_sweep_run_id``."""
+    from ..tracking.store import TAG_KIND, TAG_PRESET, TAG_SWEEP_DIR, TAG_SWEEP_RUN, TAG_DESCRIPTION
+
+    results = [json.loads(p.read_text()) for p in sweep_dir.glob("*/result.json")]
+    parents = [r["parent_run_id"] for r in results if r.get("parent_run_id")]
+    if not parents:
+        return
+    tracker = _tracker(config)
+    overrides = [str(o) for o in config.hydra.overrides.task]
+    preset = config.hydra.runtime.choices.get("experiment")
+    command = " ".join(["drevt-sweep", "-m"] + [shlex.quote(o) for o in overrides])
+    handle = tracker.start_run(f"sweep {sweep_dir.name}", {
+        TAG_KIND: "sweep", TAG_SWEEP_DIR: str(sweep_dir), TAG_PRESET: str(preset or "none"),
+        **source_tags(), TAG_DESCRIPTION: description(
+            command, f"{len(parents)} configurations; report.html is this run's artifact."),
+    })
+    tracker.log(handle, params={"configurations": len(results), "drevt_version": __version__})
+    for path in (report, sweep_dir / "summary.csv"):
+        if path is not None and path.is_file():
+            tracker.log_artifact(handle, path)
+    tracker.finish(handle, "FINISHED")
+    tracker.wait()
+    tracker.tag_runs(parents, {TAG_SWEEP_RUN: tracker.run_id(handle)})
+    tracker.wait()
 
 
 def _report(table: str, failed: list[str], where: Path, config: DictConfig) -> None:

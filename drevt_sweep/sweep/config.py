@@ -195,7 +195,17 @@ def register_configs() -> None:
     """Register the root schema; ``conf/config.yaml`` lists it first, so every group's YAML is
     merged into (and checked against) its typed field. Also the ``drevt_cwd`` resolver: the
     directory the command was started from, which ``paths.root`` defaults to (Hydra's own
-    ``hydra:runtime.cwd`` cannot be resolved yet when the sweep folder is named)."""
+    ``hydra:runtime.cwd`` cannot be resolved yet when the sweep folder is named), and
+    ``drevt_trace``, where a catalogue trace is on this machine (``catalogue.locate``)."""
     ConfigStore.instance().store(name="sweep_schema", node=SweepConfig)
-    if not OmegaConf.has_resolver("drevt_cwd"):
-        OmegaConf.register_new_resolver("drevt_cwd", os.getcwd, use_cache=True)
+    from .. import catalogue
+
+    resolvers = {
+        "drevt_cwd": os.getcwd,
+        # ${drevt_trace:lanl_cm5}: the user data folder's copy, else $DREVT_TRACE_DIR's
+        "drevt_trace": catalogue.locate,
+        "drevt_data_dir": lambda: str(catalogue.data_dir()),
+    }
+    for name, resolver in resolvers.items():
+        if not OmegaConf.has_resolver(name):
+            OmegaConf.register_new_resolver(name, resolver, use_cache=name == "drevt_cwd")

@@ -330,8 +330,8 @@ def _run_seed_from_object_store(jobs_ref, spec: RunSpec, seed: int, keep_schedul
 
 def aggregate(results: list[SeedResult], stochastic: bool = True) -> dict[str, float]:
     """Mean (under the metric's own name), standard deviation and 95% confidence half-width
-    (Student t) over the seeds. A deterministic configuration has no spread (0); a stochastic
-    one run on a single seed has an unknown spread (NaN)."""
+    (Student t) over the seeds. One seed has no spread to state, so it gets the means only
+    (a deterministic configuration's spread is none; a stochastic one's is unknown)."""
     from scipy import stats
 
     ok = [r for r in results if r.ok]
@@ -341,13 +341,11 @@ def aggregate(results: list[SeedResult], stochastic: bool = True) -> dict[str, f
     table = np.array([[r.metrics.get(name, math.nan) for name in names] for r in ok], dtype=float)
     n = table.shape[0]
     mean = table.mean(axis=0)
+    if n == 1:
+        return {name: float(mean[i]) for i, name in enumerate(names)}
+    std = table.std(axis=0, ddof=1)
+    half = stats.t.ppf(0.975, n - 1) * std / math.sqrt(n)
     out: dict[str, float] = {}
-    if n > 1:
-        std = table.std(axis=0, ddof=1)
-        half = stats.t.ppf(0.975, n - 1) * std / math.sqrt(n)
-    else:
-        std = np.full_like(mean, math.nan if stochastic else 0.0)
-        half = std.copy()
     for i, name in enumerate(names):
         out[name] = float(mean[i])
         out[f"{name}_std"] = float(std[i])

@@ -140,8 +140,17 @@ def _log(key: tuple, handle: str, metrics, params, tags) -> None:
     _tracker(key).log(_run(handle), metrics=metrics, params=params, tags=tags)
 
 
+def _log_trace_input(key: tuple, handle: str, *dataset) -> None:
+    _tracker(key).log_trace_input(_run(handle), *dataset)
+
+
 def _log_artifact(key: tuple, handle: str, path: str, folder: str | None) -> None:
     _tracker(key).log_artifact(_run(handle), path, folder)
+
+
+def _tag_runs(key: tuple, run_ids: list[str], tags: dict) -> None:
+    for run_id in run_ids:
+        _tracker(key).log(run_id, tags=tags)
 
 
 def _finish(key: tuple, handle: str, status: str) -> None:
@@ -262,8 +271,15 @@ class TrackingService:
     def log(self, run_id: str, metrics=None, params=None, tags=None) -> None:
         self._send(_log, self._key, run_id, metrics, params, tags)
 
+    def log_trace_input(self, run_id: str, name: str, checksum: str, path: str, jobs: int) -> None:
+        self._send(_log_trace_input, self._key, run_id, name, checksum, str(path), jobs)
+
     def log_artifact(self, run_id: str, path: str | os.PathLike, folder: str | None = None) -> None:
         self._send(_log_artifact, self._key, run_id, str(path), folder)
+
+    def tag_runs(self, run_ids: list[str], tags: Mapping[str, str]) -> None:
+        """Tag runs by their MLflow ids (runs of earlier jobs, e.g. a sweep's parents)."""
+        self._send(_tag_runs, self._key, list(run_ids), dict(tags))
 
     def finish(self, run_id: str, status: str = "FINISHED") -> None:
         self._send(_finish, self._key, run_id, status)

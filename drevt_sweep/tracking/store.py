@@ -32,6 +32,11 @@ TAG_CONFIG_HASH = "drevt_config_hash"
 TAG_RUN_KEY = "drevt_run_key"
 TAG_SWEEP_DIR = "drevt_sweep_dir"
 TAG_ERROR = "drevt_error"
+TAG_LABEL = "drevt_label"  # the configuration's full label (every choice and override)
+TAG_PRESET = "drevt_experiment"  # the named preset (experiment=...), "none" without one
+TAG_SWEEP_RUN = "drevt_sweep_run_id"  # on a parent: the sweep-level run holding report.html
+TAG_DESCRIPTION = "mlflow.note.content"  # the run's description in the UI
+DIGEST_LENGTH = 36  # MLflow's dataset digest column holds 36 characters
 
 _BATCH_METRICS, _BATCH_PARAMS, _BATCH_TAGS = 1000, 100, 100
 
@@ -178,6 +183,21 @@ class Tracker:
                 client.log_batch(run_id, params=chunk)
             for chunk in _chunks(tag_list, _BATCH_TAGS):
                 client.log_batch(run_id, tags=chunk)
+
+    def log_trace_input(self, run_id: str, name: str, checksum: str, path: str,
+                        jobs: int) -> None:
+        """The trace as the run's dataset input (the UI's Dataset column): digest = its sha256
+        (cut to MLflow's 36 characters; the profile has all of it), source = its file."""
+        from mlflow.entities import Dataset, DatasetInput, InputTag
+
+        dataset = Dataset(
+            name=name, digest=checksum[:DIGEST_LENGTH], source_type="local",
+            source=json.dumps({"uri": Path(path).resolve().as_uri()}),
+            profile=json.dumps({"num_rows": jobs, "sha256": checksum}),
+        )
+        entry = DatasetInput(dataset, [InputTag("mlflow.data.context", "trace")])
+        with _store_lock(self.uri):
+            self.client.log_inputs(run_id, datasets=[entry])
 
     def log_artifact(self, run_id: str, path: str | os.PathLike, folder: str | None = None) -> None:
         with _store_lock(self.uri):

@@ -1,0 +1,240 @@
+"""Value checks of a composed configuration, before any store opens or seed runs.
+
+The schema (``config.py``) checks types and option names; this checks ranges and meanings:
+a machine of 0 nodes, a load factor of 0, a window that ends before it starts, an unknown time
+zone, a ``+key`` the schema does not know. Each problem names the key and the value, and the
+app exits with code 2 (as ``drevt-sim`` does for bad input) instead of running a sweep that
+fails late or, worse, "succeeds" doing nothing.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+from pathlib import Path
+
+from omegaconf import DictConfig, ListConfig, OmegaConf
+
+from ..errors import ConfigError
+
+
+def _v(node):
+    return getattr(node, "value", node)
+
+
+def _number(value) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value)
+
+
+class _Checks:
+    def __init__(self, cfg: DictConfig) -> None:
+        self.cfg = cfg
+        self.problems: list[str] = []
+
+    def get(self, key: str):
+        return OmegaConf.select(self.cfg, key, default=None, throw_on_missing=False)
+
+    def fail(self, key: str, value, why: str) -> None:
+        self.problems.append(f"{key}={_shown(value)}: {why}")
+
+    def at_least(self, key: str, low: float, optional: bool = False, strict: bool = False) -> None:
+        value = self.get(key)
+        if value is None and optional:
+            return
+        number = _number(value)
+        ok = number is not None and math.isfinite(number) and (number > low if strict else number >= low)
+        if not ok:
+            self.fail(key, value, f"must be {'>' if strict else '>='} {low:g}")
+
+
+def _shown(value) -> str:
+    value = _v(value)
+    if isinstance(value, (DictConfig, ListConfig)):
+        return str(OmegaConf.to_container(value))
+    return "null" if value is None else str(value)
+
+
+def check_config(cfg: DictConfig) -> list[str]:
+    """Every range or meaning problem of a composed sweep config, as ``key=value: why``."""
+    c = _Checks(cfg)
+    c.at_least("seed", 0)
+    c.at_least("replicates", 1)
+    if c.get("parallel.n_jobs") == 0:
+        c.fail("parallel.n_jobs", 0, "must not be 0 (1 = no parallelism, -1 = every core)")
+    c.at_least("system.total_nodes", 1, optional=True)
+    _check_run_time(c)
+    _check_zone(c)
+    queues = c.get("format.queues")
+    if queues is not None and (len(queues) == 0 or any(not str(q).strip() for q in queues)):
+        c.fail("format.queues", queues, "must name at least one queue (null = the format's "
+               "default, [all] = every queue)")
+    _check_workload(c)
+    if c.get("resume") and not c.get("tracking.enabled"):
+        c.fail("resume", True, "needs the tracking store (tracking.enabled=false): only the store "
+               "knows which seeds finished")
+    if not str(c.get("tracking.experiment") or "").strip():
+        c.fail("tracking.experiment", c.get("tracking.experiment"), "must not be empty")
+    c.problems.extend(unknown_keys(cfg))
+    c.problems.extend(check_trace_file(cfg))
+    return c.problems
+
+
+def _check_run_time(c: _Checks) -> None:
+    uniform = _v(c.get("run_time.distribution")) == "uniform"
+    c.at_least("run_time.scale", 0, strict=not uniform)
+    c.at_least("run_time.stddev", 0)
+    c.at_least("run_time.min_run_time", 0, strict=True)
+    if _v(c.get("run_time.mode")) == "distribution" and not c.problems:
+        from ..sim.runtime import RunTimeModel
+
+        rt = c.cfg.run_time
+        try:  # the model's own cross-field rules (uniform: low < high)
+            RunTimeModel(mode="distribution", distribution=_v(rt.distribution),
+                         scale=float(rt.scale), stddev=float(rt.stddev),
+                         min_run_time=float(rt.min_run_time)).validate()
+        except ConfigError as exc:
+            c.problems.append(f"run_time: {exc}")
+
+
+def _check_zone(c: _Checks) -> None:
+    name = c.get("timezone.name")
+    if name is None:
+        return  # the trace's own zone
+    from ..trace.timestamps import resolve_zone
+
+    try:
+        resolve_zone(str(name))
+    except ConfigError:
+        c.fail("timezone.name", name, "not an IANA time zone (e.g. UTC, Europe/Stockholm, "
+               "America/Los_Angeles)")
+
+
+def _check_workload(c: _Checks) -> None:
+    c.at_least("workload.load_factor", 0, strict=True)
+    c.at_least("workload.rescale_nodes", 0, strict=True)
+    c.at_least("workload.rescale_machine_nodes", 1, optional=True)
+    c.at_least("workload.shake", 0)
+    c.at_least("workload.max_jobs", 1, optional=True)
+    c.at_least("workload.max_time", 0, optional=True, strict=True)
+    c.at_least("workload.maintenance_horizon_days", 0, strict=True)
+    for i, _ in enumerate(c.get("workload.capacity") or []):
+        c.at_least(f"workload.capacity[{i}].total_nodes", 0)
+    for i, _ in enumerate(c.get("workload.maintenance") or []):
+        c.at_least(f"workload.maintenance[{i}].nodes", 1)
+    from ..sim.workload import parse_time
+
+    zone = str(c.get("timezone.name") or "UTC")  # start < end does not depend on the zone
+    bounds = {}
+    for key in ("workload.window_start", "workload.window_end"):
+        value = c.get(key)
+        if value is None:
+            continue
+        try:
+            bounds[key] = parse_time(value, zone, key, "iso")
+        except ConfigError as exc:
+            c.fail(key, value, str(exc).split(", got")[0])
+    if len(bounds) == 2 and bounds["workload.window_start"] >= bounds["workload.window_end"]:
+        c.fail("workload.window_end", c.get("workload.window_end"),
+               f"the window is empty: it must end after window_start={c.get('workload.window_start')}")
+    if c.problems:
+        return
+    from .workload_config import workload_spec
+
+    try:  # the transform's own cross-field rules (warm_start needs a window_start, ...)
+        workload_spec(c.cfg.workload, c.get("system.total_nodes"))
+    except ConfigError as exc:
+        c.problems.append(f"workload: {exc}")
+
+
+def unknown_keys(cfg: DictConfig) -> list[str]:
+    """Keys that are not in the schema (``+polcy=sjf``, ``+foo=1``): Hydra's ``+`` adds any
+    key, so a misspelt one would be stored and silently ignored."""
+    from .config import SweepConfig
+
+    schema = OmegaConf.structured(SweepConfig)
+    overrides = [str(o) for o in OmegaConf.select(cfg, "hydra.overrides.task", default=[]) or []]
+    problems = []
+    for key in _extra_keys(cfg, schema, ""):
+        given = next((o for o in overrides if o.lstrip("+~").split("=", 1)[0] == key), None)
+        parent, _, leaf = key.rpartition(".")
+        known = list((OmegaConf.select(schema, parent) if parent else schema).keys())
+        close = difflib.get_close_matches(leaf, [str(k) for k in known], n=1)
+        hint = f"; did you mean {(parent + '.' if parent else '') + close[0]}?" if close else ""
+        problems.append(f"{given or key}: unknown key '{key}' (the schema has no such setting"
+                        f"{hint})")
+    return problems
+
+
+def _extra_keys(node, schema, prefix: str) -> list[str]:
+    if not isinstance(node, DictConfig) or not isinstance(schema, DictConfig):
+        return []
+    extra = []
+    for key in node.keys():
+        if prefix == "" and key == "hydra":
+            continue
+        name = f"{prefix}{key}"
+        if key not in schema.keys():  # ("in" is False for a ??? value)
+            extra.append(name)
+        else:
+            extra.extend(_extra_keys(node._get_node(key), schema._get_node(key), name + "."))
+    return extra
+
+
+def check_trace_file(cfg: DictConfig) -> list[str]:
+    """The trace file exists (a catalogue trace that is missing says how to fetch it)."""
+    from ..trace.options import resolve_trace_path
+
+    try:
+        raw = cfg.trace.path
+    except Exception:  # noqa: BLE001 - ??? is Hydra's own, clearer message
+        return []
+    path = resolve_trace_path(str(raw), str(cfg.paths.root))
+    if path.is_file() or str(raw).startswith(("http://", "https://")):
+        return []
+    from ..catalogue import CATALOGUE, missing_hint
+
+    name = str(cfg.trace.name)
+    if name in CATALOGUE:
+        return [f"trace={name}: {missing_hint(name)}"]
+    return [f"trace.path={raw}: no such file" + ("" if Path(str(raw)).is_absolute()
+                                                  else f" (relative to paths.root={cfg.paths.root})")]
+
+
+def sweep_job_configs(config: DictConfig):
+    """Every job config of a multirun with Hydra's basic sweeper, composed as the sweeper will
+    compose them (other sweepers choose their values as they go: only ``config`` itself)."""
+    from hydra.core.global_hydra import GlobalHydra
+
+    target = str(OmegaConf.select(config, "hydra.sweeper._target_", default="") or "")
+    if not target.endswith("BasicSweeper") or not GlobalHydra.instance().is_initialized():
+        yield config
+        return
+    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    params = OmegaConf.select(config, "hydra.sweeper.params", default=None) or {}
+    arguments = [f"{k}={v}" for k, v in params.items()]
+    arguments += [str(o) for o in config.hydra.overrides.task]
+    loader = GlobalHydra.instance().config_loader()
+    overrides = OverridesParser.create(config_loader=loader).parse_overrides(arguments)
+    for batch in BasicSweeper.split_arguments(overrides, None):
+        for job in batch:
+            yield loader.load_sweep_config(config, list(job))
+
+
+def check_sweep(config: DictConfig) -> list[str]:
+    """The problems of every job of a multirun (each said once), before any job starts."""
+    problems: list[str] = []
+    for job in sweep_job_configs(config):
+        for problem in check_config(job):
+            if problem not in problems:
+                problems.append(problem)
+    return problems
+
+
+def raise_problems(problems: list[str]) -> None:
+    """Stop with every problem: the app turns this into exit code 2, before anything runs."""
+    if problems:
+        raise SystemExit("drevt-sweep: error: " + "\ndrevt-sweep: error: ".join(problems))
