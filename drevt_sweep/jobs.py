@@ -43,6 +43,9 @@ class TraceMeta:
     excluded: dict[str, int] = field(default_factory=dict)  # reason -> number of rows
     rejects: tuple[Reject, ...] = ()
     notes: dict[str, int] = field(default_factory=dict)  # e.g. DST gap/fold resolutions
+    # The zone the file itself states (SWF TimeZoneString), when it states one; ``timezone`` is
+    # the zone used, which is the user's when they gave one (then notes["timezone_overrides_header"]).
+    header_timezone: str | None = None
 
     @property
     def can_replay(self) -> bool:

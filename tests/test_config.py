@@ -52,7 +52,8 @@ def test_every_option_of_every_group_composes(hydra_compose, group):
         if group != "experiment":
             assert cfg.hydra.runtime.choices[group] == name
             section = cfg[group]
-            assert section.name is not None
+            # timezone=trace leaves the zone to the trace (null)
+            assert section.name is not None or (group, name) == ("timezone", "trace")
 
 
 def test_policy_files_map_to_engine_names(hydra_compose):

@@ -96,8 +96,9 @@ def build_parser() -> argparse.ArgumentParser:
                          help="trace file format (default: %(default)s)")
     reading.add_argument("--timestamp_format", choices=TIMESTAMP_FORMATS, default="auto",
                          help="how times are written (default: %(default)s = detect)")
-    reading.add_argument("--timezone", default="America/Los_Angeles", metavar="ZONE",
-                         help="IANA zone of times without an offset (default: %(default)s)")
+    reading.add_argument("--timezone", default=None, metavar="ZONE",
+                         help="IANA zone of times without an offset; wins over an SWF header's "
+                         "TimeZoneString (default: the file's own zone, else America/Los_Angeles)")
     reading.add_argument("--queues", type=_queues, default="default", metavar="LIST",
                          help="comma-separated queues to keep, or 'all' (default: the format's "
                          "own filter: pbatch, pall, pbatch0-3 for simple/lassen, all otherwise)")
@@ -278,7 +279,8 @@ def _check_options(args: argparse.Namespace):
         raise ConfigError("--rejects needs --on_bad_row skip (only skipped rows are written)")
     from ..trace.timestamps import resolve_zone
 
-    resolve_zone(args.timezone)  # before reading: an unknown zone is an error for any trace
+    if args.timezone is not None:
+        resolve_zone(args.timezone)  # before reading: an unknown zone is an error for any trace
     return backfill, model
 
 

@@ -548,6 +548,10 @@ class SweepSummaryCallback(Callback):
 
     def on_multirun_start(self, config: DictConfig, **kwargs) -> None:
         raise_problems(check_sweep(config))  # every job's values, before the store opens
+        if config.resume:
+            sweep_dir = Path(config.hydra.sweep.dir)
+            state = "continuing" if (sweep_dir / "multirun.yaml").is_file() else "no earlier sweep: starting"
+            print(f"resume: {state} {sweep_dir}", file=sys.stderr)
         if config.tracking.enabled:
             launcher = str(config.hydra.launcher.get("_target_", ""))
             if "SlurmLauncher" in launcher and not config.tracking.uri:
@@ -566,6 +570,8 @@ class SweepSummaryCallback(Callback):
         sweep_dir = Path(config.hydra.sweep.dir)
         table, failed = write_summary(sweep_dir)
         _report(table, failed, sweep_dir, config)
+        if config.resume:
+            print(resume_note(sweep_dir.glob("*/result.json"), sweep_dir))
         _failures.extend(f for f in failed if f not in _failures)
         try:
             from ..report.html import build_report
@@ -593,6 +599,8 @@ class SweepSummaryCallback(Callback):
             frame.to_csv(run_dir / "summary.csv", index=False)
             failed = [] if result.get("status") == "FINISHED" else [result["label"]]
             _report(format_summary(frame), failed, run_dir, config)
+            if config.resume:
+                print(resume_note([run_dir / "result.json"], run_dir))
 
 
 def _log_sweep_run(config: DictConfig, sweep_dir: Path, report: Path | None) -> None:
@@ -624,6 +632,17 @@ def _log_sweep_run(config: DictConfig, sweep_dir: Path, report: Path | None) -> 
     tracker.wait()
 
 
+def resume_note(result_files, where: Path) -> str:
+    """``resume: <folder>: reused 6 seeds, ran 2`` (what ``resume=true`` did)."""
+    reused = ran = 0
+    for path in result_files:
+        result = json.loads(Path(path).read_text())
+        done = len(result.get("reused_seeds") or [])
+        reused += done
+        ran += len(result.get("seeds") or []) - done
+    return f"resume: {where}: reused {reused} seeds, ran {ran}"
+
+
 def _report(table: str, failed: list[str], where: Path, config: DictConfig) -> None:
     print("\n" + table)
     print(f"\nsummary: {where / 'summary.csv'}")
@@ -650,6 +669,9 @@ def _app(cfg: DictConfig) -> dict:
 def main() -> None:
     """Console script: exit 0 when every configuration finished, 1 when any failed, 130 when
     interrupted (runs in flight are then marked KILLED in the store)."""
+    if _asks_for_version(sys.argv[1:]):
+        print(f"drevt-sweep {__version__}")
+        return
     register_configs()
     import pandas  # noqa: F401 - needed here anyway; imported before the fork, the helper shares it
 
@@ -669,6 +691,11 @@ def main() -> None:
         sys.exit(130)
     if _failures:
         sys.exit(1)
+
+
+def _asks_for_version(args: list[str]) -> bool:
+    """``--version`` or ``version=true``: drevt-sweep's version, not Hydra's."""
+    return any(a == "--version" or a.lower() in ("version=true", "+version=true") for a in args)
 
 
 if __name__ == "__main__":

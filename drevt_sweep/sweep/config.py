@@ -8,13 +8,17 @@ simulation runs, with Hydra's own message.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from enum import Enum
+from datetime import datetime
+from pathlib import Path
 from typing import List, Optional
 
 from hydra.core.config_store import ConfigStore
 from omegaconf import OmegaConf
 
+from .. import __version__
 from .workload_config import WorkloadConf
 
 
@@ -99,9 +103,11 @@ class FormatConf:
 
 @dataclass
 class TimezoneConf:
-    """The IANA zone of timestamps that carry no offset (the seeds' --timezone)."""
+    """The IANA zone of timestamps that carry no offset (the seeds' --timezone). Null: the
+    trace's own (an SWF header's TimeZoneString), else America/Los_Angeles; a zone given here
+    wins over the header's. The zone used is the one logged."""
 
-    name: str = "America/Los_Angeles"
+    name: Optional[str] = None
 
 
 @dataclass
@@ -205,7 +211,27 @@ def register_configs() -> None:
         # ${drevt_trace:lanl_cm5}: the user data folder's copy, else $DREVT_TRACE_DIR's
         "drevt_trace": catalogue.locate,
         "drevt_data_dir": lambda: str(catalogue.data_dir()),
+        "drevt_version": lambda: __version__,
+        "drevt_output_dir": output_dir,
     }
     for name, resolver in resolvers.items():
         if not OmegaConf.has_resolver(name):
-            OmegaConf.register_new_resolver(name, resolver, use_cache=name == "drevt_cwd")
+            OmegaConf.register_new_resolver(
+                name, resolver, use_cache=name in ("drevt_cwd", "drevt_output_dir"))
+
+
+STAMP = "%Y-%m-%d_%H-%M-%S"
+_STAMPED = re.compile(r"^\d{4}-\d\d-\d\d_\d\d-\d\d-\d\d$")
+
+
+def output_dir(base: str, resume=False) -> str:
+    """A run's or sweep's folder: ``base/<date>_<time>`` (cached, so every job of a multirun
+    gets the same one), or with ``resume`` the latest such folder under ``base`` (a new one if
+    there is none), so that ``resume=true`` continues the sweep it resumes."""
+    if resume in (True, "true", "True"):
+        folder = Path(base)
+        earlier = sorted(p.name for p in folder.iterdir() if p.is_dir() and _STAMPED.match(p.name)) \
+            if folder.is_dir() else []
+        if earlier:
+            return str(folder / earlier[-1])
+    return str(Path(base) / datetime.now().strftime(STAMP))

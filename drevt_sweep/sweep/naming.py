@@ -19,6 +19,7 @@ from omegaconf import DictConfig, OmegaConf
 
 SEPARATOR = " · "
 SHOWN_GROUPS = ("policy", "run_time")  # a name's fallback when nothing varies
+GROUP_ORDER = ("trace", "format", "timezone", "policy", "run_time", "system", "workload")
 
 
 @functools.lru_cache(maxsize=8)
@@ -48,7 +49,12 @@ def varying_keys(overrides: list[str]) -> tuple[str, ...]:
         key = override.get_key_element().lstrip("+~")
         if override.is_sweep_override() and key not in keys:
             keys.append(key)
-    return tuple(keys)
+
+    def order(key: str) -> tuple:  # group choices first, as the config lists the groups
+        head = key.split(".", 1)[0]
+        return ("." in key, GROUP_ORDER.index(head) if head in GROUP_ORDER else len(GROUP_ORDER))
+
+    return tuple(sorted(keys, key=order))
 
 
 def _shown(value) -> str:

@@ -15,6 +15,8 @@ TIMESTAMP_FORMATS = ("auto", "epoch", "iso")
 BAD_ROW_ACTIONS = ("error", "skip")
 # The seeds' default queue filter (DR_EVT's SHOW_ALL_QUEUE off).
 DEFAULT_QUEUES = ("pbatch", "pall", "pbatch0", "pbatch1", "pbatch2", "pbatch3")
+# The zone of wall-clock times when neither the user nor the file gives one (DR_EVT's default).
+DEFAULT_TIMEZONE = "America/Los_Angeles"
 
 
 @dataclass(frozen=True)
@@ -23,7 +25,9 @@ class ReadOptions:
 
     trace_format: str = "simple"
     timestamp_format: str = "auto"
-    timezone: str = "America/Los_Angeles"
+    # None: the file's own zone (an SWF header's TimeZoneString), else DEFAULT_TIMEZONE. A zone
+    # given here wins over the file's, and the table's meta notes that it did.
+    timezone: str | None = None
     # "default" = the format's own default (simple/lassen: DEFAULT_QUEUES; swf/slurm: all),
     # "all" = keep every queue, or an explicit tuple of queue names.
     queues: tuple[str, ...] | str = "default"

@@ -38,7 +38,7 @@ def read_options(cfg) -> ReadOptions:
     return ReadOptions(
         trace_format=_value(cfg.format.name),
         timestamp_format=_value(cfg.format.timestamp_format),
-        timezone=str(cfg.timezone.name),
+        timezone=None if cfg.timezone.name is None else str(cfg.timezone.name),
         queues=queue_filter,
         on_bad_row=_value(cfg.format.on_bad_row),
         # A simulated policy re-schedules a replay trace with its historical run times.

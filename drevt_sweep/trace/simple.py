@@ -27,7 +27,7 @@ import numpy as np
 
 from ..errors import TraceError
 from ..jobs import JobTable
-from . import DEFAULT_QUEUES, ReadOptions, convert
+from . import DEFAULT_QUEUES, DEFAULT_TIMEZONE, ReadOptions, convert
 from .frame import factorize_names, read_frame
 from .records import scan_delimited
 from .source import located, read_source
@@ -59,7 +59,7 @@ SIMULATION_COLUMNS = {
 
 
 def read(path: str, options: ReadOptions) -> JobTable:
-    zone = resolve_zone(options.timezone)
+    zone = resolve_zone(options.timezone or DEFAULT_TIMEZONE)
     source = read_source(path)
     with located(path):
         records = scan_delimited(source.data, ",", '"')

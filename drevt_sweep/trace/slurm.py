@@ -38,7 +38,7 @@ import pandas as pd
 
 from ..errors import TraceError
 from ..jobs import JobTable
-from . import ReadOptions, convert
+from . import DEFAULT_TIMEZONE, ReadOptions, convert
 from .frame import factorize_names, read_frame
 from .records import scan_delimited
 from .source import located, read_source
@@ -69,7 +69,7 @@ _DURATION = (
 
 
 def read(path: str, options: ReadOptions) -> JobTable:
-    zone = resolve_zone(options.timezone)
+    zone = resolve_zone(options.timezone or DEFAULT_TIMEZONE)
     source = read_source(path)
     with located(path):
         records = scan_delimited(source.data, "|", None)

@@ -92,11 +92,14 @@ def read(path: str, options: ReadOptions) -> JobTable:
         )
         start = _header_int(header, "UnixStartTime")
         machine_nodes = _header_int(header, "MaxNodes") or _header_int(header, "MaxProcs")
+        stated = header.get("TimeZoneString", ("", 0))[0] or None
         parsed = ParsedTrace(
             source=source,
             rows=rows,
             trace_format="swf",
-            timezone=header.get("TimeZoneString", ("UTC", 0))[0] or "UTC",
+            # The user's zone wins over the header's (noted); no zone at all: UTC.
+            timezone=options.timezone or stated or "UTC",
+            header_timezone=stated,
             timestamp_format="epoch" if start is not None else "relative",
             default_queues=None,
             machine_nodes=machine_nodes if machine_nodes and machine_nodes > 0 else None,
@@ -105,6 +108,8 @@ def read(path: str, options: ReadOptions) -> JobTable:
             required={"submit", "num_nodes", "time_limit", "actual_run_time"},
         )
         add_ragged_problem(parsed, FIELDS)
+        if options.timezone and stated and options.timezone != stated:
+            parsed.note("timezone_overrides_header", np.ones(len(rows), dtype=bool))
         _fill(parsed, frame, float(start or 0), options)
         return build_table(parsed, options)
 

@@ -76,6 +76,7 @@ class ParsedTrace:
     exit_status: np.ndarray | None = None  # int64, -1 unknown
     mode: str | None = None  # None: replay exactly when every kept job has begin and end
     machine_nodes: int | None = None
+    header_timezone: str | None = None  # the zone the file itself states (SWF TimeZoneString)
     required: set[str] = field(default_factory=set)  # canonical columns that may not be empty
     labels: dict[str, str] = field(default_factory=dict)  # canonical -> name in the file
     fields: dict[str, int] = field(default_factory=dict)  # canonical -> field index in a record
@@ -391,6 +392,7 @@ def _assemble(parsed: ParsedTrace, options, order, excluded, rejects) -> JobTabl
         timezone=parsed.timezone,
         timestamp_format=parsed.timestamp_format,
         machine_nodes=parsed.machine_nodes,
+        header_timezone=parsed.header_timezone,
         has_actual_run_time=bool(np.isfinite(actual).all()),
         rows_read=len(parsed),
         rows_kept=n,

@@ -1,0 +1,123 @@
+"""drevt-sweep-fetch against a loopback HTTP server (127.0.0.1 only, no internet), and the
+configs finding what it fetched: the user data folder first, then $DREVT_TRACE_DIR."""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import http.server
+import os
+import shutil
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from drevt_sweep.catalogue import CATALOGUE, data_dir, locate
+from drevt_sweep.cli.fetch import main as fetch_main
+
+LANL = CATALOGUE["lanl_cm5"]
+
+
+@pytest.fixture
+def server(tmp_path):
+    """Serves ``tmp_path/www`` on 127.0.0.1; yields (folder, base URL)."""
+    root = tmp_path / "www"
+    root.mkdir()
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(root))
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield root, f"http://127.0.0.1:{httpd.server_address[1]}"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+@pytest.fixture
+def user_data(tmp_path, monkeypatch):
+    """A user data folder of the test's own (platformdirs follows XDG_DATA_HOME on Linux)."""
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    monkeypatch.delenv("DREVT_TRACE_DIR", raising=False)
+    if sys.platform != "linux":
+        pytest.skip("XDG_DATA_HOME moves the user data folder on Linux only")
+    return data_dir()
+
+
+def test_the_catalogue_matches_the_traces_we_have(shared_traces):
+    sums = dict(reversed(line.split()) for line in (shared_traces / "SHA256SUMS").read_text().splitlines())
+    for entry in CATALOGUE.values():
+        assert entry.sha256 == sums[entry.file], entry.name
+        assert entry.size == (shared_traces / entry.file).stat().st_size
+        assert entry.citation and entry.description
+        assert entry.url or entry.note  # where it comes from, or why it cannot be fetched
+
+
+def test_fetch_downloads_verifies_and_says_where(server, user_data, shared_traces, capsys):
+    root, base = server
+    shutil.copy(shared_traces / LANL.file, root / LANL.file)
+    assert fetch_main(["lanl_cm5", "--url", f"{base}/{LANL.file}"]) == 0
+    target = user_data / LANL.file
+    assert hashlib.sha256(target.read_bytes()).hexdigest() == LANL.sha256
+    out = capsys.readouterr().out
+    assert f"downloaded: {target}" in out and "trace=lanl_cm5" in out
+    assert locate("lanl_cm5") == str(target)
+    (root / LANL.file).unlink()  # a second fetch does not download again
+    assert fetch_main(["lanl_cm5", "--url", f"{base}/{LANL.file}"]) == 0
+    assert "already there" in capsys.readouterr().out
+
+
+def test_a_wrong_file_is_refused_and_nothing_is_kept(server, user_data, capsys):
+    root, base = server
+    (root / LANL.file).write_bytes(b"; not the LANL log\n")
+    assert fetch_main(["lanl_cm5", "--url", f"{base}/{LANL.file}"]) == 2
+    err = capsys.readouterr().err
+    assert "sha256" in err and LANL.sha256 in err and "nothing was kept" in err
+    assert not user_data.exists() or list(user_data.iterdir()) == []
+    assert fetch_main(["lanl_cm5", "--url", f"{base}/missing.swf.gz"]) == 2
+    assert "HTTP 404" in capsys.readouterr().err
+    assert fetch_main(["no_such_trace"]) == 2
+    assert fetch_main(["kabre"]) == 2  # not public
+    assert "no public download" in capsys.readouterr().err
+
+
+def test_the_data_folder_comes_before_drevt_trace_dir(tmp_path, user_data, monkeypatch):
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / LANL.file).write_bytes(b"x")
+    assert locate("lanl_cm5") == str(user_data / LANL.file)  # nowhere yet: where fetch puts it
+    monkeypatch.setenv("DREVT_TRACE_DIR", str(elsewhere))
+    assert locate("lanl_cm5") == str(elsewhere / LANL.file)
+    user_data.mkdir(parents=True)
+    (user_data / LANL.file).write_bytes(b"y")
+    assert locate("lanl_cm5") == str(user_data / LANL.file)
+
+
+def test_no_config_refers_to_the_development_folders():
+    conf = Path(__file__).resolve().parents[1] / "conf"
+    package = Path(__file__).resolve().parents[1] / "drevt_sweep"
+    for path in list(conf.rglob("*.yaml")) + list(package.rglob("*.py")):
+        assert "shared/traces" not in path.read_text(), path
+
+
+@pytest.mark.slow
+def test_trace_lanl_cm5_works_after_one_fetch(server, tmp_path, shared_traces):
+    root, base = server
+    shutil.copy(shared_traces / LANL.file, root / LANL.file)
+    env = {k: v for k, v in os.environ.items() if k != "DREVT_TRACE_DIR"}
+    env.update(XDG_DATA_HOME=str(tmp_path / "xdg"), PYTHONWARNINGS="ignore")
+    sweep = [sys.executable, "-m", "drevt_sweep", "trace=lanl_cm5", "policy=fcfs",
+             "workload.max_jobs=3000", "tracking.enabled=false", "progress=false",
+             f"paths.output_root={tmp_path / 'out'}"]
+    before = subprocess.run(sweep, capture_output=True, text=True, env=env, timeout=300)
+    assert before.returncode == 2 and "drevt-sweep-fetch lanl_cm5" in before.stderr
+    fetched = subprocess.run([sys.executable, "-m", "drevt_sweep.cli.fetch", "lanl_cm5",
+                              "--url", f"{base}/{LANL.file}"], capture_output=True, text=True,
+                             env=env, timeout=300)
+    assert fetched.returncode == 0, fetched.stderr
+    after = subprocess.run(sweep, capture_output=True, text=True, env=env, timeout=600)
+    assert after.returncode == 0, after.stderr[-2000:]
+    assert "FINISHED" in after.stdout

@@ -1,0 +1,137 @@
+"""What a person sees in the MLflow UI after a sweep, read back from a real sqlite store: run
+names that tell runs apart, seeds that filter by policy, who ran it from which commit, the
+trace as a dataset, one report per sweep, compressed schedules."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from sweep_helpers import TINY, run_sweep
+
+pytestmark = pytest.mark.slow
+SWF = TINY.parent / "swf_replay.swf"  # its header says Europe/Stockholm
+
+
+@pytest.fixture(scope="module")
+def sweep(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("ui")
+    proc = run_sweep(tmp, "policy=fcfs,easy", "run_time=limit,normal", "replicates=2")
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=f"sqlite:///{tmp / 'out' / 'mlflow.db'}")
+    experiment = client.get_experiment_by_name("drevt-sweep")
+    return tmp, proc, client, experiment.experiment_id
+
+
+def kind(runs, name):
+    return [r for r in runs if r.data.tags.get("drevt_kind") == name]
+
+
+def test_every_run_has_a_short_distinct_name(sweep):
+    _, _, client, eid = sweep
+    runs = client.search_runs([eid], max_results=1000)
+    parents = kind(runs, "configuration")
+    assert sorted(r.info.run_name for r in parents) == [
+        "easy · limit", "easy · normal", "fcfs · limit", "fcfs · normal"]
+    for parent in parents:  # the full label stays findable
+        assert "policy=" in parent.data.tags["drevt_label"]
+        children = [r for r in kind(runs, "seed")
+                    if r.data.tags["mlflow.parentRunId"] == parent.info.run_id]
+        assert sorted(c.info.run_name for c in children) == [
+            f"seed {c.data.params['seed']}" for c in sorted(children, key=lambda c: c.data.params["seed"])]
+
+
+def test_seeds_filter_by_policy_and_carry_their_configuration(sweep):
+    _, _, client, eid = sweep
+    easy = client.search_runs(
+        [eid], "tags.drevt_kind = 'seed' and params.`policy.name` = 'easy'", max_results=100)
+    assert len(easy) == 3  # limit: one seed (deterministic), normal: two
+    assert {r.data.params["run_time.name"] for r in easy} == {"limit", "normal"}
+    assert all(r.data.params["system.total_nodes"] == "10" for r in easy)
+
+
+def test_runs_say_who_ran_them_from_which_commit_and_how_to_rerun_them(sweep, repo_root):
+    _, _, client, eid = sweep
+    commit = subprocess.run(["git", "-C", str(repo_root), "rev-parse", "HEAD"],
+                            capture_output=True, text=True).stdout.strip()
+    for run in client.search_runs([eid], max_results=1000):
+        tags = run.data.tags
+        assert tags["mlflow.user"] and tags["mlflow.source.name"] == "drevt-sweep"
+        assert tags["mlflow.source.git.commit"] == commit
+        assert tags["drevt_experiment"] == "none"
+        assert "drevt-sweep" in tags["mlflow.note.content"]
+    seed = client.search_runs([eid], "tags.drevt_kind = 'seed' and params.seed = '1'")[0]
+    assert "seed=1 replicates=1" in seed.data.tags["mlflow.note.content"]
+
+
+def test_the_trace_is_the_runs_dataset_with_its_checksum(sweep):
+    _, _, client, eid = sweep
+    import hashlib
+
+    checksum = hashlib.sha256(TINY.read_bytes()).hexdigest()
+    for run in kind(client.search_runs([eid], max_results=1000), "seed"):
+        (entry,) = run.inputs.dataset_inputs
+        assert entry.dataset.name == TINY.name
+        assert entry.dataset.digest == checksum[:36]
+        assert json.loads(entry.dataset.profile)["sha256"] == checksum
+        assert json.loads(entry.dataset.source)["uri"] == TINY.resolve().as_uri()
+
+
+def test_one_seed_logs_means_only(sweep):
+    _, _, client, eid = sweep
+    for parent in kind(client.search_runs([eid], max_results=1000), "configuration"):
+        spread = [m for m in parent.data.metrics if m.endswith(("_std", "_ci95"))]
+        if parent.data.params["run_time.name"] == "limit":  # one seed
+            assert spread == []
+        else:
+            assert "wait_mean_ci95" in spread
+
+
+def test_the_report_is_logged_once_to_a_sweep_run(sweep):
+    tmp, _, client, eid = sweep
+    runs = client.search_runs([eid], max_results=1000)
+    (sweep_run,) = kind(runs, "sweep")
+    names = {a.path for a in client.list_artifacts(sweep_run.info.run_id)}
+    assert {"report.html", "summary.csv"} <= names
+    for parent in kind(runs, "configuration"):
+        assert parent.data.tags["drevt_sweep_run_id"] == sweep_run.info.run_id
+        assert "report" not in {a.path for a in client.list_artifacts(parent.info.run_id)}
+        (schedule,) = client.list_artifacts(parent.info.run_id, "schedules")
+        assert schedule.path.endswith(".csv.gz")
+    local = next((tmp / "sweep").glob("*/schedule_seed*.csv.gz"))
+    assert gzip.decompress(local.read_bytes()).startswith(b"job_id,")
+
+
+def test_the_zone_logged_is_the_zone_used(tmp_path):
+    run_sweep(tmp_path, f"trace.path={SWF}", "format=swf", "run_time=limit", "policy=fcfs,easy",
+              "timezone=trace,utc")
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'out' / 'mlflow.db'}")
+    eid = client.get_experiment_by_name("drevt-sweep").experiment_id
+    zones = {}
+    for run in client.search_runs([eid], "tags.drevt_kind = 'configuration'"):
+        choice = run.info.run_name.split(" · ")[1]  # "easy · utc"
+        zones.setdefault(choice, set()).add(run.data.params["timezone.name"])
+    assert zones == {"trace": {"Europe/Stockholm"}, "utc": {"UTC"}}
+    results = [json.loads(p.read_text()) for p in (tmp_path / "sweep").glob("*/result.json")]
+    assert sorted({r["timezone"] for r in results}) == ["Europe/Stockholm", "UTC"]
+
+
+def test_a_preset_goes_to_its_own_experiment(tmp_path):
+    # machine_size's own trace is KTH-SP2; the tiny trace keeps this fast (the command line wins).
+    run_sweep(tmp_path, "experiment=machine_size", "system.total_nodes=10,12")
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'out' / 'mlflow.db'}")
+    experiment = client.get_experiment_by_name("drevt-sweep/machine_size")
+    assert experiment is not None
+    runs = client.search_runs([experiment.experiment_id], "tags.drevt_kind = 'configuration'")
+    assert sorted(r.info.run_name for r in runs) == [
+        "easy · total_nodes=10", "easy · total_nodes=12", "fcfs · total_nodes=10", "fcfs · total_nodes=12"]
+    assert {r.data.tags["drevt_experiment"] for r in runs} == {"machine_size"}
