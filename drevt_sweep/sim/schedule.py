@@ -31,3 +31,23 @@ class Schedule:
 
     def __len__(self) -> int:
         return int(self.begin.shape[0])
+
+    def to_frame(self, jobs=None):
+        """A pandas DataFrame, one row per job in the job table's order (rejected jobs too,
+        with NaN times). With ``jobs`` (the ``JobTable`` it was made from) the jobs' own
+        columns come first and ``wait`` = begin - submit is added."""
+        import pandas as pd
+
+        frame = pd.DataFrame({"begin": self.begin, "end": self.end, "run_time": self.run_time,
+                              "killed": self.killed, "rejected": self.rejected})
+        if jobs is None:
+            return frame
+        if len(jobs) != len(self):
+            raise ValueError(f"the schedule has {len(self)} rows but the job table {len(jobs)}")
+        frame.insert(0, "job_id", jobs.job_id)
+        frame.insert(1, "submit", jobs.submit)
+        frame.insert(2, "num_nodes", jobs.num_nodes)
+        frame.insert(3, "time_limit", jobs.time_limit)
+        frame.insert(4, "queue", jobs.queue)
+        frame.insert(frame.columns.get_loc("end") + 1, "wait", self.begin - jobs.submit)
+        return frame

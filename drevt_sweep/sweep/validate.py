@@ -155,6 +155,11 @@ def unknown_keys(cfg: DictConfig) -> list[str]:
 
     schema = OmegaConf.structured(SweepConfig)
     overrides = [str(o) for o in OmegaConf.select(cfg, "hydra.overrides.task", default=[]) or []]
+    if not overrides:  # a job's config has no hydra section: Hydra's own copy has them
+        from hydra.core.hydra_config import HydraConfig
+
+        if HydraConfig.initialized():
+            overrides = [str(o) for o in HydraConfig.get().overrides.task]
     problems = []
     for key in _extra_keys(cfg, schema, ""):
         given = next((o for o in overrides if o.lstrip("+~").split("=", 1)[0] == key), None)
