@@ -235,8 +235,7 @@ def test_warm_loads_the_compiled_code_a_first_run_would_need():
         "assert k.run_queue_policy.signatures and not k.run_conservative.signatures\n"
         "assert fast.warm('conservative') and k.run_conservative.signatures\n"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
+    run_python(code)
 
 
 def test_prepare_is_the_drivers_one_call():
@@ -251,5 +250,10 @@ def test_prepare_is_the_drivers_one_call():
         "assert kernel.prepare('conservative') is True\n"
         "assert kernel.load().run_conservative.signatures\n"
     )
+    run_python(code)
+
+
+def run_python(code: str) -> None:
+    """Run ``code`` in a fresh interpreter (what a new sweep worker is) and require success."""
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
