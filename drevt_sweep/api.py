@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from .catalogue import CATALOGUE, locate
+from .trace.catalogue import CATALOGUE, locate
 from .errors import ConfigError
 from .jobs import JobTable
 from .sim.runtime import RunTimeModel

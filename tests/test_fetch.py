@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from drevt_sweep.catalogue import CATALOGUE, data_dir, locate
+from drevt_sweep.trace.catalogue import CATALOGUE, data_dir, locate
 from drevt_sweep.cli.fetch import main as fetch_main
 
 LANL = CATALOGUE["lanl_cm5"]

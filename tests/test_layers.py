@@ -23,6 +23,8 @@ ALLOWED = {
     "sweep": {"core", "trace", "sim", "outputs", "tracking", "report"},
     "cli": {"core", "trace", "sim", "outputs"},
     "main": {"sweep"},
+    # the Python API (notebooks): one call from a trace to metrics, from a sweep to a frame
+    "api": {"core", "trace", "sim", "sweep", "tracking", "report"},
 }
 CORE = {"drevt_sweep", "drevt_sweep.errors", "drevt_sweep.jobs"}
 

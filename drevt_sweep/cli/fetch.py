@@ -17,7 +17,7 @@ import urllib.request
 from pathlib import Path
 from typing import Sequence
 
-from ..catalogue import CATALOGUE, data_dir
+from ..trace.catalogue import CATALOGUE, data_dir
 
 PROG = "drevt-sweep-fetch"
 CHUNK = 1 << 20

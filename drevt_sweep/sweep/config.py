@@ -204,7 +204,7 @@ def register_configs() -> None:
     ``hydra:runtime.cwd`` cannot be resolved yet when the sweep folder is named), and
     ``drevt_trace``, where a catalogue trace is on this machine (``catalogue.locate``)."""
     ConfigStore.instance().store(name="sweep_schema", node=SweepConfig)
-    from .. import catalogue
+    from ..trace import catalogue
 
     resolvers = {
         "drevt_cwd": os.getcwd,

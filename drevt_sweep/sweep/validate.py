@@ -198,7 +198,7 @@ def check_trace_file(cfg: DictConfig) -> list[str]:
     path = resolve_trace_path(str(raw), str(cfg.paths.root))
     if path.is_file() or str(raw).startswith(("http://", "https://")):
         return []
-    from ..catalogue import CATALOGUE, missing_hint
+    from ..trace.catalogue import CATALOGUE, missing_hint
 
     name = str(cfg.trace.name)
     if name in CATALOGUE:
