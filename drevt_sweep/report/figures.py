@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Iterable, Mapping, Sequence
 
 import matplotlib
 
@@ -611,6 +611,7 @@ def comparison_figure(
     hue: str = "model",
     metrics: Sequence[str] = tuple(COMPARISON_METRICS),
     reference: pd.DataFrame | None = None,
+    reference_hues: Iterable[str] | None = None,
     legend_title: str | None = "run-time model",
     title: str = "Policies × run-time models: mean over seeds ± 95% CI",
 ) -> Figure:
@@ -618,8 +619,10 @@ def comparison_figure(
 
     ``table`` has one row per configuration with columns ``x``, ``hue``, ``<metric>`` and
     ``<metric>_ci95`` (a NaN or zero half-width draws no bar). ``reference`` rows (the replay
-    baseline) are drawn as horizontal dashed lines labelled by their ``hue``. A panel whose
-    values span more than a factor 30 uses a log axis.
+    baseline) are drawn as horizontal dashed lines labelled by their ``hue``; with
+    ``reference_hues`` only beside the points of those hues (the configurations that use the
+    recorded run times, to which the history compares), and not at all when there are none.
+    A panel whose values span more than a factor 30 uses a log axis.
     """
     xs = list(dict.fromkeys(table[x].astype(str)))
     hues = list(dict.fromkeys(table[hue].astype(str)))
@@ -653,11 +656,22 @@ def comparison_figure(
             ax.errorbar(pos, y, yerr=[lower, err], fmt=markers[i % len(markers)],
                         color=colors[i % len(colors)], capsize=4, markersize=6, label=h,
                         linestyle="none")
+        beside = None
+        if reference_hues is not None:  # short segments across the points of those hues
+            beside = [xs.index(str(v)) + (hues.index(str(h)) - (len(hues) - 1) / 2) * width
+                      for v, h in zip(table[x].astype(str), table[hue].astype(str))
+                      if str(h) in set(reference_hues)]
         for j, (_, row) in enumerate(ref.iterrows() if ref is not None else []):
             value = float(row.get(metric, np.nan))
-            if np.isfinite(value):
-                name = REPLAY_LABEL if ref is not None and len(ref) == 1 else f"{REPLAY_LABEL}: {row[hue]}"
-                ax.axhline(value / scale, label=name, **dict(REPLAY_STYLE, linewidth=1.2))
+            if not np.isfinite(value) or beside == []:
+                continue
+            name = REPLAY_LABEL if ref is not None and len(ref) == 1 else f"{REPLAY_LABEL}: {row[hue]}"
+            style = dict(REPLAY_STYLE, linewidth=1.2)
+            if beside is None:
+                ax.axhline(value / scale, label=name, **style)
+            else:
+                ax.hlines([value / scale] * len(beside), np.array(beside) - width * 0.9,
+                          np.array(beside) + width * 0.9, label=name, **style)
         values = np.concatenate((mean, ref_mean)) / scale
         values = values[np.isfinite(values) & (values > 0)]
         log = values.size > 0 and values.max() / values.min() > 30

@@ -196,6 +196,11 @@ class ConfigRecord:
         return self.params.get("policy.replay") == "True"
 
     @property
+    def recorded_run_times(self) -> bool:
+        """Jobs run as long as they did on the real machine (``run_time=actual``)."""
+        return self.params.get("run_time.mode", "actual") == "actual"
+
+    @property
     def stochastic(self) -> bool:
         return not self.replay and self.params.get("run_time.mode") == "distribution"
 
@@ -280,7 +285,7 @@ def _fill_from_folder(record: ConfigRecord, job_dir: Path) -> None:
 
 def _set_schedule(record: ConfigRecord, paths: Sequence[Path]) -> None:
     def seed_of(path: Path) -> int:
-        match = re.search(r"schedule_seed(\d+)\.csv", path.name)
+        match = re.search(r"schedule_seed(\d+)\.csv(\.gz)?$", path.name)
         return int(match.group(1)) if match else 1 << 30
 
     if paths:
@@ -349,7 +354,7 @@ def load_mlflow(
     When the folder's ``result.json`` files name their parent runs, exactly those are used;
     otherwise every parent run tagged with the folder, the latest per configuration label.
     """
-    from ..tracking.store import TAG_CONFIG_HASH, TAG_ERROR, TAG_KIND, TAG_SWEEP_DIR
+    from ..tracking.store import TAG_CONFIG_HASH, TAG_ERROR, TAG_KIND, TAG_LABEL, TAG_SWEEP_DIR
 
     _check_store(uri)
     from mlflow.tracking import MlflowClient
@@ -381,7 +386,7 @@ def load_mlflow(
         params = dict(run.data.params)
         tags = dict(run.data.tags)
         record = ConfigRecord(
-            label=run.info.run_name or run.info.run_id,
+            label=tags.get(TAG_LABEL) or run.info.run_name or run.info.run_id,
             status=run.info.status,
             params={k: v for k, v in params.items() if k.split(".", 1)[0] in CONFIG_SECTIONS},
             metrics=dict(run.data.metrics),
@@ -445,7 +450,7 @@ def _download(client, record: ConfigRecord, where: Path) -> None:
             record.config_text = Path(path).read_text()
         if "schedules" in names:
             schedules = [a.path for a in client.list_artifacts(record.run_id, "schedules")
-                         if a.path.endswith(".csv")]
+                         if a.path.endswith((".csv", ".csv.gz"))]
             local = [Path(client.download_artifacts(record.run_id, p, str(where))) for p in schedules[:1]]
             _set_schedule(record, local)
     except Exception:  # noqa: BLE001 - missing artifacts only cost figures
@@ -620,12 +625,26 @@ def _fmt_duration(seconds: float, half: float | None = None) -> str:
     return f"{text} {name}"
 
 
-def fmt_metric(metric: str, value, half=None) -> str:
-    """A metric value (± its CI half-width) in a readable unit."""
+def _is_duration(metric: str) -> bool:
+    return metric.startswith(("wait", "turnaround", "makespan"))
+
+
+def column_unit(values: Iterable[float]) -> tuple[float, str, int]:
+    """One duration unit for a whole table column: the one that suits its median value."""
+    finite = [abs(v) for v in values if v is not None and np.isfinite(v)]
+    return _duration_unit(float(np.median(finite)) if finite else 0.0)
+
+
+def fmt_metric(metric: str, value, half=None, unit: tuple[float, str, int] | None = None) -> str:
+    """A metric value (± its CI half-width) in a readable unit; ``unit`` (a duration's
+    ``column_unit``) fixes the unit and leaves its name to the column's header."""
     if value is None or not np.isfinite(value):
         return "–"
     has_half = half is not None and np.isfinite(half) and half > 0
-    if metric.startswith(("wait", "turnaround", "makespan")):
+    if _is_duration(metric) and unit is not None:
+        scale, _, digits = unit
+        return f"{value / scale:,.{digits}f}" + (f" ± {half / scale:,.{digits}f}" if has_half else "")
+    if _is_duration(metric):
         return _fmt_duration(value, half if has_half else None)
     if metric == "utilization":
         return f"{value:.1%}" + (f" ± {half:.1%}" if has_half else "")
@@ -691,7 +710,7 @@ def build_report(
     The runs come from the MLflow store at ``tracking_uri`` (default: the store the sweep's
     configs name, when it exists) — the parent runs tagged ``drevt_sweep_dir`` = this folder —
     or, when no store answers, from the folder's ``result.json`` files. ``log_to_mlflow`` also
-    attaches the report to every parent run of the sweep (artifact ``report/report.html``);
+    attaches the report to the sweep's own run (``drevt_kind=sweep``; created if missing);
     ``per_configuration=False`` leaves out the per-configuration figures (for very large sweeps:
     four figures per configuration add up). Raises ``ReportError`` when neither source knows the sweep.
     """
@@ -739,20 +758,34 @@ def build_report(
     tmp.write_text(document, encoding="utf-8")
     os.replace(tmp, target)
     if log_to_mlflow and uri and source.startswith("the MLflow store"):
-        _log_report(uri, records, target)
+        _log_report(uri, sweep_dir, records, target)
     return target
 
 
-def _log_report(uri: str, records: Sequence[ConfigRecord], path: Path) -> None:
+def _log_report(uri: str, sweep_dir: Path, records: Sequence[ConfigRecord], path: Path) -> None:
+    """Attach the report to the sweep's own run (``drevt_kind=sweep``, tagged with the folder;
+    created when the sweep has none), once, rather than to every parent run."""
     from mlflow.tracking import MlflowClient
 
-    from ..tracking.store import Tracker
+    from ..tracking.store import TAG_KIND, TAG_SWEEP_DIR, TAG_SWEEP_RUN, Tracker
 
     client = MlflowClient(tracking_uri=uri)
-    for record in records:
-        if record.run_id:
-            experiment_id = client.get_run(record.run_id).info.experiment_id
-            Tracker(uri, experiment_id).log_artifact(record.run_id, path, "report")
+    parents = [r for r in records if r.run_id]
+    if not parents:
+        return
+    experiment_id = client.get_run(parents[0].run_id).info.experiment_id
+    tracker = Tracker(uri, experiment_id)
+    found = [r for r in _search_all(client, [experiment_id], f"tags.{TAG_KIND} = 'sweep'")
+             if _same_folder(r.data.tags.get(TAG_SWEEP_DIR), sweep_dir)]
+    if found:
+        run_id = max(found, key=lambda r: r.info.start_time or 0).info.run_id
+    else:
+        run_id = tracker.start_run(f"sweep {sweep_dir.name}",
+                                   {TAG_KIND: "sweep", TAG_SWEEP_DIR: str(sweep_dir)})
+        tracker.finish(run_id, "FINISHED")
+        for record in parents:
+            tracker.log(record.run_id, tags={TAG_SWEEP_RUN: run_id})
+    tracker.log_artifact(run_id, path)
 
 
 class _Figures:
@@ -779,8 +812,9 @@ class _Figures:
 
     def baseline(self, record: ConfigRecord) -> tuple[pd.DataFrame | None, str]:
         """The replay of the same trace: a replay configuration of the sweep, else the trace's
-        own recorded history read again (through the trace cache)."""
-        if record.replay:
+        own recorded history read again (through the trace cache). Only for a configuration
+        that uses the recorded run times: beside drawn ones, the history is no reference."""
+        if record.replay or not record.recorded_run_times:
             return None, ""
         workload = _workload_params(record)
         for other in self.context.records:
@@ -888,6 +922,9 @@ def _view(ctx: _Context) -> dict:
         "bsld_tau": f"{plots.BSLD_TAU:g}",
     }
 
+    columns = {"wait_mean": "mean wait", "wait_p95": "p95 wait", "bsld_mean": "mean bounded slowdown",
+               "utilization": "utilization", "makespan": "makespan"}
+    units = {m: column_unit(r.metrics.get(m) for r in records) for m in columns if _is_duration(m)}
     summary_rows = []
     for r in records:
         m = r.metrics
@@ -896,13 +933,13 @@ def _view(ctx: _Context) -> dict:
             "error": r.error.splitlines()[0] if r.error else "",
             "cells": [
                 str(len(r.seeds)), f"{r.jobs:,}" if isinstance(r.jobs, int) else "–",
-                *(fmt_metric(metric, m.get(metric), m.get(f"{metric}_ci95"))
-                  for metric in ("wait_mean", "wait_p95", "bsld_mean", "utilization", "makespan")),
+                *(fmt_metric(metric, m.get(metric), m.get(f"{metric}_ci95"), units.get(metric))
+                  for metric in columns),
             ],
         })
     view["summary"] = {
-        "header": ["configuration", "status", "seeds", "jobs", "mean wait", "p95 wait",
-                   "mean bounded slowdown", "utilization", "makespan"],
+        "header": ["configuration", "status", "seeds", "jobs",
+                   *(f"{name} ({units[m][1]})" if m in units else name for m, name in columns.items())],
         "rows": summary_rows,
     }
 
@@ -910,13 +947,15 @@ def _view(ctx: _Context) -> dict:
     simulated, reference = comparison_table(records)
     if not simulated.empty:
         if reference.empty and len(traces) == 1:  # no replay configuration: the trace's history
-            sims = [r for r in records if not r.replay and r.metrics]
+            sims = [r for r in records if not r.replay and r.metrics and r.recorded_run_times]
             baseline, _ = figures.baseline(sims[0]) if sims else (None, "")
             if baseline is not None:
                 reference = pd.DataFrame([{"policy": "replay", "model": "history", "replay": True,
                                            **history_metrics(baseline, int(sims[0].total_nodes))}])
         mixed = any(" · " in m or "=" in m for m in simulated["model"])
+        recorded = {r.model for r in records if not r.replay and r.recorded_run_times}
         fig = plots.comparison_figure(simulated, reference=reference if not reference.empty else None,
+                                      reference_hues=recorded,
                                       legend_title="run-time model and settings" if mixed else "run-time model")
         view["comparison"] = _figure(
             plots.save_figure(fig, ctx.figure_dir / "comparison.png"),
@@ -930,7 +969,8 @@ def _view(ctx: _Context) -> dict:
                    and figures.frame(r) is not None][:MAX_CDF_CURVES]
         if not members:
             continue
-        baseline, _ = figures.baseline(members[0])
+        recorded = [r for r in members if r.recorded_run_times]
+        baseline, _ = figures.baseline(recorded[0]) if recorded else (None, "")
         name = first.params.get("trace.name", checksum[:12])
         fig = plots.wait_cdf_figure(
             {r.key: figures.frame(r) for r in members}, baseline, styles=line_styles(members),
@@ -980,8 +1020,11 @@ def _paired_view(records: Sequence[ConfigRecord], ctx: _Context, plots) -> dict:
         if p["seeds"] < 2:
             paired_text = unpaired_text = "exact" if p["deterministic"] else "– (one seed)"
             ratio = "–"
-            verdict = ("B lower" if p["difference"] < 0 else "B higher" if p["difference"] > 0
-                       else "equal") if p["deterministic"] else "–"
+            verdict = "–"
+            if p["deterministic"]:
+                verdict = ("equal within rounding"
+                           if abs(p["difference"]) < _resolution(metric, p["mean_a"], p["mean_b"])
+                           else "B lower" if p["difference"] < 0 else "B higher")
         else:
             paired_text = "± " + _fmt_diff(metric, p["paired_ci95"], signed=False)
             unpaired_text = "± " + _fmt_diff(metric, p["unpaired_ci95"], signed=False)
@@ -1057,6 +1100,18 @@ def history_metrics(frame: pd.DataFrame, total_nodes: int) -> dict[str, float]:
     }
 
 
+def _resolution(metric: str, a: float, b: float) -> float:
+    """The smallest difference the report shows for two values of a metric (its rounding):
+    a smaller one is no finding, whatever its sign."""
+    if metric == "utilization":
+        return 0.001  # 0.1 percentage points
+    size = max(abs(a), abs(b)) if np.isfinite(a) and np.isfinite(b) else 0.0
+    if _is_duration(metric):
+        scale, _, digits = _duration_unit(size)
+        return scale * 10.0 ** -digits
+    return 10.0 ** -(2 if size < 100 else 1)
+
+
 def _fmt_diff(metric: str, value, signed: bool = True) -> str:
     """A difference (signed, with a real minus sign) or a CI half-width (``signed=False``)."""
     if value is None or not np.isfinite(value):
@@ -1082,7 +1137,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--tracking-uri", default=None,
                         help="MLflow store (default: the one the sweep's configs name, if it exists)")
     parser.add_argument("--log-to-mlflow", action="store_true",
-                        help="also attach report.html to every parent run of the sweep")
+                        help="also attach report.html to the sweep's own MLflow run")
     parser.add_argument("--sweep-figures-only", action="store_true",
                         help="leave out the per-configuration figures (very large sweeps)")
     args = parser.parse_args(argv)

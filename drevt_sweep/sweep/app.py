@@ -373,7 +373,9 @@ def _configuration_figures(out_dir: Path, jobs, spec: RunSpec, ok: list[SeedResu
         from ..sim.engine import historical_baseline
 
         seed_jobs = kept.jobs if kept.jobs is not None else jobs  # the transformed table
-        baseline = None if spec.replay else historical_baseline(seed_jobs, spec.total_nodes)
+        # The machine's history is a reference only for the recorded run times.
+        recorded = not spec.replay and spec.run_time.mode == "actual"
+        baseline = historical_baseline(seed_jobs, spec.total_nodes) if recorded else None
         return configuration_figures(
             out_dir / CONFIGURATION_FIGURE_DIR, seed_jobs, kept.schedule, baseline,
             label=f"{cfg.policy.name} · {cfg.run_time.name}",
