@@ -670,8 +670,8 @@ def comparison_figure(
             if beside is None:
                 ax.axhline(value / scale, label=name, **style)
             else:
-                ax.hlines([value / scale] * len(beside), np.array(beside) - width * 0.9,
-                          np.array(beside) + width * 0.9, label=name, **style)
+                ax.hlines([value / scale] * len(beside), np.array(beside) - width * 0.45,
+                          np.array(beside) + width * 0.45, label=name, **style)
         values = np.concatenate((mean, ref_mean)) / scale
         values = values[np.isfinite(values) & (values > 0)]
         log = values.size > 0 and values.max() / values.min() > 30
