@@ -8,7 +8,7 @@ UI_PORT ?= 5000
 TRACKING_DB := $(CURDIR)/outputs/mlflow.db
 
 .DEFAULT_GOAL := help
-.PHONY: help install run sweep experiment report ui server test test-fast bench clean
+.PHONY: help install run sweep experiment fetch report ui server test test-fast bench clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -29,6 +29,10 @@ sweep: $(STAMP) ## multirun over policy x run-time model (override with ARGS='..
 
 experiment: $(STAMP) ## run a named experiment from conf/experiment (NAME=policy_comparison)
 	$(BIN)/drevt-sweep -m experiment=$(NAME) $(ARGS)
+
+fetch: $(STAMP) ## download a public trace into the user data folder: make fetch TRACE=lanl_cm5
+	@test -n "$(TRACE)" || { $(BIN)/drevt-sweep-fetch --list; echo "usage: make fetch TRACE=<name>"; exit 2; }
+	$(BIN)/drevt-sweep-fetch $(TRACE)
 
 report: $(STAMP) ## rebuild report.html of a finished sweep: make report SWEEP=outputs/multirun/<date>
 	@test -n "$(SWEEP)" || { echo "usage: make report SWEEP=outputs/multirun/<date_time>"; exit 2; }

@@ -65,7 +65,7 @@ CATALOGUE: dict[str, CatalogueTrace] = {t.name: t for t in (
         "4f36539b32c8cef71fea8a29a43acedc8899df0e3e3a3732fc128628adf0e77d", 326933, None,
         "Kabré cluster, Costa Rica National High Technology Center (CeNAT)",
         "Slurm sacct export of the Kabré cluster, 2024, 30,376 jobs",
-        note="not public: ask its owners. Put it in $DREVT_TRACE_DIR."),
+        note="an export of a private cluster: ask its owners, then put it in $DREVT_TRACE_DIR."),
 )}
 
 
