@@ -131,6 +131,7 @@ def load_sweep(source: str | Path, tracking_uri: str | None = None,
     from mlflow.tracking import MlflowClient
 
     from .tracking.store import TAG_CONFIG_HASH, TAG_KIND, TAG_RUN_KEY, TAG_SWEEP_DIR, embedded_uri
+    from .tracking.store import search_all_runs as _all
 
     folder = Path(source).expanduser()
     uri = tracking_uri or _folder_uri(folder) or embedded_uri(Path.cwd() / "outputs")
@@ -189,17 +190,6 @@ def _folder_uri(folder: Path) -> str | None:
 
 def _same(tag: str | None, folder: Path) -> bool:
     return bool(tag) and Path(tag).resolve() == folder.resolve()
-
-
-def _all(client, experiment_ids: list[str], filter_string: str) -> list:
-    found, token = [], None
-    while True:
-        page = client.search_runs(experiment_ids, filter_string=filter_string, max_results=1000,
-                                  page_token=token)
-        found.extend(page)
-        token = page.token
-        if not token:
-            return found
 
 
 def _number(text: str):

@@ -336,14 +336,9 @@ def _same_folder(tag: str | None, sweep_dir: Path) -> bool:
 
 
 def _search_all(client, experiment_ids: list[str], filter_string: str) -> list:
-    found, token = [], None
-    while True:
-        page = client.search_runs(experiment_ids, filter_string=filter_string, max_results=1000,
-                                  page_token=token)
-        found.extend(page)
-        token = page.token
-        if not token:
-            return found
+    from ..tracking.store import search_all_runs
+
+    return search_all_runs(client, experiment_ids, filter_string)
 
 
 def load_mlflow(

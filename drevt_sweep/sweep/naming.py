@@ -19,7 +19,7 @@ from omegaconf import DictConfig, OmegaConf
 
 SEPARATOR = " · "
 SHOWN_GROUPS = ("policy", "run_time")  # a name's fallback when nothing varies
-GROUP_ORDER = ("trace", "format", "timezone", "policy", "run_time", "system", "workload")
+GROUP_ORDER = ("policy", "run_time", "trace", "format", "timezone", "system", "workload")
 
 
 @functools.lru_cache(maxsize=8)
@@ -50,7 +50,7 @@ def varying_keys(overrides: list[str]) -> tuple[str, ...]:
         if override.is_sweep_override() and key not in keys:
             keys.append(key)
 
-    def order(key: str) -> tuple:  # group choices first, as the config lists the groups
+    def order(key: str) -> tuple:  # group choices first: the policy, the run-time model, ...
         head = key.split(".", 1)[0]
         return ("." in key, GROUP_ORDER.index(head) if head in GROUP_ORDER else len(GROUP_ORDER))
 

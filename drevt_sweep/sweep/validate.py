@@ -10,6 +10,7 @@ fails late or, worse, "succeeds" doing nothing.
 from __future__ import annotations
 
 import difflib
+import functools
 import math
 from pathlib import Path
 
@@ -151,9 +152,7 @@ def _check_workload(c: _Checks) -> None:
 def unknown_keys(cfg: DictConfig) -> list[str]:
     """Keys that are not in the schema (``+polcy=sjf``, ``+foo=1``): Hydra's ``+`` adds any
     key, so a misspelt one would be stored and silently ignored."""
-    from .config import SweepConfig
-
-    schema = OmegaConf.structured(SweepConfig)
+    schema = _schema()
     overrides = [str(o) for o in OmegaConf.select(cfg, "hydra.overrides.task", default=[]) or []]
     if not overrides:  # a job's config has no hydra section: Hydra's own copy has them
         from hydra.core.hydra_config import HydraConfig
@@ -170,6 +169,14 @@ def unknown_keys(cfg: DictConfig) -> list[str]:
         problems.append(f"{given or key}: unknown key '{key}' (the schema has no such setting"
                         f"{hint})")
     return problems
+
+
+@functools.lru_cache(maxsize=1)
+def _schema() -> DictConfig:
+    """The schema's defaults as a config (made once: building it costs ~0.1 s)."""
+    from .config import SweepConfig
+
+    return OmegaConf.structured(SweepConfig)
 
 
 def _extra_keys(node, schema, prefix: str) -> list[str]:

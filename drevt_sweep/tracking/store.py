@@ -229,6 +229,18 @@ class Tracker:
                 return found
 
 
+def search_all_runs(client, experiment_ids: list[str], filter_string: str) -> list:
+    """Every run matching ``filter_string``, page after page (MLflow returns 1000 at most)."""
+    found, token = [], None
+    while True:
+        page = client.search_runs(experiment_ids, filter_string=filter_string, max_results=1000,
+                                  page_token=token)
+        found.extend(page)
+        token = page.token
+        if not token:
+            return found
+
+
 def _use_write_ahead_log(uri: str) -> None:
     """Switch an embedded sqlite store to write-ahead logging, once (the mode is stored in the
     file): commits cost fewer syncs (about 30% less time per logged run, measured) and the UI
