@@ -39,6 +39,7 @@ BACKFILL_POLICIES = ("none", "easy", "conservative", "easy_drevt")
 RUN_TIME_MODES = ("actual", "limit", "distribution")
 DISTRIBUTIONS = ("normal", "lognormal", "uniform")
 MAX_LISTED = 5  # jobs named in a warning before "..."
+QUEUE_LABEL_LIMIT = 60  # characters of a queue name in the per-queue table
 
 
 def _positive_int(text: str) -> int:
@@ -469,13 +470,14 @@ def statistics_text(metrics: dict[str, float], heading: str, queue_names=()) -> 
             line += f"  {_human_duration(metrics.get(key, math.nan))}".rstrip()
         lines.append(line.rstrip())
     if len(queue_names) > 1:
+        from ..names import display_name
         from ..sim.metrics import metric_key_for_queue
 
         table = [["queue", *[title for _, title in _QUEUE_COLUMNS]]]
         for name in queue_names:
             if metric_key_for_queue(name, "jobs_simulated") not in metrics:
                 continue
-            row = [name]
+            row = [display_name(name, QUEUE_LABEL_LIMIT)]
             for key, _ in _QUEUE_COLUMNS:
                 unit = "%" if key == "utilization" else ""
                 row.append(_format_value(key, metrics[metric_key_for_queue(name, key)], unit))
@@ -511,6 +513,7 @@ def _heading(jobs, schedule, args, backfill, model) -> str:
 
 def _run_info(jobs, schedule, args, backfill, model) -> dict:
     from .. import __version__
+    from ..names import excluded_key, queue_key_map
 
     meta = jobs.meta
     simulated = schedule.mode != "replay"
@@ -528,7 +531,10 @@ def _run_info(jobs, schedule, args, backfill, model) -> dict:
             "rows_read": meta.rows_read,
             "rows_kept": meta.rows_kept,
             "jobs": len(jobs),
-            "excluded": dict(meta.excluded),
+            "excluded": {excluded_key(reason): count for reason, count in meta.excluded.items()},
+            "queue_keys": queue_key_map(
+                [*jobs.queue_names, *(r[6:] for r in meta.excluded if r.startswith("queue:"))]
+            ),
             "rows_skipped": len(meta.rejects),
         },
         "run": {
