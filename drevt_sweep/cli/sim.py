@@ -283,15 +283,16 @@ def _check_options(args: argparse.Namespace):
     return backfill, model
 
 
-def _check_trace_path(path: str) -> None:
-    from ..errors import TraceError
+def _check_paths(args: argparse.Namespace) -> None:
+    """The trace must be a regular, readable file, and no output may name it (or another)."""
+    from ..files import check_input, check_outputs
 
-    if not os.path.exists(path):
-        raise TraceError("no such file", path=path)
-    if os.path.isdir(path):
-        raise TraceError("is a directory, not a trace file", path=path)
-    if not os.access(path, os.R_OK):
-        raise TraceError("permission denied (the file is not readable)", path=path)
+    check_input(args.trace)
+    check_outputs(
+        {"--output": args.output, "--resource_trace": args.resource_trace,
+         "--stats": args.stats, "--rejects": args.rejects},
+        inputs=(args.trace,),
+    )
 
 
 def _report_reading(jobs, options) -> None:
@@ -553,7 +554,7 @@ def _run_info(jobs, schedule, args, backfill, model) -> dict:
 def run(args: argparse.Namespace) -> int:
     """Everything after argument parsing; raises ``DrevtError`` on bad input."""
     backfill, model = _check_options(args)
-    _check_trace_path(args.trace)
+    _check_paths(args)
 
     from ..trace import ReadOptions, read_trace
 
