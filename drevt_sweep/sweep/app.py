@@ -317,6 +317,7 @@ def _run_or_reuse(cfg, tracker, jobs, spec, seeds, chash, label):
 
 def _write_rejects(jobs, out_dir: Path) -> None:
     """``rejects.csv`` and, where a queue name is not its own metric key, ``queue_keys.json``."""
+    from ..files import write_file
     from ..names import queue_key_map
     from ..trace.table import write_rejects
 
@@ -325,17 +326,19 @@ def _write_rejects(jobs, out_dir: Path) -> None:
     excluded = [r[len("queue:"):] for r in jobs.meta.excluded if r.startswith("queue:")]
     mapping = queue_key_map([*jobs.queue_names, *excluded])
     if mapping:
-        (out_dir / QUEUE_KEYS_FILE).write_text(json.dumps(mapping, indent=2) + "\n")
+        write_file(out_dir / QUEUE_KEYS_FILE, (json.dumps(mapping, indent=2) + "\n").encode())
 
 
 def _write_outputs(out_dir: Path, cfg: DictConfig, jobs, ok: list[SeedResult], result: dict) -> None:
     import pandas as pd
 
+    from ..files import write_file
     from ..outputs import write_schedule_csv
 
-    (out_dir / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
+    # Through files.write_file: never onto the trace (e.g. one kept in a job folder).
+    write_file(out_dir / "config.yaml", OmegaConf.to_yaml(cfg, resolve=True).encode())
     rows = [{"seed": r.seed, **r.metrics} for r in ok]
-    pd.DataFrame(rows).to_csv(out_dir / "seed_metrics.csv", index=False)
+    write_file(out_dir / "seed_metrics.csv", pd.DataFrame(rows).to_csv(index=False).encode())
     for r in ok:
         if r.schedule is not None:
             write_schedule_csv(out_dir / f"schedule_seed{r.seed}.csv", r.jobs, r.schedule)
