@@ -205,6 +205,10 @@ def _add_workload_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--maintenance", action="append", default=[], metavar="SPEC",
                        help="periodic maintenance '<weekday|daily> HH:MM-HH:MM <nodes lost>', "
                        "e.g. 'tue 08:00-12:00 100' (wall clock in --timezone; repeatable)")
+    group.add_argument("--maintenance_horizon_days", type=_non_negative_float, default=28.0,
+                       metavar="DAYS",
+                       help="generate --maintenance windows until DAYS after the last submit "
+                       "(at least two weeks/days of them; default: %(default)s)")
     group.add_argument("--rescale_nodes", type=_positive_float, default=1.0, metavar="F",
                        help="num_nodes x F, rounded half up, at least 1, at most the machine "
                        "(--total_nodes, else the trace's size x F)")
@@ -230,6 +234,7 @@ def _transform_jobs(jobs, args: argparse.Namespace, warn):
         warm_start=args.warm_start,
         capacity=parse_capacity(args.capacity) if args.capacity else (),
         maintenance=tuple(args.maintenance),
+        maintenance_horizon=args.maintenance_horizon_days * 86400.0,
         rescale_nodes=args.rescale_nodes,
         rescale_machine_nodes=args.total_nodes,
         shake=args.shake,
@@ -358,6 +363,20 @@ def _report_schedule(jobs, schedule) -> None:
             _warn(_WARNING_TEXT[what].format(count=count, total_nodes=schedule.total_nodes))
         else:
             _warn(f"{what.replace('_', ' ')}: {count}")
+
+
+def _report_calendar_end(schedule, capacity) -> None:
+    """Jobs that started after the generated maintenance calendar ran out saw no maintenance."""
+    import numpy as np
+
+    if capacity is None or not np.isfinite(capacity.recurring_from):
+        return
+    with np.errstate(invalid="ignore"):
+        late = int((schedule.begin >= capacity.recurring_from).sum())
+    if late:
+        _warn(f"{late} jobs started after the generated maintenance windows end (the last "
+              "submit + the maintenance horizon); no maintenance was applied to them "
+              "(a longer maintenance horizon covers them)")
 
 
 def per_job_text(jobs, schedule) -> str:
@@ -602,6 +621,7 @@ def run(args: argparse.Namespace) -> int:
             capacity=getattr(args, "workload_capacity", None),
         )
     _report_schedule(jobs, schedule)
+    _report_calendar_end(schedule, getattr(args, "workload_capacity", None))
 
     from ..sim.metrics import compute_metrics
 
