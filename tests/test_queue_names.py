@@ -61,17 +61,21 @@ def test_drevt_sim_per_queue_table_shows_each_queues_own_numbers(tmp_path):
     assert document["trace"]["queue_keys"] == {queue_key("a+b"): "a+b", queue_key(".."): ".."}
 
 
-def test_a_huge_queue_name_does_not_blow_up_the_stats_file(tmp_path):
+@pytest.mark.parametrize("queues", ["all", "default"], ids=["kept", "excluded"])
+def test_a_huge_queue_name_does_not_blow_up_the_outputs(tmp_path, queues):
     huge = "q" * 2_000_000
-    trace = _trace(tmp_path, [huge, huge, "other", "other"])
+    trace = _trace(tmp_path, [huge, huge, "pbatch", "pall"])
     stats = tmp_path / "stats.json"
     proc = subprocess.run(
-        [sys.executable, "-m", "drevt_sweep.cli.sim", str(trace), "--queues", "all",
+        [sys.executable, "-m", "drevt_sweep.cli.sim", str(trace), "--queues", queues,
          "--total_nodes", "4", "--stats", str(stats)],
         capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert stats.stat().st_size < 20_000  # was 16 metric keys x the whole name
     assert max(len(line) for line in proc.stdout.splitlines()) < 200
+    assert len(proc.stderr) < 2_000  # an excluded queue is named, shortened
+    document = json.loads(stats.read_text())
+    assert document["trace"]["queue_keys"] == {queue_key(huge): display_name(huge)}
 
 
 @pytest.mark.slow

@@ -305,7 +305,10 @@ def _report_reading(jobs, options) -> None:
     meta = jobs.meta
     if meta.excluded:
         total = sum(meta.excluded.values())
-        reasons = ", ".join(f"{reason} ({count})" for reason, count in meta.excluded.items())
+        from ..names import display_name
+
+        reasons = ", ".join(f"{display_name(reason, QUEUE_LABEL_LIMIT)} ({count})"
+                            for reason, count in meta.excluded.items())
         hint = " (--queues all keeps every queue)" if "queue" in reasons else ""
         _warn(f"{total} rows excluded: {reasons}{hint}")
     if meta.rejects:
