@@ -132,7 +132,7 @@ class CapacitySchedule:
         calendar = latest_starts(times[:cut] + [end], levels[:cut] + [0], submit, nodes, limit)
         lo = end - 2 * self.period
         first = int(np.searchsorted(np.asarray(times), lo, side="right")) - 1
-        window_times = [-INF, lo, *[t for t in times[first + 1 : cut]], end]
+        window_times = [-INF, lo, *times[first + 1 : cut], end]
         window_levels = [0, *levels[first:cut], 0]
         n = np.asarray(submit).shape[0]
         fits = np.isfinite(
