@@ -119,6 +119,8 @@ def test_the_zone_logged_is_the_zone_used(tmp_path):
         choice = run.info.run_name.split(" · ")[1]  # "easy · utc"
         zones.setdefault(choice, set()).add(run.data.params["timezone.name"])
     assert zones == {"trace": {"Europe/Stockholm"}, "utc": {"UTC"}}
+    assert {r.data.params["trace_timezone_header"] for r in client.search_runs([eid])
+            if r.data.tags.get("drevt_kind") == "configuration"} == {"Europe/Stockholm"}
     results = [json.loads(p.read_text()) for p in (tmp_path / "sweep").glob("*/result.json")]
     assert sorted({r["timezone"] for r in results}) == ["Europe/Stockholm", "UTC"]
 

@@ -409,6 +409,8 @@ def _log_seed_runs(tracker, parent_id, cfg, jobs, spec, chash, label, results, r
     }
     from ..names import excluded_key
 
+    if jobs.meta.header_timezone:  # what the file says, beside the zone used (timezone.name)
+        params["trace_timezone_header"] = jobs.meta.header_timezone
     for name, count in jobs.meta.excluded.items():  # queue names made valid, unique, stable
         params[f"excluded.{excluded_key(name)}"] = count
     for name, value in (result.get("workload_report") or {}).items():
