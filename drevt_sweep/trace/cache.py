@@ -84,7 +84,8 @@ def _code_fingerprint() -> str:
 
 def _store(entry: Path, key: str, table: JobTable) -> None:
     arrays = {name: column for name, column in table.columns().items()}
-    arrays["queue_names"] = np.array(table.queue_names, dtype=str)
+    for names in ("queue_names", "user_names", "group_names"):
+        arrays[names] = np.array(getattr(table, names), dtype=str)
     arrays["meta_json"] = np.array(json.dumps(_meta_to_json(table.meta, key)))
     tmp = None
     try:
@@ -119,12 +120,13 @@ def _load(entry: Path, key: str, path: str) -> JobTable | None:
             if meta.pop("cache_key") != key:
                 return None
             columns = {name: stored[name] for name in JobTable.COLUMNS}
-            queue_names = tuple(str(name) for name in stored["queue_names"])
+            names = {key: tuple(str(name) for name in stored[key])
+                     for key in ("queue_names", "user_names", "group_names")}
     except Exception:  # a truncated or foreign file: read the trace again
         return None
     meta["rejects"] = tuple(Reject(**reject) for reject in meta["rejects"])
     meta["path"] = path
-    return JobTable(**columns, queue_names=queue_names, meta=TraceMeta(**meta))
+    return JobTable(**columns, **names, meta=TraceMeta(**meta))
 
 
 def _meta_to_json(meta: TraceMeta, key: str) -> dict:
