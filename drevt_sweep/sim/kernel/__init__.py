@@ -24,6 +24,7 @@ import numpy as np
 __all__ = ["FAST_BACKFILLS", "load", "warm", "worth_loading", "expect_runs", "unavailable_reason", "run_events"]
 
 FAST_BACKFILLS = frozenset({"none", "easy", "easy_drevt", "conservative"})
+EXTENDED_BACKFILLS: frozenset = frozenset()  # with dynamic priorities or run-time estimates
 _QUEUE_MODES = {"none": 0, "easy": 1, "easy_drevt": 2}
 
 _loaded = None
