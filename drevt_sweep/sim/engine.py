@@ -38,7 +38,7 @@ import numpy as np
 from .capacity import CapacitySchedule, latest_starts
 from ..errors import ConfigError, DrevtError
 from ..jobs import JobTable
-from .estimates import check_estimate
+from .estimates import MIN_PLAN, check_estimate
 from .policies import (
     BACKFILL_POLICIES,
     DYNAMIC_PRIORITIES,
@@ -104,9 +104,15 @@ def simulate(
     schedule = ``total_nodes`` throughout, bit-identical to not passing it). Running jobs are
     never killed; a job starts only if it fits for its whole time limit; jobs that can never
     run are rejected (``warnings["rejected_capacity"]``), larger ones only delayed.
+    ``estimate`` (``user``, ``actual``, ``user_history``) and ``backfill_order`` (``fcfs``,
+    ``sjbf``): what the scheduler plans with and EASY's candidate order (``sim.estimates``).
+    ``priority_params``: the parameters of a dynamic priority (``multifactor``'s weights etc.).
     """
     check_priority(priority)
     check_backfill(backfill)
+    check_estimate(estimate, backfill_order, backfill)
+    if priority_params and not is_dynamic(priority):
+        raise ConfigError(f"priority {priority!r} takes no parameters, got {', '.join(map(str, priority_params))}")
     if kernel not in _KERNELS:
         raise ConfigError(f"unknown kernel {kernel!r}; choose one of: {', '.join(_KERNELS)}")
     total = _check_total_nodes(total_nodes)
@@ -376,10 +382,14 @@ def _run_events(*, submit, limit, nodes, dur, rejected, rank, capacity, backfill
                 if history:
                     done = last_two.get(users_l[j]) if users_l[j] >= 0 else None
                     if done is not None and len(done) == 2:
-                        mean = (done[0] + done[1]) / 2.0
-                        plan[j] = mean if mean < limit_l[j] else limit_l[j]
+                        p = (done[0] + done[1]) / 2.0
+                        p = p if p > MIN_PLAN else MIN_PLAN
+                        plan[j] = p if p < limit_l[j] else limit_l[j]
                 else:  # actual
-                    plan[j] = dur_l[j]
+                    p = dur_l[j]
+                    if p < MIN_PLAN:
+                        p = MIN_PLAN if MIN_PLAN < limit_l[j] else limit_l[j]
+                    plan[j] = p
             if dyn is not None:
                 rank_l[j] = (dyn.key(now, j), fcfs[j])
             r = rank_l[j]

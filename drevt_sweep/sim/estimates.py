@@ -11,6 +11,9 @@ run; the scheduler never sees the real run time, only its estimate:
   fewer than two completed jobs (and for jobs of unknown users). Completions at one instant count
   in the order the engine processes them (by table row).
 
+A job is never planned shorter than ``MIN_PLAN`` (1 s) unless its limit is shorter: a
+zero-length plan would occupy no time in conservative backfilling's profile.
+
 Correction (the paper's): a running job that reaches its estimated end without finishing gets
 its limit as the new estimate at that instant, an event of its own, after which the policy plans
 again (conservative backfilling re-places every reservation). Jobs are still killed at their
@@ -26,6 +29,9 @@ from __future__ import annotations
 from ..errors import ConfigError
 
 ESTIMATES = ("user", "actual", "user_history")
+# No job is planned shorter than this (or than its limit, if shorter): a zero-length plan
+# would hold its nodes for no time at all in an availability profile.
+MIN_PLAN = 1.0
 BACKFILL_ORDERS = ("fcfs", "sjbf")
 
 
