@@ -136,7 +136,7 @@ def test_fairshare_usage_decays_as_computed_by_hand():
         if t == 25:
             mf.end(0, 25)
         else:
-            assert mf.usage[0] == expected[t]
+            assert mf.usage()[0] == expected[t]
     # F = 2^(-U/S): u has all the usage (U = 1) with half the shares -> 2^-2; w none -> 1
     assert mf.fairshare(0) == 0.25 and mf.fairshare(1) == 1.0
 

@@ -9,8 +9,8 @@ and, for SJBF, a second array of the waiting jobs sorted by (planned duration, F
 pass scans them. Running jobs and the shadow time reuse the helpers of ``_kernels``.
 
 Exactness: every float the reference computes is computed here with the same operations in the
-same order (fair-share: per-tick ``usage * decay + acc``, account sums in leaf order, the root
-sum in account order, ``2.0 ** (-UE / S)``; priorities ``(w_age * age + w_fs * F) + static``);
+same order (fair-share: per tick, in association order, the scaled node-seconds ``acc * scale``
+added to the association, its account and the root; ``2.0 ** (-UE / S)``; priorities ``(w_age * age + w_fs * F) + static``);
 completions at one instant are processed in (end, row) order, as the reference's heap does, which
 matters for the per-user history. ``tests/test_fast_kernel.py`` checks equality bit for bit.
 """
@@ -30,6 +30,8 @@ EST_USER = 0
 EST_ACTUAL = 1
 EST_HISTORY = 2
 MIN_PLAN = 1.0  # sim.estimates.MIN_PLAN
+RESCALE_ABOVE = 2.0**600  # policies.multifactor
+RESCALE_BY = 2.0**-600
 
 
 # --- a binary min-heap over (time, job), ties by job as the reference's tuples ---------------
@@ -96,6 +98,33 @@ def _insert_sorted(arr, count, j, val, seq):
         p -= 1
     arr[p] = j
     return count + 1
+
+
+@njit(cache=True)
+def _resort(arr, count, val, seq, tmp):
+    """Sort ``arr[:count]`` by (val[job], seq[job]) (a total order: seq is unique). The queue is
+    nearly sorted after a recomputation (priorities move slowly), so insertion sort, which costs
+    O(count + inversions), is used unless it would pass a budget; then merge sort. Returns
+    whether the order changed."""
+    budget = 8 * count + 64
+    moves = 0
+    for i in range(1, count):
+        j = arr[i]
+        vj = val[j]
+        sj = seq[j]
+        p = i
+        while p > 0:
+            k = arr[p - 1]
+            if val[k] < vj or (val[k] == vj and seq[k] < sj):
+                break
+            arr[p] = k
+            p -= 1
+        arr[p] = j
+        moves += i - p
+        if moves > budget:
+            _sort_by(arr, count, val, seq, tmp)
+            return True
+    return moves > 0
 
 
 @njit(cache=True)
@@ -183,8 +212,11 @@ def run_extended(submit, limit, nodes, dur, arrivals, rank, total, mode, estimat
     fval = np.zeros(n_leaf)
     fstamp = np.full(n_leaf, -1, np.int64)
     stamp = 0
-    fs_valid = False
+    active = np.empty(max(n_leaf, 1), np.int64)  # associations with acc != 0, sorted
+    is_active = np.zeros(n_leaf, np.bool_)
+    n_active = 0
     root = 0.0
+    scale = 1.0
     tick_k = 1
     next_tick = t0 + period if dyn == DYN_MULTIFACTOR else np.inf
     due = False
@@ -209,17 +241,36 @@ def run_extended(submit, limit, nodes, dur, arrivals, rank, total, mode, estimat
         if dyn == DYN_MULTIFACTOR:
             if Q > 0 and next_tick < now:
                 now = next_tick
-            while next_tick <= now:  # Multifactor.advance
-                for l in range(n_leaf):
-                    usage[l] = usage[l] * decay
-                    usage[l] = usage[l] + acc[l]
+            while next_tick <= now:  # Multifactor.advance (usage scaled by ``scale``)
+                scale = scale / decay
+                w = 0
+                for i in range(n_active):  # the associations with acc != 0, in order
+                    l = active[i]
+                    add = acc[l] * scale
+                    usage[l] += add
+                    raw_acct[acct[l]] += add
+                    root += add
                     acc[l] = runn[l] * period
+                    if acc[l] != 0.0:
+                        active[w] = l
+                        w += 1
+                    else:
+                        is_active[l] = False
+                n_active = w
+                if scale > RESCALE_ABOVE:
+                    for l in range(n_leaf):
+                        usage[l] *= RESCALE_BY
+                    for x in range(n_acct):
+                        raw_acct[x] *= RESCALE_BY
+                    root *= RESCALE_BY
+                    scale *= RESCALE_BY
                 tick_k += 1
                 next_tick = t0 + tick_k * period
                 due = True
-                fs_valid = False
+                stamp += 1  # the fair-share factors change
 
         # 1. completions, in (end, job) order
+        changed = (H > 0 and hk[0] <= now) or (O > 0 and ok_[0] <= now) or (a < n_arr and submit[arrivals[a]] <= now)
         while H > 0 and hk[0] <= now:
             j = hj[0]
             H = _hpop(hk, hj, H)
@@ -261,10 +312,6 @@ def run_extended(submit, limit, nodes, dur, arrivals, rank, total, mode, estimat
                 if p < MIN_PLAN:
                     p = MIN_PLAN if MIN_PLAN < limit[j] else limit[j]
                 plan[j] = p
-            if dyn == DYN_MULTIFACTOR and not fs_valid:
-                root = _fairshare_sums(acct, usage, raw_acct, n_acct)
-                fs_valid = True
-                stamp += 1
             if dyn != DYN_NONE:
                 key[j] = _key(dyn, now, j, submit, a_arr, b_arr, leaf, acct, sib, snorm, usage, raw_acct,
                               fval, fstamp, stamp, root, w_age, w_fs, max_age)
@@ -278,15 +325,28 @@ def run_extended(submit, limit, nodes, dur, arrivals, rank, total, mode, estimat
         # 2c. a dynamic priority re-orders the queue
         if dyn != DYN_NONE and (dyn != DYN_MULTIFACTOR or due):
             due = False
-            for i in range(Q):
-                j = q[i]
-                if dyn == DYN_MULTIFACTOR and not fs_valid:
-                    root = _fairshare_sums(acct, usage, raw_acct, n_acct)
-                    fs_valid = True
-                    stamp += 1
-                key[j] = _key(dyn, now, j, submit, a_arr, b_arr, leaf, acct, sib, snorm, usage, raw_acct,
-                              fval, fstamp, stamp, root, w_age, w_fs, max_age)
-            _sort_by(q, Q, key, rank, tmp)
+            if dyn == DYN_MULTIFACTOR:
+                for i in range(Q):  # _key, inlined for speed
+                    j = q[i]
+                    lf = leaf[j]
+                    if fstamp[lf] != stamp:
+                        fval[lf] = _fairshare(usage[lf], raw_acct[acct[lf]], root, sib[lf], snorm[lf])
+                        fstamp[lf] = stamp
+                    age = (now - submit[j]) / max_age
+                    if age > 1.0:
+                        age = 1.0
+                    key[j] = -np.floor(w_age * age + w_fs * fval[lf] + a_arr[j])
+            else:
+                for i in range(Q):
+                    j = q[i]
+                    key[j] = _key(dyn, now, j, submit, a_arr, b_arr, leaf, acct, sib, snorm, usage, raw_acct,
+                                  fval, fstamp, stamp, root, w_age, w_fs, max_age)
+            moved = _resort(q, Q, key, rank, tmp)
+            if not (moved or changed) and R > 0 and re[0] > now:
+                # A tick that changed nothing: same queue, same order, same free nodes, no
+                # overdue job. The reference's pass starts nothing then (every job it tries
+                # failed the same or a weaker test at the previous pass); skip it.
+                continue
 
         # 3. one pass: start jobs in priority order while they fit
         k = 0
@@ -301,6 +361,7 @@ def run_extended(submit, limit, nodes, dur, arrivals, rank, total, mode, estimat
                 lf = leaf[j]
                 runn[lf] += nodes[j]
                 acc[lf] += nodes[j] * (next_tick - now)
+                n_active = _activate(active, is_active, n_active, lf)
             k += 1
         started_any = k > 0
         if k < Q and mode != 0 and free > 0:
@@ -330,6 +391,7 @@ def run_extended(submit, limit, nodes, dur, arrivals, rank, total, mode, estimat
                     lf = leaf[j]
                     runn[lf] += nodes[j]
                     acc[lf] += nodes[j] * (next_tick - now)
+                    n_active = _activate(active, is_active, n_active, lf)
                 started_any = True
                 if free == 0:
                     break
@@ -356,15 +418,27 @@ def _start(j, now, begin, end, est, plan, dur, limit, nodes, re, rj, rn, R, hk, 
 
 
 @njit(cache=True)
-def _fairshare_sums(acct, usage, raw_acct, n_acct):
-    for x in range(n_acct):
-        raw_acct[x] = 0.0
-    for l in range(usage.shape[0]):
-        raw_acct[acct[l]] += usage[l]
-    root = 0.0
-    for x in range(n_acct):
-        root += raw_acct[x]
-    return root
+def _fairshare(usage, acct_usage, root, sib, snorm):
+    """policies.multifactor.fairshare_factor"""
+    if root == 0.0:
+        return 1.0
+    u = usage / root
+    ue = u + (acct_usage / root - u) * sib
+    return 2.0 ** (-ue / snorm)
+
+
+@njit(cache=True)
+def _activate(active, is_active, count, lf):
+    """Add association ``lf`` to the sorted list of active ones (if not there yet)."""
+    if is_active[lf]:
+        return count
+    is_active[lf] = True
+    p = count
+    while p > 0 and active[p - 1] > lf:
+        active[p] = active[p - 1]
+        p -= 1
+    active[p] = lf
+    return count + 1
 
 
 @njit(cache=True)
@@ -377,13 +451,7 @@ def _key(dyn, now, j, submit, a_arr, b_arr, leaf, acct, sib, snorm, usage, raw_a
         return -((now - submit[j]) / a_arr[j])
     lf = leaf[j]
     if fstamp[lf] != stamp:
-        if root == 0.0:
-            f = 1.0
-        else:
-            u = usage[lf] / root
-            ue = u + (raw_acct[acct[lf]] / root - u) * sib[lf]
-            f = 2.0 ** (-ue / snorm[lf])
-        fval[lf] = f
+        fval[lf] = _fairshare(usage[lf], raw_acct[acct[lf]], root, sib[lf], snorm[lf])
         fstamp[lf] = stamp
     age = (now - submit[j]) / max_age
     if age > 1.0:

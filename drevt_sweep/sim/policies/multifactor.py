@@ -47,6 +47,8 @@ from .dynamic import PriorityInputs, number, take_params
 from .registry import register_dynamic_priority
 
 DAY = 86400.0
+RESCALE_ABOVE = 2.0**600  # usage scales are brought back by RESCALE_BY past this
+RESCALE_BY = 2.0**-600
 FAIRSHARE_BY = ("account/user", "user", "account")
 WEIGHTS = ("age", "fairshare", "job_size", "partition", "qos")
 DEFAULTS = {
@@ -99,27 +101,49 @@ class Multifactor:
         self.decay = 0.5 ** (self.period / half_life)
         self.t0 = float(inputs.t0)
         n_leaves = tree.acct_of_leaf.shape[0]
-        self.usage = np.zeros(n_leaves)
+        # Usage is kept scaled by 2^(elapsed ticks x calc_period / half_life) (``scale``), so a
+        # tick only adds the new node-seconds of the associations that ran instead of decaying
+        # every one: U / root, all fair-share needs, is unchanged by the common scale.
+        self.scaled = np.zeros(n_leaves)  # per association
+        self.scaled_acct = np.zeros(tree.n_acct)  # per account: the sum of its associations
+        self.scaled_root = 0.0
+        self.scale = 1.0
         self.acc = np.zeros(n_leaves)  # node-seconds since the last tick (up to the next one)
         self.running = np.zeros(n_leaves)  # nodes in use now
         self.k = 1
         self.next_tick = self.t0 + self.period
         self._due = False
         self._factors: dict[int, float] = {}
-        self._raw_acct = None
-        self._root = 0.0
 
     # --- usage accounting ---------------------------------------------------------------
 
     def advance(self, now: float) -> None:
+        """Process every tick <= now: usage = usage x decay + the interval's node-seconds."""
         while self.next_tick <= now:
-            self.usage *= self.decay
-            self.usage += self.acc
+            self.scale = self.scale / self.decay
+            ran = np.flatnonzero(self.acc)  # in association order
+            if ran.size:
+                add = self.acc[ran] * self.scale
+                self.scaled[ran] += add
+                np.add.at(self.scaled_acct, self.tree.acct_of_leaf[ran], add)  # in order
+                root = self.scaled_root
+                for value in add.tolist():
+                    root += value
+                self.scaled_root = root
+            if self.scale > RESCALE_ABOVE:  # a power of two: exact
+                self.scaled *= RESCALE_BY
+                self.scaled_acct *= RESCALE_BY
+                self.scaled_root *= RESCALE_BY
+                self.scale *= RESCALE_BY
             self.acc[:] = self.running * self.period
             self.k += 1
             self.next_tick = self.t0 + self.k * self.period
             self._due = True
-            self._raw_acct = None
+            self._factors = {}
+
+    def usage(self) -> np.ndarray:
+        """Each association's decayed usage (node-seconds) as of the last tick."""
+        return self.scaled / self.scale
 
     def start(self, j: int, now: float) -> None:
         leaf = self.leaf_l[j]
@@ -142,18 +166,11 @@ class Multifactor:
 
     def fairshare(self, leaf: int) -> float:
         """F = 2^(-UE/S) of one association, from the usage as of the last tick."""
-        if self._raw_acct is None:
-            tree = self.tree
-            self._raw_acct = np.bincount(tree.acct_of_leaf, weights=self.usage, minlength=tree.n_acct).tolist()
-            root = 0.0
-            for value in self._raw_acct:
-                root += value
-            self._root = root
-            self._factors = {}
         f = self._factors.get(leaf)
         if f is None:
-            f = fairshare_factor(float(self.usage[leaf]), self._raw_acct[int(self.tree.acct_of_leaf[leaf])],
-                                 self._root, float(self.tree.sib_ratio[leaf]), float(self.tree.s_norm[leaf]))
+            tree = self.tree
+            f = fairshare_factor(float(self.scaled[leaf]), float(self.scaled_acct[int(tree.acct_of_leaf[leaf])]),
+                                 self.scaled_root, float(tree.sib_ratio[leaf]), float(tree.s_norm[leaf]))
             self._factors[leaf] = f
         return f
 
