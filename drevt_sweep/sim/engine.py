@@ -45,6 +45,7 @@ from .policies import (
     PRIORITY_POLICIES,
     check_backfill,
     check_priority,
+    check_priority_params,
     is_dynamic,
     make_backfill,
     priority_rank,
@@ -111,8 +112,7 @@ def simulate(
     check_priority(priority)
     check_backfill(backfill)
     check_estimate(estimate, backfill_order, backfill)
-    if priority_params and not is_dynamic(priority):
-        raise ConfigError(f"priority {priority!r} takes no parameters, got {', '.join(map(str, priority_params))}")
+    check_priority_params(priority, priority_params)
     if kernel not in _KERNELS:
         raise ConfigError(f"unknown kernel {kernel!r}; choose one of: {', '.join(_KERNELS)}")
     total = _check_total_nodes(total_nodes)

@@ -62,8 +62,12 @@ def f4(submit, time_limit, num_nodes):
 class WFP3(EveryPass):
     """Tang et al. (2009) WFP3: (w / r)^3 * n, highest first."""
 
+    @staticmethod
+    def check_params(params: dict) -> dict:
+        return take_params("wfp3", params, {})
+
     def __init__(self, inputs: PriorityInputs, **params) -> None:
-        take_params("wfp3", params, {})
+        self.check_params(params)
         self.submit = inputs.submit.tolist()
         self.limit = inputs.time_limit.tolist()
         self.nodes = inputs.num_nodes.astype(np.float64).tolist()
@@ -80,8 +84,12 @@ class WFP3(EveryPass):
 class Unicef(EveryPass):
     """Tang et al. (2009) UNICEF/UNICEP: w / (log2(max(n, 2)) * r), highest first."""
 
+    @staticmethod
+    def check_params(params: dict) -> dict:
+        return take_params("unicef", params, {})
+
     def __init__(self, inputs: PriorityInputs, **params) -> None:
-        take_params("unicef", params, {})
+        self.check_params(params)
         self.submit = inputs.submit.tolist()
         self.den = np.log2(np.maximum(inputs.num_nodes, 2).astype(np.float64)) * inputs.time_limit
         self.den_l = self.den.tolist()

@@ -64,24 +64,43 @@ DEFAULTS = {
 }
 
 
+def check_params(params: dict) -> dict:
+    """The parameters with defaults filled in and checked (a ConfigError names a bad one);
+    the names of accounts, users and partitions are checked against a trace later."""
+    p = take_params("multifactor", params, DEFAULTS)
+    given = dict(p["weights"] or {})
+    unknown = sorted(set(given) - set(WEIGHTS))
+    if unknown:
+        raise ConfigError(f"multifactor has no weight(s) {', '.join(unknown)}; it has: {', '.join(WEIGHTS)}")
+    weights = {**DEFAULTS["weights"], **given}
+    p["weights"] = {k: number(f"multifactor weight {k}", v) for k, v in weights.items()}
+    p["max_age"] = number("multifactor max_age", p["max_age"], positive=True)
+    p["calc_period"] = number("multifactor calc_period", p["calc_period"], positive=True)
+    p["decay_half_life"] = number("multifactor decay_half_life", p["decay_half_life"], positive=True)
+    if not isinstance(p["favor_small"], bool):
+        raise ConfigError(f"multifactor favor_small must be true or false, got {p['favor_small']!r}")
+    if p["fairshare_by"] not in FAIRSHARE_BY:
+        raise ConfigError(f"unknown multifactor fairshare_by {p['fairshare_by']!r}; choose one of: "
+                          f"{', '.join(FAIRSHARE_BY)}")
+    for what in ("account_shares", "user_shares", "partition_priority"):
+        p[what] = dict(p[what] or {})
+        for name, value in p[what].items():
+            number(f"multifactor {what}[{name!r}]", value, positive=what != "partition_priority")
+    return p
+
+
 @register_dynamic_priority("multifactor")
 class Multifactor:
+    check_params = staticmethod(check_params)
+
     def __init__(self, inputs: PriorityInputs, **params) -> None:
-        p = take_params("multifactor", params, DEFAULTS)
-        weights = dict(DEFAULTS["weights"])
-        given = dict(p["weights"] or {})
-        unknown = sorted(set(given) - set(WEIGHTS))
-        if unknown:
-            raise ConfigError(f"multifactor has no weight(s) {', '.join(unknown)}; it has: {', '.join(WEIGHTS)}")
-        weights.update(given)
-        w = {k: number(f"multifactor weight {k}", v) for k, v in weights.items()}
+        p = check_params(params)
+        w = p["weights"]
         self.w_age = w["age"]
         self.w_fs = w["fairshare"]
-        self.max_age = number("multifactor max_age", p["max_age"], positive=True)
-        self.period = number("multifactor calc_period", p["calc_period"], positive=True)
-        half_life = number("multifactor decay_half_life", p["decay_half_life"], positive=True)
-        if not isinstance(p["favor_small"], bool):
-            raise ConfigError(f"multifactor favor_small must be true or false, got {p['favor_small']!r}")
+        self.max_age = p["max_age"]
+        self.period = p["calc_period"]
+        half_life = p["decay_half_life"]
         self.submit = inputs.submit.tolist()
 
         nodes = inputs.num_nodes.astype(np.float64)
@@ -259,8 +278,6 @@ class FairShareTree:
 
 
 def _check_shares(what: str, shares: dict, names: tuple, used: bool) -> None:
-    for name, value in shares.items():
-        number(f"multifactor {what}[{name!r}]", value, positive=True)
     if shares and not used:
         raise ConfigError(f"multifactor {what} has no effect with this fairshare_by")
     missing = sorted(str(name) for name in shares if name not in names)

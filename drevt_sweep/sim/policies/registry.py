@@ -52,6 +52,17 @@ def is_dynamic(name: str) -> bool:
     return name in DYNAMIC_PRIORITIES
 
 
+def check_priority_params(name: str, params: dict | None) -> dict:
+    """A dynamic priority's parameters, checked (static priorities take none)."""
+    check_priority(name)
+    params = dict(params or {})
+    if name in DYNAMIC_PRIORITIES:
+        return DYNAMIC_PRIORITIES[name].check_params(params)
+    if params:
+        raise ConfigError(f"priority {name!r} takes no parameters, got {', '.join(map(str, params))}")
+    return params
+
+
 def register_backfill(name: str, **params) -> Callable[[Callable[..., BackfillPolicy]], Callable[..., BackfillPolicy]]:
     """Register ``cls`` under ``name``; ``params`` are passed to it after the context, so one
     class can serve several named variants (``easy`` and ``easy_drevt``)."""
