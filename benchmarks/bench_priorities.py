@@ -19,7 +19,6 @@ Cases (one core), on KTH-SP2 (bundled, 100 nodes) and LANL-CM5 (``<repo>/../shar
 
 from __future__ import annotations
 
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -31,6 +30,8 @@ TRACES = {
     "LANL-CM5": REPO.parent / "shared" / "traces" / "LANL-CM5-1994-4.1-cln.swf.gz",
 }
 REPEATS = 5
+if str(HERE) not in sys.path:
+    sys.path.insert(0, str(HERE))
 CASES = (  # label, simulate keywords, target jobs/s, time the reference too
     ("multifactor+easy", {"priority": "multifactor"}, 500_000, True),
     ("easy++", {"estimate": "user_history", "backfill_order": "sjbf"}, 1_000_000, True),
@@ -41,18 +42,8 @@ CASES = (  # label, simulate keywords, target jobs/s, time the reference too
 )
 
 
-def _cpu(fn, repeats: int) -> tuple[float, float]:
-    fn()
-    cpu, wall = [], []
-    for _ in range(repeats):
-        start_wall, start_cpu = time.perf_counter(), time.process_time()
-        fn()
-        cpu.append(time.process_time() - start_cpu)
-        wall.append(time.perf_counter() - start_wall)
-    return statistics.median(cpu), statistics.median(wall)
-
-
 def run(quick: bool = False) -> list[dict]:
+    from bench_engine import _time  # (median CPU seconds, median wall seconds) after a warm-up
     from drevt_sweep.sim.engine import simulate
     from drevt_sweep.trace import ReadOptions, read_trace
 
@@ -68,7 +59,7 @@ def run(quick: bool = False) -> list[dict]:
             def case(kernel="fast", options=options):
                 return simulate(jobs, jobs.actual_run_time, total, kernel=kernel, **options)
 
-            seconds, wall = _cpu(case, repeats)
+            seconds, wall = _time(case, repeats)
             row = {"benchmark": f"{name} {label}", "jobs": len(jobs), "seconds": round(seconds, 4),
                    "wall_seconds": round(wall, 4), "jobs_per_s": round(len(jobs) / seconds),
                    "target": "" if target is None else f">= {target:,} jobs/s",

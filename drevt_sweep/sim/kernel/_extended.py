@@ -354,14 +354,10 @@ def run_extended(submit, limit, nodes, dur, arrivals, rank, total, mode, estimat
             j = q[k]
             if nodes[j] > free:
                 break
-            R, H, O = _start(j, now, begin, end, est, plan, dur, limit, nodes, re, rj, rn, R, hk, hj, H,
-                             ok_, oj, O, planning)
+            R, H, O, n_active = _start(j, now, begin, end, est, plan, dur, limit, nodes, re, rj, rn, R, hk, hj,
+                                        H, ok_, oj, O, planning, dyn == DYN_MULTIFACTOR, leaf, runn, acc,
+                                        next_tick, active, is_active, n_active)
             free -= nodes[j]
-            if dyn == DYN_MULTIFACTOR:
-                lf = leaf[j]
-                runn[lf] += nodes[j]
-                acc[lf] += nodes[j] * (next_tick - now)
-                n_active = _activate(active, is_active, n_active, lf)
             k += 1
         started_any = k > 0
         if k < Q and mode != 0 and free > 0:
@@ -384,14 +380,10 @@ def run_extended(submit, limit, nodes, dur, arrivals, rank, total, mode, estimat
                     extra -= nj
                 else:
                     continue
-                R, H, O = _start(j, now, begin, end, est, plan, dur, limit, nodes, re, rj, rn, R, hk, hj, H,
-                                 ok_, oj, O, planning)
+                R, H, O, n_active = _start(j, now, begin, end, est, plan, dur, limit, nodes, re, rj, rn, R, hk, hj,
+                                            H, ok_, oj, O, planning, dyn == DYN_MULTIFACTOR, leaf, runn, acc,
+                                            next_tick, active, is_active, n_active)
                 free -= nodes[j]
-                if dyn == DYN_MULTIFACTOR:
-                    lf = leaf[j]
-                    runn[lf] += nodes[j]
-                    acc[lf] += nodes[j] * (next_tick - now)
-                    n_active = _activate(active, is_active, n_active, lf)
                 started_any = True
                 if free == 0:
                     break
@@ -405,8 +397,10 @@ def run_extended(submit, limit, nodes, dur, arrivals, rank, total, mode, estimat
 
 
 @njit(cache=True)
-def _start(j, now, begin, end, est, plan, dur, limit, nodes, re, rj, rn, R, hk, hj, H, ok_, oj, O, planning):
-    """Start job ``j`` at ``now``; returns the new counts of running jobs, completions, overruns."""
+def _start(j, now, begin, end, est, plan, dur, limit, nodes, re, rj, rn, R, hk, hj, H, ok_, oj, O, planning,
+           fairshare, leaf, runn, acc, next_tick, active, is_active, n_active):
+    """Start job ``j`` at ``now``; returns the new counts of running jobs, completions, overruns
+    and active associations (``Multifactor.start`` when ``fairshare``)."""
     begin[j] = now
     end[j] = now + dur[j]
     est[j] = now + plan[j]
@@ -414,7 +408,12 @@ def _start(j, now, begin, end, est, plan, dur, limit, nodes, re, rj, rn, R, hk, 
     H = _hpush(hk, hj, H, end[j], j)
     if planning and est[j] < end[j] and plan[j] < limit[j]:
         O = _hpush(ok_, oj, O, est[j], j)
-    return R, H, O
+    if fairshare:
+        lf = leaf[j]
+        runn[lf] += nodes[j]
+        acc[lf] += nodes[j] * (next_tick - now)
+        n_active = _activate(active, is_active, n_active, lf)
+    return R, H, O, n_active
 
 
 @njit(cache=True)
