@@ -73,6 +73,8 @@ def traces(draw):
     extra = draw(st.lists(st.sampled_from([None, None, None, 0.0, 4.0, 30.0]), min_size=n, max_size=n))
     run = [r if x is None else x for r, x in zip(run, extra)]
     user = draw(st.lists(st.sampled_from(["a", "b", "c", None]), min_size=n, max_size=n))
+    if n and not any(user):
+        user[0] = "c"  # at least one known user (without any, user_history and fair-share refuse)
     group = [None if u is None or u == "c" else "G" for u in user]
     return make_jobs(submit, nodes, limit, run, user=user, group=group), total
 

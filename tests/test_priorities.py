@@ -222,6 +222,21 @@ def test_bad_multifactor_configs_are_clear_errors(params, message):
         sim(jobs, 2, priority="multifactor", priority_params=params, kernel="reference")
 
 
+def test_no_user_column_is_a_clear_error():
+    jobs = make_jobs([0, 1], [1, 1], [10, 10], [1, 1])  # nobody known
+    with pytest.raises(ConfigError, match="estimate 'user_history'.*no job of this trace has a known user"):
+        sim(jobs, 2, estimate="user_history")
+    with pytest.raises(ConfigError, match="fair-share by account/user needs.*set weights.fairshare to 0"):
+        sim(jobs, 2, priority="multifactor")
+    with pytest.raises(ConfigError, match="fair-share by user needs each job's user"):
+        sim(jobs, 2, priority="multifactor", priority_params={"fairshare_by": "user"})
+    groups_only = make_jobs([0, 1], [1, 1], [10, 10], [1, 1], group=["X", "Y"])
+    with pytest.raises(ConfigError, match="fair-share by user needs"):
+        sim(groups_only, 2, priority="multifactor", priority_params={"fairshare_by": "user"})
+    sim(groups_only, 2, priority="multifactor")  # account/user: accounts alone will do
+    sim(jobs, 2, priority="multifactor", priority_params={"weights": {"fairshare": 0}})
+
+
 def test_bad_estimate_configs_are_clear_errors():
     jobs = make_jobs([0, 1], [1, 1], [10, 10], [1, 1])
     with pytest.raises(ConfigError, match="unknown estimate 'oracle'"):
@@ -291,6 +306,8 @@ def traces(draw):
     limit = draw(st.lists(st.sampled_from([1, 2, 5, 10, 20, 40, 300, 2.5]), min_size=n, max_size=n))
     frac = draw(st.lists(st.sampled_from([0, 0.25, 0.5, 1, 1, 1.5, 0.3]), min_size=n, max_size=n))
     user = draw(st.lists(st.sampled_from(["a", "b", "c", None]), min_size=n, max_size=n))
+    if n and not any(user):
+        user[0] = "a"  # at least one known user (without any, user_history and fair-share refuse)
     run = [lim * f for lim, f in zip(limit, frac)]
     return make_jobs(submit, nodes, limit, run, user=user, group=[u and u.upper() for u in user]), total
 

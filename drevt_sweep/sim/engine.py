@@ -54,6 +54,9 @@ from .policies.base import Capacity, Cluster, PolicyContext
 from .policies.dynamic import PriorityInputs
 from .schedule import Schedule
 
+NO_USERS = ("{what}, but no job of this trace has a known user (the readers take it from SWF field 12, "
+            "Slurm's User, Lassen's hashed_user_id, a simple trace's user/user_id/uid column)")
+
 __all__ = ["simulate", "replay", "PRIORITY_POLICIES", "BACKFILL_POLICIES"]
 
 
@@ -165,6 +168,9 @@ def simulate(
         dur = rt.copy()
     dur[rejected] = np.nan
 
+    users = np.asarray(jobs.user_code, dtype=np.int64)
+    if estimate == "user_history" and n and not (users >= 0).any():
+        raise ConfigError(NO_USERS.format(what="estimate 'user_history' predicts from each user's own jobs"))
     rank = priority_rank(priority, submit, limit, nodes)
     dynamic = None
     if is_dynamic(priority):
@@ -176,7 +182,6 @@ def simulate(
             t0=float(submit[ok].min()) if ok.any() else 0.0,
         )
         dynamic = DYNAMIC_PRIORITIES[priority](inputs, **dict(priority_params or {}))
-    users = np.asarray(jobs.user_code, dtype=np.int64)
     extended = dynamic is not None or estimate != "user" or backfill_order != "fcfs"
     if _use_fast_kernel(kernel, backfill, capacity, on_reservation, n, extended):
         from . import kernel as fast

@@ -112,6 +112,8 @@ class Multifactor:
         self.static = static
         self.static_l = static.tolist()
 
+        if self.w_fs > 0 and len(inputs.submit):
+            _check_who(inputs, p["fairshare_by"])
         tree = FairShareTree.build(inputs, p["fairshare_by"], dict(p["account_shares"] or {}),
                                    dict(p["user_shares"] or {}))
         self.tree = tree
@@ -275,6 +277,22 @@ class FairShareTree:
         return cls(leaf_of_job.astype(np.int64), np.asarray(acct_of_leaf, dtype=np.int64),
                    np.asarray(sib_ratio, dtype=np.float64), np.asarray(s_norm, dtype=np.float64),
                    int(n_acct), leaf_names)
+
+
+def _check_who(inputs: PriorityInputs, by: str) -> None:
+    """Fair-share with no known user or account at all would be one association: say so."""
+    known_user = (np.asarray(inputs.user_code) >= 0).any()
+    known_group = (np.asarray(inputs.group_code) >= 0).any()
+    missing = {"user": not known_user, "account": not known_group,
+               "account/user": not (known_user or known_group)}[by]
+    if missing:
+        column = {"user": "user (SWF field 12, Slurm User, Lassen hashed_user_id, simple user/user_id/uid)",
+                  "account": "group/account (SWF field 13, Slurm Account/Group, Lassen hashed_user_group_id, "
+                             "simple group/account)"}
+        needed = column["user"] if by == "user" else column["account"] if by == "account" else (
+            f"{column['account']} or {column['user']}")
+        raise ConfigError(f"multifactor fair-share by {by} needs each job's {needed}, but this trace has "
+                          f"none; read a trace that has it, or set weights.fairshare to 0")
 
 
 def _check_shares(what: str, shares: dict, names: tuple, used: bool) -> None:
