@@ -20,8 +20,9 @@ again (conservative backfilling re-places every reservation). Jobs are still kil
 real limit when limits are enforced.
 
 ``backfill_order``: the order in which EASY tries backfill candidates: ``fcfs`` (the queue's
-priority order) or ``sjbf`` (shortest estimate first, ties in FCFS order; the queue's head keeps
-its priority order). EASY++ = EASY + ``user_history`` + ``sjbf``.
+priority order) or ``sjbf`` (shortest estimate first; ties in the static priority order, FCFS
+for a dynamic priority; the queue's head keeps its priority order). EASY++ = EASY +
+``user_history`` + ``sjbf``.
 """
 
 from __future__ import annotations

@@ -291,7 +291,7 @@ class PolicyContext:
     enforce_limits: bool
     on_reservation: ReservationHook | None = None
     backfill_order: str = "fcfs"  # EASY's candidate order: fcfs (queue order) or sjbf
-    fcfs_rank: Sequence[int] = ()  # each job's FCFS position (sjbf's tie-break)
+    fcfs_rank: Sequence[int] = ()  # the static priority rank (FCFS for a dynamic one): sjbf's tie-break
 
 
 class BackfillPolicy(Protocol):

@@ -12,7 +12,8 @@ At each pass:
    (which it then consumes).
 
 With ``backfill_order: sjbf`` (``sim.estimates``) the later jobs are tried shortest planned
-duration first (ties in FCFS order) instead of in priority order; the head is unchanged.
+duration first (ties in the static priority order; FCFS for a dynamic priority) instead of in
+priority order; the head is unchanged.
 
 ``easy_drevt`` reproduces the C++ DR_EVT scheduler: no extra-nodes rule, and the time test is
 strict, ``now + time_limit < shadow``.

@@ -30,7 +30,9 @@ of simulated time and decayed with ``decay_half_life`` (``PriorityDecayHalfLife`
 days): at each tick ``t0 + k * calc_period``, usage = usage * 2^(-calc_period / half_life) + the
 node-seconds the association's jobs ran since the previous tick. Priorities are recomputed at
 each tick (an event while jobs wait); a job arriving between ticks gets its priority at
-submission, with the fair-share factors of the last tick.
+submission, with the fair-share factors of the last tick. (Internally usage is kept scaled by
+2^(elapsed / half-life), so that a tick only touches the associations that ran; U/S, all that
+fair-share uses, is the same.)
 
 Weights default to a common site choice (age 1000, fairshare 10000, job_size 1000, partition
 1000, qos 0); Slurm's own defaults are 0 (which would be FCFS).
