@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from drevt_sweep.jobs import JobTable, TraceMeta
-from drevt_sweep.sim.metrics import METRIC_DEFINITIONS, bounded_slowdown, compute_metrics
+from drevt_sweep.sim.metrics import PER_USER_METRICS, METRIC_DEFINITIONS, bounded_slowdown, compute_metrics
 from drevt_sweep.sim.schedule import Schedule
 
 
@@ -155,7 +155,7 @@ def test_every_value_is_a_float_and_every_metric_is_defined():
     m = compute_metrics(jobs, schedule)
     assert all(type(v) is float for v in m.values())
     top = [k for k in m if not k.startswith("queue/")]
-    assert top == [k for k in METRIC_DEFINITIONS if not k.startswith("queue/")]
+    assert top == [k for k in METRIC_DEFINITIONS if not k.startswith("queue/") and k not in PER_USER_METRICS]
     assert all(k.split("/")[-1] in METRIC_DEFINITIONS for k in m)
 
 
@@ -267,7 +267,7 @@ def test_a_single_queue_adds_no_per_queue_copy_of_the_totals():
     jobs, schedule = table_and_schedule(one_queue, total_nodes=8, queues=("a", "b"))
     m = compute_metrics(jobs, schedule)
     assert not any(k.startswith("queue/") for k in m)
-    assert list(m) == [k for k in METRIC_DEFINITIONS if not k.startswith("queue/")]
+    assert list(m) == [k for k in METRIC_DEFINITIONS if not k.startswith("queue/") and k not in PER_USER_METRICS]
 
 
 def test_per_user_metrics_by_hand(tmp_path):
@@ -293,7 +293,7 @@ def test_per_user_metrics_by_hand(tmp_path):
     assert text == "user,jobs,wait_mean,bsld_mean,node_seconds\na,2,5,1.5,20\nb,1,30,4,10\n"
 
 
-def test_per_user_metrics_without_users_are_nan():
+def test_per_user_metrics_without_users_are_left_out():
     from jobtable_factory import make_jobs
 
     jobs = make_jobs([0], [1], [10], [10])  # no user column: every job's user is unknown
@@ -301,4 +301,4 @@ def test_per_user_metrics_without_users_are_nan():
                         run_time=np.array([10.0]), killed=np.zeros(1, bool), rejected=np.zeros(1, bool),
                         warnings={})
     m = compute_metrics(jobs, schedule)
-    assert m["users"] == 0 and np.isnan(m["user_wait_mean_max"]) and np.isnan(m["user_bsld_jain"])
+    assert not set(PER_USER_METRICS) & set(m)

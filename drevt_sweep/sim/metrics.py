@@ -45,7 +45,7 @@ METRIC_DEFINITIONS: dict[str, str] = {
     "queue_length_max": "peak number of waiting jobs, counted after all the events at one "
     "instant (a job that starts on submission never waits)",
     "users": "users with at least one job that ran (jobs of unknown users are left out of the "
-    "per-user figures)",
+    "per-user figures, which appear only when some job's user is known)",
     "user_wait_mean_max": "the worst-off user's mean wait: the largest per-user mean wait (s)",
     "user_bsld_jain": "Jain's fairness index over the users' mean bounded slowdowns, "
     "(Σx)² / (n Σx²): 1 when every user sees the same mean, 1/n when one user takes it all",
@@ -167,12 +167,12 @@ def compute_metrics(jobs: JobTable, schedule: Schedule) -> dict[str, float]:
     )
     metrics["makespan"] = span_end - span_start if submit.size else float("nan")
     users = per_user(jobs, schedule)
-    count = users["jobs"].size
-    metrics["users"] = float(count)
-    metrics["user_wait_mean_max"] = float(users["wait_mean"].max()) if count else float("nan")
-    metrics["user_bsld_jain"] = jain_index(users["bsld_mean"]) if count else float("nan")
+    if users["jobs"].size:  # only for traces that say who submitted (PER_USER_METRICS)
+        metrics["users"] = float(users["jobs"].size)
+        metrics["user_wait_mean_max"] = float(users["wait_mean"].max())
+        metrics["user_bsld_jain"] = jain_index(users["bsld_mean"])
     # Keep the documented order: makespan before throughput in reports.
-    metrics = {k: metrics[k] for k in _ORDER}
+    metrics = {k: metrics[k] for k in _ORDER if k in metrics}
 
     # Per queue: sort the jobs by queue once and slice contiguous segments.
     codes_all = np.asarray(jobs.queue_code)
@@ -216,6 +216,8 @@ def compute_metrics(jobs: JobTable, schedule: Schedule) -> dict[str, float]:
 
 
 _ORDER = tuple(k for k in METRIC_DEFINITIONS if not k.startswith("queue/"))
+# present only when some job that ran has a known user (else they would be NaN in every run)
+PER_USER_METRICS = ("users", "user_wait_mean_max", "user_bsld_jain")
 
 
 def jain_index(values: np.ndarray) -> float:
