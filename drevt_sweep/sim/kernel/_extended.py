@@ -86,7 +86,8 @@ def _hpop(hk, hj, size):
 
 @njit(cache=True)
 def _insert_sorted(arr, count, j, val, seq):
-    """Insert job ``j`` into ``arr[:count]``, kept sorted by (val[job], seq[job])."""
+    """Insert job ``j`` into ``arr[:count]``, kept sorted by (val[job], seq[job]) (the slot
+    ``arr[count]`` is free); returns the position it took."""
     p = count
     vj = val[j]
     sj = seq[j]
@@ -97,7 +98,7 @@ def _insert_sorted(arr, count, j, val, seq):
         arr[p] = k
         p -= 1
     arr[p] = j
-    return count + 1
+    return p
 
 
 @njit(cache=True)
@@ -109,18 +110,7 @@ def _resort(arr, count, val, seq, tmp):
     budget = 8 * count + 64
     moves = 0
     for i in range(1, count):
-        j = arr[i]
-        vj = val[j]
-        sj = seq[j]
-        p = i
-        while p > 0:
-            k = arr[p - 1]
-            if val[k] < vj or (val[k] == vj and seq[k] < sj):
-                break
-            arr[p] = k
-            p -= 1
-        arr[p] = j
-        moves += i - p
+        moves += i - _insert_sorted(arr, i, arr[i], val, seq)
         if moves > budget:
             _sort_by(arr, count, val, seq, tmp)
             return True
@@ -315,9 +305,11 @@ def run_extended(submit, limit, nodes, dur, arrivals, rank, total, mode, estimat
             if dyn != DYN_NONE:
                 key[j] = _key(dyn, now, j, submit, a_arr, b_arr, leaf, acct, sib, snorm, usage, raw_acct,
                               fval, fstamp, stamp, root, w_age, w_fs, max_age)
-            Q = _insert_sorted(q, Q, j, key, rank)
+            _insert_sorted(q, Q, j, key, rank)
+            Q += 1
             if sjbf:
-                S = _insert_sorted(sq, S, j, plan, rank)
+                _insert_sorted(sq, S, j, plan, rank)
+                S += 1
 
         if Q == 0:
             continue
