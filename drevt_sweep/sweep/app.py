@@ -542,6 +542,10 @@ def _report(table: str, failed: list[str], where: Path, config: DictConfig) -> N
 # ---------------------------------------------------------------- entry points
 @hydra.main(version_base="1.3", config_path="pkg://drevt_sweep.conf", config_name="config")
 def _app(cfg: DictConfig) -> dict:
+    if _value(cfg.search.kind) != "none":  # a question (bisection, Optuna) instead of one configuration
+        from .search import run_search
+
+        return run_search(cfg)
     return run_configuration(cfg)
 
 
