@@ -398,7 +398,8 @@ def optimize(measure: Measure, q: OptimizeQuestion) -> dict:
         "best": best,
         "trials": trials,
         "runs": sum(t["n_seeds"] for t in trials),
-        "tied_with_best": [t["number"] for t in feasible if best is not None and t is not best
+        # Other settings (a sampler may ask for the best's again) that the paired CI cannot tell from it.
+        "tied_with_best": [t["number"] for t in feasible if best is not None and t["params"] != best["params"]
                            and not math.isnan(t["diff_ci95"]) and abs(t["diff_vs_best"]) <= t["diff_ci95"]],
         "warnings": [] if feasible else ["no trial met every constraint"],
     }
@@ -424,8 +425,8 @@ def optimize_sentence(result: dict) -> str:
     setting = ", ".join(f"{k}={_fmt(v) if not isinstance(v, str) else v}" for k, v in best["params"].items())
     ci = "" if math.isnan(best["ci95"]) else f" ± {best['ci95']:.4g}"
     ties = result["tied_with_best"]
-    tie_text = (f"; {len(ties)} other feasible trial(s) are within the paired 95% CI of it"
-                if ties else "; every other feasible trial is worse by more than its paired 95% CI")
+    tie_text = (f"; {len(ties)} feasible trial(s) of other settings are within the paired 95% CI of it"
+                if ties else "; every other feasible setting is worse by more than its paired 95% CI")
     return (f"{q['goal'].capitalize()} {q['objective']}{subject}: {setting} gives "
             f"{best['value']:.4g}{ci} (trial {best['number']} of {len(result['trials'])}, "
             f"{best['n_seeds']} common seeds){tie_text}.")
@@ -591,7 +592,10 @@ def optimize_question(cfg) -> OptimizeQuestion:
     if OmegaConf.is_missing(s, "objective") or s.objective is None:
         raise ConfigError("search=optimize needs search.objective (a metric, e.g. wait_mean)")
     space = {}
-    for name, values in OmegaConf.to_container(s.space, resolve=True).items():
+    given = OmegaConf.to_container(s.space, resolve=True) if s.space is not None else {}
+    if not isinstance(given, Mapping):
+        raise ConfigError("search.space must map parameters to [low, high] or to choices")
+    for name, values in _leaves(given).items():
         values = list(values) if isinstance(values, (list, tuple)) else [values]
         numeric = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values)
         if len(values) == 2 and numeric:
@@ -605,6 +609,18 @@ def optimize_question(cfg) -> OptimizeQuestion:
                             constraints=[parse_constraint(c) for c in s.constraints],
                             trials=int(s.trials), seeds=int(s.seeds), sampler=_enum(s.sampler),
                             seed=int(cfg.seed))
+
+
+def _leaves(tree: Mapping, prefix: str = "") -> dict:
+    """``{system: {total_nodes: [80, 160]}}`` (the command line's nesting) or
+    ``{"system.total_nodes": [80, 160]}`` (a YAML key) -> ``{"system.total_nodes": [80, 160]}``."""
+    out = {}
+    for key, value in tree.items():
+        if isinstance(value, Mapping):
+            out.update(_leaves(value, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = value
+    return out
 
 
 def _enum(value) -> str:

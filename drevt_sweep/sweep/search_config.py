@@ -61,7 +61,7 @@ class SearchConf:
     max_seeds: int = 20
     max_probes: int = 30
     # optimize
-    space: Dict[str, Any] = field(default_factory=dict)
+    space: Any = None  # a mapping; Any so that the command line can set it whole
     objective: Optional[str] = None
     goal: Goal = Goal.minimize
     constraints: List[str] = field(default_factory=list)
