@@ -187,3 +187,60 @@ def test_optuna_search_is_reproducible_and_respects_constraints():
 def test_optimize_with_no_feasible_trial_says_so():
     r = optimize(_bowl_measure(), optimize_question(constraints=[("c", "<=", -1.0)], trials=5))
     assert r["best"] is None and r["sentence"].startswith("No trial of 5 met c <= -1")
+
+
+# ---------------------------------------------------------------- from the composed config
+@pytest.fixture(scope="module")
+def hydra_compose():
+    from hydra import compose, initialize_config_module
+
+    from drevt_sweep.sweep.config import register_configs
+
+    register_configs()
+    with initialize_config_module(version_base="1.3", config_module="drevt_sweep.conf"):
+        yield lambda *overrides: compose("config", overrides=list(overrides))
+
+
+def test_the_presets_ask_the_two_kth_questions(hydra_compose):
+    from drevt_sweep.sweep.search import threshold_question
+
+    nodes = threshold_question(hydra_compose("experiment=nodes_for_p95_wait"))
+    assert (nodes.param, nodes.integer, nodes.low, nodes.high, nodes.resolution) == ("system.total_nodes", True, 50, 200, 1)
+    assert (nodes.metric, nodes.target, nodes.direction) == ("wait_p95", 3600.0, "below")
+    load = threshold_question(hydra_compose("experiment=load_for_conservative_bsld"))
+    assert (load.param, load.integer, load.resolution, load.metric) == ("workload.load_factor", False, 0.01, "bsld_mean")
+
+
+def test_a_threshold_search_names_what_it_is_missing(hydra_compose):
+    from drevt_sweep.sweep.search import threshold_question
+
+    with pytest.raises(ConfigError, match="search.param, search.low, search.high, search.metric, search.target"):
+        threshold_question(hydra_compose("search=threshold"))
+
+
+def test_probe_settings_are_checked_against_the_schema(hydra_compose):
+    from drevt_sweep.sweep.search import ProbeRunner
+
+    runner = ProbeRunner(hydra_compose(), jobs=None, tracker=None, search_handle=None, out_dir=None,
+                         search_hash="")
+    assert runner.config_for({"system.total_nodes": 64}).system.total_nodes == 64
+    assert runner.config_for({"policy.backfill": "conservative"}).policy.backfill.value == "conservative"
+    for bad, message in (({"system.total_nodez": 64}, "not a setting"), ({"trace.path": "/x"}, "not a setting"),
+                         ({"system.total_nodes": 1.5}, "system.total_nodes=1.5"),
+                         ({"policy.backfill": "sideways"}, "policy.backfill")):
+        with pytest.raises(ConfigError, match=message):
+            runner.config_for(bad)
+
+
+def test_an_optimize_space_is_ranges_and_choices(hydra_compose):
+    from drevt_sweep.sweep.search import optimize_question
+
+    q = optimize_question(hydra_compose(
+        "search=optimize", "search.objective=wait_mean", 'search.constraints=["bsld_p95 <= 50"]',
+        "search.space={system.total_nodes:[80,160],workload.load_factor:[0.8,1.2],policy.backfill:[easy,conservative]}"))
+    assert q.space == {"system.total_nodes": {"low": 80, "high": 160, "integer": True},
+                       "workload.load_factor": {"low": 0.8, "high": 1.2, "integer": False},
+                       "policy.backfill": {"choices": ["easy", "conservative"]}}
+    assert q.constraints == [("bsld_p95", "<=", 50.0)] and q.seed == 0
+    with pytest.raises(ConfigError, match="search.space is empty"):
+        optimize_question(hydra_compose("search=optimize", "search.objective=wait_mean"))

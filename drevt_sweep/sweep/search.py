@@ -30,14 +30,16 @@ import logging
 import math
 import re
 import time
+import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Mapping
 
 import numpy as np
 
-from ..errors import ConfigError
-from .seeds import RunSpec, SeedResult, aggregate, run_seeds, seeds_for
+from ..errors import ConfigError, DrevtError
+from ..tracking.helper import TrackingError
+from .seeds import RunSpec, SeedResult, aggregate, run_seeds, seeds_for, start_workers
 
 log = logging.getLogger("drevt_sweep")
 
@@ -538,8 +540,8 @@ class ProbeRunner:
             self.tracker.log(child, metrics=r.metrics, params={"seed": r.seed})
             self.tracker.finish(child, "FINISHED")
 
-    def close(self) -> None:
-        """Every probe's final aggregate on its run, which is then closed."""
+    def close(self, status: str = "FINISHED") -> None:
+        """Every probe's final aggregate on its run, which is then closed (``status``)."""
         if not self.tracker:
             return
         for chash, (label, m, spec, cfg) in self._probe_state.items():
@@ -547,7 +549,8 @@ class ProbeRunner:
             self.tracker.log(handle, metrics=m.metrics,
                              params={"n_seeds": len(m.seeds), "total_nodes": spec.total_nodes,
                                      "trace_checksum": self.jobs.meta.checksum})
-            self.tracker.finish(handle, "FINISHED")
+            self.tracker.finish(handle, status)
+        self._probe_state.clear()
 
 
 _MISSING = object()
@@ -643,8 +646,11 @@ def run_search(cfg) -> dict:
     out_dir.mkdir(parents=True, exist_ok=True)
     kind = _enum(cfg.search.kind)
     result: dict = {"kind": kind, "status": "FAILED"}
-    tracker = handle = None
+    tracker = handle = runner = None
     started = time.perf_counter()
+    # The seeds' worker processes start (and load the kernel) while the store opens.
+    backfill = None if cfg.policy.replay else app._value(cfg.policy.backfill)
+    warming = start_workers(app._n_jobs(cfg), app._value(cfg.parallel.backend), backfill)
     try:
         question = threshold_question(cfg) if kind == "threshold" else optimize_question(cfg)
         path = resolve_trace_path(str(cfg.trace.path), cfg.paths.root)
@@ -661,6 +667,8 @@ def run_search(cfg) -> dict:
                                         **flatten(asked["settings"]), "seed": int(cfg.seed),
                                         "trace_checksum": jobs.meta.checksum})
         runner = ProbeRunner(cfg, jobs, tracker, handle, out_dir, search_hash)
+        if warming is not None:
+            warming.join()
         answer = (threshold_search if kind == "threshold" else optimize)(runner, question)
         runner.close()
         result.update(answer, status="FINISHED", simulated_runs=runner.simulated,
@@ -682,14 +690,22 @@ def run_search(cfg) -> dict:
         for warning in result["warnings"]:
             print(f"warning: {warning}")
         print(f"\nsearch: {out_dir / 'search.json'}\nreport: {report}")
-    except ConfigError as exc:
-        result["error"] = str(exc)
+    except (DrevtError, TrackingError) as exc:  # bad input, a failing store
         app._record_failure(result, f"search {kind}", str(exc), tracker, handle, out_dir)
     except KeyboardInterrupt:
+        result.update(status="KILLED", error="interrupted (Ctrl-C)")
         if tracker and handle:
-            tracker.finish(handle, "KILLED")
-            tracker.wait(timeout=60)
+            try:
+                if runner is not None:
+                    runner.close("KILLED")
+                tracker.finish(handle, "KILLED")
+                tracker.wait(timeout=60)
+            except Exception as exc:  # noqa: BLE001 - the interrupt is what matters
+                log.error("could not mark the search KILLED: %s", exc)
         raise
+    except Exception as exc:  # a bug or a dead worker: fail this search, keep the traceback
+        app._record_failure(result, f"search {kind}", f"{type(exc).__name__}: {exc}", tracker, handle,
+                            out_dir, details=traceback.format_exc())
     finally:
         (out_dir / "search.json").write_text(json.dumps(result, indent=2, default=str))
     return result
