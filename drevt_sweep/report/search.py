@@ -15,7 +15,7 @@ from pathlib import Path
 
 from .figures import plt, save_figure
 
-TEMPLATE = "search.html"
+TEMPLATE = "search.html.j2"
 
 
 def threshold_figure(result: dict):

@@ -543,9 +543,11 @@ def _report(table: str, failed: list[str], where: Path, config: DictConfig) -> N
 @hydra.main(version_base="1.3", config_path="pkg://drevt_sweep.conf", config_name="config")
 def _app(cfg: DictConfig) -> dict:
     if _value(cfg.search.kind) != "none":  # a question (bisection, Optuna) instead of one configuration
-        from .search import run_search
+        from .search import AppHooks, run_search
 
-        return run_search(cfg)
+        _state["ran"] = True
+        return run_search(cfg, AppHooks(run_spec, result_config, _n_jobs, _backend_options, _tracker,
+                                        _record_failure))
     return run_configuration(cfg)
 
 

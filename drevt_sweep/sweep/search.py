@@ -435,13 +435,27 @@ def optimize_sentence(result: dict) -> str:
 
 
 # ---------------------------------------------------------------- measuring a setting
+@dataclass(frozen=True)
+class AppHooks:
+    """What a search borrows from the Hydra app, handed over by the app (which imports this
+    module): a probe's RunSpec and result settings exactly as a configuration's, its seed
+    parallelism, the tracking store, and failure reporting."""
+
+    run_spec: Callable
+    result_config: Callable
+    n_jobs: Callable
+    backend_options: Callable
+    tracker: Callable
+    record_failure: Callable
+
+
 class ProbeRunner:
     """Measures settings of the sweep's config by running their seeds (the trace is read
     once), logging each as a configuration run nested under the search's run."""
 
     def __init__(self, cfg, jobs, tracker, search_handle: str | None, out_dir: Path,
-                 search_hash: str) -> None:
-        self.cfg, self.jobs, self.tracker = cfg, jobs, tracker
+                 search_hash: str, app: AppHooks | None = None) -> None:
+        self.cfg, self.jobs, self.tracker, self.app = cfg, jobs, tracker, app
         self.search_handle, self.out_dir, self.search_hash = search_handle, out_dir, search_hash
         self._results: dict[tuple[str, int], SeedResult] = {}  # (config hash, seed) -> result
         self._probe_runs: dict[str, str] = {}  # config hash -> MLflow handle
@@ -465,27 +479,25 @@ class ProbeRunner:
 
     def spec_for(self, cfg) -> RunSpec:
         from ..sim.workload import apply_workload
-        from .app import run_spec
         from .workload_config import workload_spec
 
         wspec = workload_spec(cfg.workload, cfg.system.total_nodes)
         probe, _, _ = apply_workload(self.jobs, wspec, int(cfg.seed))
-        return run_spec(cfg, probe.meta.machine_nodes, wspec)
+        return self.app.run_spec(cfg, probe.meta.machine_nodes, wspec)
 
     def __call__(self, setting: Mapping[str, object], n_seeds: int) -> Measurement:
         from ..tracking.store import config_hash
-        from .app import _backend_options, _n_jobs, _value, result_config
 
         cfg = self.config_for(setting)
         spec = self.spec_for(cfg)
-        chash = config_hash({"settings": result_config(cfg), "checksum": self.jobs.meta.checksum})
+        chash = config_hash({"settings": self.app.result_config(cfg), "checksum": self.jobs.meta.checksum})
         seeds = seeds_for(spec, int(cfg.seed), n_seeds)
         self._reuse_from_store(chash, seeds)
         todo = [s for s in seeds if (chash, s) not in self._results]
         label = " ".join(f"{k}={_fmt(v) if not isinstance(v, str) else v}" for k, v in setting.items())
         if todo:
-            fresh = run_seeds(self.jobs, spec, todo, n_jobs=_n_jobs(cfg), backend=_value(cfg.parallel.backend),
-                              backend_options=_backend_options(cfg),
+            fresh = run_seeds(self.jobs, spec, todo, n_jobs=self.app.n_jobs(cfg),
+                              backend=_enum(cfg.parallel.backend), backend_options=self.app.backend_options(cfg),
                               stop_if=self.tracker.raise_if_failed if self.tracker else None)
             failed = [r for r in fresh if not r.ok]
             if failed:
@@ -515,13 +527,12 @@ class ProbeRunner:
 
     def _probe_run(self, chash: str, label: str, cfg) -> str:
         from ..tracking.store import TAG_CONFIG_HASH, TAG_KIND, TAG_SWEEP_DIR, flatten
-        from .app import result_config
 
         if chash not in self._probe_runs:
             handle = self.tracker.start_run(
                 label, {TAG_KIND: "configuration", TAG_CONFIG_HASH: chash, TAG_SEARCH: self.search_hash,
                         TAG_SWEEP_DIR: str(self.out_dir)}, parent_id=self.search_handle)
-            self.tracker.log(handle, params=flatten(result_config(cfg)))
+            self.tracker.log(handle, params=flatten(self.app.result_config(cfg)))
             self._probe_runs[chash] = handle
         return self._probe_runs[chash]
 
@@ -630,7 +641,7 @@ def _enum(value) -> str:
     return str(getattr(value, "value", value))
 
 
-def run_search(cfg) -> dict:
+def run_search(cfg, app: AppHooks) -> dict:
     """The Hydra job of ``search=threshold|optimize``: one search run with its probes nested,
     ``search.json`` and ``search.html`` in the job's folder; returns the result."""
     from hydra.core.hydra_config import HydraConfig
@@ -639,9 +650,6 @@ def run_search(cfg) -> dict:
     from ..tracking.store import TAG_KIND, TAG_SWEEP_DIR, config_hash, flatten
     from ..trace.cache import load_trace
     from ..trace.options import read_options, resolve_trace_path
-    from . import app
-
-    app._state["ran"] = True
     out_dir = Path(HydraConfig.get().runtime.output_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     kind = _enum(cfg.search.kind)
@@ -649,8 +657,8 @@ def run_search(cfg) -> dict:
     tracker = handle = runner = None
     started = time.perf_counter()
     # The seeds' worker processes start (and load the kernel) while the store opens.
-    backfill = None if cfg.policy.replay else app._value(cfg.policy.backfill)
-    warming = start_workers(app._n_jobs(cfg), app._value(cfg.parallel.backend), backfill)
+    backfill = None if cfg.policy.replay else _enum(cfg.policy.backfill)
+    warming = start_workers(app.n_jobs(cfg), _enum(cfg.parallel.backend), backfill)
     try:
         question = threshold_question(cfg) if kind == "threshold" else optimize_question(cfg)
         path = resolve_trace_path(str(cfg.trace.path), cfg.paths.root)
@@ -658,7 +666,7 @@ def run_search(cfg) -> dict:
         asked = {"search": OmegaConf.to_container(cfg.search, resolve=True, enum_to_str=True),
                  "settings": app.result_config(cfg), "seed": int(cfg.seed), "checksum": jobs.meta.checksum}
         search_hash = config_hash(asked)
-        tracker = app._tracker(cfg)
+        tracker = app.tracker(cfg)
         if tracker:
             handle = tracker.start_run(f"search {kind}: {_question_label(question)}",
                                        {TAG_KIND: "search", TAG_SEARCH: search_hash,
@@ -666,7 +674,7 @@ def run_search(cfg) -> dict:
             tracker.log(handle, params={**{f"search.{k}": v for k, v in flatten(asked["search"]).items()},
                                         **flatten(asked["settings"]), "seed": int(cfg.seed),
                                         "trace_checksum": jobs.meta.checksum})
-        runner = ProbeRunner(cfg, jobs, tracker, handle, out_dir, search_hash)
+        runner = ProbeRunner(cfg, jobs, tracker, handle, out_dir, search_hash, app)
         if warming is not None:
             warming.join()
         answer = (threshold_search if kind == "threshold" else optimize)(runner, question)
@@ -691,7 +699,7 @@ def run_search(cfg) -> dict:
             print(f"warning: {warning}")
         print(f"\nsearch: {out_dir / 'search.json'}\nreport: {report}")
     except (DrevtError, TrackingError) as exc:  # bad input, a failing store
-        app._record_failure(result, f"search {kind}", str(exc), tracker, handle, out_dir)
+        app.record_failure(result, f"search {kind}", str(exc), tracker, handle, out_dir)
     except KeyboardInterrupt:
         result.update(status="KILLED", error="interrupted (Ctrl-C)")
         if tracker and handle:
@@ -704,7 +712,7 @@ def run_search(cfg) -> dict:
                 log.error("could not mark the search KILLED: %s", exc)
         raise
     except Exception as exc:  # a bug or a dead worker: fail this search, keep the traceback
-        app._record_failure(result, f"search {kind}", f"{type(exc).__name__}: {exc}", tracker, handle,
+        app.record_failure(result, f"search {kind}", f"{type(exc).__name__}: {exc}", tracker, handle,
                             out_dir, details=traceback.format_exc())
     finally:
         (out_dir / "search.json").write_text(json.dumps(result, indent=2, default=str))
