@@ -498,6 +498,11 @@ class SweepSummaryCallback(Callback):
 
     def on_multirun_end(self, config: DictConfig, **kwargs) -> None:
         sweep_dir = Path(config.hydra.sweep.dir)
+        if _value(config.search.kind) != "none":  # a multirun of searches: each answered itself
+            from .search import print_search_answers
+
+            print_search_answers(sweep_dir)
+            return
         table, failed = write_summary(sweep_dir)
         _report(table, failed, sweep_dir, config)
         _failures.extend(f for f in failed if f not in _failures)

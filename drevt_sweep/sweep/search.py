@@ -295,8 +295,11 @@ def threshold_sentence(result: dict) -> str:
     pass_text = (f"at {_fmt(sure_pass)} it passes" if sure_pass is not None
                  else "no probe in the range surely passes")
     span = f"between {_fmt(edges[0])} and {_fmt(edges[-1])}" if len(edges) == 2 else "only half-bounded"
+    finer = ""
+    if not q["integer"] and sorted(edges) == sorted(result["bracket"]):
+        finer = "; the CI is narrower than the bracket, so a smaller search.resolution would narrow it"
     return (text + f"; 95% interval {span}: {fail_text} and {pass_text} with the whole 95% CI "
-            f"({seeds} common seeds per probe).")
+            f"({seeds} common seeds per probe{finer}).")
 
 
 # ---------------------------------------------------------------- optimize: Optuna ask/tell
@@ -717,6 +720,14 @@ def run_search(cfg, app: AppHooks) -> dict:
     finally:
         (out_dir / "search.json").write_text(json.dumps(result, indent=2, default=str))
     return result
+
+
+def print_search_answers(sweep_dir: Path) -> None:
+    """The end of a multirun of searches: every job's answer, in job order."""
+    print()
+    for path in sorted(Path(sweep_dir).glob("*/search.json"), key=lambda p: (len(p.parent.name), p.parent.name)):
+        found = json.loads(path.read_text())
+        print(f"{path.parent.name}: {found.get('sentence') or found.get('error', found.get('status'))}")
 
 
 def _question_label(q) -> str:
