@@ -244,3 +244,8 @@ def test_an_optimize_space_is_ranges_and_choices(hydra_compose):
     assert q.constraints == [("bsld_p95", "<=", 50.0)] and q.seed == 0
     with pytest.raises(ConfigError, match="search.space is empty"):
         optimize_question(hydra_compose("search=optimize", "search.objective=wait_mean"))
+
+
+def test_an_unknown_metric_names_the_known_ones():
+    with pytest.raises(ConfigError, match=r"'wait_p96' is not one of the run's metrics \(m\)"):
+        threshold_search(measure_from(lambda x: 1.0, stochastic=False), question(metric="wait_p96"))

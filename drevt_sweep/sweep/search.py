@@ -150,9 +150,12 @@ class _Bisection:
         while True:
             m = self.measure({self.q.param: value}, n)
             p = _Probe(value, m, m.mean(self.q.metric), m.half(self.q.metric))
+            if self.q.metric not in m.metrics:
+                names = sorted(k for k in m.metrics if not k.endswith(("_std", "_ci95")))
+                raise ConfigError(f"search.metric {self.q.metric!r} is not one of the run's metrics "
+                                  f"({', '.join(names)})")
             if math.isnan(p.mean):
-                raise ConfigError(f"metric {self.q.metric!r} is not one of the run's metrics "
-                                  f"({', '.join(sorted(k for k in m.metrics if not k.endswith(('_std', '_ci95'))))})")
+                raise ConfigError(f"{self.q.metric} is undefined (NaN) at {self.q.param}={value}")
             straddles = p.side(self.q) == "undecided"
             if not straddles or not m.stochastic or n >= self.q.max_seeds:
                 break
