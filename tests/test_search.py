@@ -249,3 +249,14 @@ def test_an_optimize_space_is_ranges_and_choices(hydra_compose):
 def test_an_unknown_metric_names_the_known_ones():
     with pytest.raises(ConfigError, match=r"'wait_p96' is not one of the run's metrics \(m\)"):
         threshold_search(measure_from(lambda x: 1.0, stochastic=False), question(metric="wait_p96"))
+
+
+def test_optimize_of_a_deterministic_configuration_claims_no_ci():
+    def measure(setting, n):  # one run whatever n: seeds_for gives deterministic models one seed
+        per_seed = [{"obj": (setting["x"] - 30) ** 2}]
+        return Measurement([0], aggregate([SeedResult(0, metrics=per_seed[0])], stochastic=False), per_seed, False)
+
+    r = optimize(measure, optimize_question(space={"x": {"low": 0, "high": 100, "integer": True}},
+                                            constraints=[], trials=12))
+    assert "deterministic: one run per trial, no CI" in r["sentence"] and "±" not in r["sentence"]
+    assert r["tied_with_best"] == []

@@ -431,13 +431,17 @@ def optimize_sentence(result: dict) -> str:
     if best is None:
         return f"No trial of {len(result['trials'])} met {' and '.join(q['constraints'])}."
     setting = ", ".join(f"{k}={_fmt(v) if not isinstance(v, str) else v}" for k, v in best["params"].items())
-    ci = "" if math.isnan(best["ci95"]) else f" ± {best['ci95']:.4g}"
+    ci = "" if math.isnan(best["ci95"]) or best["n_seeds"] < 2 else f" ± {best['ci95']:.4g}"
     ties = result["tied_with_best"]
     tie_text = (f"; {len(ties)} feasible trial(s) of other settings are within the paired 95% CI of it"
                 if ties else "; every other feasible setting is worse by more than its paired 95% CI")
+    if best["n_seeds"] < 2:  # a deterministic configuration: one run per trial, nothing to pair
+        seeds, tie_text = "deterministic: one run per trial, no CI", ""
+    else:
+        seeds = f"{best['n_seeds']} common seeds"
     return (f"{q['goal'].capitalize()} {q['objective']}{subject}: {setting} gives "
             f"{best['value']:.4g}{ci} (trial {best['number']} of {len(result['trials'])}, "
-            f"{best['n_seeds']} common seeds){tie_text}.")
+            f"{seeds}){tie_text}.")
 
 
 # ---------------------------------------------------------------- measuring a setting
