@@ -260,3 +260,21 @@ def test_optimize_of_a_deterministic_configuration_claims_no_ci():
                                             constraints=[], trials=12))
     assert "deterministic: one run per trial, no CI" in r["sentence"] and "±" not in r["sentence"]
     assert r["tied_with_best"] == []
+
+
+def test_the_search_report_states_the_answer_and_draws_the_probes(tmp_path):
+    import json
+
+    from drevt_sweep.report.search import main, write_search_report
+
+    q = question(low=100, high=300, target=100.0, seeds=4, max_seeds=16)
+    r = threshold_search(measure_from(lambda x: 300.0 - x, crn_noise(20.0)), q)
+    r.update(simulated_runs=r["runs"], reused_runs=0, seconds=1.0, trace_checksum="<abc>")
+    page = write_search_report(r, tmp_path).read_text()
+    assert r["sentence"] in page and "data:image/png;base64," in page
+    assert "&lt;abc&gt;" in page and "<abc>" not in page  # autoescaped
+    assert page.count("<tr>") == len(r["probes"]) + 1
+    (tmp_path / "search.json").write_text(json.dumps(r))
+    (tmp_path / "search.html").unlink()
+    assert main([str(tmp_path)]) == 0 and (tmp_path / "search.html").is_file()
+    assert main([str(tmp_path / "nowhere")]) == 2

@@ -19,10 +19,40 @@ TEMPLATE = "search.html.j2"
 
 
 def threshold_figure(result: dict):
-    """Mean ± 95% CI of every probe against the parameter; the target, answer and interval."""
+    """Mean ± 95% CI of every probe against the parameter, with the target, the answer and its
+    interval; beside it the same around the answer (the probes from the nearest outside the
+    interval on each side), where the bisection spent its seeds."""
     q = result["question"]
     probes = sorted(result["probes"], key=lambda p: p["value"])
-    fig, ax = plt.subplots(figsize=(7.5, 4.2))
+    zoom = _around_answer(result, probes)
+    fig, axes = plt.subplots(1, 2 if zoom else 1, figsize=(11 if zoom else 7.5, 4.2), squeeze=False)
+    _draw_probes(axes[0][0], result, probes, legend=True)
+    if zoom:
+        _draw_probes(axes[0][1], result, zoom, legend=False)
+        axes[0][1].set_title("around the answer", fontsize=10)
+    axes[0][0].set_title(f"{q['metric']} {'≤' if q['direction'] == 'below' else '≥'} {q['target']:g}: "
+                         f"{len(probes)} probes, {result['runs']} runs", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def _around_answer(result: dict, probes: list[dict]) -> list[dict]:
+    """The probes from the nearest one below the interval to the nearest above it (none when
+    that is every probe anyway)."""
+    if result.get("answer") is None:
+        return []
+    edges = [v for v in (result.get("interval") or []) + result["bracket"] if v is not None]
+    lo, hi = min(edges), max(edges)
+    below = [i for i, p in enumerate(probes) if p["value"] < lo]
+    above = [i for i, p in enumerate(probes) if p["value"] > hi]
+    first = below[-1] if below else 0
+    last = above[0] if above else len(probes) - 1
+    chosen = probes[first:last + 1]
+    return chosen if len(chosen) < len(probes) else []
+
+
+def _draw_probes(ax, result: dict, probes: list[dict], legend: bool) -> None:
+    q = result["question"]
     sides = {"pass": ("tab:green", "probe: whole CI passes"), "fail": ("tab:red", "probe: whole CI fails"),
              "undecided": ("tab:orange", "probe: CI straddles the target")}
     for side, (colour, label) in sides.items():
@@ -39,16 +69,19 @@ def threshold_figure(result: dict):
         high = interval[1] if interval[1] is not None else q["high"]
         ax.axvspan(low, high, color="tab:blue", alpha=0.12, label="95% interval")
         ax.axvline(result["answer"], color="tab:blue", lw=1.5, label=f"answer {result['answer']:g}")
+        ax.set_xlim(min(p["value"] for p in probes) - _pad(probes), max(p["value"] for p in probes) + _pad(probes))
     means = [p["mean"] for p in probes] + [q["target"]]
     if min(means) > 0 and max(means) / min(means) > 30:  # e.g. waits from minutes to days
         ax.set_yscale("log")
     ax.set_xlabel(q["param"])
     ax.set_ylabel(q["metric"])
-    ax.set_title(f"{q['metric']} {'≤' if q['direction'] == 'below' else '≥'} {q['target']:g}: "
-                 f"{len(probes)} probes, {result['runs']} runs", fontsize=10)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    return fig
+    if legend:
+        ax.legend(fontsize=8)
+
+
+def _pad(probes: list[dict]) -> float:
+    values = [p["value"] for p in probes]
+    return 0.05 * (max(values) - min(values)) or 0.5
 
 
 def optimize_figure(result: dict):
@@ -94,14 +127,14 @@ def _rows(result: dict) -> tuple[list[str], list[list[str]]]:
 
 def write_search_report(result: dict, out_dir: Path) -> Path:
     """``search.png`` and a self-contained ``search.html`` in ``out_dir``; returns the page."""
-    from jinja2 import Environment, PackageLoader, select_autoescape
+    from jinja2 import Environment, PackageLoader
 
     out_dir = Path(out_dir)
     figure = threshold_figure(result) if result["kind"] == "threshold" else optimize_figure(result)
     png = out_dir / "search.png"
     save_figure(figure, png)
     env = Environment(loader=PackageLoader("drevt_sweep.report", "templates"),
-                      autoescape=select_autoescape(["html"]))
+                      autoescape=True)  # every value the page shows is escaped
     head, rows = _rows(result)
     page = env.get_template(TEMPLATE).render(
         result=result, head=head, rows=rows,
