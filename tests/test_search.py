@@ -88,8 +88,24 @@ def test_stochastic_answer_has_an_interval_of_sure_probes_around_it():
     for v, p in probes.items():
         if p["n_seeds"] > 4:
             assert p["side"] == "undecided" or abs(p["mean"] - 100) < 3 * p["ci95"]
+    # The bracket's two probes are compared on the same seeds.
+    assert probes[r["bracket"][0]]["n_seeds"] == probes[r["bracket"][1]]["n_seeds"]
     # The mean over seeds of a CRN curve is 300 - x + mean(shift): its crossing is the answer.
     assert r["answer"] == probes[r["answer"]]["value"] and probes[r["bracket"][0]]["passes_on_mean"] is False
+
+
+def test_the_bracket_is_compared_on_the_same_seeds_and_moves_if_they_say_so():
+    # Seeds 0-3 scatter around 0, seeds 4-7 sit at +6: on 4 seeds 20 - x crosses 10 at x = 10,
+    # on 8 seeds 23 - x crosses it at 13. Worked by hand: 11 straddles and gets 8 seeds (12,
+    # fails); 12 passes surely on 4 seeds (8 ± 1.84), so the bracket (11, 12) compares 8 seeds
+    # with 4. Topped up to 8, 12 fails (11 ± 2.76), and the bisection goes on to (12, 13).
+    shift = lambda s, x: [-1.0, 1.0, -1.0, 1.0, 6.0, 6.0, 6.0, 6.0][s]  # noqa: E731
+    q = question(low=1, high=20, target=10.0, seeds=4, max_seeds=8)
+    r = threshold_search(measure_from(lambda x: 20.0 - x, shift), q)
+    probes = {p["value"]: p for p in r["probes"]}
+    assert r["bracket"] == [12, 13] and r["answer"] == 13
+    assert probes[12]["n_seeds"] == probes[13]["n_seeds"] == 8
+    assert probes[12]["mean"] == pytest.approx(11.0) and probes[13]["mean"] == pytest.approx(10.0)
 
 
 def test_one_seed_of_a_stochastic_configuration_never_decides():

@@ -163,6 +163,29 @@ class _Bisection:
         self.probes[value] = p
         return p
 
+    def top_up(self, value, n: int) -> None:
+        """Re-measure a probe on its first ``n`` seeds (no new probe: the budget is unchanged)."""
+        p = self.probes[value]
+        if p.measurement.stochastic and len(p.measurement.seeds) < n:
+            m = self.measure({self.q.param: value}, n)
+            self.probes[value] = _Probe(value, m, m.mean(self.q.metric), m.half(self.q.metric))
+
+    def paired_bracket(self, fail_end, pass_end):
+        """Bisection on the mean, its two final probes then compared on the same seeds (common
+        random numbers): the one with fewer seeds gets the other's. Should that carry it across
+        the target, the bisection goes on from the new bracket."""
+        passes = lambda p: p.passes(self.q)  # noqa: E731
+        bracket = self.bisect(passes, fail_end, pass_end)
+        for _ in range(8):  # each round adds seeds or probes; a non-monotone metric could go on
+            n = max(len(self.probes[v].measurement.seeds) for v in bracket)
+            for v in bracket:
+                self.top_up(v, n)
+            fail_at, pass_at = self.nearest_bracket(passes, fail_end, pass_end)
+            if (fail_at, pass_at) == tuple(bracket) or fail_at is None:
+                break
+            bracket = self.bisect(passes, fail_at, pass_at)
+        return bracket
+
     def midpoint(self, a, b):
         return (a + b) // 2 if self.q.integer else (a + b) / 2
 
@@ -210,7 +233,7 @@ def threshold_search(measure: Measure, q: ThresholdQuestion) -> dict:
                             "in the range (widen it, or the metric is not monotone there)")
         else:
             fail_end, pass_end = (q.low, q.high) if high.passes(q) else (q.high, q.low)
-            bracket = b.bisect(lambda p: p.passes(q), fail_end, pass_end)
+            bracket = b.paired_bracket(fail_end, pass_end)
             answer = bracket[1]
             # The sure-pass edge: between the mean's boundary and the passing end.
             lo, hi = b.nearest_bracket(lambda p: p.surely_passes(q), fail_end, pass_end)
