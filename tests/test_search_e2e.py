@@ -138,3 +138,42 @@ def test_optimize_runs_reproducible_optuna_trials_end_to_end(tmp_path):
     assert [t["params"] for t in a["trials"]] == [t["params"] for t in b["trials"]]
     assert [t["value"] for t in a["trials"]] == [t["value"] for t in b["trials"]]
     assert a["best"] is not None and a["best"]["feasible"] and a["sentence"] in proc.stdout
+
+
+def test_ctrl_c_marks_the_search_killed_and_resume_finishes_it(tmp_path):
+    import signal
+
+    from mlflow.tracking import MlflowClient
+
+    common = ("run_time=lognormal", "search.seeds=4", "search.max_seeds=16")
+    cmd = [sys.executable, "-m", "drevt_sweep", "search=threshold", "policy=easy",
+           f"workload.max_jobs={JOBS}", "search.param=system.total_nodes", f"search.low={LOW}",
+           f"search.high={HIGH}", "search.metric=wait_p95", f"search.target={TARGET}",
+           f"paths.output_root={tmp_path / 'out'}", f"hydra.run.dir={tmp_path / 'stopped'}",
+           "progress=false", "parallel.n_jobs=2", *common]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env={**os.environ, "PYTHONWARNINGS": "ignore"})
+    probes_seen = 0
+    for line in proc.stdout:
+        probes_seen += " - probe system.total_nodes=" in line
+        if probes_seen == 3:
+            proc.send_signal(signal.SIGINT)
+            break
+    proc.communicate(timeout=300)
+    assert probes_seen == 3 and proc.returncode == 130
+    stopped = json.loads((tmp_path / "stopped" / "search.json").read_text())
+    assert stopped["status"] == "KILLED"
+
+    client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'out' / 'mlflow.db'}")
+    experiment = client.get_experiment_by_name("drevt-sweep")
+    runs = client.search_runs([experiment.experiment_id], max_results=5000)
+    kinds = {(r.data.tags.get("drevt_kind"), r.info.status) for r in runs}
+    assert ("search", "KILLED") in kinds and ("configuration", "KILLED") in kinds
+    finished_seeds = sum(1 for r in runs if r.data.tags.get("drevt_kind") == "seed" and r.info.status == "FINISHED")
+    assert finished_seeds >= 8  # the probes measured before the interrupt
+
+    resumed = search(tmp_path, *common, "resume=true", run="resumed")
+    assert resumed["reused_runs"] == finished_seeds
+    fresh = search(tmp_path, *common, "tracking.enabled=false", run="fresh")
+    assert (resumed["answer"], resumed["interval"], resumed["probes"]) == \
+        (fresh["answer"], fresh["interval"], fresh["probes"])
