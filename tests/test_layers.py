@@ -24,7 +24,10 @@ ALLOWED = {
     "cli": {"core", "trace", "sim", "outputs"},
     "main": {"sweep"},
 }
-CORE = {"drevt_sweep", "drevt_sweep.errors", "drevt_sweep.jobs"}
+# names (queue names as keys) and files (how inputs are read and outputs written) are pure
+# helpers of that vocabulary; sim uses names only, never files.
+CORE = {"drevt_sweep", "drevt_sweep.errors", "drevt_sweep.jobs", "drevt_sweep.names",
+        "drevt_sweep.files"}
 
 
 def layer_of(module: str) -> str:
