@@ -13,6 +13,7 @@ import math
 import sys
 from pathlib import Path
 
+from ..files import write_file
 from .figures import plt, save_figure
 
 TEMPLATE = "search.html.j2"
@@ -141,7 +142,7 @@ def write_search_report(result: dict, out_dir: Path) -> Path:
         question=json.dumps(result["question"], indent=2, default=str),
         image=base64.b64encode(png.read_bytes()).decode("ascii"))
     path = out_dir / "search.html"
-    path.write_text(page)
+    write_file(path, page.encode(), "search report")
     return path
 
 

@@ -715,7 +715,7 @@ def run_search(cfg, app: AppHooks) -> dict:
         result.update(answer, status="FINISHED", simulated_runs=runner.simulated,
                       reused_runs=runner.reused, seconds=time.perf_counter() - started,
                       trace_checksum=jobs.meta.checksum, search_hash=search_hash)
-        (out_dir / "search.json").write_text(json.dumps(result, indent=2, default=str))
+        _write_json(out_dir / "search.json", result)
         from ..report.search import write_search_report
 
         report = write_search_report(result, out_dir)
@@ -748,8 +748,14 @@ def run_search(cfg, app: AppHooks) -> dict:
         app.record_failure(result, f"search {kind}", f"{type(exc).__name__}: {exc}", tracker, handle,
                             out_dir, details=traceback.format_exc())
     finally:
-        (out_dir / "search.json").write_text(json.dumps(result, indent=2, default=str))
+        _write_json(out_dir / "search.json", result)
     return result
+
+
+def _write_json(path: Path, result: dict) -> None:
+    from ..files import write_file  # never onto an input (a trace kept in the job's folder)
+
+    write_file(path, (json.dumps(result, indent=2, default=str) + "\n").encode(), "search result")
 
 
 def print_search_answers(sweep_dir: Path) -> None:
