@@ -527,6 +527,11 @@ class SweepSummaryCallback(Callback):
 
     def on_multirun_end(self, config: DictConfig, **kwargs) -> None:
         sweep_dir = Path(config.hydra.sweep.dir)
+        if _value(config.search.kind) != "none":  # a multirun of searches: each answered itself
+            from .search import print_search_answers
+
+            print_search_answers(sweep_dir)
+            return
         table, failed = write_summary(sweep_dir)
         _report(table, failed, sweep_dir, config)
         _failures.extend(f for f in failed if f not in _failures)
@@ -571,6 +576,12 @@ def _report(table: str, failed: list[str], where: Path, config: DictConfig) -> N
 # ---------------------------------------------------------------- entry points
 @hydra.main(version_base="1.3", config_path="pkg://drevt_sweep.conf", config_name="config")
 def _app(cfg: DictConfig) -> dict:
+    if _value(cfg.search.kind) != "none":  # a question (bisection, Optuna) instead of one configuration
+        from .search import AppHooks, run_search
+
+        _state["ran"] = True
+        return run_search(cfg, AppHooks(run_spec, result_config, _n_jobs, _backend_options, _tracker,
+                                        _record_failure))
     return run_configuration(cfg)
 
 
