@@ -8,7 +8,7 @@ UI_PORT ?= 5000
 TRACKING_DB := $(CURDIR)/outputs/mlflow.db
 
 .DEFAULT_GOAL := help
-.PHONY: help install run sweep experiment fetch report ui server test test-fast bench clean
+.PHONY: help install run sweep experiment fetch search-nodes search-load report ui server test test-fast bench clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -33,6 +33,12 @@ experiment: $(STAMP) ## run a named experiment from conf/experiment (NAME=policy
 fetch: $(STAMP) ## download a public trace into the user data folder: make fetch TRACE=lanl_cm5
 	@test -n "$(TRACE)" || { $(BIN)/drevt-sweep-fetch --list; echo "usage: make fetch TRACE=<name>"; exit 2; }
 	$(BIN)/drevt-sweep-fetch $(TRACE)
+
+search-nodes: $(STAMP) ## the smallest KTH-SP2 machine with p95 wait <= 1 h under EASY, lognormal run times
+	$(BIN)/drevt-sweep experiment=nodes_for_p95_wait $(ARGS)
+
+search-load: $(STAMP) ## the load factor at which conservative's mean bounded slowdown passes 10 on KTH-SP2
+	$(BIN)/drevt-sweep experiment=load_for_conservative_bsld $(ARGS)
 
 report: $(STAMP) ## rebuild report.html of a finished sweep: make report SWEEP=outputs/multirun/<date>
 	@test -n "$(SWEEP)" || { echo "usage: make report SWEEP=outputs/multirun/<date_time>"; exit 2; }

@@ -621,7 +621,7 @@ def _fmt_duration(seconds: float, half: float | None = None) -> str:
 
 
 def _is_duration(metric: str) -> bool:
-    return metric.startswith(("wait", "turnaround", "makespan"))
+    return metric.startswith(("wait", "turnaround", "makespan", "user_wait"))
 
 
 def column_unit(values: Iterable[float]) -> tuple[float, str, int]:
@@ -918,7 +918,9 @@ def _view(ctx: _Context) -> dict:
     }
 
     columns = {"wait_mean": "mean wait", "wait_p95": "p95 wait", "bsld_mean": "mean bounded slowdown",
-               "utilization": "utilization", "makespan": "makespan"}
+               "utilization": "utilization", "makespan": "makespan",
+               "user_wait_mean_max": "worst user's mean wait",
+               "user_bsld_jain": "Jain's index (users' slowdown)"}
     units = {m: column_unit(r.metrics.get(m) for r in records) for m in columns if _is_duration(m)}
     summary_rows = []
     for r in records:
@@ -975,6 +977,8 @@ def _view(ctx: _Context) -> dict:
                                     f"wait-time CDF on {name}",
                                     "The CDF of each configuration from the schedule of the seed it kept."))
 
+    view["per_user"] = _per_user_view(records, ctx, plots)
+
     view["paired"] = _paired_view(records, ctx, plots)
 
     view["load_factor"] = None
@@ -993,6 +997,32 @@ def _view(ctx: _Context) -> dict:
     rebuild = [PROG, str(ctx.sweep_dir)] + (["--tracking-uri", ctx.uri] if ctx.uri else [])
     view["rebuild"] = " ".join(shlex.quote(a) for a in rebuild)
     return view
+
+
+PER_USER_FILE = "per_user.csv"  # written by the sweep next to the kept seed's schedule
+
+
+def _per_user_view(records: Sequence[ConfigRecord], ctx: _Context, plots) -> dict | None:
+    """The per-user figure from the job folders' per_user.csv (the kept seed), if any."""
+    tables = {}
+    for r in records:
+        path = r.job_dir / PER_USER_FILE if r.job_dir is not None else None
+        if r.replay or path is None or not path.is_file():
+            continue
+        try:
+            table = pd.read_csv(path, keep_default_na=False)
+        except (OSError, ValueError, pd.errors.ParserError):
+            continue
+        if len(table) and {"bsld_mean", "wait_mean"} <= set(table.columns):
+            tables[r.key] = table
+    if not tables:
+        return None
+    chosen = dict(list(tables.items())[:MAX_CDF_CURVES])
+    fig = plots.per_user_figure(chosen, styles=line_styles([r for r in records if r.key in chosen]))
+    return _figure(plots.save_figure(fig, ctx.figure_dir / "per_user.png"), "per-user slowdown and wait",
+                   "Users sorted worst first, from the seed each configuration kept: a flatter curve is a "
+                   "fairer schedule. The summary gives the worst user's mean wait and Jain's index "
+                   "(Σx)²/(n Σx²) over the users' mean bounded slowdowns (1 = all equal).")
 
 
 def _paired_view(records: Sequence[ConfigRecord], ctx: _Context, plots) -> dict:
@@ -1115,7 +1145,7 @@ def _fmt_diff(metric: str, value, signed: bool = True) -> str:
     size = abs(value)
     if metric == "utilization":
         return f"{sign}{size * 100:.2f} pp"
-    if metric.startswith(("wait", "turnaround", "makespan")):
+    if _is_duration(metric):
         return sign + _fmt_duration(size)
     return f"{sign}{size:,.2f}"
 
