@@ -181,8 +181,6 @@ def _tracker(cfg: DictConfig, wait: bool = False) -> TrackingService | None:
 # ---------------------------------------------------------------- one configuration
 def run_configuration(cfg: DictConfig) -> dict:
     """Run one configuration over its seeds, track it, and return its ``result.json`` content."""
-    if not _state["ran"]:  # a multirun checked every job before the first one (on_multirun_start)
-        raise_problems(check_config(cfg))
     _state["ran"] = True
     hydra_cfg = HydraConfig.get()
     out_dir = Path(hydra_cfg.runtime.output_dir)
@@ -701,6 +699,8 @@ def _report(table: str, failed: list[str], where: Path, config: DictConfig) -> N
 # ---------------------------------------------------------------- entry points
 @hydra.main(version_base="1.3", config_path="pkg://drevt_sweep.conf", config_name="config")
 def _app(cfg: DictConfig) -> dict:
+    if not _state["ran"]:  # a multirun checked every job before the first one (on_multirun_start)
+        raise_problems(check_config(cfg))
     if _value(cfg.search.kind) != "none":  # a question (bisection, Optuna) instead of one configuration
         from .search import AppHooks, run_search
 

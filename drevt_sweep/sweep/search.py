@@ -62,7 +62,9 @@ class Measurement:
         return self.metrics.get(name, math.nan)
 
     def half(self, name: str) -> float:
-        return self.metrics.get(f"{name}_ci95", math.nan)
+        """The 95% CI half-width; one seed logs none: exactly 0 when deterministic, else unknown."""
+        default = math.nan if self.stochastic or len(self.seeds) != 1 else 0.0
+        return self.metrics.get(f"{name}_ci95", default)
 
 
 Measure = Callable[[Mapping[str, object], int], Measurement]  # (setting, seeds) -> measurement
