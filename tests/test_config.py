@@ -145,3 +145,9 @@ def test_workload_settings_reach_the_run_spec(hydra_compose):
     assert spec.stochastic  # shaking makes seeds differ even with deterministic run times
     with pytest.raises(ConfigCompositionException):
         hydra_compose("workload.load_fctor=1.2")
+
+
+def test_every_preset_has_its_own_mlflow_experiment(hydra_compose):
+    for name in options("experiment"):
+        assert hydra_compose(f"experiment={name}").tracking.experiment == f"drevt-sweep/{name}"
+    assert hydra_compose("experiment=machine_size", "tracking.experiment=mine").tracking.experiment == "mine"
