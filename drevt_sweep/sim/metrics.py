@@ -62,6 +62,17 @@ def bounded_slowdown(wait: np.ndarray, run_time: np.ndarray, tau: float = BSLD_T
     return np.maximum(1.0, (wait + run_time) / np.maximum(run_time, tau))
 
 
+def node_seconds(nodes: np.ndarray, run_time: np.ndarray) -> float:
+    """Σ nodes × run time, summed in an order fixed by the array alone.
+
+    Not ``np.dot``: BLAS splits a dot product over its threads, and the thread count differs
+    between the sweep's process and joblib's workers (loky limits them to one), so the last
+    bit of ``utilization`` depended on where a seed ran (issue 19). numpy's own reduction is a
+    pairwise sum whose order depends only on the length of a contiguous array."""
+    products = np.ascontiguousarray(np.asarray(nodes, dtype=np.float64) * run_time)
+    return float(np.add.reduce(products))
+
+
 def _queue_length(
     submit: np.ndarray, begin: np.ndarray, span_start: float, span_end: float
 ) -> tuple[float, float]:
@@ -118,8 +129,7 @@ def _job_metrics(
             out[key] = nan
     span = span_end - span_start
     if n and span > 0:
-        node_seconds = float(np.dot(nodes.astype(np.float64), run_time))
-        out["utilization"] = node_seconds / (total_nodes * span)
+        out["utilization"] = node_seconds(nodes, run_time) / (total_nodes * span)
         out["throughput"] = n / (span / 3600.0)
     else:
         out["utilization"] = nan
