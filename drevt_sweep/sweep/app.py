@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import sys
 import time
 import traceback
+import uuid
 from pathlib import Path
 
 import hydra
@@ -23,7 +25,9 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
 from .. import __version__
+from .callback_policy import guard_hydra_callbacks
 from .config import register_configs
+from .interrupts import end_workers, exit_code, install_handlers, signal_name
 from ..errors import ConfigError, DrevtError
 from .seeds import (
     Progress,
@@ -54,8 +58,17 @@ LASSEN_NODES = 795  # the seeds' default machine when the trace does not state o
 RESULT_SECTIONS = ("trace", "format", "timezone", "run_time", "policy", "system", "workload")
 SUMMARY_COLUMNS = ("wait_mean", "bsld_mean", "utilization", "makespan")
 
+# SLURM sends SIGKILL 30 s (its default KillWait) after SIGTERM: mark the runs KILLED before.
+KILL_WAIT_SECONDS = 20.0
+
+# Set by the console script for the processes it starts (a joblib launcher's workers): tags
+# every run, so that an interrupted sweep can close the runs its killed workers left open.
+SWEEP_ID_ENV = "DREVT_SWEEP_ID"
+
 _failures: list[str] = []  # configurations that failed in this process (sets the exit code)
-_state = {"ran": False}  # whether any configuration started (bad options stop before that)
+# ran: whether any configuration started (bad options stop before that); store: the tracking
+# store of a multirun whose configurations run on this machine, for the runs left RUNNING.
+_state: dict = {"ran": False, "store": None}
 
 
 # ---------------------------------------------------------------- config -> plain objects
@@ -173,7 +186,7 @@ def run_configuration(cfg: DictConfig) -> dict:
         if tracker:
             parent_id = tracker.start_run(
                 label,
-                {TAG_KIND: "configuration", TAG_SWEEP_DIR: str(out_dir.parent)},
+                {TAG_KIND: "configuration", TAG_SWEEP_DIR: str(out_dir.parent), **_sweep_tag()},
             )
             # The settings go first, so that even a configuration failing early shows them.
             tracker.log(parent_id, params=flatten(settings))
@@ -234,14 +247,14 @@ def run_configuration(cfg: DictConfig) -> dict:
         log.info("%s: %d seeds in %.1f s", label, len(results), result["seconds"])
     except (DrevtError, _SeedsFailed) as exc:
         _record_failure(result, label, str(exc), tracker, parent_id, out_dir)
-    except KeyboardInterrupt:
-        result.update(status="KILLED", error="interrupted (Ctrl-C)")
-        if tracker and parent_id:
+    except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM, SIGHUP (interrupts.py)
+        result.update(status="KILLED", error=f"interrupted ({signal_name(exc)})")
+        if tracker:
             try:
-                tracker.finish(parent_id, "KILLED")
-                tracker.wait(timeout=60)
+                tracker.finish_open_runs("KILLED")  # the parent and any seed run in flight
+                tracker.wait(timeout=KILL_WAIT_SECONDS)
             except Exception as exc:  # noqa: BLE001 - the interrupt is what matters
-                log.error("could not mark the run KILLED: %s", exc)
+                log.error("could not mark the runs KILLED: %s", exc)
         raise
     except TrackingError as exc:  # the store failed while writing: keep its own traceback
         _record_failure(result, label, f"tracking store: {exc}", tracker, parent_id, out_dir,
@@ -258,6 +271,27 @@ def run_configuration(cfg: DictConfig) -> dict:
                 pass
         (out_dir / "result.json").write_text(json.dumps(result, indent=2, default=str))
     return result
+
+
+def _sweep_tag() -> dict[str, str]:
+    from ..tracking.store import TAG_SWEEP_ID
+
+    sweep_id = os.environ.get(SWEEP_ID_ENV)
+    return {TAG_SWEEP_ID: sweep_id} if sweep_id else {}
+
+
+def _kill_runs_left_running() -> None:
+    """After an interrupt: the configurations that ran in other processes of this machine (a
+    joblib launcher's workers, killed by joblib) may not have closed their runs; close them."""
+    if _state["store"] is None or not os.environ.get(SWEEP_ID_ENV):
+        return
+    try:
+        killed = TrackingService(*_state["store"]).kill_running(
+            os.environ[SWEEP_ID_ENV], timeout=KILL_WAIT_SECONDS)
+        if killed:
+            log.info("%d run(s) left RUNNING by interrupted workers marked KILLED", killed)
+    except Exception as exc:  # noqa: BLE001 - the interrupt is what matters
+        log.error("could not mark the runs KILLED: %s", exc)
 
 
 def _lap(timings: dict, name: str, since: float) -> float:
@@ -386,7 +420,7 @@ def _log_seed_runs(tracker, parent_id, cfg, jobs, spec, chash, label, results, r
         child = tracker.start_run(
             f"{label} seed={r.seed}",
             {TAG_KIND: "seed", TAG_CONFIG_HASH: chash,
-             TAG_RUN_KEY: run_key(chash, jobs.meta.checksum, r.seed)},
+             TAG_RUN_KEY: run_key(chash, jobs.meta.checksum, r.seed), **_sweep_tag()},
             parent_id=parent_id,
         )
         tracker.log(child, metrics=r.metrics, params={"seed": r.seed})
@@ -421,6 +455,7 @@ def _fail_run(tracker, run_id: str, message: str, out_dir: Path) -> None:
         tracker.log(run_id, tags={TAG_ERROR: message[:5000]})
         tracker.log_artifact(run_id, path)
         tracker.finish(run_id, "FAILED")
+        tracker.finish_open_runs("FAILED")  # seed runs the failure caught half-written
         tracker.wait()
     except Exception as exc:  # noqa: BLE001 - reporting must go on
         log.error("could not record the error in the tracking store: %s", exc)
@@ -492,9 +527,12 @@ class SweepSummaryCallback(Callback):
                     config.paths.output_root,
                 )
             try:
-                _tracker(config, wait=True)  # the store and the experiment exist before any job
+                store = _tracker(config, wait=True)  # the store and experiment exist before any job
             except (DrevtError, TrackingError) as exc:
                 raise SystemExit(f"drevt-sweep: error: {exc}") from None
+            if "SlurmLauncher" not in launcher:
+                # Jobs run on this machine; SLURM tasks outlive an interrupted submitter.
+                _state["store"] = store._key
 
     def on_multirun_end(self, config: DictConfig, **kwargs) -> None:
         sweep_dir = Path(config.hydra.sweep.dir)
@@ -546,9 +584,13 @@ def _app(cfg: DictConfig) -> dict:
 
 
 def main() -> None:
-    """Console script: exit 0 when every configuration finished, 1 when any failed, 130 when
-    interrupted (runs in flight are then marked KILLED in the store)."""
+    """Console script: exit 0 when every configuration finished, 1 when any failed, 2 on bad
+    options, 128 + N when ended by signal N (SIGINT 130, SIGTERM 143, SIGHUP 129: runs in
+    flight are then marked KILLED in the store and the worker processes ended)."""
+    install_handlers()
+    os.environ[SWEEP_ID_ENV] = uuid.uuid4().hex
     register_configs()
+    guard_hydra_callbacks()
     import pandas  # noqa: F401 - needed here anyway; imported before the fork, the helper shares it
 
     start_helper(fork=True)  # imports mlflow in the tracking helper while Hydra composes
@@ -562,9 +604,13 @@ def main() -> None:
         if isinstance(exc.code, str):
             print(exc.code, file=sys.stderr)
         sys.exit(2)
-    except KeyboardInterrupt:
-        print("\ndrevt-sweep: interrupted; runs in flight were marked KILLED", file=sys.stderr)
-        sys.exit(130)
+    except KeyboardInterrupt as exc:
+        _kill_runs_left_running()
+        end_workers()
+        print(f"\ndrevt-sweep: interrupted by {signal_name(exc)}; runs in flight were marked "
+              "KILLED and the workers ended (run again with resume=true to finish)",
+              file=sys.stderr)
+        sys.exit(exit_code(exc))
     if _failures:
         sys.exit(1)
 

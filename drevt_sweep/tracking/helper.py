@@ -53,11 +53,13 @@ _in_helper_process = False
 
 
 def _helper_started(parent_pid: int, own_pid) -> None:
-    """Ctrl-C is the sweep's to handle (it then asks the helper to mark runs KILLED), and a
+    """Ctrl-C, SIGTERM and SIGHUP are the sweep's to handle (it then asks the helper to mark
+    runs KILLED, so the helper must outlive them: SLURM signals every process of a job), and a
     helper whose sweep has died leaves at once."""
     global _in_helper_process
     _in_helper_process = True
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, signal.SIG_IGN)
     own_pid.value = os.getpid()
 
     def watch() -> None:
@@ -79,7 +81,30 @@ def _command(fn, *args):
     except TrackingError:
         raise
     except Exception as exc:  # noqa: BLE001 - reported by TrackingService.wait
-        raise TrackingError(f"{type(exc).__name__}: {exc}", traceback.format_exc()) from None
+        raise TrackingError(_store_of(args) + _summary(exc), traceback.format_exc()) from None
+
+
+def _store_of(args: tuple) -> str:
+    """``tracking store PATH: `` when the command names a store (its key comes first)."""
+    key = args[0] if args and isinstance(args[0], tuple) and args[0] else None
+    if key is None or not isinstance(key[0], str):
+        return ""
+    uri = key[0]
+    return f"tracking store {uri[len('sqlite:///'):] if uri.startswith('sqlite:///') else uri}: "
+
+
+def _summary(exc: BaseException) -> str:
+    """One line: the database's own error where there is one (SQLAlchemy's message adds the
+    statement and its parameters), else the first line of the exception's."""
+    import sqlite3
+
+    cause: BaseException | None = exc
+    while cause is not None:
+        if isinstance(cause, sqlite3.Error):
+            return f"{type(cause).__name__}: {cause}"
+        cause = cause.__cause__ or cause.__context__
+    lines = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {lines[0] if lines else ''}"
 
 
 @contextlib.contextmanager
@@ -150,6 +175,10 @@ def _finish(key: tuple, handle: str, status: str) -> None:
 
 def _run_id(handle: str) -> str | None:
     return _run_ids.get(handle)
+
+
+def _kill_running(key: tuple, sweep_id: str) -> int:
+    return _tracker(key).kill_running(sweep_id)
 
 
 def _finished_seed_runs(key: tuple, config_hash_value: str) -> dict[str, dict[str, float]]:
@@ -239,6 +268,7 @@ class TrackingService:
         self.uri = uri
         self._key = (uri, experiment, artifact_root)
         self._pending: list[cf.Future] = []
+        self._open_runs: list[str] = []  # handles of runs started and not yet finished
         self._send(_open, self._key)
 
     @classmethod
@@ -257,6 +287,7 @@ class TrackingService:
         """A new run's handle (``parent_id``: the parent's handle)."""
         handle = uuid.uuid4().hex
         self._send(_start_run, self._key, handle, name, dict(tags), parent_id)
+        self._open_runs.append(handle)
         return handle
 
     def log(self, run_id: str, metrics=None, params=None, tags=None) -> None:
@@ -267,6 +298,14 @@ class TrackingService:
 
     def finish(self, run_id: str, status: str = "FINISHED") -> None:
         self._send(_finish, self._key, run_id, status)
+        if run_id in self._open_runs:
+            self._open_runs.remove(run_id)
+
+    def finish_open_runs(self, status: str) -> None:
+        """Close every run started and not yet finished (children before their parent), so
+        that an interrupted or failed configuration leaves none RUNNING."""
+        for handle in reversed(list(self._open_runs)):
+            self.finish(handle, status)
 
     def run_id(self, handle: str) -> str | None:
         """MLflow's id of a run (``None`` if it was never created); waits for the helper."""
@@ -276,6 +315,10 @@ class TrackingService:
         """The metrics of FINISHED seed runs of a configuration, by run key (for ``resume``)."""
         self.wait()
         return self._send(_finished_seed_runs, self._key, config_hash_value).result()
+
+    def kill_running(self, sweep_id: str, timeout: float | None = None) -> int:
+        """Mark KILLED every run of sweep ``sweep_id`` still RUNNING; waits (``timeout``)."""
+        return self._send(_kill_running, self._key, sweep_id).result(timeout)
 
     def raise_if_failed(self) -> None:
         """Raise the error of a command that has already failed, without waiting."""

@@ -32,6 +32,7 @@ TAG_CONFIG_HASH = "drevt_config_hash"
 TAG_RUN_KEY = "drevt_run_key"
 TAG_SWEEP_DIR = "drevt_sweep_dir"
 TAG_ERROR = "drevt_error"
+TAG_SWEEP_ID = "drevt_sweep_id"  # the drevt-sweep process that started the run (interrupts)
 
 _BATCH_METRICS, _BATCH_PARAMS, _BATCH_TAGS = 1000, 100, 100
 
@@ -84,6 +85,36 @@ def check_reachable(uri: str, timeout: float = 5.0) -> None:
         ) from None
 
 
+def check_sqlite_store(db_path: Path) -> None:
+    """Before MLflow touches an embedded store: it is a file, this process may write it, and
+    it passes sqlite's ``PRAGMA integrity_check`` (MLflow would otherwise retry a folder for
+    ~100 s, print SQLAlchemy's traceback for a read-only file, and use a corrupt one until a
+    query meets the damage). A missing store is fine: MLflow creates it."""
+    import sqlite3
+
+    if not db_path.exists():
+        return
+    if not db_path.is_file():
+        raise ConfigError(f"tracking store {db_path} is not a file")
+    move_away = ("restore it from a backup, or move it away to start a new store "
+                 "(tracking.uri=sqlite:////other/path.db for another one)")
+    try:
+        with contextlib.closing(sqlite3.connect(db_path, timeout=30)) as db:
+            db.execute("BEGIN IMMEDIATE")  # takes the write lock: fails on a read-only store
+            db.execute("ROLLBACK")
+            problems = [row[0] for row in db.execute("PRAGMA integrity_check(10)")]
+    except sqlite3.OperationalError as exc:
+        if "readonly" in str(exc) or "read-only" in str(exc) or not os.access(db_path, os.W_OK):
+            raise ConfigError(f"tracking store {db_path} is read-only ({exc}): make it "
+                              "writable, or set tracking.uri to another store") from None
+        raise ConfigError(f"tracking store {db_path} cannot be used: {exc}") from None
+    except sqlite3.DatabaseError as exc:  # "file is not a database", "disk image is malformed"
+        raise ConfigError(f"tracking store {db_path} is corrupt ({exc}): {move_away}") from None
+    if problems != ["ok"]:
+        raise ConfigError(f"tracking store {db_path} is corrupt (PRAGMA integrity_check: "
+                          f"{'; '.join(problems)}): {move_away}")
+
+
 @contextlib.contextmanager
 def _store_lock(uri: str) -> Iterator[None]:
     """An exclusive lock beside an embedded sqlite store (no-op for other stores)."""
@@ -91,8 +122,14 @@ def _store_lock(uri: str) -> Iterator[None]:
         yield
         return
     db_path = Path(uri[len("sqlite:///") :])
-    db_path.parent.mkdir(parents=True, exist_ok=True)
-    with open(db_path.with_suffix(".lock"), "a") as handle:
+    lock_path = db_path.with_suffix(".lock")
+    try:
+        db_path.parent.mkdir(parents=True, exist_ok=True)
+        handle = open(lock_path, "a")
+    except OSError as exc:
+        raise ConfigError(f"tracking store {db_path}: cannot create its lock file "
+                          f"{lock_path} ({exc.strerror})") from None
+    with handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         try:
             yield
@@ -117,11 +154,9 @@ class Tracker:
     def open(cls, uri: str, experiment: str, artifact_root: str | None = None) -> Tracker:
         """Create the store and the experiment once (under the lock) and return a handle."""
         check_reachable(uri)
-        if uri.startswith("sqlite:///"):
-            db_path = Path(uri[len("sqlite:///"):])
-            if db_path.exists() and not db_path.is_file():  # MLflow would retry for ~100 s
-                raise ConfigError(f"tracking store {db_path} is not a file")
         with _store_lock(uri):
+            if uri.startswith("sqlite:///"):
+                check_sqlite_store(Path(uri[len("sqlite:///"):]))
             client = _client(uri)
             _use_write_ahead_log(uri)
             found = client.get_experiment_by_name(experiment)
@@ -187,6 +222,20 @@ class Tracker:
         with _store_lock(self.uri):
             self.client.set_terminated(run_id, status=status)
 
+    def kill_running(self, sweep_id: str) -> int:
+        """Mark KILLED the runs of one ``drevt-sweep`` command still RUNNING (those its
+        interrupted joblib-launcher workers could not close); returns how many."""
+        filter_string = f"tags.{TAG_SWEEP_ID} = '{sweep_id}' and attributes.status = 'RUNNING'"
+        killed = 0
+        while True:
+            page = self.client.search_runs([self.experiment_id], filter_string=filter_string,
+                                           max_results=1000)
+            for run in page:
+                self.finish(run.info.run_id, "KILLED")
+            killed += len(page)
+            if len(page) < 1000:
+                return killed
+
     def finished_seed_runs(self, config_hash_value: str) -> dict[str, object]:
         """FINISHED child runs of a configuration, by run key (what ``resume`` may reuse)."""
         filter_string = (
@@ -228,7 +277,14 @@ _CLIENTS: dict[str, object] = {}
 def _client(uri: str):
     """One MlflowClient per store and process (creating one is not free)."""
     if uri not in _CLIENTS:
+        import logging
+
         from mlflow.tracking import MlflowClient
+
+        # MLflow logs each database error with its traceback before raising it; the sweep
+        # reports the error itself, in one line naming the store (the traceback goes to the
+        # configuration's error.txt).
+        logging.getLogger("mlflow.store.db.utils").setLevel(logging.CRITICAL)
 
         _CLIENTS[uri] = MlflowClient(tracking_uri=uri)
     return _CLIENTS[uri]
