@@ -100,7 +100,10 @@ def check_sqlite_store(db_path: Path) -> None:
                  "(tracking.uri=sqlite:////other/path.db for another one)")
     try:
         with contextlib.closing(sqlite3.connect(db_path, timeout=30)) as db:
-            db.execute("BEGIN IMMEDIATE")  # takes the write lock: fails on a read-only store
+            # A write, rolled back: sqlite opens a file it may not write read-only, silently.
+            db.execute("BEGIN IMMEDIATE")
+            version = db.execute("PRAGMA user_version").fetchone()[0]
+            db.execute(f"PRAGMA user_version = {int(version) + 1}")
             db.execute("ROLLBACK")
             problems = [row[0] for row in db.execute("PRAGMA integrity_check(10)")]
     except sqlite3.OperationalError as exc:
