@@ -33,6 +33,7 @@ TAG_RUN_KEY = "drevt_run_key"
 TAG_SWEEP_DIR = "drevt_sweep_dir"
 TAG_ERROR = "drevt_error"
 TAG_SWEEP_ID = "drevt_sweep_id"  # the drevt-sweep process that started the run (interrupts)
+TAG_HANDLE = "drevt_handle"  # the sweep's name for the run (a restarted helper finds it by it)
 
 _BATCH_METRICS, _BATCH_PARAMS, _BATCH_TAGS = 1000, 100, 100
 
@@ -224,6 +225,12 @@ class Tracker:
     def finish(self, run_id: str, status: str = "FINISHED") -> None:
         with _store_lock(self.uri):
             self.client.set_terminated(run_id, status=status)
+
+    def run_with_handle(self, handle: str) -> str | None:
+        """The id of the run the sweep named ``handle``, if it was created."""
+        found = self.client.search_runs([self.experiment_id], max_results=1,
+                                        filter_string=f"tags.{TAG_HANDLE} = '{handle}'")
+        return found[0].info.run_id if found else None
 
     def kill_running(self, sweep_id: str) -> int:
         """Mark KILLED the runs of one ``drevt-sweep`` command still RUNNING (those its
