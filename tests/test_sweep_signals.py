@@ -18,7 +18,6 @@ from sweep_helpers import (
     runs,
     start,
     sweep_cmd,
-    tagged_processes,
     wait_for_workers,
 )
 

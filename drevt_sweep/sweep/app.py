@@ -69,6 +69,7 @@ _failures: list[str] = []  # configurations that failed in this process (sets th
 # ran: whether any configuration started (bad options stop before that); store: the tracking
 # store of a multirun whose configurations run on this machine, for the runs left RUNNING.
 _state: dict = {"ran": False, "store": None}
+_results: dict[str, dict] = {}  # job folder -> result, as written to its result.json
 
 
 # ---------------------------------------------------------------- config -> plain objects
@@ -256,6 +257,9 @@ def run_configuration(cfg: DictConfig) -> dict:
             except Exception as exc:  # noqa: BLE001 - the interrupt is what matters
                 log.error("could not mark the runs KILLED: %s", exc)
         raise
+    except OSError as exc:  # a full disk, a read-only or vanished folder, a quota
+        _record_failure(result, label, _os_error(exc), tracker, parent_id, out_dir,
+                        details=traceback.format_exc())
     except TrackingError as exc:  # the store failed while writing: keep its own traceback
         _record_failure(result, label, f"tracking store: {exc}", tracker, parent_id, out_dir,
                         details=exc.details)
@@ -269,8 +273,19 @@ def run_configuration(cfg: DictConfig) -> dict:
                 result["parent_run_id"] = tracker.run_id(parent_id)
             except Exception:  # noqa: BLE001 - an interrupted or broken helper
                 pass
-        (out_dir / "result.json").write_text(json.dumps(result, indent=2, default=str))
+        _results[str(out_dir)] = result  # for the summary, should result.json not be written
+        try:
+            (out_dir / "result.json").write_text(json.dumps(result, indent=2, default=str))
+        except OSError as exc:
+            log.error("%s: %s", label, _os_error(exc))
     return result
+
+
+def _os_error(exc: OSError) -> str:
+    """One line for a file that could not be written (a full disk, a read-only or vanished
+    folder, a quota): ``cannot write PATH: No space left on device``."""
+    where = f" {exc.filename}" if exc.filename else ""
+    return f"cannot write{where}: {exc.strerror or exc}"
 
 
 def _sweep_tag() -> dict[str, str]:
@@ -450,10 +465,14 @@ def _fail_run(tracker, run_id: str, message: str, out_dir: Path) -> None:
     from ..tracking.store import TAG_ERROR
 
     path = out_dir / "error.txt"
-    path.write_text(message + "\n")
+    try:
+        path.write_text(message + "\n")
+    except OSError:  # a full disk: the tag below still carries the message
+        path = None
     try:
         tracker.log(run_id, tags={TAG_ERROR: message[:5000]})
-        tracker.log_artifact(run_id, path)
+        if path is not None:
+            tracker.log_artifact(run_id, path)
         tracker.finish(run_id, "FAILED")
         tracker.finish_open_runs("FAILED")  # seed runs the failure caught half-written
         tracker.wait()
@@ -498,13 +517,19 @@ def format_summary(frame) -> str:
 
 def write_summary(sweep_dir: Path) -> tuple[str, list[str]]:
     """Gather every job's result.json into summary.csv; return the table and the failures."""
-    results = []
-    for path in sorted(sweep_dir.glob("*/result.json"), key=lambda p: _job_number(p.parent.name)):
-        results.append(json.loads(path.read_text()))
+    by_folder = {str(path.parent): json.loads(path.read_text())
+                 for path in sweep_dir.glob("*/result.json")}
+    for folder, result in _results.items():  # a result.json a full disk did not take
+        if Path(folder).parent == sweep_dir:
+            by_folder.setdefault(folder, result)
+    results = [by_folder[k] for k in sorted(by_folder, key=lambda f: _job_number(Path(f).name))]
     if not results:
         return "no configuration finished", []
     frame = summary_frame(results)
-    frame.to_csv(sweep_dir / "summary.csv", index=False)
+    try:
+        frame.to_csv(sweep_dir / "summary.csv", index=False)
+    except OSError as exc:
+        log.error(_os_error(exc))
     failed = [r["label"] for r in results if r.get("status") != "FINISHED"]
     return format_summary(frame), failed
 
@@ -552,10 +577,15 @@ class SweepSummaryCallback(Callback):
 
     def on_run_end(self, config: DictConfig, **kwargs) -> None:
         run_dir = Path(config.hydra.run.dir)
-        if (run_dir / "result.json").exists():
+        result = _results.get(str(run_dir))
+        if result is None and (run_dir / "result.json").exists():
             result = json.loads((run_dir / "result.json").read_text())
+        if result is not None:
             frame = summary_frame([result])
-            frame.to_csv(run_dir / "summary.csv", index=False)
+            try:
+                frame.to_csv(run_dir / "summary.csv", index=False)
+            except OSError as exc:
+                log.error(_os_error(exc))
             failed = [] if result.get("status") == "FINISHED" else [result["label"]]
             _report(format_summary(frame), failed, run_dir, config)
 
@@ -578,6 +608,29 @@ def _report(table: str, failed: list[str], where: Path, config: DictConfig) -> N
 
 
 # ---------------------------------------------------------------- entry points
+def _tolerate_a_full_disk() -> None:
+    """A full disk (or a quota) fails the configurations that cannot write their outputs, each
+    with one line, and the multirun still summarises: Hydra's saving of a job's ``.hydra``
+    files (which would abort the whole multirun) only warns, and a log file that cannot be
+    written no longer prints logging's traceback (the console still shows every message)."""
+    import hydra.core.utils as hydra_utils
+
+    logging.raiseExceptions = False
+    original = hydra_utils._save_config
+    if getattr(original, "_drevt_tolerant", False):
+        return
+
+    def save_config(cfg, filename, output_dir) -> None:
+        try:
+            original(cfg, filename, output_dir)
+        except OSError as exc:
+            log.warning("Hydra's %s not saved in %s: %s", filename, output_dir, exc.strerror)
+
+    save_config._drevt_tolerant = True
+    hydra_utils._save_config = save_config
+
+
+
 @hydra.main(version_base="1.3", config_path="pkg://drevt_sweep.conf", config_name="config")
 def _app(cfg: DictConfig) -> dict:
     return run_configuration(cfg)
@@ -591,6 +644,7 @@ def main() -> None:
     os.environ[SWEEP_ID_ENV] = uuid.uuid4().hex
     register_configs()
     guard_hydra_callbacks()
+    _tolerate_a_full_disk()
     import pandas  # noqa: F401 - needed here anyway; imported before the fork, the helper shares it
 
     start_helper(fork=True)  # imports mlflow in the tracking helper while Hydra composes
