@@ -12,6 +12,7 @@ import time
 import pytest
 
 from sweep_helpers import (
+    TINY,
     assert_no_process_left,
     cleanup,
     long_kth_sweep,
@@ -97,3 +98,29 @@ def test_ctrl_c_under_the_joblib_launcher_leaves_no_run_running(tmp_path):
     assert proc.returncode == 130, err[-3000:]
     statuses = [r.info.status for r in runs(tmp_path)]
     assert "KILLED" in statuses and "RUNNING" not in statuses, statuses
+
+
+def test_runs_of_a_sweep_killed_by_sigkill_are_closed_by_the_next_sweep(tmp_path):
+    """SIGKILL cannot be caught: the next sweep that opens the store finds the runs whose
+    drevt-sweep process on this machine is gone, and marks them KILLED."""
+    tag = f"sigkill-{os.getpid()}-{time.time()}"
+    proc = start(long_kth_sweep(tmp_path), tag)
+    try:
+        wait_for_workers(proc, tag)
+        proc.kill()
+        proc.wait(timeout=60)
+        time.sleep(2.0)  # the helper notices its sweep is gone
+    finally:
+        cleanup(proc, tag)
+    assert {r.info.status for r in runs(tmp_path)} == {"RUNNING"}  # left behind
+
+    again = start(sweep_cmd(tmp_path, "again", "trace=custom", f"trace.path={TINY}",
+                            "format=simple", "format.queues=[all]", "system=custom",
+                            "system.total_nodes=10", "run_time=actual"), tag)
+    _, err = again.communicate(timeout=300)
+    assert again.returncode == 0, err[-3000:]
+    found = runs(tmp_path)
+    old = [r for r in found if "kth" in r.info.run_name]
+    assert old and {r.info.status for r in old} == {"KILLED"}
+    assert all("ended without closing it" in r.data.tags["drevt_error"] for r in old)
+    assert {r.info.status for r in found if r not in old} == {"FINISHED"}

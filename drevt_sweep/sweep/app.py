@@ -16,7 +16,6 @@ import os
 import sys
 import time
 import traceback
-import uuid
 from pathlib import Path
 
 import hydra
@@ -641,7 +640,9 @@ def main() -> None:
     options, 128 + N when ended by signal N (SIGINT 130, SIGTERM 143, SIGHUP 129: runs in
     flight are then marked KILLED in the store and the worker processes ended)."""
     install_handlers()
-    os.environ[SWEEP_ID_ENV] = uuid.uuid4().hex
+    from ..tracking.store import sweep_id
+
+    os.environ[SWEEP_ID_ENV] = sweep_id()
     register_configs()
     guard_hydra_callbacks()
     _tolerate_a_full_disk()

@@ -32,7 +32,7 @@ TAG_CONFIG_HASH = "drevt_config_hash"
 TAG_RUN_KEY = "drevt_run_key"
 TAG_SWEEP_DIR = "drevt_sweep_dir"
 TAG_ERROR = "drevt_error"
-TAG_SWEEP_ID = "drevt_sweep_id"  # the drevt-sweep process that started the run (interrupts)
+TAG_SWEEP_ID = "drevt_sweep_id"  # the drevt-sweep command that started the run: sweep_id()
 TAG_HANDLE = "drevt_handle"  # the sweep's name for the run (a restarted helper finds it by it)
 
 _BATCH_METRICS, _BATCH_PARAMS, _BATCH_TAGS = 1000, 100, 100
@@ -65,6 +65,34 @@ def config_hash(config: dict) -> str:
     """A stable hash of the settings that decide results (seed and bookkeeping left out)."""
     text = json.dumps(config, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def sweep_id() -> str:
+    """A name for this ``drevt-sweep`` command that says whether it still runs:
+    ``host:pid:start`` (start: the process's start time in clock ticks since boot, so that a
+    reused pid is not mistaken for it); a random name where there is no /proc."""
+    import socket
+    import uuid
+
+    try:
+        start = Path(f"/proc/{os.getpid()}/stat").read_text().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return uuid.uuid4().hex
+    return f"{socket.gethostname()}:{os.getpid()}:{start}"
+
+
+def sweep_is_gone(sweep_id_value: str) -> bool:
+    """Whether the command named ``sweep_id_value`` ran on this machine and has ended."""
+    import socket
+
+    parts = sweep_id_value.split(":")
+    if len(parts) != 3 or parts[0] != socket.gethostname() or not Path("/proc/self").exists():
+        return False  # another machine's, or no way to tell
+    try:
+        stat = Path(f"/proc/{int(parts[1])}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, ValueError):
+        return True
+    return stat[19] != parts[2] or stat[0] in ("Z", "X")
 
 
 def check_reachable(uri: str, timeout: float = 5.0) -> None:
@@ -174,7 +202,9 @@ class Tracker:
                 experiment_id = client.create_experiment(experiment, artifact_location=location)
             else:
                 experiment_id = found.experiment_id
-        return cls(uri, experiment_id, artifact_root)
+        tracker = cls(uri, experiment_id, artifact_root)
+        tracker.close_orphaned_runs()
+        return tracker
 
     @property
     def client(self):
@@ -225,6 +255,32 @@ class Tracker:
     def finish(self, run_id: str, status: str = "FINISHED") -> None:
         with _store_lock(self.uri):
             self.client.set_terminated(run_id, status=status)
+
+    def close_orphaned_runs(self) -> int:
+        """Mark KILLED the runs still RUNNING whose ``drevt-sweep`` ran on this machine and has
+        ended without closing them (SIGKILL, a power cut, a store on a full disk); runs of
+        sweeps still running, or of other machines, are left alone. Returns how many."""
+        import socket
+
+        from mlflow.exceptions import MlflowException
+
+        filter_string = (f"tags.{TAG_SWEEP_ID} LIKE '{socket.gethostname()}:%' "
+                         "and attributes.status = 'RUNNING'")
+        try:
+            found = self.client.search_runs([self.experiment_id], filter_string=filter_string,
+                                            max_results=5000)
+        except MlflowException:  # a server that does not take LIKE on tags: nothing to do
+            return 0
+        closed = 0
+        for run in found:
+            if sweep_is_gone(run.data.tags.get(TAG_SWEEP_ID, "")):
+                with _store_lock(self.uri):
+                    self.client.set_tag(run.info.run_id, TAG_ERROR, "the drevt-sweep that ran "
+                                        "it ended without closing it (killed by SIGKILL, a "
+                                        "crash, or a full disk)")
+                    self.client.set_terminated(run.info.run_id, status="KILLED")
+                closed += 1
+        return closed
 
     def run_with_handle(self, handle: str) -> str | None:
         """The id of the run the sweep named ``handle``, if it was created."""
