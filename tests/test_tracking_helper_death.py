@@ -47,7 +47,7 @@ def seed_runs_written(db: Path) -> int:
 @pytest.mark.parametrize("when", ["while the seeds run", "while it writes the seed runs"])
 def test_a_killed_helper_loses_no_run_and_leaves_none_running(tmp_path, when):
     tag = f"helper-{os.getpid()}-{time.time()}"
-    seeds = 300
+    seeds = 150
     cmd = sweep_cmd(tmp_path, "sweep", "trace=custom", f"trace.path={TINY}", "format=simple",
                     "format.queues=[all]", "system=custom", "system.total_nodes=10",
                     "run_time=lognormal", f"replicates={seeds}", "parallel.n_jobs=1")
