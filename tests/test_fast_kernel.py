@@ -235,5 +235,25 @@ def test_warm_loads_the_compiled_code_a_first_run_would_need():
         "assert k.run_queue_policy.signatures and not k.run_conservative.signatures\n"
         "assert fast.warm('conservative') and k.run_conservative.signatures\n"
     )
+    run_python(code)
+
+
+def test_prepare_is_the_drivers_one_call():
+    """A driver says what it will run; the kernel decides: a few small runs load nothing, many
+    load numba, and a warming worker (no job count) gets the machine code at once."""
+    code = (
+        "import sys; from drevt_sweep.sim import kernel\n"
+        "assert kernel.prepare('easy', 1000, 2) is False and 'numba' not in sys.modules\n"
+        "assert kernel.prepare(None, 1000, 500) is False and 'numba' not in sys.modules\n"
+        "assert kernel.prepare('easy', 28_000, 100) is False\n"
+        "assert kernel.worth_loading('easy', 28_000)  # the expected runs pay for it together\n"
+        "assert kernel.prepare('conservative') is True\n"
+        "assert kernel.load().run_conservative.signatures\n"
+    )
+    run_python(code)
+
+
+def run_python(code: str) -> None:
+    """Run ``code`` in a fresh interpreter (what a new sweep worker is) and require success."""
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr

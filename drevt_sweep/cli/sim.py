@@ -39,6 +39,7 @@ BACKFILL_POLICIES = ("none", "easy", "conservative", "easy_drevt")
 RUN_TIME_MODES = ("actual", "limit", "distribution")
 DISTRIBUTIONS = ("normal", "lognormal", "uniform")
 MAX_LISTED = 5  # jobs named in a warning before "..."
+QUEUE_LABEL_LIMIT = 60  # characters of a queue name in the per-queue table
 
 
 def _positive_int(text: str) -> int:
@@ -204,6 +205,10 @@ def _add_workload_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--maintenance", action="append", default=[], metavar="SPEC",
                        help="periodic maintenance '<weekday|daily> HH:MM-HH:MM <nodes lost>', "
                        "e.g. 'tue 08:00-12:00 100' (wall clock in --timezone; repeatable)")
+    group.add_argument("--maintenance_horizon_days", type=_non_negative_float, default=28.0,
+                       metavar="DAYS",
+                       help="generate --maintenance windows until DAYS after the last submit "
+                       "(at least two weeks/days of them; default: %(default)s)")
     group.add_argument("--rescale_nodes", type=_positive_float, default=1.0, metavar="F",
                        help="num_nodes x F, rounded half up, at least 1, at most the machine "
                        "(--total_nodes, else the trace's size x F)")
@@ -229,6 +234,7 @@ def _transform_jobs(jobs, args: argparse.Namespace, warn):
         warm_start=args.warm_start,
         capacity=parse_capacity(args.capacity) if args.capacity else (),
         maintenance=tuple(args.maintenance),
+        maintenance_horizon=args.maintenance_horizon_days * 86400.0,
         rescale_nodes=args.rescale_nodes,
         rescale_machine_nodes=args.total_nodes,
         shake=args.shake,
@@ -282,15 +288,16 @@ def _check_options(args: argparse.Namespace):
     return backfill, model
 
 
-def _check_trace_path(path: str) -> None:
-    from ..errors import TraceError
+def _check_paths(args: argparse.Namespace) -> None:
+    """The trace must be a regular, readable file, and no output may name it (or another)."""
+    from ..files import check_input, check_outputs
 
-    if not os.path.exists(path):
-        raise TraceError("no such file", path=path)
-    if os.path.isdir(path):
-        raise TraceError("is a directory, not a trace file", path=path)
-    if not os.access(path, os.R_OK):
-        raise TraceError("permission denied (the file is not readable)", path=path)
+    check_input(args.trace)
+    check_outputs(
+        {"--output": args.output, "--resource_trace": args.resource_trace,
+         "--stats": args.stats, "--rejects": args.rejects},
+        inputs=(args.trace,),
+    )
 
 
 def _report_reading(jobs, options) -> None:
@@ -298,7 +305,10 @@ def _report_reading(jobs, options) -> None:
     meta = jobs.meta
     if meta.excluded:
         total = sum(meta.excluded.values())
-        reasons = ", ".join(f"{reason} ({count})" for reason, count in meta.excluded.items())
+        from ..names import display_name
+
+        reasons = ", ".join(f"{display_name(reason, QUEUE_LABEL_LIMIT)} ({count})"
+                            for reason, count in meta.excluded.items())
         hint = " (--queues all keeps every queue)" if "queue" in reasons else ""
         _warn(f"{total} rows excluded: {reasons}{hint}")
     if meta.rejects:
@@ -356,6 +366,20 @@ def _report_schedule(jobs, schedule) -> None:
             _warn(_WARNING_TEXT[what].format(count=count, total_nodes=schedule.total_nodes))
         else:
             _warn(f"{what.replace('_', ' ')}: {count}")
+
+
+def _report_calendar_end(schedule, capacity) -> None:
+    """Jobs that started after the generated maintenance calendar ran out saw no maintenance."""
+    import numpy as np
+
+    if capacity is None or not np.isfinite(capacity.recurring_from):
+        return
+    with np.errstate(invalid="ignore"):
+        late = int((schedule.begin >= capacity.recurring_from).sum())
+    if late:
+        _warn(f"{late} jobs started after the generated maintenance windows end (the last "
+              "submit + the maintenance horizon); no maintenance was applied to them "
+              "(a longer maintenance horizon covers them)")
 
 
 def per_job_text(jobs, schedule) -> str:
@@ -469,13 +493,14 @@ def statistics_text(metrics: dict[str, float], heading: str, queue_names=()) -> 
             line += f"  {_human_duration(metrics.get(key, math.nan))}".rstrip()
         lines.append(line.rstrip())
     if len(queue_names) > 1:
+        from ..names import display_name
         from ..sim.metrics import metric_key_for_queue
 
         table = [["queue", *[title for _, title in _QUEUE_COLUMNS]]]
         for name in queue_names:
             if metric_key_for_queue(name, "jobs_simulated") not in metrics:
                 continue
-            row = [name]
+            row = [display_name(name, QUEUE_LABEL_LIMIT)]
             for key, _ in _QUEUE_COLUMNS:
                 unit = "%" if key == "utilization" else ""
                 row.append(_format_value(key, metrics[metric_key_for_queue(name, key)], unit))
@@ -511,6 +536,7 @@ def _heading(jobs, schedule, args, backfill, model) -> str:
 
 def _run_info(jobs, schedule, args, backfill, model) -> dict:
     from .. import __version__
+    from ..names import excluded_key, queue_key_map
 
     meta = jobs.meta
     simulated = schedule.mode != "replay"
@@ -528,7 +554,10 @@ def _run_info(jobs, schedule, args, backfill, model) -> dict:
             "rows_read": meta.rows_read,
             "rows_kept": meta.rows_kept,
             "jobs": len(jobs),
-            "excluded": dict(meta.excluded),
+            "excluded": {excluded_key(reason): count for reason, count in meta.excluded.items()},
+            "queue_keys": queue_key_map(
+                [*jobs.queue_names, *(r[6:] for r in meta.excluded if r.startswith("queue:"))]
+            ),
             "rows_skipped": len(meta.rejects),
         },
         "run": {
@@ -547,7 +576,7 @@ def _run_info(jobs, schedule, args, backfill, model) -> dict:
 def run(args: argparse.Namespace) -> int:
     """Everything after argument parsing; raises ``DrevtError`` on bad input."""
     backfill, model = _check_options(args)
-    _check_trace_path(args.trace)
+    _check_paths(args)
 
     from ..trace import ReadOptions, read_trace
 
@@ -595,6 +624,7 @@ def run(args: argparse.Namespace) -> int:
             capacity=getattr(args, "workload_capacity", None),
         )
     _report_schedule(jobs, schedule)
+    _report_calendar_end(schedule, getattr(args, "workload_capacity", None))
 
     from ..sim.metrics import compute_metrics
 

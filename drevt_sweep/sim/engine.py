@@ -31,7 +31,7 @@ from typing import Callable
 
 import numpy as np
 
-from .capacity import CapacitySchedule, latest_starts
+from .capacity import CapacitySchedule
 from ..errors import ConfigError, DrevtError
 from ..jobs import JobTable
 from .policies import (
@@ -108,6 +108,7 @@ def simulate(
     if rt.shape != (n,):
         raise ValueError(f"run_time has shape {rt.shape}, expected ({n},) to match the job table")
 
+    schedule_of_capacity = capacity
     capacity = _machine_capacity(capacity, total)  # the CapacitySchedule becomes a Capacity
     rejected = nodes > capacity.maximum
     ok = ~rejected
@@ -131,7 +132,7 @@ def simulate(
         )
     deadline = None
     if capacity.variable:  # latest start per job that the capacity alone allows (NaN: never)
-        deadline = latest_starts([-math.inf, *capacity.times], [capacity.total, *capacity.levels], submit, nodes, limit)
+        deadline = schedule_of_capacity.deadlines(total, submit, nodes, limit)  # recurring maintenance too
         rejected = rejected | (ok & ~(deadline >= submit))
         ok = ~rejected
 

@@ -6,19 +6,19 @@ averages are NaN. Percentiles interpolate linearly between order statistics (num
 The *span* is the interval from the first submit to the last end of the jobs that ran; its length
 is the makespan, and utilization, throughput and the time-weighted queue length are taken over
 it. When the jobs come from more than one queue, the same metrics, except the machine-wide
-ones, are repeated per queue as ``queue/<name>/<metric>`` (``<name>`` with characters outside ``[A-Za-z0-9_.-]`` replaced by
-``_``); the per-queue span is the overall span, so per-queue utilizations add up to the total.
+ones, are repeated per queue as ``queue/<key>/<metric>`` (``<key>`` = ``names.queue_key(name)``: the name
+itself when it is a valid MLflow key part, else a sanitised form with a hash of the name, unique
+and stable); the per-queue span is the overall span, so per-queue utilizations add up to the total.
 
 Everything is vectorised: a pass over sorted arrays, no Python loop over jobs.
 """
 
 from __future__ import annotations
 
-import re
-
 import numpy as np
 
 from ..jobs import JobTable
+from ..names import queue_key
 from .schedule import Schedule
 
 BSLD_TAU = 10.0  # seconds: the bounded-slowdown threshold for very short jobs
@@ -49,12 +49,11 @@ METRIC_DEFINITIONS: dict[str, str] = {
 }
 
 _WAIT_PERCENTILES = (50.0, 90.0, 95.0, 99.0)
-_QUEUE_NAME_UNSAFE = re.compile(r"[^A-Za-z0-9_.\-]")
 
 
 def metric_key_for_queue(queue: str, metric: str) -> str:
     """The flat key of a per-queue metric, e.g. ``queue/pbatch/wait_mean``."""
-    return f"queue/{_QUEUE_NAME_UNSAFE.sub('_', queue) or '_'}/{metric}"
+    return f"queue/{queue_key(queue)}/{metric}"
 
 
 def bounded_slowdown(wait: np.ndarray, run_time: np.ndarray, tau: float = BSLD_TAU) -> np.ndarray:
@@ -184,14 +183,9 @@ def compute_metrics(jobs: JobTable, schedule: Schedule) -> dict[str, float]:
     sorted_codes = codes_ran[order]
     rejected_per_code = np.bincount(codes_all[rejected], minlength=len(jobs.queue_names))
     killed_per_code = np.bincount(codes_all[killed & ran], minlength=len(jobs.queue_names))
-    used: set[str] = set()
     for code in present.tolist():
         lo, hi = np.searchsorted(sorted_codes, [code, code + 1])
         idx = order[lo:hi]
-        name = _QUEUE_NAME_UNSAFE.sub("_", jobs.queue_names[code]) or "_"
-        if name in used:  # two names that differ only in unsafe characters
-            name = f"{name}~{code}"
-        used.add(name)
         queue_metrics = {
             "jobs_simulated": float(hi - lo),
             "jobs_rejected": float(rejected_per_code[code]),
@@ -211,7 +205,7 @@ def compute_metrics(jobs: JobTable, schedule: Schedule) -> dict[str, float]:
         )
         for key in _ORDER:
             if key in queue_metrics:
-                metrics[f"queue/{name}/{key}"] = queue_metrics[key]
+                metrics[metric_key_for_queue(jobs.queue_names[code], key)] = queue_metrics[key]
     return metrics
 
 

@@ -15,6 +15,7 @@ from typing import List, Optional
 from hydra.core.config_store import ConfigStore
 from omegaconf import OmegaConf
 
+from .search_config import SearchConf
 from .workload_config import WorkloadConf
 
 
@@ -185,6 +186,7 @@ class SweepConfig:
     parallel: ParallelConf = field(default_factory=ParallelConf)
     tracking: TrackingConf = field(default_factory=TrackingConf)
     paths: PathsConf = field(default_factory=PathsConf)
+    search: SearchConf = field(default_factory=SearchConf)  # kind=none: an ordinary sweep
     seed: int = 0
     replicates: int = 5
     resume: bool = False

@@ -18,7 +18,7 @@ from typing import Callable, Mapping
 
 import numpy as np
 
-from ..sim import engine
+from ..sim import engine, kernel
 from ..errors import DrevtError
 from ..jobs import JobTable
 from ..sim.metrics import compute_metrics
@@ -100,9 +100,7 @@ def run_seed(
     kernel is loaded at once rather than after a few slow reference runs (same results)."""
     started = time.perf_counter()
     if runs_here > 1 and not spec.replay:
-        from ..sim import kernel as fast
-
-        fast.expect_runs(spec.backfill, len(jobs), runs_here)
+        kernel.prepare(spec.backfill, len(jobs), runs_here)
     try:
         seed_jobs, schedule = simulate_seed(jobs, spec, seed)
         metrics = compute_metrics(seed_jobs, schedule)
@@ -273,7 +271,7 @@ def start_workers(n_jobs: int, backend: str = "loky", backfill: str | None = Non
         warmed: set[int] = set()
         try:
             if in_process:
-                _load_kernel(backfill)
+                kernel.prepare(backfill)
                 return
             # A worker that is already warm finishes its task at once and may take another
             # worker's too: try again until every process has been seen (a few at most).
@@ -298,18 +296,11 @@ def _warm_worker(backfill: str | None) -> int:
 
     gc.disable()
     try:
-        _load_kernel(backfill)
+        kernel.prepare(backfill)
     finally:
         gc.freeze()
         gc.enable()
     return os.getpid()
-
-
-def _load_kernel(backfill: str | None) -> None:
-    from ..sim import kernel as fast
-
-    if backfill is None or not fast.warm(backfill):
-        fast.load(warn=False)
 
 
 CHUNKS_PER_WORKER = 4  # enough to balance uneven seeds, few enough to ship the trace rarely

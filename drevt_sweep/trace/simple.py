@@ -19,6 +19,8 @@ Mode, exactly as the seeds say:
 ``force_simulation`` turns a replay trace into a simulation whose actual run time is the
 historical ``end - begin`` (begin/end are kept as the history). Times are seconds (epoch) or
 ISO date-times, see ``timestamps``. Rows need not be sorted: jobs are sorted by submit time.
+A queue written with a leading ``'`` before a formula-like name (``'=x``: how our CSV writers
+escape spreadsheet formulas, ``files.csv_cell``) reads as the name itself (``=x``).
 """
 
 from __future__ import annotations
@@ -155,7 +157,7 @@ def _fill(parsed: ParsedTrace, column_of, mode: str, options: ReadOptions, zone)
     convert.times(parsed, column_of, options.timestamp_format, zone)
     parsed.num_nodes = convert.numbers(parsed, column_of["num_nodes"], "num_nodes")
     parsed.time_limit = convert.numbers(parsed, column_of["time_limit"], "time_limit")
-    parsed.queue_codes, parsed.queue_names = factorize_names(column_of["queue"])
+    parsed.queue_codes, parsed.queue_names = factorize_names(column_of["queue"], unescape=True)
     parsed.required = {"submit", "num_nodes", "time_limit"}
     if "job_id" in column_of:
         parsed.job_id = convert.whole(parsed, column_of["job_id"], "job_id")

@@ -21,14 +21,14 @@ the time limit is legal (real jobs overrun) and counted in ``notes['run_time_exc
 from __future__ import annotations
 
 import csv
-import os
-import tempfile
+import io
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from ..errors import ConfigError, TraceError
+from ..files import csv_cell, write_file
 from ..jobs import JobTable, Reject, TraceMeta
 from .records import Records
 from .source import SourceText
@@ -321,21 +321,16 @@ def _reject(parsed: ParsedTrace, problem: Problem, row: int) -> Reject:
 
 
 def write_rejects(path: str, rejects: tuple[Reject, ...]) -> None:
-    """The skipped rows as CSV (line, column, value, reason), written atomically."""
-    target = Path(path)
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-        with os.fdopen(fd, "w", newline="", encoding="utf-8") as handle:
-            writer = csv.writer(handle)
-            writer.writerow(["line", "column", "value", "reason"])
-            for reject in rejects:
-                writer.writerow(
-                    [reject.line, reject.column or "", reject.value or "", reject.reason]
-                )
-        os.replace(tmp, target)
-    except OSError as exc:
-        raise ConfigError(f"cannot write the rejects file {path}: {exc.strerror or exc}") from None
+    """The skipped rows as CSV (line, column, value, reason), written by ``files.write_file``
+    (atomically, never onto an input); text cells that look like spreadsheet formulas get a
+    leading ``'`` (``files.csv_cell``)."""
+    buffer = io.StringIO(newline="")
+    writer = csv.writer(buffer)
+    writer.writerow(["line", "column", "value", "reason"])
+    for reject in rejects:
+        writer.writerow([reject.line, csv_cell(reject.column or ""), csv_cell(reject.value or ""),
+                         csv_cell(reject.reason)])
+    write_file(path, buffer.getvalue().encode("utf-8"), what="the rejects file")
 
 
 def _nothing_left(rows_read: int, excluded: dict[str, int]) -> str:

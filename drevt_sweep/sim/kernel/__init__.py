@@ -21,7 +21,8 @@ import warnings
 
 import numpy as np
 
-__all__ = ["FAST_BACKFILLS", "load", "warm", "worth_loading", "expect_runs", "unavailable_reason", "run_events"]
+__all__ = ["FAST_BACKFILLS", "prepare", "load", "warm", "worth_loading", "expect_runs", "unavailable_reason",
+           "run_events"]
 
 FAST_BACKFILLS = frozenset({"none", "easy", "easy_drevt", "conservative"})
 _QUEUE_MODES = {"none": 0, "easy": 1, "easy_drevt": 2}
@@ -101,6 +102,25 @@ def warm(backfill: str) -> bool:
                dur=ones, rejected=np.zeros(2, dtype=bool), rank=np.arange(2, dtype=np.int64),
                total=1, backfill=backfill, enforce_limits=True)
     return True
+
+
+def prepare(backfill: str | None, n_jobs: int | None = None, runs: int = 1) -> bool:
+    """The one call a driver of many simulations makes before them (a sweep's seed loop, a
+    worker process): it says what it is about to run and the kernel decides what to load.
+
+    With ``n_jobs``, ``runs`` simulations of ``n_jobs`` jobs under ``backfill`` are coming:
+    ``kernel="auto"`` then loads numba at once when they pay for it together (``expect_runs``).
+    Without, the caller already knows they will (a sweep worker warming up while the trace is
+    still being read): the kernel and the machine code for ``backfill`` are loaded now
+    (``warm``; just the module for a replay, ``backfill=None``). Returns whether the kernel is
+    loaded."""
+    if n_jobs is not None:
+        if backfill is not None:
+            expect_runs(backfill, n_jobs, runs)
+        return _loaded is not None
+    if backfill is None or not warm(backfill):
+        load(warn=False)
+    return _loaded is not None
 
 
 def unavailable_reason() -> str | None:
