@@ -284,3 +284,22 @@ def write_stats_json(path, metrics: dict[str, float], info: dict | None = None) 
     """Write the statistics JSON (NaN/inf as null); returns the path."""
     text = json.dumps(stats_document(metrics, info), indent=2, allow_nan=False) + "\n"
     return _write_bytes(path, text.encode())
+
+
+def per_user_csv_bytes(jobs: JobTable, schedule: Schedule) -> bytes:
+    """``user,jobs,wait_mean,bsld_mean,node_seconds``, one row per user whose jobs ran
+    (``sim.metrics.per_user``, in user-name order)."""
+    from .sim.metrics import per_user
+
+    users = per_user(jobs, schedule)
+    lines = ["user,jobs,wait_mean,bsld_mean,node_seconds"]
+    for name, count, wait, bsld, used in zip(users["user"].tolist(), users["jobs"].tolist(),
+                                             users["wait_mean"].tolist(), users["bsld_mean"].tolist(),
+                                             users["node_seconds"].tolist()):
+        lines.append(f"{_csv_field(str(name))},{count},{format_number(wait)},{format_number(bsld)},"
+                     f"{format_number(used)}")
+    return ("\n".join(lines) + "\n").encode("utf-8")
+
+
+def write_per_user_csv(path, jobs: JobTable, schedule: Schedule) -> Path:
+    return _write_bytes(path, per_user_csv_bytes(jobs, schedule))

@@ -34,7 +34,10 @@ DEFAULT_TOTAL_NODES = 795  # Lassen, as in the seeds, when the trace states no m
 # errors do not import the engine; a test checks that they agree).
 TRACE_FORMATS = ("simple", "lassen", "swf", "slurm")
 TIMESTAMP_FORMATS = ("auto", "epoch", "iso")
-PRIORITY_POLICIES = ("fcfs", "sjf", "ljf", "smallest", "largest")
+PRIORITY_POLICIES = ("fcfs", "sjf", "ljf", "smallest", "largest", "f1", "f2", "f3", "f4", "wfp3", "unicef",
+                     "multifactor")
+ESTIMATES = ("user", "actual", "user_history")
+BACKFILL_ORDERS = ("fcfs", "sjbf")
 BACKFILL_POLICIES = ("none", "easy", "conservative", "easy_drevt")
 RUN_TIME_MODES = ("actual", "limit", "distribution")
 DISTRIBUTIONS = ("normal", "lognormal", "uniform")
@@ -126,6 +129,18 @@ def build_parser() -> argparse.ArgumentParser:
     machine.add_argument("--drevt_compat", action="store_true",
                          help="with --backfill_policy easy: the C++ DR_EVT variant (easy_drevt: "
                          "no extra-nodes rule, strict now+limit < shadow test)")
+    machine.add_argument("--estimate", choices=ESTIMATES, default="user",
+                         help="what the scheduler plans with: user = the time limit, actual = the "
+                         "real run time, user_history = the mean of the user's last two jobs "
+                         "(Tsafrir et al. 2007) (default: %(default)s)")
+    machine.add_argument("--backfill_order", choices=BACKFILL_ORDERS, default="fcfs",
+                         help="order of EASY's backfill candidates: fcfs (priority order) or sjbf "
+                         "(shortest estimate first); EASY++ = --estimate user_history "
+                         "--backfill_order sjbf (default: %(default)s)")
+    machine.add_argument("--priority_param", action="append", default=[], metavar="KEY=VALUE",
+                         help="a parameter of --priority_policy multifactor, e.g. "
+                         "weights.fairshare=5000, calc_period=60, favor_small=true, "
+                         "user_shares.alice=2 (repeatable)")
     machine.add_argument("--no_enforce_limits", dest="enforce_limits", action="store_false",
                          help="let jobs run past their time limit instead of killing them at it")
 
@@ -280,12 +295,47 @@ def _check_options(args: argparse.Namespace):
         stddev=args.run_time_stddev,
         min_run_time=args.min_run_time,
     ).validate()
+    from ..sim.estimates import check_estimate
+    from ..sim.policies import check_priority_params
+
+    check_estimate(args.estimate, args.backfill_order, backfill)
+    args.priority_params = check_priority_params(args.priority_policy, _priority_params(args.priority_param))
+    if args.priority_policy != "multifactor":
+        args.priority_params = None
     if args.rejects and args.on_bad_row != "skip":
         raise ConfigError("--rejects needs --on_bad_row skip (only skipped rows are written)")
     from ..trace.timestamps import resolve_zone
 
     resolve_zone(args.timezone)  # before reading: an unknown zone is an error for any trace
     return backfill, model
+
+
+def _priority_params(items: list[str]) -> dict:
+    """``KEY=VALUE`` strings (dotted keys nest: ``weights.age=10``) as a dict; values are
+    numbers, true/false, or text."""
+    from ..errors import ConfigError
+
+    params: dict = {}
+    for item in items:
+        key, sep, text = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"--priority_param expects KEY=VALUE, got '{item}'")
+        value: object = text.strip()
+        if value in ("true", "false"):
+            value = value == "true"
+        else:
+            try:
+                value = float(value)
+            except ValueError:
+                pass
+        parts = key.strip().split(".")
+        where = params
+        for part in parts[:-1]:
+            where = where.setdefault(part, {})
+            if not isinstance(where, dict):
+                raise ConfigError(f"--priority_param {key}: '{part}' is not a group of parameters")
+        where[parts[-1]] = value
+    return params
 
 
 def _check_paths(args: argparse.Namespace) -> None:
@@ -523,7 +573,10 @@ def _heading(jobs, schedule, args, backfill, model) -> str:
     if schedule.mode == "replay":
         how = "replay of the trace's recorded times"
     else:
-        how = f"simulation, priority {args.priority_policy}, backfill {backfill}, run times "
+        how = f"simulation, priority {args.priority_policy}, backfill {backfill}"
+        if args.estimate != "user" or args.backfill_order != "fcfs":
+            how += f" (estimates {args.estimate}, backfill order {args.backfill_order})"
+        how += ", run times "
         how += model.name
         if model.mode == "distribution":
             how += f" (scale {model.scale:g}, stddev {model.stddev:g}, seed {args.seed})"
@@ -565,6 +618,9 @@ def _run_info(jobs, schedule, args, backfill, model) -> dict:
             "total_nodes": schedule.total_nodes,
             "priority_policy": args.priority_policy if simulated else None,
             "backfill_policy": backfill if simulated else None,
+            "estimate": args.estimate if simulated else None,
+            "backfill_order": args.backfill_order if simulated else None,
+            "priority_params": args.priority_params if simulated else None,
             "enforce_limits": args.enforce_limits if simulated else None,
             "run_time": model.as_params() if simulated else None,
             "seed": args.seed if simulated else None,
@@ -622,6 +678,9 @@ def run(args: argparse.Namespace) -> int:
             backfill=backfill,
             enforce_limits=args.enforce_limits,
             capacity=getattr(args, "workload_capacity", None),
+            estimate=args.estimate,
+            backfill_order=args.backfill_order,
+            priority_params=args.priority_params,
         )
     _report_schedule(jobs, schedule)
     _report_calendar_end(schedule, getattr(args, "workload_capacity", None))

@@ -625,7 +625,7 @@ def fmt_metric(metric: str, value, half=None) -> str:
     if value is None or not np.isfinite(value):
         return "–"
     has_half = half is not None and np.isfinite(half) and half > 0
-    if metric.startswith(("wait", "turnaround", "makespan")):
+    if metric.startswith(("wait", "turnaround", "makespan", "user_wait")):
         return _fmt_duration(value, half if has_half else None)
     if metric == "utilization":
         return f"{value:.1%}" + (f" ± {half:.1%}" if has_half else "")
@@ -897,12 +897,14 @@ def _view(ctx: _Context) -> dict:
             "cells": [
                 str(len(r.seeds)), f"{r.jobs:,}" if isinstance(r.jobs, int) else "–",
                 *(fmt_metric(metric, m.get(metric), m.get(f"{metric}_ci95"))
-                  for metric in ("wait_mean", "wait_p95", "bsld_mean", "utilization", "makespan")),
+                  for metric in ("wait_mean", "wait_p95", "bsld_mean", "utilization", "makespan",
+                                 "user_wait_mean_max", "user_bsld_jain")),
             ],
         })
     view["summary"] = {
         "header": ["configuration", "status", "seeds", "jobs", "mean wait", "p95 wait",
-                   "mean bounded slowdown", "utilization", "makespan"],
+                   "mean bounded slowdown", "utilization", "makespan", "worst user's mean wait",
+                   "Jain's index (users' slowdown)"],
         "rows": summary_rows,
     }
 
@@ -940,6 +942,8 @@ def _view(ctx: _Context) -> dict:
                                     f"wait-time CDF on {name}",
                                     "The CDF of each configuration from the schedule of the seed it kept."))
 
+    view["per_user"] = _per_user_view(records, ctx, plots)
+
     view["paired"] = _paired_view(records, ctx, plots)
 
     view["load_factor"] = None
@@ -958,6 +962,32 @@ def _view(ctx: _Context) -> dict:
     rebuild = [PROG, str(ctx.sweep_dir)] + (["--tracking-uri", ctx.uri] if ctx.uri else [])
     view["rebuild"] = " ".join(shlex.quote(a) for a in rebuild)
     return view
+
+
+PER_USER_FILE = "per_user.csv"  # written by the sweep next to the kept seed's schedule
+
+
+def _per_user_view(records: Sequence[ConfigRecord], ctx: _Context, plots) -> dict | None:
+    """The per-user figure from the job folders' per_user.csv (the kept seed), if any."""
+    tables = {}
+    for r in records:
+        path = r.job_dir / PER_USER_FILE if r.job_dir is not None else None
+        if r.replay or path is None or not path.is_file():
+            continue
+        try:
+            table = pd.read_csv(path, keep_default_na=False)
+        except (OSError, ValueError, pd.errors.ParserError):
+            continue
+        if len(table) and {"bsld_mean", "wait_mean"} <= set(table.columns):
+            tables[r.key] = table
+    if not tables:
+        return None
+    chosen = dict(list(tables.items())[:MAX_CDF_CURVES])
+    fig = plots.per_user_figure(chosen, styles=line_styles([r for r in records if r.key in chosen]))
+    return _figure(plots.save_figure(fig, ctx.figure_dir / "per_user.png"), "per-user slowdown and wait",
+                   "Users sorted worst first, from the seed each configuration kept: a flatter curve is a "
+                   "fairer schedule. The summary gives the worst user's mean wait and Jain's index "
+                   "(Σx)²/(n Σx²) over the users' mean bounded slowdowns (1 = all equal).")
 
 
 def _paired_view(records: Sequence[ConfigRecord], ctx: _Context, plots) -> dict:
@@ -1065,7 +1095,7 @@ def _fmt_diff(metric: str, value, signed: bool = True) -> str:
     size = abs(value)
     if metric == "utilization":
         return f"{sign}{size * 100:.2f} pp"
-    if metric.startswith(("wait", "turnaround", "makespan")):
+    if metric.startswith(("wait", "turnaround", "makespan", "user_wait")):
         return sign + _fmt_duration(size)
     return f"{sign}{size:,.2f}"
 

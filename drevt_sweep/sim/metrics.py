@@ -44,6 +44,11 @@ METRIC_DEFINITIONS: dict[str, str] = {
     "started) over the span",
     "queue_length_max": "peak number of waiting jobs, counted after all the events at one "
     "instant (a job that starts on submission never waits)",
+    "users": "users with at least one job that ran (jobs of unknown users are left out of the "
+    "per-user figures, which appear only when some job's user is known)",
+    "user_wait_mean_max": "the worst-off user's mean wait: the largest per-user mean wait (s)",
+    "user_bsld_jain": "Jain's fairness index over the users' mean bounded slowdowns, "
+    "(Σx)² / (n Σx²): 1 when every user sees the same mean, 1/n when one user takes it all",
     "queue/<name>/<metric>": "the metrics above restricted to the jobs of one queue, when there "
     "are several (utilization = that queue's share of the whole machine over the overall span)",
 }
@@ -170,8 +175,13 @@ def compute_metrics(jobs: JobTable, schedule: Schedule) -> dict[str, float]:
         )
     )
     metrics["makespan"] = span_end - span_start if submit.size else float("nan")
+    users = per_user(jobs, schedule)
+    if users["jobs"].size:  # only for traces that say who submitted (PER_USER_METRICS)
+        metrics["users"] = float(users["jobs"].size)
+        metrics["user_wait_mean_max"] = float(users["wait_mean"].max())
+        metrics["user_bsld_jain"] = jain_index(users["bsld_mean"])
     # Keep the documented order: makespan before throughput in reports.
-    metrics = {k: metrics[k] for k in _ORDER}
+    metrics = {k: metrics[k] for k in _ORDER if k in metrics}
 
     # Per queue: sort the jobs by queue once and slice contiguous segments.
     codes_all = np.asarray(jobs.queue_code)
@@ -210,3 +220,36 @@ def compute_metrics(jobs: JobTable, schedule: Schedule) -> dict[str, float]:
 
 
 _ORDER = tuple(k for k in METRIC_DEFINITIONS if not k.startswith("queue/"))
+# present only when some job that ran has a known user (else they would be NaN in every run)
+PER_USER_METRICS = ("users", "user_wait_mean_max", "user_bsld_jain")
+
+
+def jain_index(values: np.ndarray) -> float:
+    """Jain, Chiu & Hawe (1984): (Σx)² / (n Σx²), in [1/n, 1]; 1 = all equal."""
+    x = np.asarray(values, dtype=np.float64)
+    square = float((x * x).sum())
+    return float(x.sum()) ** 2 / (x.size * square) if square > 0 else 1.0
+
+
+def per_user(jobs: JobTable, schedule: Schedule) -> dict[str, np.ndarray]:
+    """Per user with jobs that ran (known users only, in name order): ``user`` (name),
+    ``jobs``, ``wait_mean`` (s), ``bsld_mean``, ``node_seconds`` (what they used)."""
+    ran = ~np.asarray(schedule.rejected, dtype=bool) & (np.asarray(jobs.user_code) >= 0)
+    codes = np.asarray(jobs.user_code, dtype=np.int64)[ran]
+    wait = schedule.begin[ran] - jobs.submit[ran]
+    run = schedule.run_time[ran]
+    size = len(jobs.user_names)
+    count = np.bincount(codes, minlength=size)
+    present = np.flatnonzero(count)
+    n = count[present].astype(np.float64)
+
+    def mean(values):
+        return np.bincount(codes, weights=values, minlength=size)[present] / n
+
+    return {
+        "user": np.asarray(jobs.user_names, dtype=object)[present] if size else np.empty(0, dtype=object),
+        "jobs": count[present],
+        "wait_mean": mean(wait),
+        "bsld_mean": mean(bounded_slowdown(wait, run)),
+        "node_seconds": np.bincount(codes, weights=jobs.num_nodes[ran] * run, minlength=size)[present],
+    }

@@ -98,7 +98,27 @@ def run_spec(cfg: DictConfig, machine_nodes: int | None,
         ),
         enforce_limits=bool(cfg.system.enforce_limits),
         workload=workload or WorkloadSpec(),
+        **policy_options(cfg.policy),
     )
+
+
+def policy_options(policy: DictConfig) -> dict:
+    """Estimates, backfill order and a dynamic priority's parameters, checked up front."""
+    from ..sim.estimates import check_estimate
+    from ..sim.policies import DYNAMIC_PRIORITY_POLICIES, check_priority_params
+
+    priority, backfill = _value(policy.priority), _value(policy.backfill)
+    estimate, order = _value(policy.estimate), _value(policy.backfill_order)
+    if not policy.replay:
+        check_estimate(estimate, order, backfill)
+    params = None
+    if priority == "multifactor":
+        plain = OmegaConf.to_container(policy, resolve=True, enum_to_str=True)
+        params = {key: plain[key] for key in ("weights", "max_age", "favor_small", "decay_half_life", "calc_period",
+                                              "fairshare_by", "account_shares", "user_shares", "partition_priority")}
+    if priority in DYNAMIC_PRIORITY_POLICIES:
+        check_priority_params(priority, params)
+    return {"estimate": estimate, "backfill_order": order, "priority_params": params}
 
 
 def result_config(cfg: DictConfig) -> dict:
@@ -381,7 +401,7 @@ def _write_outputs(out_dir: Path, cfg: DictConfig, jobs, ok: list[SeedResult], r
     import pandas as pd
 
     from ..files import write_file
-    from ..outputs import write_schedule_csv
+    from ..outputs import write_per_user_csv, write_schedule_csv
 
     # Through files.write_file: never onto the trace (e.g. one kept in a job folder).
     write_file(out_dir / "config.yaml", OmegaConf.to_yaml(cfg, resolve=True).encode())
@@ -390,6 +410,8 @@ def _write_outputs(out_dir: Path, cfg: DictConfig, jobs, ok: list[SeedResult], r
     for r in ok:
         if r.schedule is not None:
             write_schedule_csv(out_dir / f"schedule_seed{r.seed}.csv", r.jobs, r.schedule)
+            if len(r.jobs.user_names):
+                write_per_user_csv(out_dir / "per_user.csv", r.jobs, r.schedule)
 
 
 def _configuration_figures(out_dir: Path, jobs, spec: RunSpec, ok: list[SeedResult], cfg) -> list[Path]:
@@ -456,7 +478,7 @@ def _log_artifacts(tracker, parent_id, out_dir: Path, figures: list[Path], resul
     """The parent's files; then it is closed, unless some seeds failed (closed FAILED later)."""
     for path in figures:
         tracker.log_artifact(parent_id, path, "figures")
-    for name in ("config.yaml", "seed_metrics.csv", "rejects.csv", QUEUE_KEYS_FILE):
+    for name in ("config.yaml", "seed_metrics.csv", "rejects.csv", QUEUE_KEYS_FILE, "per_user.csv"):
         if (out_dir / name).exists():
             tracker.log_artifact(parent_id, out_dir / name)
     for path in sorted(out_dir.glob("schedule_seed*.csv")):

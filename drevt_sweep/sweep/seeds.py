@@ -38,6 +38,9 @@ class RunSpec:
     run_time: RunTimeModel = field(default_factory=RunTimeModel)
     enforce_limits: bool = True
     workload: WorkloadSpec = field(default_factory=WorkloadSpec)
+    estimate: str = "user"
+    backfill_order: str = "fcfs"
+    priority_params: dict | None = field(default=None, hash=False)  # a dynamic priority's
 
     @property
     def stochastic(self) -> bool:
@@ -87,6 +90,9 @@ def simulate_seed(jobs: JobTable, spec: RunSpec, seed: int) -> tuple[JobTable, S
         backfill=spec.backfill,
         enforce_limits=spec.enforce_limits,
         capacity=capacity,
+        estimate=spec.estimate,
+        backfill_order=spec.backfill_order,
+        priority_params=spec.priority_params,
     )
     return jobs, schedule
 
@@ -100,7 +106,9 @@ def run_seed(
     kernel is loaded at once rather than after a few slow reference runs (same results)."""
     started = time.perf_counter()
     if runs_here > 1 and not spec.replay:
-        kernel.prepare(spec.backfill, len(jobs), runs_here)
+        extended = spec.estimate != "user" or spec.backfill_order != "fcfs" or spec.priority in (
+            "multifactor", "wfp3", "unicef")  # the compiled kernel's _extended loop
+        kernel.prepare("extended" if extended else spec.backfill, len(jobs), runs_here)
     try:
         seed_jobs, schedule = simulate_seed(jobs, spec, seed)
         metrics = compute_metrics(seed_jobs, schedule)

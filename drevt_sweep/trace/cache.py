@@ -91,10 +91,11 @@ def _code_fingerprint() -> str:
     return digest.hexdigest()
 
 
+_NAMES = ("queue_names", "user_names", "group_names")  # the code columns' names, stored as text
 _DTYPES = {  # the dtype kind of every JobTable column: i(nt) or f(loat)
     "job_id": "i", "source_line": "i", "submit": "f", "begin": "f", "end": "f",
     "num_nodes": "i", "time_limit": "f", "actual_run_time": "f", "queue_code": "i",
-    "exit_status": "i",
+    "exit_status": "i", "user_code": "i", "group_code": "i",
 }
 
 
@@ -112,7 +113,8 @@ def _content_digest(arrays: dict[str, np.ndarray]) -> str:
 
 def _store(entry: Path, key: str, table: JobTable) -> None:
     arrays = {name: column for name, column in table.columns().items()}
-    arrays["queue_names"] = np.array(table.queue_names, dtype=str)
+    for names in _NAMES:
+        arrays[names] = np.array(getattr(table, names), dtype=str)
     arrays["meta_json"] = np.array(json.dumps(_meta_to_json(table.meta, key)))
     arrays["content_sha256"] = np.array(_content_digest(arrays))
     tmp = None
@@ -164,7 +166,7 @@ def _load(entry: Path, key: str, path: str, checksum: str) -> JobTable | None:
 def _verified(entry: Path, key: str, path: str, checksum: str) -> JobTable:
     with np.load(entry, allow_pickle=False) as stored:
         arrays = {name: stored[name] for name in stored.files}
-    missing = [n for n in (*JobTable.COLUMNS, "queue_names", "meta_json", "content_sha256")
+    missing = [n for n in (*JobTable.COLUMNS, *_NAMES, "meta_json", "content_sha256")
                if n not in arrays]
     if missing:
         raise _Invalid(f"missing arrays: {', '.join(missing)}")
@@ -178,12 +180,12 @@ def _verified(entry: Path, key: str, path: str, checksum: str) -> JobTable:
     meta["rejects"] = tuple(Reject(**reject) for reject in meta["rejects"])
     meta["path"] = path
     columns = {name: arrays[name] for name in JobTable.COLUMNS}
-    queue_names = tuple(str(name) for name in arrays["queue_names"])
-    _check_columns(columns, queue_names, meta)
-    return JobTable(**columns, queue_names=queue_names, meta=TraceMeta(**meta))
+    names = {key: tuple(str(name) for name in arrays[key]) for key in _NAMES}
+    _check_columns(columns, names, meta)
+    return JobTable(**columns, **names, meta=TraceMeta(**meta))
 
 
-def _check_columns(columns: dict[str, np.ndarray], queue_names: tuple, meta: dict) -> None:
+def _check_columns(columns: dict[str, np.ndarray], names: dict[str, tuple], meta: dict) -> None:
     """The invariants every reader's table satisfies."""
     n = columns["submit"].shape
     for name, kind in _DTYPES.items():
@@ -203,8 +205,12 @@ def _check_columns(columns: dict[str, np.ndarray], queue_names: tuple, meta: dic
     if not (np.isfinite(limit) & (limit > 0)).all():
         raise _Invalid("a time limit is not finite and > 0")
     codes = columns["queue_code"]
-    if n[0] and (codes.min() < 0 or codes.max() >= len(queue_names)):
+    if n[0] and (codes.min() < 0 or codes.max() >= len(names["queue_names"])):
         raise _Invalid("a queue code names no queue")
+    for who in ("user", "group"):  # -1: unknown
+        codes = columns[f"{who}_code"]
+        if n[0] and (codes.min() < -1 or codes.max() >= len(names[f"{who}_names"])):
+            raise _Invalid(f"a {who} code names no {who}")
     run_time = columns["actual_run_time"]
     if (run_time[~np.isnan(run_time)] < 0).any():
         raise _Invalid("a negative run time")

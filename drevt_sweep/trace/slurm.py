@@ -67,6 +67,8 @@ NAMES = {  # canonical -> accepted sacct field names (lower case), first present
     "cpu_time_raw": ("cputimeraw",),
     "alloc_cpus": ("alloccpus",),
     "req_cpus": ("reqcpus",),
+    "user": ("user",),
+    "group": ("account", "group"),  # fair-share is per account; the Unix group when no Account
 }
 # States of a job that has not ended: its elapsed time is the time so far, not a run time.
 ACTIVE_STATES = ("RUNNING", "SUSPENDED", "COMPLETING", "CONFIGURING", "RESIZING", "REQUEUED",
@@ -214,6 +216,8 @@ def _fill(parsed: ParsedTrace, column_of, options: ReadOptions, zone) -> None:
     if "queue" in column_of:
         parsed.queue_codes, parsed.queue_names = factorize_names(column_of["queue"])
     parsed.time_limit = _time_limit(parsed, column_of)
+    parsed.users = _text(column_of["user"]) if "user" in column_of else None
+    parsed.groups = _text(column_of["group"]) if "group" in column_of else None
     if "exit_status" in column_of:
         code = _text(column_of["exit_status"]).str.extract(r"^(-?\d{1,9})(?::\d+)?$", expand=False)
         bad = code.isna() & (_text(column_of["exit_status"]) != "")

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 from ..errors import ConfigError, TraceError
 from ..files import csv_cell, write_file
@@ -74,6 +75,8 @@ class ParsedTrace:
     end: np.ndarray | None = None
     actual_run_time: np.ndarray | None = None
     exit_status: np.ndarray | None = None  # int64, -1 unknown
+    users: pd.Series | None = None  # who submitted, as text ('' = unknown); None: no such column
+    groups: pd.Series | None = None  # the group or account, as text ('' = unknown)
     mode: str | None = None  # None: replay exactly when every kept job has begin and end
     machine_nodes: int | None = None
     required: set[str] = field(default_factory=set)  # canonical columns that may not be empty
@@ -396,6 +399,8 @@ def _assemble(parsed: ParsedTrace, options, order, excluded, rejects) -> JobTabl
     exit_status = (
         np.full(n, -1, dtype=np.int64) if parsed.exit_status is None else parsed.exit_status[order]
     )
+    user_code, user_names = _who(parsed.users, order)
+    group_code, group_names = _who(parsed.groups, order)
     return JobTable(
         job_id=_owned(parsed.job_id[order], np.int64),
         source_line=_owned(parsed.rows.lines[order], np.int64),
@@ -409,7 +414,25 @@ def _assemble(parsed: ParsedTrace, options, order, excluded, rejects) -> JobTabl
         queue_names=tuple(names),
         exit_status=_owned(exit_status, np.int64),
         meta=meta,
+        user_code=user_code,
+        user_names=user_names,
+        group_code=group_code,
+        group_names=group_names,
     )
+
+
+def _who(text: pd.Series | None, order: np.ndarray) -> tuple[np.ndarray | None, tuple[str, ...]]:
+    """User or group text of the kept rows -> (int32 codes into sorted names, names); '' -> -1."""
+    if text is None:
+        return None, ()
+    values = text.astype("str").str.strip().where(text.notna(), "").to_numpy(dtype=object)[order]
+    names, codes = np.unique(values.astype(str), return_inverse=True)
+    names = [str(name) for name in names]
+    codes = codes.astype(np.int32)
+    if names and names[0] == "":  # the unknown marker sorts first
+        codes -= 1
+        names = names[1:]
+    return codes, tuple(names)
 
 
 def _owned(values: np.ndarray, dtype) -> np.ndarray:
