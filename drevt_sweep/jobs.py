@@ -3,6 +3,11 @@
 Columns are numpy arrays, one row per job, stably sorted by submit time (file order breaks
 ties). Times are float64 seconds since the Unix epoch (UTC); unknown values are NaN (floats)
 or -1 (integers). The table is immutable by convention: transforms return new tables.
+
+Resource requests (``drevt_sweep.sim.machine`` places them on a machine's partitions):
+``num_nodes`` nodes, each with ``cores_per_node`` cores, ``gpus_per_node`` GPUs and
+``memory_per_node`` MiB (-1 / NaN where the trace does not say), in the partition named
+``partition_names[partition_code]`` (by default the job's queue: Slurm's Partition is both).
 """
 
 from __future__ import annotations
@@ -65,6 +70,13 @@ class JobTable:
     queue_names: tuple[str, ...]
     exit_status: np.ndarray  # int64, -1 when unknown
     meta: TraceMeta
+    # Per-node requests and partition (optional when built by hand: filled in as unknown /
+    # the queue by __post_init__).
+    cores_per_node: np.ndarray | None = None  # int64, -1 when unknown
+    gpus_per_node: np.ndarray | None = None  # int64, -1 when unknown
+    memory_per_node: np.ndarray | None = None  # float64 MiB, NaN when unknown
+    partition_code: np.ndarray | None = None  # int32 index into partition_names
+    partition_names: tuple[str, ...] | None = None
 
     COLUMNS = (
         "job_id",
@@ -77,7 +89,26 @@ class JobTable:
         "actual_run_time",
         "queue_code",
         "exit_status",
+        "cores_per_node",
+        "gpus_per_node",
+        "memory_per_node",
+        "partition_code",
     )
+
+    def __post_init__(self) -> None:
+        n = self.submit.shape[0]
+        fill = object.__setattr__
+        if self.cores_per_node is None:
+            fill(self, "cores_per_node", np.full(n, -1, dtype=np.int64))
+        if self.gpus_per_node is None:
+            fill(self, "gpus_per_node", np.full(n, -1, dtype=np.int64))
+        if self.memory_per_node is None:
+            fill(self, "memory_per_node", np.full(n, np.nan))
+        if self.partition_code is None:
+            fill(self, "partition_code", self.queue_code)
+            fill(self, "partition_names", self.queue_names)
+        elif self.partition_names is None:
+            raise ValueError("partition_code needs partition_names")
 
     def __len__(self) -> int:
         return int(self.submit.shape[0])
@@ -86,6 +117,11 @@ class JobTable:
     def queue(self) -> np.ndarray:
         """Queue names per job (an object array; use ``queue_code`` in hot paths)."""
         return np.asarray(self.queue_names, dtype=object)[self.queue_code]
+
+    @property
+    def partition(self) -> np.ndarray:
+        """Partition names per job (an object array)."""
+        return np.asarray(self.partition_names, dtype=object)[self.partition_code]
 
     def columns(self) -> dict[str, np.ndarray]:
         return {name: getattr(self, name) for name in self.COLUMNS}
@@ -101,6 +137,9 @@ class JobTable:
         """A pandas DataFrame view for reports and exploration (never used in hot paths)."""
         import pandas as pd
 
-        frame = pd.DataFrame({k: v for k, v in self.columns().items() if k != "queue_code"})
+        frame = pd.DataFrame(
+            {k: v for k, v in self.columns().items() if k not in ("queue_code", "partition_code")}
+        )
         frame.insert(frame.columns.get_loc("exit_status"), "queue", self.queue)
+        frame["partition"] = self.partition
         return frame

@@ -34,6 +34,7 @@ from .seeds import (
     seeds_for,
     start_workers,
 )
+from ..sim.machine import Machine, machine_from_mapping
 from ..sim.runtime import RunTimeModel
 from ..trace.options import read_options, resolve_trace_path
 from ..tracking.store import flatten
@@ -70,7 +71,11 @@ def run_spec(cfg: DictConfig, machine_nodes: int | None,
     total_nodes = cfg.system.total_nodes
     if total_nodes is not None and total_nodes < 1:
         raise ConfigError(f"system.total_nodes must be at least 1, got {total_nodes}")
+    machine = system_machine(cfg.system)
+    if machine is not None:
+        total_nodes = machine.total_nodes
     return RunSpec(
+        machine=machine,
         total_nodes=int(total_nodes or machine_nodes or LASSEN_NODES),
         priority=_value(cfg.policy.priority),
         backfill=_value(cfg.policy.backfill),
@@ -85,6 +90,17 @@ def run_spec(cfg: DictConfig, machine_nodes: int | None,
         enforce_limits=bool(cfg.system.enforce_limits),
         workload=workload or WorkloadSpec(),
     )
+
+
+def system_machine(system) -> Machine | None:
+    """The machine with partitions a ``system`` section describes, or None (one pool)."""
+    if system.get("partitions") is None:
+        return None
+    data = OmegaConf.to_container(system, resolve=True, enum_to_str=True)
+    try:
+        return machine_from_mapping(data)
+    except ConfigError as exc:
+        raise ConfigError(f"system={system.name}: {exc}") from None
 
 
 def result_config(cfg: DictConfig) -> dict:

@@ -30,7 +30,7 @@ from .source import checksum_of, read_bytes
 from .table import write_rejects
 
 CACHE_ENV = "DREVT_TRACE_CACHE"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: per-node requests and partitions (issue 14)
 
 
 def default_cache_dir() -> Path:
@@ -85,6 +85,7 @@ def _code_fingerprint() -> str:
 def _store(entry: Path, key: str, table: JobTable) -> None:
     arrays = {name: column for name, column in table.columns().items()}
     arrays["queue_names"] = np.array(table.queue_names, dtype=str)
+    arrays["partition_names"] = np.array(table.partition_names, dtype=str)
     arrays["meta_json"] = np.array(json.dumps(_meta_to_json(table.meta, key)))
     tmp = None
     try:
@@ -120,11 +121,13 @@ def _load(entry: Path, key: str, path: str) -> JobTable | None:
                 return None
             columns = {name: stored[name] for name in JobTable.COLUMNS}
             queue_names = tuple(str(name) for name in stored["queue_names"])
+            partition_names = tuple(str(name) for name in stored["partition_names"])
     except Exception:  # a truncated or foreign file: read the trace again
         return None
     meta["rejects"] = tuple(Reject(**reject) for reject in meta["rejects"])
     meta["path"] = path
-    return JobTable(**columns, queue_names=queue_names, meta=TraceMeta(**meta))
+    return JobTable(**columns, queue_names=queue_names, partition_names=partition_names,
+                    meta=TraceMeta(**meta))
 
 
 def _meta_to_json(meta: TraceMeta, key: str) -> dict:
