@@ -186,3 +186,18 @@ def test_partitions_never_exchange_nodes(workload, backfill):
     assert all(e0 <= b1 for (_, e0), (b1, _) in zip(spans, spans[1:]))
     assert not (in_a & (jobs.queue != "a")).any()
     assert place_jobs(jobs, Machine("m", (a, b))).partition.tolist() == both.placement.partition.tolist()
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(shared_workloads(), st.sampled_from(("none", "easy", "easy_drevt")), st.booleans(),
+       st.sampled_from(("fcfs", "sjf", "largest")))
+def test_compiled_shared_kernel_is_the_reference_bit_for_bit(workload, backfill, enforce, priority):
+    n_nodes, cap, jobs, cores, gpus, memory = workload
+    memory = [m if m != 64.0 else 100.5 for m in memory]  # a fraction of a MiB: KiB rounding
+    part = Partition("p", n_nodes, cores=cap[0], gpus=cap[1], memory=cap[2], sharing="shared")
+    ref = shared_run(jobs, part, cores, gpus, memory, backfill, enforce_limits=enforce, priority=priority)
+    fast = simulate_shared(jobs, jobs.actual_run_time, part, np.asarray(cores), np.asarray(gpus),
+                           np.asarray(memory, dtype=float), backfill=backfill, kernel="fast",
+                           enforce_limits=enforce, priority=priority)
+    assert np.array_equal(ref.begin, fast.begin) and np.array_equal(ref.end, fast.end)
+    assert np.array_equal(ref.node_start, fast.node_start) and np.array_equal(ref.node_list, fast.node_list)

@@ -6,6 +6,9 @@ with ``c`` cores, ``g`` GPUs and ``m`` MiB; it runs on ``k`` distinct nodes that
 much free. The event loop is the engine's (completions, then arrivals, then one scheduling
 pass; the scheduler plans with time limits only; limits enforced by killing).
 
+Memory is packed in whole KiB (requests and node sizes rounded up), so every resource is an
+integer count and no rounding order can differ between implementations.
+
 Placement rule: **first fit by node index**: a job starting now takes the ``k`` lowest-indexed
 nodes on which its per-node request fits.
 
@@ -44,7 +47,6 @@ from .machine import Partition
 from .policies import check_backfill, check_priority, priority_rank
 
 INF = math.inf
-_HAVE_KERNEL = False  # the compiled shared-node kernel (sim.kernel.shared) is not written yet
 SHARED_BACKFILLS = ("none", "easy", "easy_drevt", "conservative")
 
 
@@ -90,7 +92,7 @@ def simulate_shared(jobs: JobTable, run_time: np.ndarray, partition: Partition, 
         dur = rt.copy()
     rank = priority_rank(priority, submit, limit, nodes)
     request = (np.asarray(cores, dtype=np.int64), np.asarray(gpus, dtype=np.int64),
-               np.asarray(memory, dtype=np.float64))
+               _kib(np.asarray(memory, dtype=np.float64)))
     if _use_kernel(kernel, backfill, on_reservation, n):
         from .kernel import shared as fast
 
@@ -112,7 +114,7 @@ def _use_kernel(kernel: str, backfill: str, on_reservation, n: int) -> bool:
 
     if kernel == "auto":
         kernel = os.environ.get("DREVT_KERNEL", "auto") or "auto"
-    if kernel == "reference" or on_reservation is not None or backfill == "conservative" or not _HAVE_KERNEL:
+    if kernel == "reference" or on_reservation is not None or backfill == "conservative":
         if kernel == "fast" and (on_reservation is not None or backfill == "conservative"):
             raise ConfigError("kernel='fast' has no shared-node version of this case "
                               "(conservative, or an on_reservation hook)")
@@ -122,6 +124,17 @@ def _use_kernel(kernel: str, backfill: str, on_reservation, n: int) -> bool:
     if kernel == "auto" and not fast.worth_loading(backfill, n):
         return False
     return fast.load(warn=kernel == "auto") is not None
+
+
+def _kib(mib):
+    """MiB -> whole KiB, rounded up (see the module docstring)."""
+    return np.ceil(np.asarray(mib, dtype=np.float64) * 1024.0).astype(np.int64)
+
+
+def node_resources(partition: Partition) -> tuple[int, int, int]:
+    """A node's (cores, GPUs, KiB of memory); resources not modelled are 0 (nobody asks)."""
+    memory = int(_kib(partition.memory)) if partition.memory is not None else 0
+    return partition.cores, partition.gpus or 0, memory
 
 
 def _check_inputs(jobs, submit, limit, nodes, rt, partition, cores, gpus, memory) -> None:
@@ -151,16 +164,17 @@ class _Nodes:
 
     def __init__(self, partition: Partition) -> None:
         count = partition.nodes
-        self.cores = [partition.cores] * count
-        self.gpus = [partition.gpus or 0] * count
-        self.memory = [partition.memory if partition.memory is not None else 0.0] * count
+        cores, gpus, memory = node_resources(partition)
+        self.cores = [cores] * count
+        self.gpus = [gpus] * count
+        self.memory = [memory] * count
 
     def copy(self) -> _Nodes:
         other = _Nodes.__new__(_Nodes)
         other.cores, other.gpus, other.memory = self.cores[:], self.gpus[:], self.memory[:]
         return other
 
-    def first_fit(self, k: int, c: int, g: int, m: float) -> list[int] | None:
+    def first_fit(self, k: int, c: int, g: int, m: int) -> list[int] | None:
         """The ``k`` lowest-indexed nodes that each hold (c, g, m), or None."""
         got = []
         fc, fg, fm = self.cores, self.gpus, self.memory
@@ -171,7 +185,7 @@ class _Nodes:
                     return got
         return None
 
-    def add(self, where: list[int], c: int, g: int, m: float, sign: int) -> None:
+    def add(self, where: list[int], c: int, g: int, m: int, sign: int) -> None:
         fc, fg, fm = self.cores, self.gpus, self.memory
         for i in where:
             fc[i] += sign * c
@@ -201,7 +215,11 @@ def _run_events(submit, limit, nodes, dur, rank, request, partition, backfill, e
         end[j] = now + dur[j]
         est_end[j] = now + limit[j]
         placed[j] = where
-        free.add(where, cores[j], gpus[j], memory[j], -1)
+        if planner is not None:  # (a queue pass has taken the resources already)
+            if any(free.cores[i] < cores[j] or free.gpus[i] < gpus[j] or free.memory[i] < memory[j]
+                   for i in where):
+                raise RuntimeError(f"policy {backfill!r} over-committed a node at t={now}")
+            free.add(where, cores[j], gpus[j], memory[j], -1)
         insort(running, (est_end[j], j))
         heapq.heappush(completions, (end[j], j))
 
@@ -229,9 +247,6 @@ def _run_events(submit, limit, nodes, dur, rank, request, partition, backfill, e
         else:
             due = _queue_pass(now, queue, free, running, placed, nodes, limit, request, backfill, hook)
         for j, where in due:
-            if any(free.cores[i] < cores[j] or free.gpus[i] < gpus[j] or free.memory[i] < memory[j]
-                   for i in where):
-                raise RuntimeError(f"policy {backfill!r} over-committed a node at t={now}")
             start(j, where, now)
         if due:
             started = {j for j, _ in due}
@@ -244,7 +259,8 @@ def _run_events(submit, limit, nodes, dur, rank, request, partition, backfill, e
 
 
 def _queue_pass(now, queue, free, running, placed, nodes, limit, request, backfill, hook):
-    """none / easy / easy_drevt: the jobs to start now and their nodes, in start order."""
+    """none / easy / easy_drevt: the jobs to start now and their nodes, in start order (their
+    resources are taken from ``free`` here)."""
     cores, gpus, memory = request
     due = []
     k = 0
@@ -252,7 +268,7 @@ def _queue_pass(now, queue, free, running, placed, nodes, limit, request, backfi
         where = free.first_fit(nodes[j], cores[j], gpus[j], memory[j])
         if where is None:
             break
-        free.add(where, cores[j], gpus[j], memory[j], -1)  # taken back below; start() retakes
+        free.add(where, cores[j], gpus[j], memory[j], -1)
         due.append((j, where))
         k += 1
     if k < len(queue) and backfill != "none":
@@ -279,8 +295,6 @@ def _queue_pass(now, queue, free, running, placed, nodes, limit, request, backfi
                 continue
             free.add(where, cores[j], gpus[j], memory[j], -1)
             due.append((j, where))
-    for j, where in due:
-        free.add(where, cores[j], gpus[j], memory[j], +1)
     return due
 
 
@@ -382,13 +396,10 @@ class _Timeline:
 
     def _fits(self, i, t0, t1, c, g, m):
         cores, gpus, memory = self.request
-        p = self.partition
-        cap_c, cap_g = p.cores, p.gpus or 0
-        cap_m = p.memory if p.memory is not None else 0.0
+        cap_c, cap_g, cap_m = node_resources(self.partition)
         row = [iv for iv in self.per_node[i] if iv[0] < t1 and iv[1] > t0]
         for point in [t0] + [iv[0] for iv in row if iv[0] > t0]:
-            uc = ug = 0
-            um = 0.0
+            uc = ug = um = 0
             for s, e, j in row:
                 if s <= point < e:
                     uc += cores[j]
