@@ -250,3 +250,23 @@ def test_drevt_sim_partitions_and_system(tmp_path, capsys):
     assert sim_main([str(path), "--system", str(system), "--total_nodes", "4"]) == 2
     assert sim_main([str(path), "--cores_per_node", "4"]) == 2
     assert "describe the nodes of --partitions" in capsys.readouterr().err
+
+
+def test_metrics_per_partition_and_resource_hand_computed():
+    from drevt_sweep.sim.metrics import compute_metrics
+
+    # A: 1 shared node of 4 cores, 2 GPUs; B: 2 exclusive nodes of 4 cores. Every job runs 0..10.
+    #  job 0 (A): 2 cores + 1 GPU; job 1 (A): 1 core; job 2 (B): 2 nodes x 4 cores.
+    jobs = make_jobs([0, 0, 0, 0], [1, 1, 2, 1], [10] * 4, [10] * 4, queue=["a", "a", "b", "b"])
+    jobs = jobs.replace(cores_per_node=np.array([2, 1, 4, 9]), gpus_per_node=np.array([1, 0, 0, 0]))
+    machine = Machine("m", (Partition("A", 1, cores=4, gpus=2, sharing="shared", queues=("a",)),
+                            Partition("B", 2, cores=4, queues=("b",))))
+    m = compute_metrics(jobs, simulate_machine(jobs, jobs.actual_run_time, machine, kernel="reference"))
+    assert m["partition/A/core_utilization"] == 0.75  # (2 + 1) of 4 cores over the span
+    assert m["partition/A/gpu_utilization"] == 0.5
+    assert m["partition/A/node_utilization"] == 0.75  # dominant shares 1/2 (GPU) + 1/4 (cores)
+    assert m["partition/B/node_utilization"] == 1.0 and m["partition/B/jobs_rejected"] == 1
+    assert m["partition/A/jobs_simulated"] == 2 and m["partition/A/wait_mean"] == 0
+    assert m["core_utilization"] == (3 + 8) / 12 and m["gpu_utilization"] == 0.5
+    assert m["utilization"] == (0.75 + 2) / 3  # node-time held over the machine's 3 nodes
+    assert m["jobs_rejected"] == 1  # job 3: 9 cores on a 4-core node

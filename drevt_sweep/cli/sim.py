@@ -550,7 +550,37 @@ def _format_value(key: str, value: float, unit: str) -> str:
     return f"{value:.3f}".rstrip("0").rstrip(".")
 
 
-def statistics_text(metrics: dict[str, float], heading: str, queue_names=()) -> str:
+_PARTITION_COLUMNS = (
+    ("jobs_simulated", "jobs"),
+    ("jobs_rejected", "rejected"),
+    ("wait_mean", "wait mean s"),
+    ("wait_p95", "wait p95 s"),
+    ("bsld_mean", "bsld mean"),
+    ("node_utilization", "node %"),
+    ("core_utilization", "core %"),
+    ("gpu_utilization", "gpu %"),
+)
+
+
+def _table(title: str, first: str, names, key, columns) -> list[str]:
+    """An aligned table of metrics, one row per name (``key(name, metric)`` -> value or None)."""
+    rows = [[first, *[label for _, label in columns]]]
+    for name in names:
+        row = [name]
+        for metric, _ in columns:
+            value = key(name, metric)
+            unit = "%" if metric.endswith("utilization") else ""
+            row.append("-" if value is None else _format_value(metric, value, unit))
+        rows.append(row)
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lines = ["", f"  {title}:"]
+    for row in rows:
+        cells = [f"{row[0]:<{widths[0]}}"] + [f"{c:>{w}}" for c, w in zip(row[1:], widths[1:])]
+        lines.append("    " + "  ".join(cells))
+    return lines
+
+
+def statistics_text(metrics: dict[str, float], heading: str, queue_names=(), partition_names=()) -> str:
     """The aligned, human-readable statistics block."""
     lines = [heading]
     label_width = max(len(label) for _, label, _ in _STAT_ROWS)
@@ -583,6 +613,18 @@ def statistics_text(metrics: dict[str, float], heading: str, queue_names=()) -> 
                 f"{cell:>{width}}" for cell, width in zip(row[1:], widths[1:])
             ]
             lines.append("    " + "  ".join(cells))
+    if partition_names:
+        from ..sim.metrics import metric_key_for_queue
+
+        def partition_value(name, metric):
+            safe = metric_key_for_queue(name, metric).replace("queue/", "partition/", 1)
+            return metrics.get(safe)
+
+        lines.extend(_table("per partition", "partition", partition_names, partition_value,
+                            _PARTITION_COLUMNS))
+        for metric, label in (("core_utilization", "core utilization"), ("gpu_utilization", "GPU utilization")):
+            if metric in metrics:
+                lines.append(f"  {label}: {_format_value(metric, metrics[metric], '%')} %")
     return "\n".join(lines) + "\n"
 
 
@@ -601,7 +643,11 @@ def _heading(jobs, schedule, args, backfill, model) -> str:
                 how = how.replace(f", seed {args.seed}", "")
         if not args.enforce_limits:
             how += ", limits not enforced"
-    return f"Statistics: {name}, {len(jobs)} jobs on {schedule.total_nodes} nodes, {how}"
+    where = f"{schedule.total_nodes} nodes"
+    if schedule.machine is not None:
+        where += " in partitions " + ", ".join(
+            f"{p.name} ({p.nodes}{', shared' if p.shared else ''})" for p in schedule.machine.partitions)
+    return f"Statistics: {name}, {len(jobs)} jobs on {where}, {how}"
 
 
 def _run_info(jobs, schedule, args, backfill, model) -> dict:
@@ -717,7 +763,8 @@ def run(args: argparse.Namespace) -> int:
 
         present = [jobs.queue_names[c] for c in np.unique(jobs.queue_code).tolist()]
         heading = _heading(jobs, schedule, args, backfill, model)
-        chunks.append(statistics_text(metrics, heading, present))
+        parts = schedule.machine.partition_names if schedule.machine is not None else ()
+        chunks.append(statistics_text(metrics, heading, present, parts))
         sys.stdout.write("".join(chunks))
         sys.stdout.flush()
     return 0

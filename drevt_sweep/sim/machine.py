@@ -226,6 +226,7 @@ class Placement:
     gpus: np.ndarray  # int64 per node
     memory: np.ndarray  # float64 MiB per node
     unmatched: dict[str, int]  # job partition/queue names no partition serves -> jobs
+    served: np.ndarray | None = None  # int32 the partition that serves the job (also if rejected), -1 none
 
     @property
     def rejected(self) -> np.ndarray:
@@ -292,5 +293,6 @@ def place_jobs(jobs: JobTable, machine: Machine) -> Placement:
             memory[mine] = np.where(known, asked_memory[mine], 0.0)
             flag(memory > p.memory, "memory")
         reason = np.where(bad > 0, bad, reason).astype(np.int8)
+    served = part
     part = np.where(reason > 0, -1, part).astype(np.int32)
-    return Placement(part, reason, cores, gpus, memory, unmatched)
+    return Placement(part, reason, cores, gpus, memory, unmatched, served)

@@ -19,6 +19,7 @@ import re
 import numpy as np
 
 from ..jobs import JobTable
+from .machine_metrics import PARTITION_METRIC_DEFINITIONS, partition_metrics
 from .schedule import Schedule
 
 BSLD_TAU = 10.0  # seconds: the bounded-slowdown threshold for very short jobs
@@ -164,6 +165,23 @@ def compute_metrics(jobs: JobTable, schedule: Schedule) -> dict[str, float]:
     # Keep the documented order: makespan before throughput in reports.
     metrics = {k: metrics[k] for k in _ORDER}
 
+    if getattr(schedule, "placement", None) is not None:  # a machine with partitions
+        def of_rows(rows):
+            keep = ran[rows]
+            rows = rows[keep]
+            out = {"jobs_simulated": float(rows.size),
+                   "jobs_killed": float((killed[rows]).sum())}
+            out.update(_job_metrics(schedule.begin[rows] - jobs.submit[rows], schedule.run_time[rows],
+                                    jobs.num_nodes[rows], jobs.submit[rows], schedule.begin[rows],
+                                    schedule.total_nodes, span_start, span_end))
+            del out["utilization"]  # the partition's node_utilization replaces it
+            return out
+
+        def safe(name):
+            return _QUEUE_NAME_UNSAFE.sub("_", name) or "_"
+
+        metrics.update(partition_metrics(jobs, schedule, of_rows, safe, span_start, span_end))
+
     # Per queue: sort the jobs by queue once and slice contiguous segments.
     codes_all = np.asarray(jobs.queue_code)
     present = np.unique(codes_all) if codes_all.size else np.array([], dtype=np.int64)
@@ -206,3 +224,4 @@ def compute_metrics(jobs: JobTable, schedule: Schedule) -> dict[str, float]:
 
 
 _ORDER = tuple(k for k in METRIC_DEFINITIONS if not k.startswith("queue/"))
+METRIC_DEFINITIONS.update(PARTITION_METRIC_DEFINITIONS)  # only for machines with partitions
