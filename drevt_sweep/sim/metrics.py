@@ -19,7 +19,7 @@ import re
 import numpy as np
 
 from ..jobs import JobTable
-from .machine_metrics import PARTITION_METRIC_DEFINITIONS, partition_metrics
+from .machine_metrics import partition_metrics  # PARTITION_METRIC_DEFINITIONS documents them
 from .schedule import Schedule
 
 BSLD_TAU = 10.0  # seconds: the bounded-slowdown threshold for very short jobs
@@ -224,4 +224,3 @@ def compute_metrics(jobs: JobTable, schedule: Schedule) -> dict[str, float]:
 
 
 _ORDER = tuple(k for k in METRIC_DEFINITIONS if not k.startswith("queue/"))
-METRIC_DEFINITIONS.update(PARTITION_METRIC_DEFINITIONS)  # only for machines with partitions
