@@ -392,6 +392,10 @@ def _log_seed_runs(tracker, parent_id, cfg, jobs, spec, chash, label, results, r
     }
     for name, count in jobs.meta.excluded.items():
         params[f"excluded.{name}"] = count
+    for part in (spec.machine.partitions if spec.machine is not None else ()):
+        for field in ("nodes", "cores", "gpus", "memory", "sharing"):
+            params[f"partition.{part.name}.{field}"] = getattr(part, field)
+        params[f"partition.{part.name}.queues"] = ",".join(part.queues)
     for name, value in (result.get("workload_report") or {}).items():
         params[f"workload_report.{name}"] = value
     tracker.log(parent_id, metrics=result["metrics"], params=params,
