@@ -189,7 +189,7 @@ def test_partitions_never_exchange_nodes(workload, backfill):
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(shared_workloads(), st.sampled_from(("none", "easy", "easy_drevt")), st.booleans(),
+@given(shared_workloads(), st.sampled_from(POLICIES), st.booleans(),
        st.sampled_from(("fcfs", "sjf", "largest")))
 def test_compiled_shared_kernel_is_the_reference_bit_for_bit(workload, backfill, enforce, priority):
     n_nodes, cap, jobs, cores, gpus, memory = workload

@@ -1,7 +1,7 @@
 """Shared nodes: jobs packed onto a partition's nodes by cores, GPUs and memory.
 
-The reference implementation (pure Python; ``sim.kernel.shared`` is the compiled version of
-``none`` and ``easy``/``easy_drevt``, bit for bit the same). A job asks for ``k`` nodes, each
+The reference implementation (pure Python; ``sim.kernel.shared`` is the compiled version, bit
+for bit the same). A job asks for ``k`` nodes, each
 with ``c`` cores, ``g`` GPUs and ``m`` MiB; it runs on ``k`` distinct nodes that each have that
 much free. The event loop is the engine's (completions, then arrivals, then one scheduling
 pass; the scheduler plans with time limits only; limits enforced by killing).
@@ -72,7 +72,7 @@ def simulate_shared(jobs: JobTable, run_time: np.ndarray, partition: Partition, 
     """Schedule every job of ``jobs`` (all served by ``partition`` and fitting one of its
     nodes: ``machine.place_jobs`` rejects the others) with per-node requests ``cores``,
     ``gpus`` and ``memory``. ``kernel``: ``"reference"`` (this module), ``"fast"`` (the compiled
-    kernel; none/easy/easy_drevt) or ``"auto"`` (the compiled kernel where it exists)."""
+    kernel) or ``"auto"`` (the compiled kernel once loading numba pays off)."""
     check_priority(priority)
     check_backfill(backfill)
     if backfill not in SHARED_BACKFILLS:
@@ -97,7 +97,7 @@ def simulate_shared(jobs: JobTable, run_time: np.ndarray, partition: Partition, 
         from .kernel import shared as fast
 
         begin, end, node_start, node_list = fast.run_shared(
-            submit, limit, nodes, dur, rank, request, partition, backfill)
+            submit, limit, nodes, dur, rank, request, partition, backfill, bool(enforce_limits))
     else:
         begin, end, placed = _run_events(submit.tolist(), limit.tolist(), nodes.tolist(), dur.tolist(),
                                          rank, [r.tolist() for r in request], partition, backfill,
@@ -114,10 +114,9 @@ def _use_kernel(kernel: str, backfill: str, on_reservation, n: int) -> bool:
 
     if kernel == "auto":
         kernel = os.environ.get("DREVT_KERNEL", "auto") or "auto"
-    if kernel == "reference" or on_reservation is not None or backfill == "conservative":
-        if kernel == "fast" and (on_reservation is not None or backfill == "conservative"):
-            raise ConfigError("kernel='fast' has no shared-node version of this case "
-                              "(conservative, or an on_reservation hook)")
+    if kernel == "reference" or on_reservation is not None:
+        if kernel == "fast" and on_reservation is not None:
+            raise ConfigError("kernel='fast' cannot call an on_reservation hook")
         return False
     from . import kernel as fast
 

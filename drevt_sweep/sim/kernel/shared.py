@@ -1,4 +1,4 @@
-"""The compiled shared-node kernel: ``sim.shared``'s none / easy / easy_drevt, bit for bit.
+"""The compiled shared-node kernel: ``sim.shared``'s policies, bit for bit.
 
 Imported only through ``sim.shared`` once numba is loaded (``kernel.load``). State per node:
 free cores, GPUs and KiB of memory (int64 arrays); placement is first fit by node index.
@@ -13,6 +13,11 @@ free cores, GPUs and KiB of memory (int64 arrays); placement is first fit by nod
   group of equal times, onto a copy of the free resources, keeping a count of the nodes that
   can hold the head's per-node request; the extra-resources test takes a candidate's request
   from that copy and checks the count (and gives it back if the head no longer fits).
+
+* ``conservative`` (:func:`run_shared_conservative`) keeps per-node timelines of intervals
+  (running jobs, reservations) *between* passes: with limits enforced and no job ended early
+  the previous plan stands and only new jobs are placed; otherwise the timelines are rebuilt
+  and every job re-placed in priority order until nothing moves, as the reference does.
 
 Integer resources and the reference's order of float operations (``now + limit``,
 ``now + dur``, ``nextafter``) make the schedules identical; ``tests/test_shared.py`` compares
@@ -292,8 +297,8 @@ def _start(j, now, pick, nodes, cores, gpus, mem, dur, limit, fc, fg, fm, begin,
         fm[i] -= mem[j]
 
 
-def run_shared(submit, limit, nodes, dur, rank, request, partition, backfill):
-    """Begin, end, node_start, node_list as ``sim.shared._run_events`` (none/easy/easy_drevt)."""
+def run_shared(submit, limit, nodes, dur, rank, request, partition, backfill, enforce_limits=True):
+    """Begin, end, node_start, node_list as ``sim.shared._run_events``."""
     from ..shared import node_resources
 
     cores, gpus, mem = (np.ascontiguousarray(r, dtype=np.int64) for r in request)
@@ -303,13 +308,328 @@ def run_shared(submit, limit, nodes, dur, rank, request, partition, backfill):
     submit = np.ascontiguousarray(submit, dtype=np.float64)
     order = np.argsort(submit, kind="stable")
     cap_c, cap_g, cap_m = node_resources(partition)
-    begin, end, node_start, node_list, left = run_shared_queue(
-        submit, np.ascontiguousarray(limit, dtype=np.float64), np.ascontiguousarray(nodes, dtype=np.int64),
-        np.ascontiguousarray(dur, dtype=np.float64), np.ascontiguousarray(order, dtype=np.int64),
-        np.ascontiguousarray(rank, dtype=np.int64), cores, gpus, mem, np.int64(partition.nodes),
-        np.int64(cap_c), np.int64(cap_g), np.int64(cap_m), np.int64(MODES[backfill]))
-    if left == -1:
+    args = (submit, np.ascontiguousarray(limit, dtype=np.float64), np.ascontiguousarray(nodes, dtype=np.int64),
+            np.ascontiguousarray(dur, dtype=np.float64), np.ascontiguousarray(order, dtype=np.int64),
+            np.ascontiguousarray(rank, dtype=np.int64), cores, gpus, mem, np.int64(partition.nodes),
+            np.int64(cap_c), np.int64(cap_g), np.int64(cap_m))
+    if backfill == "conservative":
+        begin, end, node_start, node_list, left = run_shared_conservative(*args, bool(enforce_limits))
+        if left == -1:
+            raise RuntimeError("conservative plan did not converge (shared-node kernel)")
+        if left == -2:
+            raise RuntimeError("conservative over-committed a node (shared-node kernel)")
+    else:
+        begin, end, node_start, node_list, left = run_shared_queue(*args, np.int64(MODES[backfill]))
+    if left in (-1, -3):
         raise RuntimeError("the head job never fits its partition (shared-node kernel)")
     if left:
         raise RuntimeError(f"shared-node kernel stalled with {left} job(s) waiting")
     return begin, end, node_start, node_list
+
+
+# --- conservative: per-node timelines of intervals ------------------------------------------
+# Node i holds the intervals ts[i, :cnt[i]] .. te[i, :cnt[i]] of the jobs tj[i, :cnt[i]] (running
+# jobs from -inf, reservations from their start); ``ends[:E]`` is the sorted multiset of every
+# interval's end (the candidate start times). Sums are integers, so the order of the intervals
+# on a node does not matter.
+
+
+@njit(cache=True)
+def _tl_grow(ts, te, tj):
+    cap = ts.shape[1] * 2
+    n_nodes = ts.shape[0]
+    ns = np.empty((n_nodes, cap), np.float64)
+    ne = np.empty((n_nodes, cap), np.float64)
+    nj = np.empty((n_nodes, cap), np.int64)
+    ns[:, :ts.shape[1]] = ts
+    ne[:, :ts.shape[1]] = te
+    nj[:, :ts.shape[1]] = tj
+    return ns, ne, nj
+
+
+@njit(cache=True)
+def _ends_insert(ends, E, e):
+    a = 0
+    b = E
+    while a < b:
+        m = (a + b) >> 1
+        if ends[m] < e:
+            a = m + 1
+        else:
+            b = m
+    for x in range(E, a, -1):
+        ends[x] = ends[x - 1]
+    ends[a] = e
+    return E + 1
+
+
+@njit(cache=True)
+def _ends_remove(ends, E, e):
+    a = 0
+    b = E
+    while a < b:
+        m = (a + b) >> 1
+        if ends[m] < e:
+            a = m + 1
+        else:
+            b = m
+    for x in range(a, E - 1):
+        ends[x] = ends[x + 1]
+    return E - 1
+
+
+@njit(cache=True)
+def _fits_node(ts, te, tj, cnt, i, t0, t1, c, g, m, cores, gpus, mem, cap_c, cap_g, cap_m):
+    """Whether node i holds (c, g, m) throughout [t0, t1) (``_Timeline._fits``)."""
+    k = cnt[i]
+    for a in range(-1, k):
+        if a < 0:
+            p = t0
+        else:
+            p = ts[i, a]
+            if not (p > t0 and p < t1):
+                continue
+        uc = 0
+        ug = 0
+        um = 0
+        for b in range(k):
+            if ts[i, b] <= p and p < te[i, b]:
+                j = tj[i, b]
+                uc += cores[j]
+                ug += gpus[j]
+                um += mem[j]
+        if cap_c - uc < c or cap_g - ug < g or cap_m - um < m:
+            return False
+    return True
+
+
+@njit(cache=True)
+def run_shared_conservative(submit, limit, nodes, dur, arrivals, rank, cores, gpus, mem,
+                            n_nodes, cap_c, cap_g, cap_m, enforce):
+    """``sim.shared._Conservative`` compiled. Returns (begin, end, node_start, node_list, status):
+    status = jobs left waiting, -1 a plan that did not converge, -2 an over-committed node."""
+    n = submit.shape[0]
+    begin = np.full(n, np.nan)
+    end = np.full(n, np.nan)
+    est = np.full(n, np.nan)
+    res = np.full(n, np.nan)  # reserved start (its nodes: node_list[node_start[j]:...])
+    node_start = np.zeros(n + 1, np.int64)
+    for j in range(n):
+        node_start[j + 1] = node_start[j] + nodes[j]
+    node_list = np.full(node_start[n], -1, np.int64)
+    fc = np.full(n_nodes, cap_c, np.int64)
+    fg = np.full(n_nodes, cap_g, np.int64)
+    fm = np.full(n_nodes, cap_m, np.int64)
+    pick = np.empty(n_nodes, np.int64)
+    rmax = min(n, n_nodes * cap_c) + 1
+    re = np.empty(rmax, np.float64)
+    rj = np.empty(rmax, np.int64)
+    rn = np.empty(rmax, np.int64)
+    hk = np.empty(rmax, np.float64)
+    hj = np.empty(rmax, np.int64)
+    q = np.empty(max(n, 1), np.int64)
+    ts = np.empty((n_nodes, 16), np.float64)
+    te = np.empty((n_nodes, 16), np.float64)
+    tj = np.empty((n_nodes, 16), np.int64)
+    cnt = np.zeros(n_nodes, np.int64)
+    ends = np.empty(n + 16, np.float64)  # one end per job (running, reserved or just ended)
+    E = 0
+    max_rounds = 1000 + 100 * n
+    stale = False
+    R = 0
+    H = 0
+    Q = 0
+    n_res = 0
+    a = 0
+    n_arr = arrivals.shape[0]
+    while a < n_arr or H > 0:
+        t_arr = submit[arrivals[a]] if a < n_arr else np.inf
+        t_end = hk[0] if H > 0 else np.inf
+        now = t_arr if t_arr < t_end else t_end
+        freed_early = False
+        while H > 0 and hk[0] <= now:
+            j = hj[0]
+            H = _heap_pop(hk, hj, H)
+            R = _run_remove(re, rj, rn, R, est[j], j)
+            for x in range(node_start[j], node_start[j + 1]):
+                i = node_list[x]
+                fc[i] += cores[j]
+                fg[i] += gpus[j]
+                fm[i] += mem[j]
+            if end[j] < est[j]:
+                freed_early = True
+                stale = True  # its interval outlives it: the timelines need rebuilding
+        while a < n_arr and submit[arrivals[a]] <= now:
+            j = arrivals[a]
+            a += 1
+            r = rank[j]
+            p = Q
+            while p > 0 and rank[q[p - 1]] > r:
+                q[p] = q[p - 1]
+                p -= 1
+            q[p] = j
+            Q += 1
+        if Q == 0:
+            continue
+
+        replan = freed_early or not enforce
+        for x in range(Q):
+            j = q[x]
+            if res[j] < now:  # a reservation in the past (possible with limits not enforced)
+                replan = True
+                res[j] = np.nan
+                n_res -= 1
+        if replan or n_res < Q:
+            if replan or stale or not enforce:  # rebuild: running jobs, then the reservations
+                stale = False
+                soon = np.nextafter(now, np.inf)
+                for i in range(n_nodes):
+                    cnt[i] = 0
+                E = 0
+                for r in range(R):
+                    j = rj[r]
+                    e = re[r] if re[r] > now else soon
+                    ts, te, tj, E = _tl_add(ts, te, tj, cnt, ends, E, j, -np.inf, e,
+                                            node_list, node_start[j], nodes[j], now)
+                for x in range(Q):
+                    j = q[x]
+                    if res[j] == res[j]:
+                        ts, te, tj, E = _tl_add(ts, te, tj, cnt, ends, E, j, res[j], res[j] + limit[j],
+                                                node_list, node_start[j], nodes[j], now)
+            else:  # the previous plan's timelines hold: drop the ends in the past
+                drop = 0
+                while drop < E and ends[drop] <= now:
+                    drop += 1
+                if drop:
+                    for x in range(drop, E):
+                        ends[x - drop] = ends[x]
+                    E -= drop
+            rounds = 0
+            while True:
+                rounds += 1
+                if rounds > max_rounds:
+                    return begin, end, node_start, node_list, -1
+                moved = False
+                for x in range(Q):
+                    j = q[x]
+                    old = res[j]
+                    had = old == old
+                    if had:
+                        if not replan:
+                            continue
+                        E = _tl_remove(ts, te, tj, cnt, ends, E, j, node_list, node_start[j], nodes[j])
+                    start = _earliest_fit(ts, te, tj, cnt, ends, E, now, nodes[j], limit[j],
+                                          cores[j], gpus[j], mem[j], cores, gpus, mem,
+                                          cap_c, cap_g, cap_m, pick)
+                    if start == np.inf:
+                        return begin, end, node_start, node_list, -3
+                    for y in range(nodes[j]):
+                        node_list[node_start[j] + y] = pick[y]
+                    ts, te, tj, E = _tl_add(ts, te, tj, cnt, ends, E, j, start, start + limit[j],
+                                            node_list, node_start[j], nodes[j], now)
+                    res[j] = start
+                    if not had:
+                        n_res += 1
+                    elif start != old:
+                        moved = True
+                if not (replan and moved):
+                    break
+
+        # start every job whose reservation is now, in priority order, on its nodes
+        w = 0
+        for x in range(Q):
+            j = q[x]
+            if res[j] == now:
+                for y in range(node_start[j], node_start[j + 1]):
+                    i = node_list[y]
+                    if fc[i] < cores[j] or fg[i] < gpus[j] or fm[i] < mem[j]:
+                        return begin, end, node_start, node_list, -2
+                    fc[i] -= cores[j]
+                    fg[i] -= gpus[j]
+                    fm[i] -= mem[j]
+                begin[j] = now
+                end[j] = now + dur[j]
+                est[j] = now + limit[j]
+                R = _run_insert(re, rj, rn, R, est[j], j, 0)
+                H = _heap_push(hk, hj, H, end[j], j)
+                res[j] = np.nan
+                n_res -= 1
+            else:
+                q[w] = j
+                w += 1
+        Q = w
+    return begin, end, node_start, node_list, Q
+
+
+@njit(cache=True)
+def _tl_add(ts, te, tj, cnt, ends, E, j, s, e, node_list, first, k, now):
+    for y in range(k):
+        i = node_list[first + y]
+        if cnt[i] == ts.shape[1]:  # full: drop the intervals that ended (on-time completions)
+            w = 0
+            for x in range(cnt[i]):
+                if te[i, x] > now:
+                    ts[i, w] = ts[i, x]
+                    te[i, w] = te[i, x]
+                    tj[i, w] = tj[i, x]
+                    w += 1
+            cnt[i] = w
+            if 2 * w > ts.shape[1]:
+                ts, te, tj = _tl_grow(ts, te, tj)
+        c = cnt[i]
+        ts[i, c] = s
+        te[i, c] = e
+        tj[i, c] = j
+        cnt[i] = c + 1
+    E = _ends_insert(ends, E, e)  # (ends holds one end per job at most: never full)
+    return ts, te, tj, E
+
+
+@njit(cache=True)
+def _tl_remove(ts, te, tj, cnt, ends, E, j, node_list, first, k):
+    stop = np.nan
+    for y in range(k):
+        i = node_list[first + y]
+        c = cnt[i]
+        for x in range(c):
+            if tj[i, x] == j:
+                stop = te[i, x]
+                ts[i, x] = ts[i, c - 1]
+                te[i, x] = te[i, c - 1]
+                tj[i, x] = tj[i, c - 1]
+                cnt[i] = c - 1
+                break
+    return _ends_remove(ends, E, stop)
+
+
+@njit(cache=True)
+def _earliest_fit(ts, te, tj, cnt, ends, E, now, k, duration, c, g, m, cores, gpus, mem,
+                  cap_c, cap_g, cap_m, pick):
+    """``_Timeline.earliest_fit``: the first candidate (now, then every end after now) at which
+    k nodes each hold (c, g, m) for ``duration``; the nodes in pick[:k]."""
+    n_nodes = cnt.shape[0]
+    a = 0
+    b = E
+    while a < b:
+        mid = (a + b) >> 1
+        if ends[mid] <= now:
+            a = mid + 1
+        else:
+            b = mid
+    x = a - 1  # -1: the candidate now
+    last = np.nan
+    while x < E:
+        t = now if x < a else ends[x]
+        x += 1
+        if t == last or t == np.inf:
+            continue
+        last = t
+        got = 0
+        for i in range(n_nodes):
+            if _fits_node(ts, te, tj, cnt, i, t, t + duration, c, g, m, cores, gpus, mem,
+                          cap_c, cap_g, cap_m):
+                pick[got] = i
+                got += 1
+                if got == k:
+                    return t
+    return np.inf
