@@ -379,20 +379,27 @@ def _ends_remove(ends, E, e):
 
 
 @njit(cache=True)
-def _fits_node(ts, te, tj, cnt, i, t0, t1, c, g, m, cores, gpus, mem, cap_c, cap_g, cap_m):
-    """Whether node i holds (c, g, m) throughout [t0, t1) (``_Timeline._fits``)."""
-    k = cnt[i]
-    for a in range(-1, k):
+def _fits_node(ts, te, tj, cnt, i, t0, t1, c, g, m, cores, gpus, mem, cap_c, cap_g, cap_m, near):
+    """Whether node i holds (c, g, m) throughout [t0, t1) (``_Timeline._fits``): the usage at
+    t0 and at every interval start inside the window, over the intervals overlapping it
+    (gathered into ``near`` first)."""
+    o = 0
+    for b in range(cnt[i]):
+        if ts[i, b] < t1 and te[i, b] > t0:
+            near[o] = b
+            o += 1
+    for a in range(-1, o):
         if a < 0:
             p = t0
         else:
-            p = ts[i, a]
-            if not (p > t0 and p < t1):
+            p = ts[i, near[a]]
+            if not (p > t0):
                 continue
         uc = 0
         ug = 0
         um = 0
-        for b in range(k):
+        for x in range(o):
+            b = near[x]
             if ts[i, b] <= p and p < te[i, b]:
                 j = tj[i, b]
                 uc += cores[j]
@@ -608,6 +615,7 @@ def _earliest_fit(ts, te, tj, cnt, ends, E, now, k, duration, c, g, m, cores, gp
     """``_Timeline.earliest_fit``: the first candidate (now, then every end after now) at which
     k nodes each hold (c, g, m) for ``duration``; the nodes in pick[:k]."""
     n_nodes = cnt.shape[0]
+    near = np.empty(ts.shape[1], np.int64)
     a = 0
     b = E
     while a < b:
@@ -627,7 +635,7 @@ def _earliest_fit(ts, te, tj, cnt, ends, E, now, k, duration, c, g, m, cores, gp
         got = 0
         for i in range(n_nodes):
             if _fits_node(ts, te, tj, cnt, i, t, t + duration, c, g, m, cores, gpus, mem,
-                          cap_c, cap_g, cap_m):
+                          cap_c, cap_g, cap_m, near):
                 pick[got] = i
                 got += 1
                 if got == k:
