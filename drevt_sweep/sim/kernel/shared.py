@@ -83,6 +83,18 @@ def _first_fit(fc, fg, fm, k, c, g, m, pick):
 
 
 @njit(cache=True)
+def _shift(Fc, Fg, Fm, i, c, g, m, sign, ch, gh, mh):
+    """Add sign x (c, g, m) to node i; returns how the number of nodes that hold the head's
+    request (ch, gh, mh) changes (-1, 0 or +1)."""
+    was = Fc[i] >= ch and Fg[i] >= gh and Fm[i] >= mh
+    Fc[i] += sign * c
+    Fg[i] += sign * g
+    Fm[i] += sign * m
+    now = Fc[i] >= ch and Fg[i] >= gh and Fm[i] >= mh
+    return int(now) - int(was)
+
+
+@njit(cache=True)
 def _maxima(fc, fg, fm):
     a = fc[0]
     b = fg[0]
@@ -212,13 +224,7 @@ def run_shared_queue(submit, limit, nodes, dur, arrivals, rank, cores, gpus, mem
                     break
                 j = rj[r]
                 for x in range(node_start[j], node_start[j + 1]):
-                    i = node_list[x]
-                    was = Fc[i] >= ch and Fg[i] >= gh and Fm[i] >= mh
-                    Fc[i] += cores[j]
-                    Fg[i] += gpus[j]
-                    Fm[i] += mem[j]
-                    if not was and Fc[i] >= ch and Fg[i] >= gh and Fm[i] >= mh:
-                        fits += 1
+                    fits += _shift(Fc, Fg, Fm, node_list[x], cores[j], gpus[j], mem[j], 1, ch, gh, mh)
                 r += 1
             if fits >= kh:
                 shadow = t
@@ -239,24 +245,12 @@ def run_shared_queue(submit, limit, nodes, dur, arrivals, rank, cores, gpus, mem
             e = now + limit[j]
             if e < shadow or (e == shadow and not strict):
                 pass
-            elif use_extra:
+            elif use_extra:  # its request taken from the nodes at the shadow time
                 for x in range(nodes[j]):
-                    i = pick[x]
-                    was = Fc[i] >= ch and Fg[i] >= gh and Fm[i] >= mh
-                    Fc[i] -= cores[j]
-                    Fg[i] -= gpus[j]
-                    Fm[i] -= mem[j]
-                    if was and not (Fc[i] >= ch and Fg[i] >= gh and Fm[i] >= mh):
-                        fits -= 1
-                if fits < kh:
+                    fits += _shift(Fc, Fg, Fm, pick[x], cores[j], gpus[j], mem[j], -1, ch, gh, mh)
+                if fits < kh:  # the head would no longer fit: give it back
                     for x in range(nodes[j]):
-                        i = pick[x]
-                        was = Fc[i] >= ch and Fg[i] >= gh and Fm[i] >= mh
-                        Fc[i] += cores[j]
-                        Fg[i] += gpus[j]
-                        Fm[i] += mem[j]
-                        if not was and Fc[i] >= ch and Fg[i] >= gh and Fm[i] >= mh:
-                            fits += 1
+                        fits += _shift(Fc, Fg, Fm, pick[x], cores[j], gpus[j], mem[j], 1, ch, gh, mh)
                     c += 1
                     continue
             else:
@@ -348,7 +342,8 @@ def _tl_grow(ts, te, tj):
 
 
 @njit(cache=True)
-def _ends_insert(ends, E, e):
+def _lower_bound(ends, E, e):
+    """First index of ends[:E] (sorted) whose value is >= e."""
     a = 0
     b = E
     while a < b:
@@ -357,6 +352,12 @@ def _ends_insert(ends, E, e):
             a = m + 1
         else:
             b = m
+    return a
+
+
+@njit(cache=True)
+def _ends_insert(ends, E, e):
+    a = _lower_bound(ends, E, e)
     for x in range(E, a, -1):
         ends[x] = ends[x - 1]
     ends[a] = e
@@ -365,14 +366,7 @@ def _ends_insert(ends, E, e):
 
 @njit(cache=True)
 def _ends_remove(ends, E, e):
-    a = 0
-    b = E
-    while a < b:
-        m = (a + b) >> 1
-        if ends[m] < e:
-            a = m + 1
-        else:
-            b = m
+    a = _lower_bound(ends, E, e)
     for x in range(a, E - 1):
         ends[x] = ends[x + 1]
     return E - 1
@@ -616,14 +610,7 @@ def _earliest_fit(ts, te, tj, cnt, ends, E, now, k, duration, c, g, m, cores, gp
     k nodes each hold (c, g, m) for ``duration``; the nodes in pick[:k]."""
     n_nodes = cnt.shape[0]
     near = np.empty(ts.shape[1], np.int64)
-    a = 0
-    b = E
-    while a < b:
-        mid = (a + b) >> 1
-        if ends[mid] <= now:
-            a = mid + 1
-        else:
-            b = mid
+    a = _lower_bound(ends, E, np.nextafter(now, np.inf))  # the first end after now
     x = a - 1  # -1: the candidate now
     last = np.nan
     while x < E:
