@@ -270,3 +270,30 @@ def test_metrics_per_partition_and_resource_hand_computed():
     assert m["core_utilization"] == (3 + 8) / 12 and m["gpu_utilization"] == 0.5
     assert m["utilization"] == (0.75 + 2) / 3  # node-time held over the machine's 3 nodes
     assert m["jobs_rejected"] == 1  # job 3: 9 cores on a 4-core node
+
+
+def test_hydra_system_groups_describe_the_machines(tmp_path):
+    from hydra import compose, initialize_config_dir
+
+    from drevt_sweep.sweep.app import run_spec
+    from drevt_sweep.sweep.config import register_configs
+
+    register_configs()
+    paths = [f"paths.root={ROOT}", f"paths.output_root={tmp_path}", f"paths.cache_dir={tmp_path}",
+             f"paths.trace_dir={tmp_path}"]
+    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base=None):
+        lassen = run_spec(compose("config", overrides=["system=lassen", *paths]), None)
+        kabre = run_spec(compose("config", overrides=["system=kabre", *paths]), None)
+        pool = run_spec(compose("config", overrides=["system=trace", *paths]), 100)
+        custom = compose("config", overrides=[
+            "system=custom", "system.total_nodes=8", *paths,
+            "+system.partitions=[{name: a, nodes: 3, cores: 4, sharing: shared}]"])
+        with pytest.raises(Exception, match="sharing"):
+            compose("config", overrides=["system=custom", "system.total_nodes=8", *paths,
+                                         "+system.partitions=[{name: a, nodes: 3, sharing: sometimes}]"])
+    assert lassen.machine.partition_names == ("pbatch", "pdebug") and lassen.total_nodes == 792
+    assert "standby" in lassen.machine.partitions[0].queues
+    assert kabre.machine.total_nodes == kabre.total_nodes == 48
+    assert pool.machine is None and pool.total_nodes == 100  # today's single pool, unchanged
+    spec = run_spec(custom, None)
+    assert spec.machine.partitions[0] == Partition("a", 3, cores=4, sharing="shared") and spec.total_nodes == 3
