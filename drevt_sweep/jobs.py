@@ -2,7 +2,10 @@
 
 Columns are numpy arrays, one row per job, stably sorted by submit time (file order breaks
 ties). Times are float64 seconds since the Unix epoch (UTC); unknown values are NaN (floats)
-or -1 (integers). The table is immutable by convention: transforms return new tables.
+or -1 (integers). Who submitted a job is a code into a tuple of names, as the queue is:
+``user_code`` into ``user_names`` and ``group_code`` (the group or account) into
+``group_names``; -1 = unknown (a trace without those columns leaves every job unknown).
+The table is immutable by convention: transforms return new tables.
 
 Resource requests (``drevt_sweep.sim.machine`` places them on a machine's partitions):
 ``num_nodes`` nodes, each with ``cores_per_node`` cores, ``gpus_per_node`` GPUs and
@@ -70,6 +73,10 @@ class JobTable:
     queue_names: tuple[str, ...]
     exit_status: np.ndarray  # int64, -1 when unknown
     meta: TraceMeta
+    user_code: np.ndarray | None = None  # int32 index into user_names, -1 unknown (None: all unknown)
+    user_names: tuple[str, ...] = ()
+    group_code: np.ndarray | None = None  # int32 index into group_names (group or account), -1 unknown
+    group_names: tuple[str, ...] = ()
     # Per-node requests and partition (optional when built by hand: filled in as unknown /
     # the queue by __post_init__).
     cores_per_node: np.ndarray | None = None  # int64, -1 when unknown
@@ -89,6 +96,8 @@ class JobTable:
         "actual_run_time",
         "queue_code",
         "exit_status",
+        "user_code",
+        "group_code",
         "cores_per_node",
         "gpus_per_node",
         "memory_per_node",
@@ -98,6 +107,9 @@ class JobTable:
     def __post_init__(self) -> None:
         n = self.submit.shape[0]
         fill = object.__setattr__
+        for name in ("user_code", "group_code"):
+            if getattr(self, name) is None:
+                fill(self, name, np.full(n, -1, dtype=np.int32))
         if self.cores_per_node is None:
             fill(self, "cores_per_node", np.full(n, -1, dtype=np.int64))
         if self.gpus_per_node is None:
@@ -123,6 +135,16 @@ class JobTable:
         """Partition names per job (an object array)."""
         return np.asarray(self.partition_names, dtype=object)[self.partition_code]
 
+    @property
+    def user(self) -> np.ndarray:
+        """User names per job (an object array, None where unknown)."""
+        return _names_of(self.user_code, self.user_names)
+
+    @property
+    def group(self) -> np.ndarray:
+        """Group/account names per job (an object array, None where unknown)."""
+        return _names_of(self.group_code, self.group_names)
+
     def columns(self) -> dict[str, np.ndarray]:
         return {name: getattr(self, name) for name in self.COLUMNS}
 
@@ -137,9 +159,15 @@ class JobTable:
         """A pandas DataFrame view for reports and exploration (never used in hot paths)."""
         import pandas as pd
 
-        frame = pd.DataFrame(
-            {k: v for k, v in self.columns().items() if k not in ("queue_code", "partition_code")}
-        )
+        codes = ("queue_code", "user_code", "group_code", "partition_code")
+        frame = pd.DataFrame({k: v for k, v in self.columns().items() if k not in codes})
         frame.insert(frame.columns.get_loc("exit_status"), "queue", self.queue)
+        frame["user"] = self.user
+        frame["group"] = self.group
         frame["partition"] = self.partition
         return frame
+
+
+def _names_of(codes: np.ndarray, names: tuple[str, ...]) -> np.ndarray:
+    lookup = np.asarray((*names, None), dtype=object)  # code -1 picks the trailing None
+    return lookup[codes]

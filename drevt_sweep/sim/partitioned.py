@@ -34,13 +34,23 @@ def simulate_machine(
     enforce_limits: bool = True,
     kernel: str = "auto",
     capacity=None,
+    **policy_options,
 ) -> Schedule:
     """The schedule of ``jobs`` on ``machine`` (see the module docstring); rejected jobs keep
-    NaN times and are counted per reason in ``warnings['rejected_<reason>']``."""
+    NaN times and are counted per reason in ``warnings['rejected_<reason>']``.
+    ``policy_options`` (``estimate``, ``backfill_order``, ``priority_params``) go to
+    ``engine.simulate`` for exclusive partitions; shared partitions plan with the user's time
+    limits in priority order only."""
     if machine.is_single_pool:
         return engine.simulate(jobs, run_time, machine.total_nodes, priority=priority,
                                backfill=backfill, enforce_limits=enforce_limits, kernel=kernel,
-                               capacity=capacity)
+                               capacity=capacity, **policy_options)
+    defaults = {"estimate": "user", "backfill_order": "fcfs", "priority_params": None}
+    special = {k: v for k, v in policy_options.items() if v != defaults.get(k, v)}
+    if special and any(p.shared for p in machine.partitions):
+        raise ConfigError(f"shared partitions plan with the users' time limits in priority order: "
+                          f"{', '.join(f'{k}={v}' for k, v in special.items())} applies to "
+                          f"exclusive partitions only")
     if capacity is not None and not capacity.is_empty:
         raise ConfigError("capacity changes and maintenance windows are defined for a single pool "
                           "of nodes; this machine has partitions")
@@ -68,7 +78,8 @@ def simulate_machine(
             )
         else:
             result = engine.simulate(sub, rt[rows], part.nodes, priority=priority,
-                                     backfill=backfill, enforce_limits=enforce_limits, kernel=kernel)
+                                     backfill=backfill, enforce_limits=enforce_limits, kernel=kernel,
+                                     **policy_options)
         begin[rows] = result.begin
         end[rows] = result.end
         dur[rows] = result.run_time
