@@ -160,11 +160,7 @@ def run_shared_queue(submit, limit, nodes, dur, arrivals, rank, cores, gpus, mem
             j = hj[0]
             H = _heap_pop(hk, hj, H)
             R = _run_remove(re, rj, rn, R, est[j], j)
-            for x in range(node_start[j], node_start[j + 1]):
-                i = node_list[x]
-                fc[i] += cores[j]
-                fg[i] += gpus[j]
-                fm[i] += mem[j]
+            _give_back(j, fc, fg, fm, node_start, node_list, cores, gpus, mem)
         while a < n_arr and submit[arrivals[a]] <= now:
             j = arrivals[a]
             a += 1
@@ -265,6 +261,16 @@ def run_shared_queue(submit, limit, nodes, dur, arrivals, rank, cores, gpus, mem
             maxc, maxg, maxm = _maxima(fc, fg, fm)
             c += 1
     return begin, end, node_start, node_list, Q
+
+
+@njit(cache=True)
+def _give_back(j, fc, fg, fm, node_start, node_list, cores, gpus, mem):
+    """A finished job's cores, GPUs and memory back to its nodes."""
+    for x in range(node_start[j], node_start[j + 1]):
+        i = node_list[x]
+        fc[i] += cores[j]
+        fg[i] += gpus[j]
+        fm[i] += mem[j]
 
 
 @njit(cache=True)
@@ -452,11 +458,7 @@ def run_shared_conservative(submit, limit, nodes, dur, arrivals, rank, cores, gp
             j = hj[0]
             H = _heap_pop(hk, hj, H)
             R = _run_remove(re, rj, rn, R, est[j], j)
-            for x in range(node_start[j], node_start[j + 1]):
-                i = node_list[x]
-                fc[i] += cores[j]
-                fg[i] += gpus[j]
-                fm[i] += mem[j]
+            _give_back(j, fc, fg, fm, node_start, node_list, cores, gpus, mem)
             if end[j] < est[j]:
                 freed_early = True
                 stale = True  # its interval outlives it: the timelines need rebuilding
