@@ -18,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..jobs import JobTable
+from .machine_metrics import partition_metrics  # PARTITION_METRIC_DEFINITIONS documents them
 from ..names import queue_key
 from .schedule import Schedule
 
@@ -182,6 +183,20 @@ def compute_metrics(jobs: JobTable, schedule: Schedule) -> dict[str, float]:
         metrics["user_bsld_jain"] = jain_index(users["bsld_mean"])
     # Keep the documented order: makespan before throughput in reports.
     metrics = {k: metrics[k] for k in _ORDER if k in metrics}
+
+    if getattr(schedule, "placement", None) is not None:  # a machine with partitions
+        def of_rows(rows):
+            keep = ran[rows]
+            rows = rows[keep]
+            out = {"jobs_simulated": float(rows.size),
+                   "jobs_killed": float((killed[rows]).sum())}
+            out.update(_job_metrics(schedule.begin[rows] - jobs.submit[rows], schedule.run_time[rows],
+                                    jobs.num_nodes[rows], jobs.submit[rows], schedule.begin[rows],
+                                    schedule.total_nodes, span_start, span_end))
+            del out["utilization"]  # the partition's node_utilization replaces it
+            return out
+
+        metrics.update(partition_metrics(jobs, schedule, of_rows, queue_key, span_start, span_end))
 
     # Per queue: sort the jobs by queue once and slice contiguous segments.
     codes_all = np.asarray(jobs.queue_code)

@@ -37,6 +37,7 @@ from .seeds import (
     seeds_for,
     start_workers,
 )
+from ..sim.machine import Machine, machine_from_mapping
 from ..sim.runtime import RunTimeModel
 from ..trace.options import read_options, resolve_trace_path
 from ..tracking.store import flatten
@@ -84,7 +85,11 @@ def run_spec(cfg: DictConfig, machine_nodes: int | None,
     total_nodes = cfg.system.total_nodes
     if total_nodes is not None and total_nodes < 1:
         raise ConfigError(f"system.total_nodes must be at least 1, got {total_nodes}")
+    machine = system_machine(cfg.system)
+    if machine is not None:
+        total_nodes = machine.total_nodes
     return RunSpec(
+        machine=machine,
         total_nodes=int(total_nodes or machine_nodes or LASSEN_NODES),
         priority=_value(cfg.policy.priority),
         backfill=_value(cfg.policy.backfill),
@@ -100,6 +105,17 @@ def run_spec(cfg: DictConfig, machine_nodes: int | None,
         workload=workload or WorkloadSpec(),
         **policy_options(cfg.policy),
     )
+
+
+def system_machine(system) -> Machine | None:
+    """The machine with partitions a ``system`` section describes, or None (one pool)."""
+    if system.get("partitions") is None:
+        return None
+    data = OmegaConf.to_container(system, resolve=True, enum_to_str=True)
+    try:
+        return machine_from_mapping(data)
+    except ConfigError as exc:
+        raise ConfigError(f"system={system.name}: {exc}") from None
 
 
 def policy_options(policy: DictConfig) -> dict:
@@ -453,6 +469,10 @@ def _log_seed_runs(tracker, parent_id, cfg, jobs, spec, chash, label, results, r
 
     for name, count in jobs.meta.excluded.items():  # queue names made valid, unique, stable
         params[f"excluded.{excluded_key(name)}"] = count
+    for part in (spec.machine.partitions if spec.machine is not None else ()):
+        for field in ("nodes", "cores", "gpus", "memory", "sharing"):
+            params[f"partition.{part.name}.{field}"] = getattr(part, field)
+        params[f"partition.{part.name}.queues"] = ",".join(part.queues)
     for name, value in (result.get("workload_report") or {}).items():
         params[f"workload_report.{name}"] = value
     tracker.log(parent_id, metrics=result["metrics"], params=params,
