@@ -97,7 +97,8 @@ def simulate_shared(jobs: JobTable, run_time: np.ndarray, partition: Partition, 
         from .kernel import shared as fast
 
         begin, end, node_start, node_list = fast.run_shared(
-            submit, limit, nodes, dur, rank, request, partition, backfill, bool(enforce_limits))
+            submit, limit, nodes, dur, rank, request, (partition.nodes, *node_resources(partition)), backfill,
+            bool(enforce_limits))
     else:
         begin, end, placed = _run_events(submit.tolist(), limit.tolist(), nodes.tolist(), dur.tolist(),
                                          rank, [r.tolist() for r in request], partition, backfill,

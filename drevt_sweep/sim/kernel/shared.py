@@ -297,20 +297,19 @@ def _start(j, now, pick, nodes, cores, gpus, mem, dur, limit, fc, fg, fm, begin,
         fm[i] -= mem[j]
 
 
-def run_shared(submit, limit, nodes, dur, rank, request, partition, backfill, enforce_limits=True):
-    """Begin, end, node_start, node_list as ``sim.shared._run_events``."""
-    from ..shared import node_resources
-
+def run_shared(submit, limit, nodes, dur, rank, request, machine, backfill, enforce_limits=True):
+    """Begin, end, node_start, node_list as ``sim.shared._run_events``; ``machine`` is the
+    partition's (node count, cores, GPUs, KiB of memory) per node (``sim.shared.node_resources``)."""
     cores, gpus, mem = (np.ascontiguousarray(r, dtype=np.int64) for r in request)
     n = int(submit.shape[0])
     if n == 0:
         return np.empty(0), np.empty(0), np.zeros(1, np.int64), np.empty(0, np.int64)
     submit = np.ascontiguousarray(submit, dtype=np.float64)
     order = np.argsort(submit, kind="stable")
-    cap_c, cap_g, cap_m = node_resources(partition)
+    n_nodes, cap_c, cap_g, cap_m = machine
     args = (submit, np.ascontiguousarray(limit, dtype=np.float64), np.ascontiguousarray(nodes, dtype=np.int64),
             np.ascontiguousarray(dur, dtype=np.float64), np.ascontiguousarray(order, dtype=np.int64),
-            np.ascontiguousarray(rank, dtype=np.int64), cores, gpus, mem, np.int64(partition.nodes),
+            np.ascontiguousarray(rank, dtype=np.int64), cores, gpus, mem, np.int64(n_nodes),
             np.int64(cap_c), np.int64(cap_g), np.int64(cap_m))
     if backfill == "conservative":
         begin, end, node_start, node_list, left = run_shared_conservative(*args, bool(enforce_limits))
