@@ -43,9 +43,10 @@ from .policies import (
     priority_rank,
 )
 from .policies.base import Capacity, Cluster, PolicyContext
+from .policies.conservative import COMPRESSION_ORDERS, check_compression
 from .schedule import Schedule
 
-__all__ = ["simulate", "replay", "PRIORITY_POLICIES", "BACKFILL_POLICIES"]
+__all__ = ["simulate", "replay", "PRIORITY_POLICIES", "BACKFILL_POLICIES", "COMPRESSION_ORDERS"]
 
 
 def _check_total_nodes(total_nodes) -> int:
@@ -75,6 +76,8 @@ def simulate(
     on_reservation: Callable[[float, int, float], None] | None = None,
     kernel: str = "auto",
     capacity: CapacitySchedule | None = None,
+    compression: str = "compress_first",
+    progress: Callable[[float, int], None] | None = None,
 ) -> Schedule:
     """Schedule ``jobs`` on a machine of ``total_nodes`` nodes.
 
@@ -93,9 +96,15 @@ def simulate(
     schedule = ``total_nodes`` throughout, bit-identical to not passing it). Running jobs are
     never killed; a job starts only if it fits for its whole time limit; jobs that can never
     run are rejected (``warnings["rejected_capacity"]``), larger ones only delayed.
+    ``compression``: conservative backfilling's compression order (``compress_first``,
+    ``interleaved`` or ``one_pass``; see ``policies.conservative``); other policies ignore it.
+    ``progress(now, jobs_done)``, if given, is called every few thousand events with the
+    simulated time reached and the number of jobs finished so far; it may raise (an interrupt)
+    to stop the run. Both kernels return to Python that often, so Ctrl-C stops a long run.
     """
     check_priority(priority)
     check_backfill(backfill)
+    check_compression(compression)
     if kernel not in _KERNELS:
         raise ConfigError(f"unknown kernel {kernel!r}; choose one of: {', '.join(_KERNELS)}")
     total = _check_total_nodes(total_nodes)
@@ -150,6 +159,7 @@ def simulate(
         begin_l, end_l = fast.run_events(
             submit=submit, limit=limit, nodes=nodes, dur=dur, rejected=rejected, rank=rank,
             total=total, backfill=backfill, enforce_limits=bool(enforce_limits),
+            compression=compression, progress=progress,
         )
     else:
         begin_l, end_l = _run_events(
@@ -164,6 +174,8 @@ def simulate(
             enforce_limits=bool(enforce_limits),
             on_reservation=on_reservation,
             deadline=deadline,
+            compression=compression,
+            progress=progress,
         )
     warnings = {"rejected_oversized": int(rejected.sum())}
     if deadline is not None:  # jobs withdrawn when their last capacity window passed
@@ -227,8 +239,12 @@ def _use_fast_kernel(kernel: str, backfill: str, capacity: Capacity, on_reservat
     return False
 
 
+# The reference loop calls ``progress`` once per this many events.
+PROGRESS_EVERY_EVENTS = 4096
+
+
 def _run_events(*, submit, limit, nodes, dur, rejected, rank, capacity, backfill, enforce_limits, on_reservation,
-                deadline=None):
+                deadline=None, compression="compress_first", progress=None):
     """The event loop. Works on Python lists (per-element numpy access is slow in pure Python).
 
     With a variable capacity (``deadline`` given): capacity changes are events while jobs wait
@@ -251,7 +267,7 @@ def _run_events(*, submit, limit, nodes, dur, rejected, rank, capacity, backfill
 
     cluster = Cluster(capacity, nodes_l, enforce_limits)
     policy = make_backfill(
-        backfill, PolicyContext(nodes_l, limit_l, capacity, enforce_limits, on_reservation)
+        backfill, PolicyContext(nodes_l, limit_l, capacity, enforce_limits, on_reservation, compression)
     )
     running = cluster.running  # sorted (est_end, job)
     queue: list[int] = []  # waiting jobs in priority order
@@ -266,6 +282,8 @@ def _run_events(*, submit, limit, nodes, dur, rejected, rank, capacity, backfill
     c = 0
     deadline_l = deadline.tolist() if deadline is not None else None
     expiring: list[tuple[float, int]] = []  # heap of (deadline, job) of waiting jobs
+    events = 0
+    finished = 0
     while a < n_arr or completions or (queue and c < n_cap):
         t_arr = submit_l[arrivals[a]] if a < n_arr else inf
         t_end = completions[0][0] if completions else inf
@@ -277,9 +295,14 @@ def _run_events(*, submit, limit, nodes, dur, rejected, rank, capacity, backfill
                 cluster.free += cap_changes[c][1]
                 c += 1
 
+        events += 1
+        if progress is not None and events % PROGRESS_EVERY_EVENTS == 0:
+            progress(now, finished)
+
         # 1. completions
         while completions and completions[0][0] <= now:
             _, j = heapq.heappop(completions)
+            finished += 1
             e = est_end[j]
             del running[bisect_left(running, (e, j))]
             cluster.free += nodes_l[j]

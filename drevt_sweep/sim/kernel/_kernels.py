@@ -231,38 +231,57 @@ def _first_candidate(tn, tl, size, p, free, now, shadow, extra, strict, use_extr
             i += 1
 
 
+# --- resumable drivers --------------------------------------------------------------------
+# Each driver runs the event loop from the state it is given (arrays allocated by
+# ``drevt_sweep.sim.kernel``; scalars in ``st``, int64) and returns after ``budget`` units of
+# work (events, plus queue entries visited for conservative) at an event boundary, so the
+# caller can report progress and Python can act on Ctrl-C between calls. Return value: 1 =
+# more to do, 0 = done (``st[ST_Q]`` jobs left waiting, always 0), -1 = a conservative plan did
+# not converge, -2 = a plan over-committed the machine (the reference raises for both).
+ST_FREE = 0  # free nodes now
+ST_R = 1  # running jobs
+ST_H = 2  # completion-heap size
+ST_Q = 3  # waiting jobs
+ST_A = 4  # next arrival
+ST_DONE = 5  # jobs finished
+ST_HEAD = 6  # queue policy: smallest waiting rank
+# conservative only
+ST_NRES = 6  # waiting jobs with a reservation
+ST_ROOT = 7  # profile treap: root node
+ST_FREELIST = 8  # profile treap: first recycled node (0: none)
+ST_USED = 9  # profile treap: nodes ever allocated (node 0 is the null sentinel)
+ST_RNG = 10  # profile treap: xorshift state for node priorities
+ST_FIXPOINT = 11  # 1 when the plan is a fixpoint (every reservation at its earliest fit)
+ST_SIZE = 12
+SF_NOW = 0  # simulated time reached
+SF_EARLIEST = 1  # earliest reservation
+SF_GROWN = 2  # end of the region where the profile grew since the last fixpoint
+SF_SIZE = 3
+
+
 @njit(cache=True)
-def run_queue_policy(submit, limit, nodes, dur, arrivals, rank, total, mode):
-    """none / easy / easy_drevt. Returns (begin, end, jobs left waiting)."""
-    n = submit.shape[0]
-    begin = np.full(n, np.nan)
-    end = np.full(n, np.nan)
-    est = np.full(n, np.nan)
-    job_of_rank = np.empty(n, np.int64)
-    for j in range(n):
-        job_of_rank[rank[j]] = j
-    size = 1
-    while size < n:
-        size <<= 1
-    tn = np.full(2 * size, BIG, np.int64)
-    tl = np.full(2 * size, np.inf)
-    rmax = min(total, n) + 1
-    re = np.empty(rmax, np.float64)
-    rj = np.empty(rmax, np.int64)
-    rn = np.empty(rmax, np.int64)
-    hk = np.empty(rmax, np.float64)
-    hj = np.empty(rmax, np.int64)
+def queue_policy_steps(submit, limit, nodes, dur, arrivals, rank, total, mode,
+                       begin, end, est, job_of_rank, tn, tl, re, rj, rn, hk, hj, st, sf, budget):
+    """none / easy / easy_drevt from state ``st``/``sf``, for about ``budget`` events."""
+    size = tn.shape[0] // 2
     use_extra = mode == MODE_EASY
     strict = mode == MODE_EASY_DREVT
-    head = size  # smallest waiting rank (size: nobody waits)
-
-    free = total
-    R = 0
-    H = 0
-    Q = 0
-    a = 0
+    free = st[ST_FREE]
+    R = st[ST_R]
+    H = st[ST_H]
+    Q = st[ST_Q]
+    a = st[ST_A]
+    done = st[ST_DONE]
+    head = st[ST_HEAD]  # smallest waiting rank (size: nobody waits)
+    now = sf[SF_NOW]
     n_arr = arrivals.shape[0]
+    status = 0
+    events = 0
     while a < n_arr or H > 0:
+        if events >= budget:
+            status = 1
+            break
+        events += 1
         t_arr = submit[arrivals[a]] if a < n_arr else np.inf
         t_end = hk[0] if H > 0 else np.inf
         now = t_arr if t_arr < t_end else t_end
@@ -273,6 +292,7 @@ def run_queue_policy(submit, limit, nodes, dur, arrivals, rank, total, mode):
             H = _heap_pop(hk, hj, H)
             R = _run_remove(re, rj, rn, R, est[j], j)
             free += nodes[j]
+            done += 1
 
         # 2. arrivals
         while a < n_arr and submit[arrivals[a]] <= now:
@@ -340,235 +360,416 @@ def run_queue_policy(submit, limit, nodes, dur, arrivals, rank, total, mode):
             if free == 0:
                 break
             c += 1
-    return begin, end, Q
+    st[ST_FREE] = free
+    st[ST_R] = R
+    st[ST_H] = H
+    st[ST_Q] = Q
+    st[ST_A] = a
+    st[ST_DONE] = done
+    st[ST_HEAD] = head
+    sf[SF_NOW] = now
+    return status
 
 
-# --- conservative: availability profile as sorted breakpoint arrays --------------------------
-# pt[lo:hi] breakpoint times (strictly increasing), pf[lo:hi] free nodes from each breakpoint
-# to the next (the last step lasts forever); ps = [lo, hi].
-
-
-@njit(cache=True)
-def _prof_compact(pt, pf, ps):
-    """Drop redundant breakpoints (same free nodes as the previous one) and move to index 0."""
-    lo = ps[0]
-    hi = ps[1]
-    pt[0] = pt[lo]
-    pf[0] = pf[lo]
-    w = 0
-    for k in range(lo + 1, hi):
-        if pf[k] != pf[w]:
-            w += 1
-            pt[w] = pt[k]
-            pf[w] = pf[k]
-    ps[0] = 0
-    ps[1] = w + 1
-
-
-@njit(cache=True)
-def _prof_split(pt, pf, ps, t):
-    """Index of the breakpoint at ``t`` (``t >= pt[lo]``), inserting one if needed."""
-    hi = ps[1]
-    a = ps[0]
-    b = hi
-    while a < b:
-        m = (a + b) >> 1
-        if pt[m] < t:
-            a = m + 1
-        else:
-            b = m
-    if a == hi or pt[a] != t:
-        for k in range(hi, a, -1):
-            pt[k] = pt[k - 1]
-            pf[k] = pf[k - 1]
-        pt[a] = t
-        pf[a] = pf[a - 1]
-        ps[1] = hi + 1
-    return a
+# --- conservative: availability profile as a treap of breakpoint deltas ----------------------
+# The profile (free nodes as a step function of time) is stored as its *changes*: one node per
+# breakpoint time ``K[x]`` holding ``T[x, D]``, the change in free nodes there, so the free
+# nodes on [K[x], next key) are the prefix sum of the deltas up to x. Occupying [a, b) is two
+# point updates (-n at a, +n at b); a delta that drops to 0 removes its node, so every node
+# is a real breakpoint (no compaction). The nodes form a treap (binary search tree on the key,
+# heap on a random priority, expected depth O(log P) for P breakpoints); each node also keeps,
+# for its subtree, the sum of deltas and the largest and smallest prefix sum, which turns the
+# questions conservative backfilling asks into O(log P) descents:
+#   "first breakpoint >= t with at least n free" (_tp_first_at_least),
+#   "first breakpoint > t with fewer than n free" (_tp_first_below),
+#   "most free nodes at any breakpoint before t" (_tp_max_before).
+# Node 0 is the null sentinel (sum 0, max prefix -BIG, min prefix +BIG). The profile only ever
+# holds breakpoints >= now after _tp_trim (the past is folded into the breakpoint at now).
+T_D = 0  # delta at this breakpoint
+T_SUM = 1  # subtree: sum of deltas
+T_MAX = 2  # subtree: largest prefix sum (free nodes) at its breakpoints
+T_MIN = 3  # subtree: smallest prefix sum
+T_LEFT = 4
+T_RIGHT = 5
+T_PRI = 6  # heap priority
+T_FIELDS = 7
+PATH = 256  # deepest treap path handled (expected depth ~ 2 ln P; P <= 2 * jobs + running)
 
 
 @njit(cache=True)
-def _prof_add(pt, pf, ps, start, stop, delta):
-    """Add ``delta`` free nodes over [start, stop) (``Profile.add``)."""
-    if ps[1] + 2 > pt.shape[0]:
-        _prof_compact(pt, pf, ps)
-    i = _prof_split(pt, pf, ps, start)
-    if stop != np.inf:
-        k = _prof_split(pt, pf, ps, stop)
+def _tp_pull(T, x):
+    l = T[x, T_LEFT]
+    r = T[x, T_RIGHT]
+    base = T[l, T_SUM] + T[x, T_D]
+    mx = base
+    if T[l, T_MAX] > mx:
+        mx = T[l, T_MAX]
+    if base + T[r, T_MAX] > mx:
+        mx = base + T[r, T_MAX]
+    mn = base
+    if T[l, T_MIN] < mn:
+        mn = T[l, T_MIN]
+    if base + T[r, T_MIN] < mn:
+        mn = base + T[r, T_MIN]
+    T[x, T_SUM] = base + T[r, T_SUM]
+    T[x, T_MAX] = mx
+    T[x, T_MIN] = mn
+
+
+@njit(cache=True)
+def _tp_reset(T, st):
+    """An empty profile (no node: no free node anywhere)."""
+    T[0, T_D] = 0
+    T[0, T_SUM] = 0
+    T[0, T_MAX] = -BIG
+    T[0, T_MIN] = BIG
+    T[0, T_LEFT] = 0
+    T[0, T_RIGHT] = 0
+    st[ST_ROOT] = 0
+    st[ST_FREELIST] = 0
+    st[ST_USED] = 1
+
+
+@njit(cache=True)
+def _tp_link(T, st, parent, old, new):
+    """Make ``new`` the child of ``parent`` where ``old`` was (parent 0: the root)."""
+    if parent == 0:
+        st[ST_ROOT] = new
+    elif T[parent, T_LEFT] == old:
+        T[parent, T_LEFT] = new
     else:
-        k = ps[1]
-    for x in range(i, k):
-        pf[x] += delta
+        T[parent, T_RIGHT] = new
 
 
 @njit(cache=True)
-def _prof_earliest_fit(pt, pf, ps, need, duration):
-    """``Profile.earliest_fit``: the earliest breakpoint with ``need`` nodes free for ``duration``."""
-    hi = ps[1]
-    i = ps[0]
-    while i < hi:
-        if pf[i] < need:
-            i += 1
-            continue
-        start = pt[i]
-        stop = start + duration
-        k = i + 1
-        ok = True
-        while k < hi and pt[k] < stop:
-            if pf[k] < need:
-                ok = False
-                break
-            k += 1
-        if ok:
-            return start
-        i = k + 1
-    return np.inf
-
-
-@njit(cache=True)
-def _prof_earlier_fit(pt, pf, ps, need, duration, old, before):
-    """Where a reserved job moves when re-placed (limits enforced): ``earliest_fit`` on the
-    profile with its own reservation ``[old, old + duration)`` taken out, among the breakpoints
-    before ``before`` (<= ``old``) only.
-
-    Returns +inf if there is none: the job then stays at ``old``, which is feasible (the profile
-    never goes below zero while limits are enforced), and the reference's remove/re-add leaves
-    the profile's function unchanged. Needs breakpoints at both ends of the reservation (the
-    driver keeps them); the job's own nodes count as free between them.
-    """
-    old_end = old + duration
-    hi = ps[1]
-    i = ps[0]
-    a = i  # candidates: the breakpoints before ``before`` (found once, so the scan reads pf only)
-    b = hi
-    while a < b:
-        m = (a + b) >> 1
-        if pt[m] < before:
-            a = m + 1
-        else:
-            b = m
-    last = a
-    while i < last:
-        if pf[i] < need:
-            i += 1
-            continue
-        start = pt[i]
-        stop = start + duration
-        k = i + 1
-        ok = True
-        while k < hi and pt[k] < stop:
-            v = pf[k]
-            if old <= pt[k] < old_end:
-                v += need
-            if v < need:
-                ok = False
-                break
-            k += 1
-        if ok:
-            return start
-        i = k + 1
-    return np.inf
-
-
-@njit(cache=True)
-def _prof_room(pt, pf, ps, slots, q, Q, res, limit):
-    """Make room for ``slots`` more breakpoints (limits enforced): when the arrays are full,
-    drop redundant breakpoints, then restore a breakpoint at both ends of every reservation
-    (``_prof_earlier_fit`` relies on them)."""
-    if ps[1] + slots <= pt.shape[0]:
+def _tp_add(K, T, st, path, t, delta):
+    """Add ``delta`` to the change in free nodes at time ``t`` (from ``t`` on)."""
+    if delta == 0:
         return
-    _prof_compact(pt, pf, ps)
-    for i in range(Q):
-        j = q[i]
-        s = res[j]
-        if s == s:
-            _prof_split(pt, pf, ps, s)
-            _prof_split(pt, pf, ps, s + limit[j])
+    depth = 0
+    x = st[ST_ROOT]
+    while x != 0:
+        path[depth] = x
+        depth += 1
+        k = K[x]
+        if t == k:
+            break
+        x = T[x, T_LEFT] if t < k else T[x, T_RIGHT]
+    if x != 0:
+        T[x, T_D] += delta
+        depth -= 1  # path[:depth] are x's ancestors
+        if T[x, T_D] == 0:  # no change here any more: remove the breakpoint
+            while True:
+                l = T[x, T_LEFT]
+                r = T[x, T_RIGHT]
+                parent = path[depth - 1] if depth > 0 else 0
+                if l == 0 or r == 0:
+                    _tp_link(T, st, parent, x, l if l != 0 else r)
+                    break
+                if T[l, T_PRI] > T[r, T_PRI]:  # rotate x down to the right
+                    T[x, T_LEFT] = T[l, T_RIGHT]
+                    T[l, T_RIGHT] = x
+                    top = l
+                else:
+                    T[x, T_RIGHT] = T[r, T_LEFT]
+                    T[r, T_LEFT] = x
+                    top = r
+                _tp_link(T, st, parent, x, top)
+                path[depth] = top
+                depth += 1
+            T[x, T_LEFT] = st[ST_FREELIST]
+            st[ST_FREELIST] = x
+        else:
+            _tp_pull(T, x)
+    else:  # a new breakpoint: a leaf, then rotated up to its heap place
+        y = st[ST_FREELIST]
+        if y != 0:
+            st[ST_FREELIST] = T[y, T_LEFT]
+        else:
+            y = st[ST_USED]
+            st[ST_USED] = y + 1
+        r = st[ST_RNG]  # xorshift64
+        r ^= (r << 13) & 0x7FFFFFFFFFFFFFFF
+        r ^= r >> 7
+        r ^= (r << 17) & 0x7FFFFFFFFFFFFFFF
+        r &= 0x7FFFFFFFFFFFFFFF
+        st[ST_RNG] = r
+        K[y] = t
+        T[y, T_D] = delta
+        T[y, T_LEFT] = 0
+        T[y, T_RIGHT] = 0
+        T[y, T_PRI] = r
+        _tp_pull(T, y)
+        if depth == 0:
+            st[ST_ROOT] = y
+        elif t < K[path[depth - 1]]:
+            T[path[depth - 1], T_LEFT] = y
+        else:
+            T[path[depth - 1], T_RIGHT] = y
+        while depth > 0 and T[y, T_PRI] > T[path[depth - 1], T_PRI]:
+            p = path[depth - 1]
+            if T[p, T_LEFT] == y:
+                T[p, T_LEFT] = T[y, T_RIGHT]
+                T[y, T_RIGHT] = p
+            else:
+                T[p, T_RIGHT] = T[y, T_LEFT]
+                T[y, T_LEFT] = p
+            _tp_pull(T, p)
+            _tp_pull(T, y)
+            depth -= 1
+            _tp_link(T, st, path[depth - 1] if depth > 0 else 0, p, y)
+    for i in range(depth - 1, -1, -1):
+        _tp_pull(T, path[i])
 
 
 @njit(cache=True)
-def _prof_trim(pt, pf, ps, now):
-    """Make ``now`` the profile's first breakpoint (drop the past)."""
-    lo = ps[0]
-    hi = ps[1]
-    while lo + 1 < hi and pt[lo + 1] <= now:
-        lo += 1
-    pt[lo] = now
-    ps[0] = lo
+def _tp_occupy(K, T, st, path, start, stop, n):
+    """``n`` nodes fewer free on [start, stop) (negative ``n``: more)."""
+    _tp_add(K, T, st, path, start, -n)
+    if stop != np.inf:
+        _tp_add(K, T, st, path, stop, n)
 
 
 @njit(cache=True)
-def _prof_rebuild(pt, pf, ps, now, free, re, rn, R, q, Q, res, limit, nodes):
+def _tp_trim(K, T, st, path, now):
+    """Fold every breakpoint before ``now`` into one at ``now`` (the past is never asked about)."""
+    acc = 0
+    while True:
+        x = st[ST_ROOT]
+        if x == 0:
+            break
+        while T[x, T_LEFT] != 0:
+            x = T[x, T_LEFT]
+        if K[x] >= now:
+            break
+        d = T[x, T_D]
+        acc += d
+        _tp_add(K, T, st, path, K[x], -d)  # drops to 0: removed
+    _tp_add(K, T, st, path, now, acc)
+
+
+@njit(cache=True)
+def _tp_first_at_least(K, T, st, nodes_stack, off_stack, lo, need, before):
+    """Key of the first breakpoint with key >= ``lo`` and >= ``need`` free nodes, if it is
+    before ``before``; else +inf. The nodes with key >= lo are, in order, each node where the
+    search for ``lo`` turns left followed by its right subtree, deepest first."""
+    x = st[ST_ROOT]
+    off = 0
+    sp = 0
+    while x != 0:
+        if K[x] < lo:
+            off += T[T[x, T_LEFT], T_SUM] + T[x, T_D]
+            x = T[x, T_RIGHT]
+        else:
+            nodes_stack[sp] = x
+            off_stack[sp] = off
+            sp += 1
+            x = T[x, T_LEFT]
+    for i in range(sp - 1, -1, -1):
+        x = nodes_stack[i]
+        if K[x] >= before:
+            return np.inf
+        p = off_stack[i] + T[T[x, T_LEFT], T_SUM] + T[x, T_D]
+        if p >= need:
+            return K[x]
+        y = T[x, T_RIGHT]
+        if p + T[y, T_MAX] >= need:  # the answer is in y's subtree: descend to the first
+            while True:
+                l = T[y, T_LEFT]
+                if p + T[l, T_MAX] >= need:
+                    y = l
+                    continue
+                p += T[l, T_SUM] + T[y, T_D]
+                if p >= need:
+                    return K[y] if K[y] < before else np.inf
+                y = T[y, T_RIGHT]
+    return np.inf
+
+
+@njit(cache=True)
+def _tp_first_below(K, T, st, nodes_stack, off_stack, lo, need):
+    """Key of the first breakpoint with key > ``lo`` and fewer than ``need`` free nodes, or +inf."""
+    x = st[ST_ROOT]
+    off = 0
+    sp = 0
+    while x != 0:
+        if K[x] <= lo:
+            off += T[T[x, T_LEFT], T_SUM] + T[x, T_D]
+            x = T[x, T_RIGHT]
+        else:
+            nodes_stack[sp] = x
+            off_stack[sp] = off
+            sp += 1
+            x = T[x, T_LEFT]
+    for i in range(sp - 1, -1, -1):
+        x = nodes_stack[i]
+        p = off_stack[i] + T[T[x, T_LEFT], T_SUM] + T[x, T_D]
+        if p < need:
+            return K[x]
+        y = T[x, T_RIGHT]
+        if p + T[y, T_MIN] < need:
+            while True:
+                l = T[y, T_LEFT]
+                if p + T[l, T_MIN] < need:
+                    y = l
+                    continue
+                p += T[l, T_SUM] + T[y, T_D]
+                if p < need:
+                    return K[y]
+                y = T[y, T_RIGHT]
+    return np.inf
+
+
+@njit(cache=True)
+def _tp_max_before(K, T, st, t):
+    """Most free nodes at any breakpoint before ``t`` (-BIG if there is none)."""
+    x = st[ST_ROOT]
+    off = 0
+    best = -BIG
+    while x != 0:
+        if K[x] < t:
+            l = T[x, T_LEFT]
+            if off + T[l, T_MAX] > best:
+                best = off + T[l, T_MAX]
+            off += T[l, T_SUM] + T[x, T_D]
+            if off > best:
+                best = off
+            x = T[x, T_RIGHT]
+        else:
+            x = T[x, T_LEFT]
+    return best
+
+
+@njit(cache=True)
+def _tp_fit(K, T, st, ns, os, now, need, duration, own, before):
+    """``Profile.earliest_fit`` from ``now``, among the starts before ``before``; +inf if none.
+
+    ``own`` (+inf for none): the job's own reservation [own, own + duration), counted as free
+    (limits enforced: the profile never goes below 0, so with its own nodes back the job fits
+    everywhere in it; only breakpoints before ``own`` can stop it). Each candidate start is the
+    first breakpoint with ``need`` free nodes; it fits unless a breakpoint with fewer comes
+    before its end, which is where the next candidate is looked for: one pair of descents per
+    hole in the profile that is too short for the job.
+    """
+    t = _tp_first_at_least(K, T, st, ns, os, now, need, before)
+    while t != np.inf:
+        stop = t + duration
+        if own < stop:
+            stop = own
+        k = _tp_first_below(K, T, st, ns, os, t, need)
+        if k >= stop:
+            return t
+        t = _tp_first_at_least(K, T, st, ns, os, k, need, before)
+    return np.inf
+
+
+@njit(cache=True)
+def _tp_rebuild(K, T, st, path, now, free, re, rn, R, q, Q, res, limit, nodes):
     """``Cluster.profile``: running jobs' releases (overdue ones right after ``now``) + reservations."""
+    _tp_reset(T, st)
     soon = np.nextafter(now, np.inf)
-    pt[0] = now
-    pf[0] = free
-    m = 1
-    level = free
+    _tp_add(K, T, st, path, now, free)
     for r in range(R):
         e = re[r]
-        t = e if e > now else soon
-        level += rn[r]
-        if t == pt[m - 1]:
-            pf[m - 1] = level
-        else:
-            pt[m] = t
-            pf[m] = level
-            m += 1
-    ps[0] = 0
-    ps[1] = m
+        _tp_add(K, T, st, path, e if e > now else soon, rn[r])
     for i in range(Q):
         j = q[i]
         s = res[j]
         if s == s:  # reserved
-            _prof_add(pt, pf, ps, s, s + limit[j], -nodes[j])
+            _tp_occupy(K, T, st, path, s, s + limit[j], nodes[j])
+
+
+ORDER_COMPRESS_FIRST = 0
+ORDER_INTERLEAVED = 1
+ORDER_ONE_PASS = 2
 
 
 @njit(cache=True)
-def run_conservative(submit, limit, nodes, dur, arrivals, rank, total, enforce):
-    """Conservative backfilling. Returns (begin, end, jobs left waiting), or -1 as the last
-    if a plan did not converge, -2 if it over-committed the machine (the reference raises)."""
-    n = submit.shape[0]
-    begin = np.full(n, np.nan)
-    end = np.full(n, np.nan)
-    est = np.full(n, np.nan)
-    res = np.full(n, np.nan)  # reserved start of each waiting job (NaN = none yet)
-    rmax = min(total, n) + 1
-    re = np.empty(rmax, np.float64)
-    rj = np.empty(rmax, np.int64)
-    rn = np.empty(rmax, np.int64)
-    hk = np.empty(rmax, np.float64)
-    hj = np.empty(rmax, np.int64)
-    q = np.empty(max(n, 1), np.int64)  # waiting jobs in priority order
-    cap = 2 * (rmax + 2 * n) + 16
-    pt = np.empty(cap, np.float64)
-    pf = np.empty(cap, np.int64)
-    ps = np.zeros(2, np.int64)
-    pt[0] = -np.inf
-    pf[0] = total
-    ps[1] = 1
-    max_rounds = 1000 + 100 * n
-    room4 = np.int64(4)  # (typed variables, not literals: one compiled helper per signature)
-    room8 = np.int64(8)
+def _cons_visit(K, T, st, sf, path, ns, os, j, now, nodes, limit, res, enforce, exact, F):
+    """Re-place (or place) waiting job ``j`` as ``place`` in ``ConservativeBackfill.select``
+    does; returns whether its reservation changed. ``F``: the most free nodes at any breakpoint
+    in [now, grown) (limits enforced; see :func:`conservative_steps`)."""
+    nj = nodes[j]
+    lj = limit[j]
+    old = res[j]
+    if old != old:  # no reservation: placed at its earliest fit
+        start = _tp_fit(K, T, st, ns, os, now, nj, lj, np.inf, np.inf)
+        if start != np.inf:
+            _tp_occupy(K, T, st, path, start, start + lj, nj)
+        res[j] = start
+        st[ST_NRES] += 1
+        return True
+    if not enforce:  # profile rebuilt this pass: take it out, put it back (as the reference)
+        _tp_occupy(K, T, st, path, old, old + lj, -nj)
+        start = _tp_fit(K, T, st, ns, os, now, nj, lj, np.inf, np.inf)
+        _tp_occupy(K, T, st, path, start, start + lj, nj)
+        res[j] = start
+        return start != old
+    grown = sf[SF_GROWN]
+    before = old if old < grown else grown
+    if before <= now or (not exact and nj > F):
+        return False  # provably cannot move (the argument is in conservative_steps)
+    start = _tp_fit(K, T, st, ns, os, now, nj, lj, old, before)
+    if start == np.inf:
+        return False  # stays at old; the profile's function is unchanged
+    _tp_occupy(K, T, st, path, old, old + lj, -nj)
+    _tp_occupy(K, T, st, path, start, start + lj, nj)
+    res[j] = start
+    if old + lj > grown:
+        sf[SF_GROWN] = old + lj
+    return True
 
-    free = total
-    R = 0
-    H = 0
-    Q = 0
-    n_res = 0
-    earliest = np.inf
-    a = 0
+
+@njit(cache=True)
+def conservative_steps(submit, limit, nodes, dur, arrivals, rank, total, enforce, order,
+                       begin, end, est, res, placed, re, rj, rn, hk, hj, q, K, T, path, ns, os,
+                       st, sf, budget):
+    """Conservative backfilling (``ConservativeBackfill``) from state ``st``/``sf``, for about
+    ``budget`` units of work (an event, or a waiting job looked at).
+
+    Which reserved jobs can move (limits enforced). Right after a plan that is a fixpoint
+    (``compress_first`` and ``interleaved`` end every pass in one; ``one_pass`` only when its
+    round moved nothing), no reserved job fits at any start before its reservation. Afterwards
+    the profile grows only on [now, e) when a job ends early at ``now`` (estimated end e) and
+    on a moved job's old slot; it never grows anywhere else (placing jobs only shrinks it).
+    ``grown`` (``sf[SF_GROWN]``) is the largest end of these regions since that fixpoint. A job
+    reserved at s that now fits at some start t < s did not fit there before, so [t, t + limit)
+    meets a grown region: t < grown. And t is a breakpoint with at least its nodes free before
+    its own slot begins, so it needs ``nodes <= F``, the most free nodes at a breakpoint in
+    [now, grown). A job failing either test keeps its reservation without a look at the
+    profile (O(1)); the others get one bounded earliest-fit search, O(log P) per hole too short
+    for them before min(s, grown). Skipped jobs are exactly those the reference re-places at
+    their old start, so the schedule and the reference's round structure are unchanged.
+    With limits not enforced the profile is rebuilt and every job re-placed at every pass, as
+    the reference does (overdue jobs release "right after now", which moves with ``now``).
+    """
+    max_rounds = 1000 + 100 * submit.shape[0]
+    if st[ST_USED] == 0:  # a new run: the whole machine free from -inf on
+        _tp_reset(T, st)
+        _tp_add(K, T, st, path, -np.inf, total)
+    free = st[ST_FREE]
+    R = st[ST_R]
+    H = st[ST_H]
+    Q = st[ST_Q]
+    a = st[ST_A]
+    done = st[ST_DONE]
+    now = sf[SF_NOW]
+    earliest = sf[SF_EARLIEST]
     n_arr = arrivals.shape[0]
+    status = 0
+    work = 0
     while a < n_arr or H > 0:
+        if work >= budget:
+            status = 1
+            break
+        work += 1
         t_arr = submit[arrivals[a]] if a < n_arr else np.inf
         t_end = hk[0] if H > 0 else np.inf
         now = t_arr if t_arr < t_end else t_end
         if enforce:
-            _prof_trim(pt, pf, ps, now)
-        # Right after a planning pass the plan is a fixpoint: no job can move earlier on its
-        # own. Until the next one, the profile grows only where jobs end early (here) or move
-        # (below), all before ``grown``; a job can only move to a start before that.
-        grown = -np.inf
+            _tp_trim(K, T, st, path, now)
+        if st[ST_FIXPOINT] == 1:
+            sf[SF_GROWN] = -np.inf
 
         # 1. completions
         freed_early = False
@@ -578,13 +779,13 @@ def run_conservative(submit, limit, nodes, dur, arrivals, rank, total, enforce):
             e = est[j]
             R = _run_remove(re, rj, rn, R, e, j)
             free += nodes[j]
+            done += 1
             if end[j] < e:
                 freed_early = True
                 if enforce:
-                    _prof_room(pt, pf, ps, room4, q, Q, res, limit)
-                    _prof_add(pt, pf, ps, now, e, nodes[j])
-                    if e > grown:
-                        grown = e
+                    _tp_occupy(K, T, st, path, now, e, -nodes[j])
+                    if e > sf[SF_GROWN]:
+                        sf[SF_GROWN] = e
 
         # 2. arrivals, inserted in priority order
         while a < n_arr and submit[arrivals[a]] <= now:
@@ -603,62 +804,57 @@ def run_conservative(submit, limit, nodes, dur, arrivals, rank, total, enforce):
 
         # 3. one pass (ConservativeBackfill.select)
         replan = freed_early or (not enforce) or earliest < now
-        plan = True
-        if not replan and n_res == Q:
-            plan = False  # the plan stands; only start what is due
-            if earliest != now:
-                continue
-        if plan:
+        if not replan and st[ST_NRES] == Q and earliest != now:
+            continue  # the plan stands and nothing is due
+        work += Q
+        if not replan and st[ST_NRES] == Q:
+            pass  # the plan stands; only start what is due
+        else:
+            exact = False
             if (not enforce) or earliest < now:
                 for i in range(Q):
                     j = q[i]
                     if res[j] < now:
                         res[j] = np.nan
-                        n_res -= 1
-                _prof_rebuild(pt, pf, ps, now, free, re, rn, R, q, Q, res, limit, nodes)
-                grown = np.inf  # no fixpoint to build on
-            elif ps[1] - ps[0] > 2 * (1 + R + 2 * Q) + 64:  # keep the scans short
-                _prof_room(pt, pf, ps, pt.shape[0], q, Q, res, limit)
-            scan_to = Q
-            rounds = 0
-            while True:
-                rounds += 1
-                if rounds > max_rounds:
-                    return begin, end, -1
-                last_move = -1
-                for i in range(Q):
-                    if i >= scan_to and last_move < 0:
+                        st[ST_NRES] -= 1
+                _tp_rebuild(K, T, st, path, now, free, re, rn, R, q, Q, res, limit, nodes)
+                sf[SF_GROWN] = np.inf  # no fixpoint to build on
+                exact = True
+            grown_seen = np.nan
+            F = np.int64(0)
+            if replan:  # compression rounds over the queue (interleaved) or the placed jobs
+                scan_to = Q
+                rounds = 0
+                while True:
+                    rounds += 1
+                    if rounds > max_rounds:
+                        return -1
+                    last_move = -1
+                    for i in range(Q):
+                        if i >= scan_to and last_move < 0:
+                            break  # nothing before the last mover moved: the rest cannot move
+                        j = q[i]
+                        if order != ORDER_INTERLEAVED and placed[j] == 0:
+                            continue
+                        if enforce and sf[SF_GROWN] != grown_seen:  # F after every change
+                            grown_seen = sf[SF_GROWN]
+                            F = _tp_max_before(K, T, st, grown_seen)
+                        work += 1
+                        if _cons_visit(K, T, st, sf, path, ns, os, j, now, nodes, limit, res, enforce, exact, F):
+                            last_move = i
+                            grown_seen = np.nan
+                    if last_move < 0 or (order == ORDER_ONE_PASS):
                         break
-                    j = q[i]
-                    nj = nodes[j]
-                    lj = limit[j]
-                    old = res[j]
-                    had = old == old
-                    if not had:
-                        start = _prof_earliest_fit(pt, pf, ps, nj, lj)
-                        n_res += 1
-                    elif not replan:
-                        continue
-                    elif enforce:
-                        start = _prof_earlier_fit(pt, pf, ps, nj, lj, old, min(old, grown))
-                        if start == np.inf:
-                            continue  # stays at old: nothing changes
-                        _prof_room(pt, pf, ps, room8, q, Q, res, limit)
-                        _prof_add(pt, pf, ps, old, old + lj, nj)
-                        if old + lj > grown:
-                            grown = old + lj
-                    else:
-                        _prof_add(pt, pf, ps, old, old + lj, nj)
-                        start = _prof_earliest_fit(pt, pf, ps, nj, lj)
-                    if enforce:
-                        _prof_room(pt, pf, ps, room4, q, Q, res, limit)
-                    _prof_add(pt, pf, ps, start, start + lj, -nj)
-                    if start != old:  # (always true for a new job: old is NaN)
-                        res[j] = start
-                        last_move = i
-                if last_move < 0 or not replan:
-                    break
-                scan_to = last_move
+                    scan_to = last_move
+                if order == ORDER_ONE_PASS:
+                    st[ST_FIXPOINT] = 1 if last_move < 0 else 0
+            # arrivals (every new job, in priority order)
+            for i in range(Q):
+                j = q[i]
+                if placed[j] == 0 and res[j] != res[j]:
+                    _cons_visit(K, T, st, sf, path, ns, os, j, now, nodes, limit, res, enforce, exact, F)
+            for i in range(Q):
+                placed[q[i]] = 1
 
         # start every job whose reservation is now, in priority order
         w = 0
@@ -675,7 +871,8 @@ def run_conservative(submit, limit, nodes, dur, arrivals, rank, total, enforce):
                 H = _heap_push(hk, hj, H, end[j], j)
                 free -= nj
                 res[j] = np.nan
-                n_res -= 1
+                placed[j] = 0
+                st[ST_NRES] -= 1
             else:
                 q[w] = j
                 w += 1
@@ -683,5 +880,13 @@ def run_conservative(submit, limit, nodes, dur, arrivals, rank, total, enforce):
                     earliest = s
         Q = w
         if free < 0:  # as the reference: a plan that over-commits the machine is a bug
-            return begin, end, -2
-    return begin, end, Q
+            return -2
+    st[ST_FREE] = free
+    st[ST_R] = R
+    st[ST_H] = H
+    st[ST_Q] = Q
+    st[ST_A] = a
+    st[ST_DONE] = done
+    sf[SF_NOW] = now
+    sf[SF_EARLIEST] = earliest
+    return status

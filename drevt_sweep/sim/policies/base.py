@@ -284,6 +284,7 @@ class PolicyContext:
     capacity: Capacity
     enforce_limits: bool
     on_reservation: ReservationHook | None = None
+    compression: str = "compress_first"  # conservative backfilling's compression order
 
 
 class BackfillPolicy(Protocol):
