@@ -284,10 +284,14 @@ def _run_events(*, submit, limit, nodes, dur, rejected, rank, capacity, backfill
     expiring: list[tuple[float, int]] = []  # heap of (deadline, job) of waiting jobs
     events = 0
     finished = 0
-    while a < n_arr or completions or (queue and c < n_cap):
+    wake = getattr(policy, "wake_at", None)  # a policy's own event (a start it promised)
+    t_wake = inf
+    while a < n_arr or completions or (queue and (c < n_cap or t_wake < inf)):
         t_arr = submit_l[arrivals[a]] if a < n_arr else inf
         t_end = completions[0][0] if completions else inf
         now = t_arr if t_arr < t_end else t_end
+        if t_wake < now:
+            now = t_wake
         if c < n_cap:  # 0. capacity changes (events only while jobs wait)
             if queue and cap_changes[c][0] < now:
                 now = cap_changes[c][0]
@@ -364,6 +368,8 @@ def _run_events(*, submit, limit, nodes, dur, rejected, rank, capacity, backfill
                         raise RuntimeError(f"policy {backfill!r} started job {j}, which is not waiting")
                     del queue[i]
                     del qrank[i]
+        if wake is not None:
+            t_wake = wake() if queue else inf
         cluster.freed_early = False
 
     if queue:  # cannot happen: with nothing running, the best job always fits

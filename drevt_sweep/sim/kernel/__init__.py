@@ -161,10 +161,14 @@ def run_events(*, submit, limit, nodes, dur, rejected, rank, total, backfill, en
             np.empty(n, np.int64),  # the waiting queue in priority order
             np.empty(cap), np.zeros((cap, kernels.T_FIELDS), np.int64),  # profile treap
             *(np.empty(kernels.PATH, np.int64) for _ in range(3)),
+            np.full((kernels.RC_SLOTS, 3), -1, np.int64),  # run cache: height, stamp, count per slot
+            np.empty((kernels.RC_SLOTS, kernels.RC_RUNS)), np.empty((kernels.RC_SLOTS, kernels.RC_RUNS)),
+            np.empty(kernels.RC_SLOTS), np.full(int(total) + 1, -1, np.int64), np.empty(kernels.RC_SLOTS, np.int64),
         )
         st[kernels.ST_RNG] = 0x2545F4914F6CDD1D
         st[kernels.ST_FIXPOINT] = 1
         sf[kernels.SF_EARLIEST] = np.inf
+        sf[kernels.SF_WAKE] = np.inf
         step = kernels.conservative_steps
     else:
         size = 1 << max(n - 1, 0).bit_length()  # segment tree leaves (>= n, a power of two)

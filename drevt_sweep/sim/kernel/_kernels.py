@@ -252,11 +252,15 @@ ST_FREELIST = 8  # profile treap: first recycled node (0: none)
 ST_USED = 9  # profile treap: nodes ever allocated (node 0 is the null sentinel)
 ST_RNG = 10  # profile treap: xorshift state for node priorities
 ST_FIXPOINT = 11  # 1 when the plan is a fixpoint (every reservation at its earliest fit)
-ST_SIZE = 12
+ST_STAMP = 12  # run cache: number of the current planning pass
+ST_ACTIVE = 13  # run cache: slots in use in this pass
+ST_VICTIM = 14  # run cache: next slot to reuse
+ST_SIZE = 15
 SF_NOW = 0  # simulated time reached
 SF_EARLIEST = 1  # earliest reservation
 SF_GROWN = 2  # end of the region where the profile grew since the last fixpoint
-SF_SIZE = 3
+SF_WAKE = 3  # conservative one_pass: an event at the earliest reservation (ConservativeBackfill.wake_at)
+SF_SIZE = 4
 
 
 @njit(cache=True)
@@ -679,13 +683,98 @@ def _tp_rebuild(K, T, st, path, now, free, re, rn, R, q, Q, res, limit, nodes):
             _tp_occupy(K, T, st, path, s, s + limit[j], nodes[j])
 
 
+# --- run cache: the profile's runs per job size, shared by the jobs looked at in one pass ------
+# For a size h, a *run* is a maximal interval [a, b) with at least h nodes free (a >= now). A
+# job of h nodes and limit l fits at a run's start iff b >= a + l (with its own reservation
+# counted as free: or b >= own), and never inside a run if not at its start, so its earliest
+# fit is the start of the first such run. Runs are found with two treap descents each, and
+# kept per size (slot) for the rest of the pass: every later job of that size reads them from a
+# flat array. A change of the profile from x on (a move, a placement) drops the runs that end
+# at or after x (the others are unchanged); a new pass starts with no runs.
+RC_SLOTS = 64  # sizes cached at once (round robin)
+RC_RUNS = 256  # runs cached per size; a search that needs more continues on the treap
+RC_HEIGHT = 0
+RC_STAMP = 1
+RC_COUNT = 2
+
+
+@njit(cache=True)
+def _rc_slot(rc_i, rc_next, height_slot, active, st, h, now):
+    """The cache slot of size ``h`` for this pass (emptied if it is from an earlier one)."""
+    stamp = st[ST_STAMP]
+    s = height_slot[h]
+    if s < 0:
+        s = st[ST_VICTIM]
+        st[ST_VICTIM] = (s + 1) % RC_SLOTS
+        if rc_i[s, RC_HEIGHT] >= 0:
+            height_slot[rc_i[s, RC_HEIGHT]] = -1
+        rc_i[s, RC_HEIGHT] = h
+        height_slot[h] = s
+        if rc_i[s, RC_STAMP] == stamp:  # reused within the pass: already listed as active
+            rc_i[s, RC_COUNT] = 0
+            rc_next[s] = now
+    if rc_i[s, RC_STAMP] != stamp:
+        rc_i[s, RC_STAMP] = stamp
+        rc_i[s, RC_COUNT] = 0
+        rc_next[s] = now
+        active[st[ST_ACTIVE]] = s
+        st[ST_ACTIVE] += 1
+    return s
+
+
+@njit(cache=True)
+def _rc_changed(rc_i, rc_b, rc_next, active, st, x, now):
+    """The profile changed from ``x`` on: drop the cached runs that end at or after ``x``."""
+    for k in range(st[ST_ACTIVE]):
+        s = active[k]
+        c = rc_i[s, RC_COUNT]
+        while c > 0 and rc_b[s, c - 1] >= x:
+            c -= 1
+        if c < rc_i[s, RC_COUNT]:
+            rc_i[s, RC_COUNT] = c
+            rc_next[s] = rc_b[s, c - 1] if c > 0 else now
+
+
+@njit(cache=True)
+def _rc_new_pass(rc_i, st):
+    st[ST_STAMP] += 1
+    st[ST_ACTIVE] = 0
+
+
+@njit(cache=True)
+def _rc_fit(K, T, st, ns, os, rc_i, rc_a, rc_b, rc_next, height_slot, active, now, need, duration, own, before):
+    """``_tp_fit`` from ``now`` through the run cache of size ``need`` (same answer)."""
+    s = _rc_slot(rc_i, rc_next, height_slot, active, st, need, now)
+    i = 0
+    while True:
+        if i == rc_i[s, RC_COUNT]:
+            if i == RC_RUNS:  # cache full: go on searching the treap after the last cached run
+                return _tp_fit(K, T, st, ns, os, rc_b[s, i - 1], need, duration, own, before)
+            a = _tp_first_at_least(K, T, st, ns, os, rc_next[s], need, np.inf)
+            if a == np.inf:
+                return np.inf  # (cannot happen: the last run lasts forever)
+            b = _tp_first_below(K, T, st, ns, os, a, need)
+            rc_a[s, i] = a
+            rc_b[s, i] = b
+            rc_i[s, RC_COUNT] = i + 1
+            rc_next[s] = b
+        a = rc_a[s, i]
+        if a >= before:
+            return np.inf
+        b = rc_b[s, i]
+        if b >= a + duration or b >= own:
+            return a
+        i += 1
+
+
 ORDER_COMPRESS_FIRST = 0
 ORDER_INTERLEAVED = 1
 ORDER_ONE_PASS = 2
 
 
 @njit(cache=True)
-def _cons_visit(K, T, st, sf, path, ns, os, j, now, nodes, limit, res, enforce, exact, F):
+def _cons_visit(K, T, st, sf, path, ns, os, rc_i, rc_a, rc_b, rc_next, height_slot, active,
+                j, now, nodes, limit, res, enforce, exact, F):
     """Re-place (or place) waiting job ``j`` as ``place`` in ``ConservativeBackfill.select``
     does; returns whether its reservation changed. ``F``: the most free nodes at any breakpoint
     in [now, grown) (limits enforced; see :func:`conservative_steps`)."""
@@ -693,9 +782,15 @@ def _cons_visit(K, T, st, sf, path, ns, os, j, now, nodes, limit, res, enforce, 
     lj = limit[j]
     old = res[j]
     if old != old:  # no reservation: placed at its earliest fit
-        start = _tp_fit(K, T, st, ns, os, now, nj, lj, np.inf, np.inf)
+        if enforce:
+            start = _rc_fit(K, T, st, ns, os, rc_i, rc_a, rc_b, rc_next, height_slot, active,
+                            now, nj, lj, np.inf, np.inf)
+        else:
+            start = _tp_fit(K, T, st, ns, os, now, nj, lj, np.inf, np.inf)
         if start != np.inf:
             _tp_occupy(K, T, st, path, start, start + lj, nj)
+            if enforce:
+                _rc_changed(rc_i, rc_b, rc_next, active, st, start, now)
         res[j] = start
         st[ST_NRES] += 1
         return True
@@ -709,11 +804,13 @@ def _cons_visit(K, T, st, sf, path, ns, os, j, now, nodes, limit, res, enforce, 
     before = old if old < grown else grown
     if before <= now or (not exact and nj > F):
         return False  # provably cannot move (the argument is in conservative_steps)
-    start = _tp_fit(K, T, st, ns, os, now, nj, lj, old, before)
+    start = _rc_fit(K, T, st, ns, os, rc_i, rc_a, rc_b, rc_next, height_slot, active,
+                    now, nj, lj, old, before)
     if start == np.inf:
         return False  # stays at old; the profile's function is unchanged
     _tp_occupy(K, T, st, path, old, old + lj, -nj)
     _tp_occupy(K, T, st, path, start, start + lj, nj)
+    _rc_changed(rc_i, rc_b, rc_next, active, st, start, now)
     res[j] = start
     if old + lj > grown:
         sf[SF_GROWN] = old + lj
@@ -723,7 +820,7 @@ def _cons_visit(K, T, st, sf, path, ns, os, j, now, nodes, limit, res, enforce, 
 @njit(cache=True)
 def conservative_steps(submit, limit, nodes, dur, arrivals, rank, total, enforce, order,
                        begin, end, est, res, placed, re, rj, rn, hk, hj, q, K, T, path, ns, os,
-                       st, sf, budget):
+                       rc_i, rc_a, rc_b, rc_next, height_slot, active, st, sf, budget):
     """Conservative backfilling (``ConservativeBackfill``) from state ``st``/``sf``, for about
     ``budget`` units of work (an event, or a waiting job looked at).
 
@@ -755,10 +852,11 @@ def conservative_steps(submit, limit, nodes, dur, arrivals, rank, total, enforce
     done = st[ST_DONE]
     now = sf[SF_NOW]
     earliest = sf[SF_EARLIEST]
+    wake = sf[SF_WAKE]
     n_arr = arrivals.shape[0]
     status = 0
     work = 0
-    while a < n_arr or H > 0:
+    while a < n_arr or H > 0 or (Q > 0 and wake < np.inf):
         if work >= budget:
             status = 1
             break
@@ -766,6 +864,8 @@ def conservative_steps(submit, limit, nodes, dur, arrivals, rank, total, enforce
         t_arr = submit[arrivals[a]] if a < n_arr else np.inf
         t_end = hk[0] if H > 0 else np.inf
         now = t_arr if t_arr < t_end else t_end
+        if wake < now:
+            now = wake
         if enforce:
             _tp_trim(K, T, st, path, now)
         if st[ST_FIXPOINT] == 1:
@@ -811,6 +911,7 @@ def conservative_steps(submit, limit, nodes, dur, arrivals, rank, total, enforce
             pass  # the plan stands; only start what is due
         else:
             exact = False
+            _rc_new_pass(rc_i, st)
             if (not enforce) or earliest < now:
                 for i in range(Q):
                     j = q[i]
@@ -840,7 +941,8 @@ def conservative_steps(submit, limit, nodes, dur, arrivals, rank, total, enforce
                             grown_seen = sf[SF_GROWN]
                             F = _tp_max_before(K, T, st, grown_seen)
                         work += 1
-                        if _cons_visit(K, T, st, sf, path, ns, os, j, now, nodes, limit, res, enforce, exact, F):
+                        if _cons_visit(K, T, st, sf, path, ns, os, rc_i, rc_a, rc_b, rc_next, height_slot, active,
+                                       j, now, nodes, limit, res, enforce, exact, F):
                             last_move = i
                             grown_seen = np.nan
                     if last_move < 0 or (order == ORDER_ONE_PASS):
@@ -852,7 +954,8 @@ def conservative_steps(submit, limit, nodes, dur, arrivals, rank, total, enforce
             for i in range(Q):
                 j = q[i]
                 if placed[j] == 0 and res[j] != res[j]:
-                    _cons_visit(K, T, st, sf, path, ns, os, j, now, nodes, limit, res, enforce, exact, F)
+                    _cons_visit(K, T, st, sf, path, ns, os, rc_i, rc_a, rc_b, rc_next, height_slot, active,
+                                       j, now, nodes, limit, res, enforce, exact, F)
             for i in range(Q):
                 placed[q[i]] = 1
 
@@ -881,6 +984,9 @@ def conservative_steps(submit, limit, nodes, dur, arrivals, rank, total, enforce
         Q = w
         if free < 0:  # as the reference: a plan that over-commits the machine is a bug
             return -2
+        wake = np.inf
+        if order == ORDER_ONE_PASS and Q > 0 and (enforce or earliest > np.nextafter(now, np.inf)):
+            wake = earliest
     st[ST_FREE] = free
     st[ST_R] = R
     st[ST_H] = H
@@ -889,4 +995,5 @@ def conservative_steps(submit, limit, nodes, dur, arrivals, rank, total, enforce
     st[ST_DONE] = done
     sf[SF_NOW] = now
     sf[SF_EARLIEST] = earliest
+    sf[SF_WAKE] = wake
     return status

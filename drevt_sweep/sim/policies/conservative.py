@@ -24,7 +24,10 @@ in priority order. The compression order (``compression``, conf ``policy.compres
 * ``one_pass``: as in batsched's ``conservative_bf`` and pyss' ``ConservativeScheduler`` (on a
   job's termination every waiting job is re-placed once, in queue order): one compression
   round, no repetition to a fixpoint, then the arrivals. Simultaneous completions share one
-  round here (pyss handles them one event at a time).
+  round here (pyss handles them one event at a time). Its plan is not a fixpoint, so a
+  reservation may begin at an instant where nothing ends or arrives: the policy asks the
+  engine for an event there (``wake_at``; as pyss schedules a start event). The fixpoint
+  orders need none: their earliest reservation always begins at a completion.
 
 Shortcut (same result): if no job finished before its estimated end since the previous pass,
 the previous plan is still a fixpoint (on-time completions and starts at reserved times do not
@@ -74,8 +77,20 @@ class ConservativeBackfill:
         self.reserved: dict[int, float] = {}  # waiting job -> reserved start
         self.placed: set[int] = set()  # waiting jobs placed at an earlier pass
         self.earliest = math.inf  # min(reserved.values())
+        self.enforce = ctx.enforce_limits
+        self.last_pass = -math.inf
+
+    def wake_at(self) -> float:
+        """The engine's next event for this policy (one_pass: its earliest reservation, +inf
+        otherwise). Not for a reservation "right after now" (limits not enforced: it waits
+        for an overdue job, whose end is an event anyway)."""
+        e = self.earliest
+        if self.order != "one_pass" or (not self.enforce and e <= math.nextafter(self.last_pass, INF)):
+            return INF
+        return e
 
     def select(self, now: float, queue: Sequence[int], cluster: Cluster) -> list[int]:
+        self.last_pass = now
         nodes = self.nodes
         limit = self.limit
         reserved = self.reserved
