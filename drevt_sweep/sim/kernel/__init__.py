@@ -153,19 +153,19 @@ def run_events(*, submit, limit, nodes, dur, rejected, rank, total, backfill, en
     st[kernels.ST_FREE] = total
     budget = np.int64(STEP_BUDGET)
     if backfill == "conservative":
-        cap = rmax + 2 * n + 8  # breakpoints: now, running jobs' ends, two per reservation
+        cap = 2 * (rmax + 2 * n) + 16  # breakpoints: now, running jobs' ends, two per reservation (x2: redundant ones)
+        profile_t = np.full(cap, -np.inf)
+        profile_free = np.full(cap, total, np.int64)
         state = (
             submit, limit, nodes, dur, arrivals, rank, total, bool(enforce_limits),
             np.int64(_COMPRESSION_ORDERS[compression]),
             begin, end, est, np.full(n, np.nan), np.zeros(n, np.int8), *running, *heap,
             np.empty(n, np.int64),  # the waiting queue in priority order
-            np.empty(cap), np.zeros((cap, kernels.T_FIELDS), np.int64),  # profile treap
-            *(np.empty(kernels.PATH, np.int64) for _ in range(3)),
-            np.full((kernels.RC_SLOTS, 3), -1, np.int64),  # run cache: height, stamp, count per slot
+            profile_t, profile_free, np.array([0, 1], np.int64),  # the profile, -inf on: all free
+            np.full((kernels.RC_SLOTS, 4), -1, np.int64),  # run cache: height, stamp, count, partial per slot
             np.empty((kernels.RC_SLOTS, kernels.RC_RUNS)), np.empty((kernels.RC_SLOTS, kernels.RC_RUNS)),
             np.empty(kernels.RC_SLOTS), np.full(int(total) + 1, -1, np.int64), np.empty(kernels.RC_SLOTS, np.int64),
         )
-        st[kernels.ST_RNG] = 0x2545F4914F6CDD1D
         st[kernels.ST_FIXPOINT] = 1
         sf[kernels.SF_EARLIEST] = np.inf
         sf[kernels.SF_WAKE] = np.inf

@@ -19,15 +19,20 @@ Two drivers share the engine's event loop (completions, then arrivals, then one 
   Limitation: the candidate descent prunes with the two minima separately, so a long queue of
   jobs that are each either too big or too long (typical of ``easy_drevt``, which has no
   extra-nodes rule, at sustained overload) makes it backtrack through much of the queue.
-* :func:`run_conservative` for ``conservative``. The waiting queue is an array in priority
-  order; the availability profile is kept *between* passes (sorted breakpoint arrays, updated
-  when a job ends early) instead of rebuilt at every pass. Re-planning replays the reference's
-  rounds exactly, but uses that the plan after a pass is a fixpoint: a reserved job can only
-  move to a start before the end of the region where the profile has since grown, and whether
-  it can is checked without taking it out of the profile (the common "it stays" case then
-  costs one scan and no update). With limits not enforced the profile is rebuilt at every pass
+* :func:`conservative_steps` for ``conservative`` (every compression order). The waiting queue
+  is an array in priority order; the availability profile is kept *between* passes (sorted
+  breakpoint arrays, updated when a job ends early or a reservation moves) instead of rebuilt
+  at every pass. Re-planning replays the reference's rounds exactly, but a reserved job that
+  provably cannot move (the argument is in the docstring of :func:`conservative_steps`) is
+  passed over in O(1), and the others search the profile through a cache of its runs per job
+  size shared by the whole pass. With limits not enforced the profile is rebuilt at every pass
   and every job re-placed, as the reference does (overdue jobs release "right after now",
   which moves with ``now``).
+
+Both drivers are resumable: they run from state arrays for a budget of work and return at an
+event boundary, and ``drevt_sweep.sim.kernel.run_events`` calls them in a loop (progress,
+Ctrl-C). Helpers that take many arrays are ``inline="always"``: a call passing arrays costs an
+atomic reference-count increment and decrement per array, which dominated the profile.
 
 Exactness. Times are float64 and every sum the reference computes (``now + time_limit``,
 ``begin + run_time``, ``start + time_limit``, ``nextafter(now, inf)``) is computed here the same
@@ -247,15 +252,11 @@ ST_DONE = 5  # jobs finished
 ST_HEAD = 6  # queue policy: smallest waiting rank
 # conservative only
 ST_NRES = 6  # waiting jobs with a reservation
-ST_ROOT = 7  # profile treap: root node
-ST_FREELIST = 8  # profile treap: first recycled node (0: none)
-ST_USED = 9  # profile treap: nodes ever allocated (node 0 is the null sentinel)
-ST_RNG = 10  # profile treap: xorshift state for node priorities
-ST_FIXPOINT = 11  # 1 when the plan is a fixpoint (every reservation at its earliest fit)
-ST_STAMP = 12  # run cache: number of the current planning pass
-ST_ACTIVE = 13  # run cache: slots in use in this pass
-ST_VICTIM = 14  # run cache: next slot to reuse
-ST_SIZE = 15
+ST_FIXPOINT = 7  # 1 when the plan is a fixpoint (every reservation at its earliest fit)
+ST_STAMP = 8  # run cache: number of the current planning pass
+ST_ACTIVE = 9  # run cache: slots in use in this pass
+ST_VICTIM = 10  # run cache: next slot to reuse
+ST_SIZE = 11
 SF_NOW = 0  # simulated time reached
 SF_EARLIEST = 1  # earliest reservation
 SF_GROWN = 2  # end of the region where the profile grew since the last fixpoint
@@ -375,330 +376,196 @@ def queue_policy_steps(submit, limit, nodes, dur, arrivals, rank, total, mode,
     return status
 
 
-# --- conservative: availability profile as a treap of breakpoint deltas ----------------------
-# The profile (free nodes as a step function of time) is stored as its *changes*: one node per
-# breakpoint time ``K[x]`` holding ``T[x, D]``, the change in free nodes there, so the free
-# nodes on [K[x], next key) are the prefix sum of the deltas up to x. Occupying [a, b) is two
-# point updates (-n at a, +n at b); a delta that drops to 0 removes its node, so every node
-# is a real breakpoint (no compaction). The nodes form a treap (binary search tree on the key,
-# heap on a random priority, expected depth O(log P) for P breakpoints); each node also keeps,
-# for its subtree, the sum of deltas and the largest and smallest prefix sum, which turns the
-# questions conservative backfilling asks into O(log P) descents:
-#   "first breakpoint >= t with at least n free" (_tp_first_at_least),
-#   "first breakpoint > t with fewer than n free" (_tp_first_below),
-#   "most free nodes at any breakpoint before t" (_tp_max_before).
-# Node 0 is the null sentinel (sum 0, max prefix -BIG, min prefix +BIG). The profile only ever
-# holds breakpoints >= now after _tp_trim (the past is folded into the breakpoint at now).
-T_D = 0  # delta at this breakpoint
-T_SUM = 1  # subtree: sum of deltas
-T_MAX = 2  # subtree: largest prefix sum (free nodes) at its breakpoints
-T_MIN = 3  # subtree: smallest prefix sum
-T_LEFT = 4
-T_RIGHT = 5
-T_PRI = 6  # heap priority
-T_FIELDS = 7
-PATH = 256  # deepest treap path handled (expected depth ~ 2 ln P; P <= 2 * jobs + running)
+# --- conservative: availability profile as sorted breakpoint arrays --------------------------
+# pt[lo:hi] breakpoint times (strictly increasing), pf[lo:hi] free nodes from each breakpoint
+# to the next (the last step lasts forever); ps = [lo, hi]. Redundant breakpoints (the same
+# free nodes as the previous one) are allowed; they are dropped when the arrays fill up.
+# (A balanced tree of breakpoint deltas with prefix-sum aggregates, O(log P) per query and
+# update, was measured slower than these flat scans at the profile sizes simulations reach --
+# hundreds to a few thousand breakpoints -- on light and heavy load alike; see RESULTS.md.)
 
 
 @njit(cache=True)
-def _tp_pull(T, x):
-    l = T[x, T_LEFT]
-    r = T[x, T_RIGHT]
-    base = T[l, T_SUM] + T[x, T_D]
-    mx = base
-    if T[l, T_MAX] > mx:
-        mx = T[l, T_MAX]
-    if base + T[r, T_MAX] > mx:
-        mx = base + T[r, T_MAX]
-    mn = base
-    if T[l, T_MIN] < mn:
-        mn = T[l, T_MIN]
-    if base + T[r, T_MIN] < mn:
-        mn = base + T[r, T_MIN]
-    T[x, T_SUM] = base + T[r, T_SUM]
-    T[x, T_MAX] = mx
-    T[x, T_MIN] = mn
+def _prof_compact(pt, pf, ps):
+    """Drop redundant breakpoints (same free nodes as the previous one) and move to index 0."""
+    lo = ps[0]
+    hi = ps[1]
+    pt[0] = pt[lo]
+    pf[0] = pf[lo]
+    w = 0
+    for k in range(lo + 1, hi):
+        if pf[k] != pf[w]:
+            w += 1
+            pt[w] = pt[k]
+            pf[w] = pf[k]
+    ps[0] = 0
+    ps[1] = w + 1
 
 
-@njit(cache=True)
-def _tp_reset(T, st):
-    """An empty profile (no node: no free node anywhere)."""
-    T[0, T_D] = 0
-    T[0, T_SUM] = 0
-    T[0, T_MAX] = -BIG
-    T[0, T_MIN] = BIG
-    T[0, T_LEFT] = 0
-    T[0, T_RIGHT] = 0
-    st[ST_ROOT] = 0
-    st[ST_FREELIST] = 0
-    st[ST_USED] = 1
-
-
-@njit(cache=True)
-def _tp_link(T, st, parent, old, new):
-    """Make ``new`` the child of ``parent`` where ``old`` was (parent 0: the root)."""
-    if parent == 0:
-        st[ST_ROOT] = new
-    elif T[parent, T_LEFT] == old:
-        T[parent, T_LEFT] = new
-    else:
-        T[parent, T_RIGHT] = new
-
-
-@njit(cache=True)
-def _tp_add(K, T, st, path, t, delta):
-    """Add ``delta`` to the change in free nodes at time ``t`` (from ``t`` on)."""
-    if delta == 0:
-        return
-    depth = 0
-    x = st[ST_ROOT]
-    while x != 0:
-        path[depth] = x
-        depth += 1
-        k = K[x]
-        if t == k:
-            break
-        x = T[x, T_LEFT] if t < k else T[x, T_RIGHT]
-    if x != 0:
-        T[x, T_D] += delta
-        depth -= 1  # path[:depth] are x's ancestors
-        if T[x, T_D] == 0:  # no change here any more: remove the breakpoint
-            while True:
-                l = T[x, T_LEFT]
-                r = T[x, T_RIGHT]
-                parent = path[depth - 1] if depth > 0 else 0
-                if l == 0 or r == 0:
-                    _tp_link(T, st, parent, x, l if l != 0 else r)
-                    break
-                if T[l, T_PRI] > T[r, T_PRI]:  # rotate x down to the right
-                    T[x, T_LEFT] = T[l, T_RIGHT]
-                    T[l, T_RIGHT] = x
-                    top = l
-                else:
-                    T[x, T_RIGHT] = T[r, T_LEFT]
-                    T[r, T_LEFT] = x
-                    top = r
-                _tp_link(T, st, parent, x, top)
-                path[depth] = top
-                depth += 1
-            T[x, T_LEFT] = st[ST_FREELIST]
-            st[ST_FREELIST] = x
+@njit(cache=True, inline="always")
+def _prof_index(pt, ps, t):
+    """First index whose breakpoint time is >= ``t``."""
+    a = ps[0]
+    b = ps[1]
+    while a < b:
+        m = (a + b) >> 1
+        if pt[m] < t:
+            a = m + 1
         else:
-            _tp_pull(T, x)
-    else:  # a new breakpoint: a leaf, then rotated up to its heap place
-        y = st[ST_FREELIST]
-        if y != 0:
-            st[ST_FREELIST] = T[y, T_LEFT]
-        else:
-            y = st[ST_USED]
-            st[ST_USED] = y + 1
-        r = st[ST_RNG]  # xorshift64
-        r ^= (r << 13) & 0x7FFFFFFFFFFFFFFF
-        r ^= r >> 7
-        r ^= (r << 17) & 0x7FFFFFFFFFFFFFFF
-        r &= 0x7FFFFFFFFFFFFFFF
-        st[ST_RNG] = r
-        K[y] = t
-        T[y, T_D] = delta
-        T[y, T_LEFT] = 0
-        T[y, T_RIGHT] = 0
-        T[y, T_PRI] = r
-        _tp_pull(T, y)
-        if depth == 0:
-            st[ST_ROOT] = y
-        elif t < K[path[depth - 1]]:
-            T[path[depth - 1], T_LEFT] = y
-        else:
-            T[path[depth - 1], T_RIGHT] = y
-        while depth > 0 and T[y, T_PRI] > T[path[depth - 1], T_PRI]:
-            p = path[depth - 1]
-            if T[p, T_LEFT] == y:
-                T[p, T_LEFT] = T[y, T_RIGHT]
-                T[y, T_RIGHT] = p
-            else:
-                T[p, T_RIGHT] = T[y, T_LEFT]
-                T[y, T_LEFT] = p
-            _tp_pull(T, p)
-            _tp_pull(T, y)
-            depth -= 1
-            _tp_link(T, st, path[depth - 1] if depth > 0 else 0, p, y)
-    for i in range(depth - 1, -1, -1):
-        _tp_pull(T, path[i])
+            b = m
+    return a
 
 
 @njit(cache=True)
-def _tp_occupy(K, T, st, path, start, stop, n):
-    """``n`` nodes fewer free on [start, stop) (negative ``n``: more)."""
-    _tp_add(K, T, st, path, start, -n)
+def _prof_split(pt, pf, ps, t):
+    """Index of the breakpoint at ``t`` (``t >= pt[lo]``), inserting one if needed."""
+    hi = ps[1]
+    a = _prof_index(pt, ps, t)
+    if a == hi or pt[a] != t:
+        for k in range(hi, a, -1):
+            pt[k] = pt[k - 1]
+            pf[k] = pf[k - 1]
+        pt[a] = t
+        pf[a] = pf[a - 1]
+        ps[1] = hi + 1
+    return a
+
+
+@njit(cache=True)
+def _prof_occupy(pt, pf, ps, start, stop, n):
+    """``n`` nodes fewer free on [start, stop) (negative ``n``: more; ``Profile.add``)."""
+    if ps[1] + 2 > pt.shape[0]:
+        _prof_compact(pt, pf, ps)
+    i = _prof_split(pt, pf, ps, start)
     if stop != np.inf:
-        _tp_add(K, T, st, path, stop, n)
+        k = _prof_split(pt, pf, ps, stop)
+    else:
+        k = ps[1]
+    for x in range(i, k):
+        pf[x] -= n
 
 
 @njit(cache=True)
-def _tp_trim(K, T, st, path, now):
-    """Fold every breakpoint before ``now`` into one at ``now`` (the past is never asked about)."""
-    acc = 0
-    while True:
-        x = st[ST_ROOT]
-        if x == 0:
-            break
-        while T[x, T_LEFT] != 0:
-            x = T[x, T_LEFT]
-        if K[x] >= now:
-            break
-        d = T[x, T_D]
-        acc += d
-        _tp_add(K, T, st, path, K[x], -d)  # drops to 0: removed
-    _tp_add(K, T, st, path, now, acc)
+def _prof_trim(pt, pf, ps, now):
+    """Make ``now`` the profile's first breakpoint (drop the past)."""
+    lo = ps[0]
+    hi = ps[1]
+    while lo + 1 < hi and pt[lo + 1] <= now:
+        lo += 1
+    pt[lo] = now
+    ps[0] = lo
 
 
-@njit(cache=True)
-def _tp_first_at_least(K, T, st, nodes_stack, off_stack, lo, need, before):
-    """Key of the first breakpoint with key >= ``lo`` and >= ``need`` free nodes, if it is
-    before ``before``; else +inf. The nodes with key >= lo are, in order, each node where the
-    search for ``lo`` turns left followed by its right subtree, deepest first."""
-    x = st[ST_ROOT]
-    off = 0
-    sp = 0
-    while x != 0:
-        if K[x] < lo:
-            off += T[T[x, T_LEFT], T_SUM] + T[x, T_D]
-            x = T[x, T_RIGHT]
-        else:
-            nodes_stack[sp] = x
-            off_stack[sp] = off
-            sp += 1
-            x = T[x, T_LEFT]
-    for i in range(sp - 1, -1, -1):
-        x = nodes_stack[i]
-        if K[x] >= before:
-            return np.inf
-        p = off_stack[i] + T[T[x, T_LEFT], T_SUM] + T[x, T_D]
-        if p >= need:
-            return K[x]
-        y = T[x, T_RIGHT]
-        if p + T[y, T_MAX] >= need:  # the answer is in y's subtree: descend to the first
-            while True:
-                l = T[y, T_LEFT]
-                if p + T[l, T_MAX] >= need:
-                    y = l
-                    continue
-                p += T[l, T_SUM] + T[y, T_D]
-                if p >= need:
-                    return K[y] if K[y] < before else np.inf
-                y = T[y, T_RIGHT]
-    return np.inf
+@njit(cache=True, inline="always")
+def _prof_first_at_least(pt, pf, ps, lo, need, before):
+    """Time of the first breakpoint at or after ``lo`` with ``need`` nodes free, if it is
+    before ``before``; else +inf."""
+    hi = ps[1]
+    i = _prof_index(pt, ps, lo)
+    while i < hi and pf[i] < need:
+        i += 1
+    if i == hi or pt[i] >= before:
+        return np.inf
+    return pt[i]
 
 
-@njit(cache=True)
-def _tp_first_below(K, T, st, nodes_stack, off_stack, lo, need):
-    """Key of the first breakpoint with key > ``lo`` and fewer than ``need`` free nodes, or +inf."""
-    x = st[ST_ROOT]
-    off = 0
-    sp = 0
-    while x != 0:
-        if K[x] <= lo:
-            off += T[T[x, T_LEFT], T_SUM] + T[x, T_D]
-            x = T[x, T_RIGHT]
-        else:
-            nodes_stack[sp] = x
-            off_stack[sp] = off
-            sp += 1
-            x = T[x, T_LEFT]
-    for i in range(sp - 1, -1, -1):
-        x = nodes_stack[i]
-        p = off_stack[i] + T[T[x, T_LEFT], T_SUM] + T[x, T_D]
-        if p < need:
-            return K[x]
-        y = T[x, T_RIGHT]
-        if p + T[y, T_MIN] < need:
-            while True:
-                l = T[y, T_LEFT]
-                if p + T[l, T_MIN] < need:
-                    y = l
-                    continue
-                p += T[l, T_SUM] + T[y, T_D]
-                if p < need:
-                    return K[y]
-                y = T[y, T_RIGHT]
-    return np.inf
+@njit(cache=True, inline="always")
+def _prof_first_below(pt, pf, ps, t, need, until):
+    """Time of the first breakpoint after ``t`` with fewer than ``need`` nodes free (+inf if
+    none), looking no further than the first breakpoint at or after ``until``: returns
+    ``(time, complete)``, ``complete`` False if the search stopped there (then at least
+    ``need`` nodes are free from ``t`` to the time returned)."""
+    hi = ps[1]
+    i = _prof_index(pt, ps, t)
+    if i < hi and pt[i] == t:
+        i += 1
+    while i < hi and pf[i] >= need:
+        if pt[i] >= until:
+            return pt[i], False
+        i += 1
+    return (pt[i] if i < hi else np.inf), True
 
 
-@njit(cache=True)
-def _tp_max_before(K, T, st, t):
+@njit(cache=True, inline="always")
+def _prof_max_before(pt, pf, ps, t):
     """Most free nodes at any breakpoint before ``t`` (-BIG if there is none)."""
-    x = st[ST_ROOT]
-    off = 0
     best = -BIG
-    while x != 0:
-        if K[x] < t:
-            l = T[x, T_LEFT]
-            if off + T[l, T_MAX] > best:
-                best = off + T[l, T_MAX]
-            off += T[l, T_SUM] + T[x, T_D]
-            if off > best:
-                best = off
-            x = T[x, T_RIGHT]
-        else:
-            x = T[x, T_LEFT]
+    for i in range(ps[0], ps[1]):
+        if pt[i] >= t:
+            break
+        if pf[i] > best:
+            best = pf[i]
     return best
 
 
-@njit(cache=True)
-def _tp_fit(K, T, st, ns, os, now, need, duration, own, before):
-    """``Profile.earliest_fit`` from ``now``, among the starts before ``before``; +inf if none.
+@njit(cache=True, inline="always")
+def _prof_fit(pt, pf, ps, lo, need, duration, own, before):
+    """``Profile.earliest_fit`` from ``lo``, among the starts before ``before``; +inf if none.
 
     ``own`` (+inf for none): the job's own reservation [own, own + duration), counted as free
     (limits enforced: the profile never goes below 0, so with its own nodes back the job fits
-    everywhere in it; only breakpoints before ``own`` can stop it). Each candidate start is the
-    first breakpoint with ``need`` free nodes; it fits unless a breakpoint with fewer comes
-    before its end, which is where the next candidate is looked for: one pair of descents per
-    hole in the profile that is too short for the job.
+    everywhere in it; only breakpoints before ``own`` can stop it). A candidate start is the
+    first breakpoint with ``need`` free nodes; it fits unless one with fewer comes before its
+    end, which is where the next candidate is looked for.
     """
-    t = _tp_first_at_least(K, T, st, ns, os, now, need, before)
+    t = _prof_first_at_least(pt, pf, ps, lo, need, before)
     while t != np.inf:
         stop = t + duration
         if own < stop:
             stop = own
-        k = _tp_first_below(K, T, st, ns, os, t, need)
+        k, _ = _prof_first_below(pt, pf, ps, t, need, stop)
         if k >= stop:
             return t
-        t = _tp_first_at_least(K, T, st, ns, os, k, need, before)
+        t = _prof_first_at_least(pt, pf, ps, k, need, before)
     return np.inf
 
 
 @njit(cache=True)
-def _tp_rebuild(K, T, st, path, now, free, re, rn, R, q, Q, res, limit, nodes):
+def _prof_rebuild(pt, pf, ps, now, free, re, rn, R, q, Q, res, limit, nodes):
     """``Cluster.profile``: running jobs' releases (overdue ones right after ``now``) + reservations."""
-    _tp_reset(T, st)
     soon = np.nextafter(now, np.inf)
-    _tp_add(K, T, st, path, now, free)
+    pt[0] = now
+    pf[0] = free
+    m = 1
+    level = free
     for r in range(R):
         e = re[r]
-        _tp_add(K, T, st, path, e if e > now else soon, rn[r])
+        t = e if e > now else soon
+        level += rn[r]
+        if t == pt[m - 1]:
+            pf[m - 1] = level
+        else:
+            pt[m] = t
+            pf[m] = level
+            m += 1
+    ps[0] = 0
+    ps[1] = m
     for i in range(Q):
         j = q[i]
         s = res[j]
         if s == s:  # reserved
-            _tp_occupy(K, T, st, path, s, s + limit[j], nodes[j])
+            _prof_occupy(pt, pf, ps, s, s + limit[j], nodes[j])
 
 
 # --- run cache: the profile's runs per job size, shared by the jobs looked at in one pass ------
 # For a size h, a *run* is a maximal interval [a, b) with at least h nodes free (a >= now). A
 # job of h nodes and limit l fits at a run's start iff b >= a + l (with its own reservation
 # counted as free: or b >= own), and never inside a run if not at its start, so its earliest
-# fit is the start of the first such run. Runs are found with two treap descents each, and
+# fit is the start of the first such run. Runs are found by scanning the profile, and
 # kept per size (slot) for the rest of the pass: every later job of that size reads them from a
-# flat array. A change of the profile from x on (a move, a placement) drops the runs that end
-# at or after x (the others are unchanged); a new pass starts with no runs.
+# flat array. A run's end is only looked for as far as the job at hand needs (a *partial* run:
+# at least h nodes free until b); a later, longer job scans on from b. A change of the profile
+# from x on (a move, a placement) drops the runs that end at or after x (the others are
+# unchanged); a new pass starts with no runs.
 RC_SLOTS = 64  # sizes cached at once (round robin)
-RC_RUNS = 256  # runs cached per size; a search that needs more continues on the treap
+RC_RUNS = 256  # runs cached per size; a search that needs more goes on in the profile
 RC_HEIGHT = 0
 RC_STAMP = 1
 RC_COUNT = 2
+RC_PARTIAL = 3  # 1 when the last cached run's end is not known yet
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _rc_slot(rc_i, rc_next, height_slot, active, st, h, now):
     """The cache slot of size ``h`` for this pass (emptied if it is from an earlier one)."""
     stamp = st[ST_STAMP]
@@ -712,17 +579,19 @@ def _rc_slot(rc_i, rc_next, height_slot, active, st, h, now):
         height_slot[h] = s
         if rc_i[s, RC_STAMP] == stamp:  # reused within the pass: already listed as active
             rc_i[s, RC_COUNT] = 0
+            rc_i[s, RC_PARTIAL] = 0
             rc_next[s] = now
     if rc_i[s, RC_STAMP] != stamp:
         rc_i[s, RC_STAMP] = stamp
         rc_i[s, RC_COUNT] = 0
+        rc_i[s, RC_PARTIAL] = 0
         rc_next[s] = now
         active[st[ST_ACTIVE]] = s
         st[ST_ACTIVE] += 1
     return s
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _rc_changed(rc_i, rc_b, rc_next, active, st, x, now):
     """The profile changed from ``x`` on: drop the cached runs that end at or after ``x``."""
     for k in range(st[ST_ACTIVE]):
@@ -732,37 +601,46 @@ def _rc_changed(rc_i, rc_b, rc_next, active, st, x, now):
             c -= 1
         if c < rc_i[s, RC_COUNT]:
             rc_i[s, RC_COUNT] = c
+            rc_i[s, RC_PARTIAL] = 0  # the runs left all ended before x
             rc_next[s] = rc_b[s, c - 1] if c > 0 else now
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _rc_new_pass(rc_i, st):
     st[ST_STAMP] += 1
     st[ST_ACTIVE] = 0
 
 
-@njit(cache=True)
-def _rc_fit(K, T, st, ns, os, rc_i, rc_a, rc_b, rc_next, height_slot, active, now, need, duration, own, before):
-    """``_tp_fit`` from ``now`` through the run cache of size ``need`` (same answer)."""
+@njit(cache=True, inline="always")
+def _rc_fit(pt, pf, ps, st, rc_i, rc_a, rc_b, rc_next, height_slot, active, now, need, duration, own, before):
+    """``_prof_fit`` from ``now`` through the run cache of size ``need`` (same answer)."""
     s = _rc_slot(rc_i, rc_next, height_slot, active, st, need, now)
     i = 0
     while True:
         if i == rc_i[s, RC_COUNT]:
-            if i == RC_RUNS:  # cache full: go on searching the treap after the last cached run
-                return _tp_fit(K, T, st, ns, os, rc_b[s, i - 1], need, duration, own, before)
-            a = _tp_first_at_least(K, T, st, ns, os, rc_next[s], need, np.inf)
+            if i == RC_RUNS:  # cache full: go on searching the profile after the last cached run
+                return _prof_fit(pt, pf, ps, rc_b[s, i - 1], need, duration, own, before)
+            a = _prof_first_at_least(pt, pf, ps, rc_next[s], need, np.inf)
             if a == np.inf:
                 return np.inf  # (cannot happen: the last run lasts forever)
-            b = _tp_first_below(K, T, st, ns, os, a, need)
             rc_a[s, i] = a
-            rc_b[s, i] = b
+            rc_b[s, i] = a
             rc_i[s, RC_COUNT] = i + 1
-            rc_next[s] = b
+            rc_i[s, RC_PARTIAL] = 1
         a = rc_a[s, i]
         if a >= before:
             return np.inf
         b = rc_b[s, i]
-        if b >= a + duration or b >= own:
+        stop = a + duration
+        if own < stop:
+            stop = own
+        if b < stop and i == rc_i[s, RC_COUNT] - 1 and rc_i[s, RC_PARTIAL] == 1:
+            b, complete = _prof_first_below(pt, pf, ps, b, need, stop)
+            rc_b[s, i] = b
+            if complete:
+                rc_i[s, RC_PARTIAL] = 0
+                rc_next[s] = b
+        if b >= stop:
             return a
         i += 1
 
@@ -772,8 +650,8 @@ ORDER_INTERLEAVED = 1
 ORDER_ONE_PASS = 2
 
 
-@njit(cache=True)
-def _cons_visit(K, T, st, sf, path, ns, os, rc_i, rc_a, rc_b, rc_next, height_slot, active,
+@njit(cache=True, inline="always")
+def _cons_visit(pt, pf, ps, st, sf, rc_i, rc_a, rc_b, rc_next, height_slot, active,
                 j, now, nodes, limit, res, enforce, exact, F):
     """Re-place (or place) waiting job ``j`` as ``place`` in ``ConservativeBackfill.select``
     does; returns whether its reservation changed. ``F``: the most free nodes at any breakpoint
@@ -783,33 +661,33 @@ def _cons_visit(K, T, st, sf, path, ns, os, rc_i, rc_a, rc_b, rc_next, height_sl
     old = res[j]
     if old != old:  # no reservation: placed at its earliest fit
         if enforce:
-            start = _rc_fit(K, T, st, ns, os, rc_i, rc_a, rc_b, rc_next, height_slot, active,
+            start = _rc_fit(pt, pf, ps, st, rc_i, rc_a, rc_b, rc_next, height_slot, active,
                             now, nj, lj, np.inf, np.inf)
         else:
-            start = _tp_fit(K, T, st, ns, os, now, nj, lj, np.inf, np.inf)
+            start = _prof_fit(pt, pf, ps, now, nj, lj, np.inf, np.inf)
         if start != np.inf:
-            _tp_occupy(K, T, st, path, start, start + lj, nj)
+            _prof_occupy(pt, pf, ps, start, start + lj, nj)
             if enforce:
                 _rc_changed(rc_i, rc_b, rc_next, active, st, start, now)
         res[j] = start
         st[ST_NRES] += 1
         return True
     if not enforce:  # profile rebuilt this pass: take it out, put it back (as the reference)
-        _tp_occupy(K, T, st, path, old, old + lj, -nj)
-        start = _tp_fit(K, T, st, ns, os, now, nj, lj, np.inf, np.inf)
-        _tp_occupy(K, T, st, path, start, start + lj, nj)
+        _prof_occupy(pt, pf, ps, old, old + lj, -nj)
+        start = _prof_fit(pt, pf, ps, now, nj, lj, np.inf, np.inf)
+        _prof_occupy(pt, pf, ps, start, start + lj, nj)
         res[j] = start
         return start != old
     grown = sf[SF_GROWN]
     before = old if old < grown else grown
     if before <= now or (not exact and nj > F):
         return False  # provably cannot move (the argument is in conservative_steps)
-    start = _rc_fit(K, T, st, ns, os, rc_i, rc_a, rc_b, rc_next, height_slot, active,
+    start = _rc_fit(pt, pf, ps, st, rc_i, rc_a, rc_b, rc_next, height_slot, active,
                     now, nj, lj, old, before)
     if start == np.inf:
         return False  # stays at old; the profile's function is unchanged
-    _tp_occupy(K, T, st, path, old, old + lj, -nj)
-    _tp_occupy(K, T, st, path, start, start + lj, nj)
+    _prof_occupy(pt, pf, ps, old, old + lj, -nj)
+    _prof_occupy(pt, pf, ps, start, start + lj, nj)
     _rc_changed(rc_i, rc_b, rc_next, active, st, start, now)
     res[j] = start
     if old + lj > grown:
@@ -819,7 +697,7 @@ def _cons_visit(K, T, st, sf, path, ns, os, rc_i, rc_a, rc_b, rc_next, height_sl
 
 @njit(cache=True)
 def conservative_steps(submit, limit, nodes, dur, arrivals, rank, total, enforce, order,
-                       begin, end, est, res, placed, re, rj, rn, hk, hj, q, K, T, path, ns, os,
+                       begin, end, est, res, placed, re, rj, rn, hk, hj, q, pt, pf, ps,
                        rc_i, rc_a, rc_b, rc_next, height_slot, active, st, sf, budget):
     """Conservative backfilling (``ConservativeBackfill``) from state ``st``/``sf``, for about
     ``budget`` units of work (an event, or a waiting job looked at).
@@ -841,9 +719,6 @@ def conservative_steps(submit, limit, nodes, dur, arrivals, rank, total, enforce
     the reference does (overdue jobs release "right after now", which moves with ``now``).
     """
     max_rounds = 1000 + 100 * submit.shape[0]
-    if st[ST_USED] == 0:  # a new run: the whole machine free from -inf on
-        _tp_reset(T, st)
-        _tp_add(K, T, st, path, -np.inf, total)
     free = st[ST_FREE]
     R = st[ST_R]
     H = st[ST_H]
@@ -867,7 +742,7 @@ def conservative_steps(submit, limit, nodes, dur, arrivals, rank, total, enforce
         if wake < now:
             now = wake
         if enforce:
-            _tp_trim(K, T, st, path, now)
+            _prof_trim(pt, pf, ps, now)
         if st[ST_FIXPOINT] == 1:
             sf[SF_GROWN] = -np.inf
 
@@ -883,7 +758,7 @@ def conservative_steps(submit, limit, nodes, dur, arrivals, rank, total, enforce
             if end[j] < e:
                 freed_early = True
                 if enforce:
-                    _tp_occupy(K, T, st, path, now, e, -nodes[j])
+                    _prof_occupy(pt, pf, ps, now, e, -nodes[j])
                     if e > sf[SF_GROWN]:
                         sf[SF_GROWN] = e
 
@@ -918,9 +793,11 @@ def conservative_steps(submit, limit, nodes, dur, arrivals, rank, total, enforce
                     if res[j] < now:
                         res[j] = np.nan
                         st[ST_NRES] -= 1
-                _tp_rebuild(K, T, st, path, now, free, re, rn, R, q, Q, res, limit, nodes)
+                _prof_rebuild(pt, pf, ps, now, free, re, rn, R, q, Q, res, limit, nodes)
                 sf[SF_GROWN] = np.inf  # no fixpoint to build on
                 exact = True
+            elif ps[1] - ps[0] > 2 * (1 + R + 2 * Q) + 64:  # keep the scans short
+                _prof_compact(pt, pf, ps)
             grown_seen = np.nan
             F = np.int64(0)
             if replan:  # compression rounds over the queue (interleaved) or the placed jobs
@@ -939,9 +816,14 @@ def conservative_steps(submit, limit, nodes, dur, arrivals, rank, total, enforce
                             continue
                         if enforce and sf[SF_GROWN] != grown_seen:  # F after every change
                             grown_seen = sf[SF_GROWN]
-                            F = _tp_max_before(K, T, st, grown_seen)
+                            F = _prof_max_before(pt, pf, ps, grown_seen)
                         work += 1
-                        if _cons_visit(K, T, st, sf, path, ns, os, rc_i, rc_a, rc_b, rc_next, height_slot, active,
+                        old = res[j]
+                        if enforce and not exact and old == old:  # the O(1) test, inline
+                            grown = sf[SF_GROWN]
+                            if old <= now or grown <= now or nodes[j] > F:
+                                continue  # provably cannot move (see above)
+                        if _cons_visit(pt, pf, ps, st, sf, rc_i, rc_a, rc_b, rc_next, height_slot, active,
                                        j, now, nodes, limit, res, enforce, exact, F):
                             last_move = i
                             grown_seen = np.nan
@@ -954,7 +836,7 @@ def conservative_steps(submit, limit, nodes, dur, arrivals, rank, total, enforce
             for i in range(Q):
                 j = q[i]
                 if placed[j] == 0 and res[j] != res[j]:
-                    _cons_visit(K, T, st, sf, path, ns, os, rc_i, rc_a, rc_b, rc_next, height_slot, active,
+                    _cons_visit(pt, pf, ps, st, sf, rc_i, rc_a, rc_b, rc_next, height_slot, active,
                                        j, now, nodes, limit, res, enforce, exact, F)
             for i in range(Q):
                 placed[q[i]] = 1
