@@ -274,6 +274,7 @@ def test_choices_agree_with_the_engine_and_the_models():
 
     assert sim_cli.PRIORITY_POLICIES == engine.PRIORITY_POLICIES
     assert sim_cli.BACKFILL_POLICIES == engine.BACKFILL_POLICIES
+    assert sim_cli.COMPRESSION_ORDERS == engine.COMPRESSION_ORDERS
     assert sim_cli.RUN_TIME_MODES == runtime.RUN_TIME_MODES
     assert sim_cli.DISTRIBUTIONS == runtime.DISTRIBUTIONS
     assert sim_cli.TIMESTAMP_FORMATS == trace.TIMESTAMP_FORMATS

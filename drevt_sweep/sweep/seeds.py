@@ -34,6 +34,7 @@ class RunSpec:
     total_nodes: int
     priority: str = "fcfs"
     backfill: str = "easy"
+    compression: str = "compress_first"  # conservative backfilling's compression order
     replay: bool = False
     run_time: RunTimeModel = field(default_factory=RunTimeModel)
     enforce_limits: bool = True
@@ -87,6 +88,7 @@ def simulate_seed(jobs: JobTable, spec: RunSpec, seed: int) -> tuple[JobTable, S
         backfill=spec.backfill,
         enforce_limits=spec.enforce_limits,
         capacity=capacity,
+        compression=spec.compression,
     )
     return jobs, schedule
 

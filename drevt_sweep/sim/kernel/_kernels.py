@@ -7,7 +7,7 @@ later processes load it (well under a second, most of it numba's own start-up).
 
 Two drivers share the engine's event loop (completions, then arrivals, then one pass):
 
-* :func:`run_queue_policy` for ``none`` / ``easy`` / ``easy_drevt``. The waiting queue is a
+* :func:`queue_policy_steps` for ``none`` / ``easy`` / ``easy_drevt``. The waiting queue is a
   segment tree over the static priority ranks (leaf ``r`` = the job of rank ``r`` while it
   waits), holding per subtree the minimum requested nodes and the minimum time limit; the head
   (smallest waiting rank) is tracked. "Next waiting job", "first waiting job that fits in
