@@ -109,9 +109,9 @@ def unavailable_reason() -> str | None:
 
 
 # Work units per call into the compiled loop (an event, or a waiting job looked at by
-# conservative backfilling): about 5-50 ms each, so progress is fresh and Ctrl-C (which Python
-# acts on between calls) stops a run well within a second.
-STEP_BUDGET = 1 << 16
+# conservative backfilling, a sixteenth of a profile scan): a few ms to about 0.1 s each, so
+# progress is fresh and Ctrl-C (which Python acts on between calls) stops a run within 1 s.
+STEP_BUDGET = 1 << 14
 _COMPRESSION_ORDERS = {"compress_first": 0, "interleaved": 1, "one_pass": 2}
 
 
@@ -167,6 +167,7 @@ def run_events(*, submit, limit, nodes, dur, rejected, rank, total, backfill, en
             np.empty(kernels.RC_SLOTS), np.full(int(total) + 1, -1, np.int64), np.empty(kernels.RC_SLOTS, np.int64),
         )
         st[kernels.ST_FIXPOINT] = 1
+        st[kernels.ST_PASS_AT] = -1
         sf[kernels.SF_EARLIEST] = np.inf
         sf[kernels.SF_WAKE] = np.inf
         step = kernels.conservative_steps

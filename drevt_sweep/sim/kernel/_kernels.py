@@ -256,7 +256,12 @@ ST_FIXPOINT = 7  # 1 when the plan is a fixpoint (every reservation at its earli
 ST_STAMP = 8  # run cache: number of the current planning pass
 ST_ACTIVE = 9  # run cache: slots in use in this pass
 ST_VICTIM = 10  # run cache: next slot to reuse
-ST_SIZE = 11
+ST_PASS_AT = 11  # a compression round cut short: next queue index (-1: none)
+ST_SCAN_TO = 12  # ... and that round's scan_to, last_move, round count and exact flag
+ST_LAST_MOVE = 13
+ST_ROUNDS = 14
+ST_EXACT = 15
+ST_SIZE = 16
 SF_NOW = 0  # simulated time reached
 SF_EARLIEST = 1  # earliest reservation
 SF_GROWN = 2  # end of the region where the profile grew since the last fixpoint
@@ -731,92 +736,112 @@ def conservative_steps(submit, limit, nodes, dur, arrivals, rank, total, enforce
     n_arr = arrivals.shape[0]
     status = 0
     work = 0
-    while a < n_arr or H > 0 or (Q > 0 and wake < np.inf):
-        if work >= budget:
-            status = 1
-            break
-        work += 1
-        t_arr = submit[arrivals[a]] if a < n_arr else np.inf
-        t_end = hk[0] if H > 0 else np.inf
-        now = t_arr if t_arr < t_end else t_end
-        if wake < now:
-            now = wake
-        if enforce:
-            _prof_trim(pt, pf, ps, now)
-        if st[ST_FIXPOINT] == 1:
-            sf[SF_GROWN] = -np.inf
-
-        # 1. completions
-        freed_early = False
-        while H > 0 and hk[0] <= now:
-            j = hj[0]
-            H = _heap_pop(hk, hj, H)
-            e = est[j]
-            R = _run_remove(re, rj, rn, R, e, j)
-            free += nodes[j]
-            done += 1
-            if end[j] < e:
-                freed_early = True
-                if enforce:
-                    _prof_occupy(pt, pf, ps, now, e, -nodes[j])
-                    if e > sf[SF_GROWN]:
-                        sf[SF_GROWN] = e
-
-        # 2. arrivals, inserted in priority order
-        while a < n_arr and submit[arrivals[a]] <= now:
-            j = arrivals[a]
-            a += 1
-            r = rank[j]
-            p = Q
-            while p > 0 and rank[q[p - 1]] > r:
-                q[p] = q[p - 1]
-                p -= 1
-            q[p] = j
-            Q += 1
-
-        if Q == 0:
-            continue
-
-        # 3. one pass (ConservativeBackfill.select)
-        replan = freed_early or (not enforce) or earliest < now
-        if not replan and st[ST_NRES] == Q and earliest != now:
-            continue  # the plan stands and nothing is due
-        work += Q
-        if not replan and st[ST_NRES] == Q:
-            pass  # the plan stands; only start what is due
+    resume = st[ST_PASS_AT] >= 0  # a compression round was cut short by the budget
+    while a < n_arr or H > 0 or (Q > 0 and wake < np.inf) or resume:
+        if resume:  # go on where the budget stopped the last call, in the same pass
+            resume = False
+            plan = True
+            compress = True
+            exact = st[ST_EXACT] == 1
+            i = st[ST_PASS_AT]
+            scan_to = st[ST_SCAN_TO]
+            last_move = st[ST_LAST_MOVE]
+            rounds = st[ST_ROUNDS]
+            st[ST_PASS_AT] = -1
         else:
+            if work >= budget:
+                status = 1
+                break
+            work += 1
+            t_arr = submit[arrivals[a]] if a < n_arr else np.inf
+            t_end = hk[0] if H > 0 else np.inf
+            now = t_arr if t_arr < t_end else t_end
+            if wake < now:
+                now = wake
+            if enforce:
+                _prof_trim(pt, pf, ps, now)
+            if st[ST_FIXPOINT] == 1:
+                sf[SF_GROWN] = -np.inf
+
+            # 1. completions
+            freed_early = False
+            while H > 0 and hk[0] <= now:
+                j = hj[0]
+                H = _heap_pop(hk, hj, H)
+                e = est[j]
+                R = _run_remove(re, rj, rn, R, e, j)
+                free += nodes[j]
+                done += 1
+                if end[j] < e:
+                    freed_early = True
+                    if enforce:
+                        _prof_occupy(pt, pf, ps, now, e, -nodes[j])
+                        if e > sf[SF_GROWN]:
+                            sf[SF_GROWN] = e
+
+            # 2. arrivals, inserted in priority order
+            while a < n_arr and submit[arrivals[a]] <= now:
+                j = arrivals[a]
+                a += 1
+                r = rank[j]
+                p = Q
+                while p > 0 and rank[q[p - 1]] > r:
+                    q[p] = q[p - 1]
+                    p -= 1
+                q[p] = j
+                Q += 1
+
+            if Q == 0:
+                continue
+
+            # 3. one pass (ConservativeBackfill.select)
+            replan = freed_early or (not enforce) or earliest < now
+            if not replan and st[ST_NRES] == Q and earliest != now:
+                continue  # the plan stands and nothing is due
+            work += Q
+            plan = replan or st[ST_NRES] != Q  # else the plan stands; only start what is due
+            compress = replan
             exact = False
-            _rc_new_pass(rc_i, st)
-            if (not enforce) or earliest < now:
-                for i in range(Q):
-                    j = q[i]
-                    if res[j] < now:
-                        res[j] = np.nan
-                        st[ST_NRES] -= 1
-                _prof_rebuild(pt, pf, ps, now, free, re, rn, R, q, Q, res, limit, nodes)
-                sf[SF_GROWN] = np.inf  # no fixpoint to build on
-                exact = True
-            elif ps[1] - ps[0] > 2 * (1 + R + 2 * Q) + 64:  # keep the scans short
-                _prof_compact(pt, pf, ps)
+            if plan:
+                _rc_new_pass(rc_i, st)
+                if (not enforce) or earliest < now:
+                    for i in range(Q):
+                        j = q[i]
+                        if res[j] < now:
+                            res[j] = np.nan
+                            st[ST_NRES] -= 1
+                    _prof_rebuild(pt, pf, ps, now, free, re, rn, R, q, Q, res, limit, nodes)
+                    sf[SF_GROWN] = np.inf  # no fixpoint to build on
+                    exact = True
+                elif ps[1] - ps[0] > 2 * (1 + R + 2 * Q) + 64:  # keep the scans short
+                    _prof_compact(pt, pf, ps)
+            i = 0
+            scan_to = Q
+            last_move = -1
+            rounds = 1
+        if plan:
             grown_seen = np.nan
             F = np.int64(0)
-            if replan:  # compression rounds over the queue (interleaved) or the placed jobs
-                scan_to = Q
-                rounds = 0
+            if compress:  # compression rounds over the queue (interleaved) or the placed jobs
                 while True:
-                    rounds += 1
-                    if rounds > max_rounds:
-                        return -1
-                    last_move = -1
-                    for i in range(Q):
+                    while i < Q:
                         if i >= scan_to and last_move < 0:
                             break  # nothing before the last mover moved: the rest cannot move
+                        if work >= 4 * budget:  # a long pass: let the caller act (Ctrl-C) meanwhile
+                            st[ST_PASS_AT] = i
+                            st[ST_SCAN_TO] = scan_to
+                            st[ST_LAST_MOVE] = last_move
+                            st[ST_ROUNDS] = rounds
+                            st[ST_EXACT] = 1 if exact else 0
+                            break
                         j = q[i]
+                        i += 1
                         if order != ORDER_INTERLEAVED and placed[j] == 0:
                             continue
                         if enforce and sf[SF_GROWN] != grown_seen:  # F after every change
                             grown_seen = sf[SF_GROWN]
                             F = _prof_max_before(pt, pf, ps, grown_seen)
+                            work += (ps[1] - ps[0]) >> 4  # a scan of the profile
                         work += 1
                         old = res[j]
                         if enforce and not exact and old == old:  # the O(1) test, inline
@@ -825,11 +850,21 @@ def conservative_steps(submit, limit, nodes, dur, arrivals, rank, total, enforce
                                 continue  # provably cannot move (see above)
                         if _cons_visit(pt, pf, ps, st, sf, rc_i, rc_a, rc_b, rc_next, height_slot, active,
                                        j, now, nodes, limit, res, enforce, exact, F):
-                            last_move = i
+                            last_move = i - 1
                             grown_seen = np.nan
+                    if st[ST_PASS_AT] >= 0:
+                        break
                     if last_move < 0 or (order == ORDER_ONE_PASS):
                         break
                     scan_to = last_move
+                    last_move = -1
+                    i = 0
+                    rounds += 1
+                    if rounds > max_rounds:
+                        return -1
+                if st[ST_PASS_AT] >= 0:
+                    status = 1
+                    break
                 if order == ORDER_ONE_PASS:
                     st[ST_FIXPOINT] = 1 if last_move < 0 else 0
             # arrivals (every new job, in priority order)
@@ -837,7 +872,7 @@ def conservative_steps(submit, limit, nodes, dur, arrivals, rank, total, enforce
                 j = q[i]
                 if placed[j] == 0 and res[j] != res[j]:
                     _cons_visit(pt, pf, ps, st, sf, rc_i, rc_a, rc_b, rc_next, height_slot, active,
-                                       j, now, nodes, limit, res, enforce, exact, F)
+                                j, now, nodes, limit, res, enforce, exact, F)
             for i in range(Q):
                 placed[q[i]] = 1
 
