@@ -44,6 +44,7 @@ for path in (str(ROOT), str(HERE)):
 BENCHMARKS = {
     "readers": "bench_readers",
     "engine": "bench_engine",
+    "conservative": "bench_conservative",
     "accasim": "bench_accasim",
     "cli": "bench_cli",
     "sweep": "bench_sweep",
