@@ -19,6 +19,8 @@ from pathlib import Path
 import numpy as np
 
 HERE = Path(__file__).resolve().parent
+if str(HERE) not in sys.path:
+    sys.path.insert(0, str(HERE))
 LANL = HERE.parent.parent / "shared" / "traces" / "LANL-CM5-1994-4.1-cln.swf.gz"
 SEED = 20261201
 NODES = 1024
@@ -36,7 +38,7 @@ def source_mix(path: Path = LANL, nodes: int = NODES):
 
 
 def generate(n_jobs: int, *, load: float = 0.95, seed: int = SEED, mix=None, nodes: int = NODES):
-    from drevt_sweep.jobs import JobTable, TraceMeta
+    from gen_workload import job_table
 
     size_all, run_all, limit_all = mix if mix is not None else source_mix(nodes=nodes)
     rng = np.random.default_rng(seed)
@@ -50,18 +52,7 @@ def generate(n_jobs: int, *, load: float = 0.95, seed: int = SEED, mix=None, nod
     gaps = rng.exponential(1.0, n)
     submit = np.round(np.cumsum(gaps) * (span / gaps.sum()))
     submit -= submit[0]
-    meta = TraceMeta(
-        path=f"<resampled from LANL-CM5 n={n} load={load} seed={seed}>",
-        trace_format="generated", mode="simulation", checksum="0" * 64, timezone="UTC",
-        timestamp_format="relative", machine_nodes=nodes, has_actual_run_time=True,
-        rows_read=n, rows_kept=n,
-    )
-    return JobTable(
-        job_id=np.arange(n, dtype=np.int64), source_line=np.arange(1, n + 1, dtype=np.int64),
-        submit=submit, begin=np.full(n, np.nan), end=np.full(n, np.nan), num_nodes=size,
-        time_limit=limit, actual_run_time=run, queue_code=np.zeros(n, dtype=np.int32),
-        queue_names=("batch",), exit_status=np.full(n, -1, dtype=np.int64), meta=meta,
-    )
+    return job_table(submit, size, run, limit, f"<resampled from LANL-CM5 n={n} load={load} seed={seed}>", nodes)
 
 
 def mean_queue(jobs, schedule) -> float:

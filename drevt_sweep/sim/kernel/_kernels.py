@@ -1,7 +1,7 @@
 """numba kernels: the event loop of ``drevt_sweep.engine`` compiled, bit for bit the same.
 
 Importing this module imports numba; ``drevt_sweep.fast`` does so only when a simulation first
-asks for the fast kernel. Every function is ``@njit(cache=True)``: the first process compiles
+asks for the fast kernel. Every function is ``@njit(cache=True, _nrt=False)``: the first process compiles
 (10-30 s on the 2-core development machine) and stores the machine code in ``__pycache__``;
 later processes load it (well under a second, most of it numba's own start-up).
 
@@ -31,8 +31,11 @@ Two drivers share the engine's event loop (completions, then arrivals, then one 
 
 Both drivers are resumable: they run from state arrays for a budget of work and return at an
 event boundary, and ``drevt_sweep.sim.kernel.run_events`` calls them in a loop (progress,
-Ctrl-C). Helpers that take many arrays are ``inline="always"``: a call passing arrays costs an
-atomic reference-count increment and decrement per array, which dominated the profile.
+Ctrl-C). All arrays are allocated by the caller, so every function is compiled without numba's
+reference-counting runtime (``_nrt=False``; no function here may allocate): with it, each call
+passing arrays did an atomic increment and decrement per array, which dominated the
+conservative profile (light-load KTH-SP2: 94 -> 65 ms). Helpers that take many arrays are also
+``inline="always"``.
 
 Exactness. Times are float64 and every sum the reference computes (``now + time_limit``,
 ``begin + run_time``, ``start + time_limit``, ``nextafter(now, inf)``) is computed here the same
@@ -56,7 +59,7 @@ MODE_EASY_DREVT = 2
 # --- completions: binary min-heap over (real end, job) ---------------------------------------
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _heap_push(hk, hj, size, t, j):
     i = size
     while i > 0:
@@ -71,7 +74,7 @@ def _heap_push(hk, hj, size, t, j):
     return size + 1
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _heap_pop(hk, hj, size):
     """Remove the top; returns the new size."""
     size -= 1
@@ -99,7 +102,7 @@ def _heap_pop(hk, hj, size):
 # --- running jobs: arrays sorted by (estimated end, job) -------------------------------------
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _run_pos(re, rj, count, e, j):
     """First index whose (est_end, job) is >= (e, j)."""
     a = 0
@@ -113,7 +116,7 @@ def _run_pos(re, rj, count, e, j):
     return a
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _run_insert(re, rj, rn, count, e, j, nj):
     p = _run_pos(re, rj, count, e, j)
     for k in range(count, p, -1):
@@ -126,7 +129,7 @@ def _run_insert(re, rj, rn, count, e, j, nj):
     return count + 1
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _run_remove(re, rj, rn, count, e, j):
     p = _run_pos(re, rj, count, e, j)
     for k in range(p, count - 1):
@@ -136,7 +139,7 @@ def _run_remove(re, rj, rn, count, e, j):
     return count - 1
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _shadow(re, rn, count, now, need, free):
     """EASY's (shadow time, extra nodes); ``Cluster.shadow`` over the sorted running jobs."""
     soon = np.nextafter(now, np.inf)
@@ -158,7 +161,7 @@ def _shadow(re, rn, count, now, need, free):
 # --- waiting queue (none / EASY): segment tree over priority ranks ---------------------------
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _seg_update(tn, tl, i):
     """Recompute the minima above leaf index ``i`` (stops as soon as nothing changes)."""
     i >>= 1
@@ -176,14 +179,14 @@ def _seg_update(tn, tl, i):
         i >>= 1
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _first_waiting(tn, size, p):
     """Smallest rank >= p whose job waits, or -1 (a waiting job's leaf holds its node count,
     an empty leaf BIG)."""
     return _first_fit(tn, size, p, BIG - 1)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _first_fit(tn, size, p, free):
     """Smallest rank >= p whose waiting job asks for at most ``free`` nodes, or -1."""
     if p >= size:
@@ -202,7 +205,7 @@ def _first_fit(tn, size, p, free):
             i += 1
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _first_candidate(tn, tl, size, p, free, now, shadow, extra, strict, use_extra):
     """Smallest rank >= p whose waiting job EASY would backfill now, or -1.
 
@@ -269,7 +272,7 @@ SF_WAKE = 3  # conservative one_pass: an event at the earliest reservation (Cons
 SF_SIZE = 4
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def queue_policy_steps(submit, limit, nodes, dur, arrivals, rank, total, mode,
                        begin, end, est, job_of_rank, tn, tl, re, rj, rn, hk, hj, st, sf, budget):
     """none / easy / easy_drevt from state ``st``/``sf``, for about ``budget`` events."""
@@ -390,7 +393,7 @@ def queue_policy_steps(submit, limit, nodes, dur, arrivals, rank, total, mode,
 # hundreds to a few thousand breakpoints -- on light and heavy load alike; see RESULTS.md.)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _prof_compact(pt, pf, ps):
     """Drop redundant breakpoints (same free nodes as the previous one) and move to index 0."""
     lo = ps[0]
@@ -407,7 +410,7 @@ def _prof_compact(pt, pf, ps):
     ps[1] = w + 1
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, _nrt=False, inline="always")
 def _prof_index(pt, ps, t):
     """First index whose breakpoint time is >= ``t``."""
     a = ps[0]
@@ -421,7 +424,7 @@ def _prof_index(pt, ps, t):
     return a
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _prof_split(pt, pf, ps, t):
     """Index of the breakpoint at ``t`` (``t >= pt[lo]``), inserting one if needed."""
     hi = ps[1]
@@ -436,7 +439,7 @@ def _prof_split(pt, pf, ps, t):
     return a
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _prof_occupy(pt, pf, ps, start, stop, n):
     """``n`` nodes fewer free on [start, stop) (negative ``n``: more; ``Profile.add``)."""
     if ps[1] + 2 > pt.shape[0]:
@@ -450,7 +453,7 @@ def _prof_occupy(pt, pf, ps, start, stop, n):
         pf[x] -= n
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _prof_trim(pt, pf, ps, now):
     """Make ``now`` the profile's first breakpoint (drop the past)."""
     lo = ps[0]
@@ -461,7 +464,7 @@ def _prof_trim(pt, pf, ps, now):
     ps[0] = lo
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, _nrt=False, inline="always")
 def _prof_first_at_least(pt, pf, ps, lo, need, before):
     """Time of the first breakpoint at or after ``lo`` with ``need`` nodes free, if it is
     before ``before``; else +inf."""
@@ -474,7 +477,7 @@ def _prof_first_at_least(pt, pf, ps, lo, need, before):
     return pt[i]
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, _nrt=False, inline="always")
 def _prof_first_below(pt, pf, ps, t, need, until):
     """Time of the first breakpoint after ``t`` with fewer than ``need`` nodes free (+inf if
     none), looking no further than the first breakpoint at or after ``until``: returns
@@ -491,7 +494,7 @@ def _prof_first_below(pt, pf, ps, t, need, until):
     return (pt[i] if i < hi else np.inf), True
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, _nrt=False, inline="always")
 def _prof_max_before(pt, pf, ps, t):
     """Most free nodes at any breakpoint before ``t`` (-BIG if there is none)."""
     best = -BIG
@@ -503,7 +506,7 @@ def _prof_max_before(pt, pf, ps, t):
     return best
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, _nrt=False, inline="always")
 def _prof_fit(pt, pf, ps, lo, need, duration, own, before):
     """``Profile.earliest_fit`` from ``lo``, among the starts before ``before``; +inf if none.
 
@@ -525,7 +528,7 @@ def _prof_fit(pt, pf, ps, lo, need, duration, own, before):
     return np.inf
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _prof_rebuild(pt, pf, ps, now, free, re, rn, R, q, Q, res, limit, nodes):
     """``Cluster.profile``: running jobs' releases (overdue ones right after ``now``) + reservations."""
     soon = np.nextafter(now, np.inf)
@@ -570,7 +573,7 @@ RC_COUNT = 2
 RC_PARTIAL = 3  # 1 when the last cached run's end is not known yet
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, _nrt=False, inline="always")
 def _rc_slot(rc_i, rc_next, height_slot, active, st, h, now):
     """The cache slot of size ``h`` for this pass (emptied if it is from an earlier one)."""
     stamp = st[ST_STAMP]
@@ -596,7 +599,7 @@ def _rc_slot(rc_i, rc_next, height_slot, active, st, h, now):
     return s
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, _nrt=False, inline="always")
 def _rc_changed(rc_i, rc_b, rc_next, active, st, x, now):
     """The profile changed from ``x`` on: drop the cached runs that end at or after ``x``."""
     for k in range(st[ST_ACTIVE]):
@@ -610,13 +613,13 @@ def _rc_changed(rc_i, rc_b, rc_next, active, st, x, now):
             rc_next[s] = rc_b[s, c - 1] if c > 0 else now
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, _nrt=False, inline="always")
 def _rc_new_pass(rc_i, st):
     st[ST_STAMP] += 1
     st[ST_ACTIVE] = 0
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, _nrt=False, inline="always")
 def _rc_fit(pt, pf, ps, st, rc_i, rc_a, rc_b, rc_next, height_slot, active, now, need, duration, own, before):
     """``_prof_fit`` from ``now`` through the run cache of size ``need`` (same answer)."""
     s = _rc_slot(rc_i, rc_next, height_slot, active, st, need, now)
@@ -655,7 +658,7 @@ ORDER_INTERLEAVED = 1
 ORDER_ONE_PASS = 2
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, _nrt=False, inline="always")
 def _cons_visit(pt, pf, ps, st, sf, rc_i, rc_a, rc_b, rc_next, height_slot, active,
                 j, now, nodes, limit, res, enforce, exact, F):
     """Re-place (or place) waiting job ``j`` as ``place`` in ``ConservativeBackfill.select``
@@ -700,7 +703,7 @@ def _cons_visit(pt, pf, ps, st, sf, rc_i, rc_a, rc_b, rc_next, height_slot, acti
     return True
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def conservative_steps(submit, limit, nodes, dur, arrivals, rank, total, enforce, order,
                        begin, end, est, res, placed, re, rj, rn, hk, hj, q, pt, pf, ps,
                        rc_i, rc_a, rc_b, rc_next, height_slot, active, st, sf, budget):
