@@ -8,7 +8,7 @@ UI_PORT ?= 5000
 TRACKING_DB := $(CURDIR)/outputs/mlflow.db
 
 .DEFAULT_GOAL := help
-.PHONY: help install run sweep experiment report ui server test test-fast bench clean
+.PHONY: help install run sweep experiment search-nodes search-load report ui server test test-fast bench clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -29,6 +29,12 @@ sweep: $(STAMP) ## multirun over policy x run-time model (override with ARGS='..
 
 experiment: $(STAMP) ## run a named experiment from conf/experiment (NAME=policy_comparison)
 	$(BIN)/drevt-sweep -m experiment=$(NAME) $(ARGS)
+
+search-nodes: $(STAMP) ## the smallest KTH-SP2 machine with p95 wait <= 1 h under EASY, lognormal run times
+	$(BIN)/drevt-sweep experiment=nodes_for_p95_wait $(ARGS)
+
+search-load: $(STAMP) ## the load factor at which conservative's mean bounded slowdown passes 10 on KTH-SP2
+	$(BIN)/drevt-sweep experiment=load_for_conservative_bsld $(ARGS)
 
 report: $(STAMP) ## rebuild report.html of a finished sweep: make report SWEEP=outputs/multirun/<date>
 	@test -n "$(SWEEP)" || { echo "usage: make report SWEEP=outputs/multirun/<date_time>"; exit 2; }

@@ -45,6 +45,7 @@ BENCHMARKS = {
     "readers": "bench_readers",
     "engine": "bench_engine",
     "conservative": "bench_conservative",
+    "priorities": "bench_priorities",
     "accasim": "bench_accasim",
     "cli": "bench_cli",
     "sweep": "bench_sweep",

@@ -2,7 +2,10 @@
 
 Columns are numpy arrays, one row per job, stably sorted by submit time (file order breaks
 ties). Times are float64 seconds since the Unix epoch (UTC); unknown values are NaN (floats)
-or -1 (integers). The table is immutable by convention: transforms return new tables.
+or -1 (integers). Who submitted a job is a code into a tuple of names, as the queue is:
+``user_code`` into ``user_names`` and ``group_code`` (the group or account) into
+``group_names``; -1 = unknown (a trace without those columns leaves every job unknown).
+The table is immutable by convention: transforms return new tables.
 """
 
 from __future__ import annotations
@@ -65,6 +68,10 @@ class JobTable:
     queue_names: tuple[str, ...]
     exit_status: np.ndarray  # int64, -1 when unknown
     meta: TraceMeta
+    user_code: np.ndarray | None = None  # int32 index into user_names, -1 unknown (None: all unknown)
+    user_names: tuple[str, ...] = ()
+    group_code: np.ndarray | None = None  # int32 index into group_names (group or account), -1 unknown
+    group_names: tuple[str, ...] = ()
 
     COLUMNS = (
         "job_id",
@@ -77,7 +84,14 @@ class JobTable:
         "actual_run_time",
         "queue_code",
         "exit_status",
+        "user_code",
+        "group_code",
     )
+
+    def __post_init__(self) -> None:
+        for name in ("user_code", "group_code"):
+            if getattr(self, name) is None:
+                object.__setattr__(self, name, np.full(self.submit.shape[0], -1, dtype=np.int32))
 
     def __len__(self) -> int:
         return int(self.submit.shape[0])
@@ -86,6 +100,16 @@ class JobTable:
     def queue(self) -> np.ndarray:
         """Queue names per job (an object array; use ``queue_code`` in hot paths)."""
         return np.asarray(self.queue_names, dtype=object)[self.queue_code]
+
+    @property
+    def user(self) -> np.ndarray:
+        """User names per job (an object array, None where unknown)."""
+        return _names_of(self.user_code, self.user_names)
+
+    @property
+    def group(self) -> np.ndarray:
+        """Group/account names per job (an object array, None where unknown)."""
+        return _names_of(self.group_code, self.group_names)
 
     def columns(self) -> dict[str, np.ndarray]:
         return {name: getattr(self, name) for name in self.COLUMNS}
@@ -101,6 +125,14 @@ class JobTable:
         """A pandas DataFrame view for reports and exploration (never used in hot paths)."""
         import pandas as pd
 
-        frame = pd.DataFrame({k: v for k, v in self.columns().items() if k != "queue_code"})
+        codes = ("queue_code", "user_code", "group_code")
+        frame = pd.DataFrame({k: v for k, v in self.columns().items() if k not in codes})
         frame.insert(frame.columns.get_loc("exit_status"), "queue", self.queue)
+        frame["user"] = self.user
+        frame["group"] = self.group
         return frame
+
+
+def _names_of(codes: np.ndarray, names: tuple[str, ...]) -> np.ndarray:
+    lookup = np.asarray((*names, None), dtype=object)  # code -1 picks the trailing None
+    return lookup[codes]

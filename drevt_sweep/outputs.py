@@ -19,22 +19,21 @@ Numbers are written exactly: integral values as integers, every other float as i
 round-trip ``repr``, so reading a file back gives bit-identical float64 values. Formatting is
 vectorised (digits are produced column-wise into a byte matrix, see ``format_rows``), so a
 million rows take well under a second; only non-integral floats go through ``repr``. Files are
-written to a temporary name and renamed into place, so a crash never leaves half a file; a path
-ending in ``.gz`` is gzip-compressed.
+written by ``files.write_file``: to a temporary name renamed into place, so a crash never leaves
+half a file, never onto an input trace, and directly to special files (``/dev/stdout``, FIFOs);
+a path ending in ``.gz`` is gzip-compressed. Queue names that look like spreadsheet formulas
+get a leading ``'`` (``files.csv_cell``; the simple reader removes it again).
 """
 
 from __future__ import annotations
 
-import gzip
 import json
 import math
-import os
-import tempfile
 from pathlib import Path
 
 import numpy as np
 
-from .errors import ConfigError
+from .files import csv_cell, write_file
 from .jobs import JobTable
 from .sim.schedule import Schedule
 
@@ -52,15 +51,6 @@ SCHEDULE_COLUMNS = (
 RESOURCE_COLUMNS = ("time", "free_nodes", "allocated_nodes")
 
 _EXACT_INT_LIMIT = 2.0**53  # integral floats below this print exactly as integers
-
-
-def _read_umask() -> int:
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
-
-
-_UMASK = _read_umask()  # once, at import: os.umask is process-wide and not thread-safe
 
 
 # ---------------------------------------------------------------------------------------------
@@ -128,6 +118,7 @@ def _float_bytes(values: np.ndarray) -> np.ndarray:
 
 
 def _csv_field(text: str) -> str:
+    text = csv_cell(text)
     if any(c in text for c in ',"\n\r') or text != text.strip():
         return '"' + text.replace('"', '""') + '"'
     return text
@@ -187,32 +178,8 @@ def format_number(value: float) -> str:
 
 
 def _write_bytes(path, data: bytes) -> Path:
-    """Write atomically (temporary file + rename); gzip when the name ends in ``.gz``."""
-    path = Path(path)
-    try:
-        if path.is_dir():
-            raise IsADirectoryError(21, "is a directory")
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-        try:
-            with os.fdopen(fd, "wb") as raw:
-                if path.suffix == ".gz":
-                    with gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=6, mtime=0) as gz:
-                        gz.write(data)
-                else:
-                    raw.write(data)
-            os.chmod(tmp, 0o666 & ~_UMASK)
-            os.replace(tmp, path)
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise
-    except OSError as exc:
-        reason = exc.strerror or str(exc)
-        raise ConfigError(f"cannot write output file '{path}': {reason}") from None
-    return path
+    """Write by ``files.write_file``'s rules: atomic, never onto an input, special files directly."""
+    return write_file(path, data)
 
 
 def schedule_csv_bytes(jobs: JobTable, schedule: Schedule) -> bytes:
@@ -317,3 +284,22 @@ def write_stats_json(path, metrics: dict[str, float], info: dict | None = None) 
     """Write the statistics JSON (NaN/inf as null); returns the path."""
     text = json.dumps(stats_document(metrics, info), indent=2, allow_nan=False) + "\n"
     return _write_bytes(path, text.encode())
+
+
+def per_user_csv_bytes(jobs: JobTable, schedule: Schedule) -> bytes:
+    """``user,jobs,wait_mean,bsld_mean,node_seconds``, one row per user whose jobs ran
+    (``sim.metrics.per_user``, in user-name order)."""
+    from .sim.metrics import per_user
+
+    users = per_user(jobs, schedule)
+    lines = ["user,jobs,wait_mean,bsld_mean,node_seconds"]
+    for name, count, wait, bsld, used in zip(users["user"].tolist(), users["jobs"].tolist(),
+                                             users["wait_mean"].tolist(), users["bsld_mean"].tolist(),
+                                             users["node_seconds"].tolist()):
+        lines.append(f"{_csv_field(str(name))},{count},{format_number(wait)},{format_number(bsld)},"
+                     f"{format_number(used)}")
+    return ("\n".join(lines) + "\n").encode("utf-8")
+
+
+def write_per_user_csv(path, jobs: JobTable, schedule: Schedule) -> Path:
+    return _write_bytes(path, per_user_csv_bytes(jobs, schedule))

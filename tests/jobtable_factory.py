@@ -23,12 +23,15 @@ def make_jobs(
     machine_nodes: int | None = None,
     path: str = "<test>",
     sort: bool = False,
+    user: Sequence[str | None] | None = None,
+    group: Sequence[str | None] | None = None,
 ) -> JobTable:
     """A JobTable from plain lists, one entry per job, in the given (file) order.
 
     ``run`` fills ``actual_run_time`` (NaN when omitted). Giving ``begin`` and ``end`` makes a
     replay-mode table. The rows are expected in submit order, as every reader produces them;
     pass ``sort=True`` to stably sort them by submit (file order breaking ties).
+    ``user``/``group``: names per job (None = unknown); omitted = every job unknown.
     """
     n = len(submit)
     for name, col in (("nodes", nodes), ("limit", limit), ("run", run), ("begin", begin), ("end", end), ("queue", queue)):
@@ -66,7 +69,20 @@ def make_jobs(
         queue_names=names,
         exit_status=np.asarray(exit_status if exit_status is not None else [0 if replay else -1] * n, dtype=np.int64),
         meta=meta,
+        **_who("user", user, n),
+        **_who("group", group, n),
     )
     if sort:
         table = table.take(np.argsort(table.submit, kind="stable"))
     return table
+
+
+def _who(what: str, values, n: int) -> dict:
+    if values is None:
+        return {}
+    if len(values) != n:
+        raise ValueError(f"{what} has {len(values)} entries, submit has {n}")
+    names = tuple(sorted({v for v in values if v is not None}))
+    code = {name: i for i, name in enumerate(names)}
+    codes = np.asarray([code[v] if v is not None else -1 for v in values], dtype=np.int32)
+    return {f"{what}_code": codes, f"{what}_names": names}

@@ -208,7 +208,8 @@ def scenarios(draw):
             max_size=3,
         ))
     )
-    return make_jobs(submit, nodes, limit, run), total, CapacitySchedule(steps=steps, reductions=reductions)
+    users = [f"u{i % 3}" for i in range(len(submit))]  # so that multifactor's fair-share has users
+    return make_jobs(submit, nodes, limit, run, user=users), total, CapacitySchedule(steps=steps, reductions=reductions)
 
 
 def check_capacity_invariants(jobs, total, cap, s, enforce):

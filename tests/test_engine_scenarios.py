@@ -29,8 +29,11 @@ def begins(schedule):
     return schedule.begin.tolist()
 
 
+BASIC_PRIORITIES = ("fcfs", "sjf", "ljf", "smallest", "largest")
+
+
 def test_policy_names_are_the_documented_ones():
-    assert PRIORITY_POLICIES == ("fcfs", "sjf", "ljf", "smallest", "largest")
+    assert PRIORITY_POLICIES == BASIC_PRIORITIES + ("f1", "f2", "f3", "f4", "wfp3", "unicef", "multifactor")
     assert BACKFILL_POLICIES == ALL_BACKFILLS
 
 
@@ -302,13 +305,13 @@ PRIO_EXPECTED = {
 
 
 @pytest.mark.parametrize("backfill", ["none", "easy", "easy_drevt"])
-@pytest.mark.parametrize("priority", PRIORITY_POLICIES)
+@pytest.mark.parametrize("priority", BASIC_PRIORITIES)
 def test_priority_order(priority, backfill):
     s = sim(**PRIO, total=10, priority=priority, backfill=backfill)
     assert begins(s) == PRIO_EXPECTED[priority]
 
 
-@pytest.mark.parametrize("priority", PRIORITY_POLICIES)
+@pytest.mark.parametrize("priority", BASIC_PRIORITIES)
 def test_conservative_reservations_follow_arrival_when_nothing_ends_early(priority):
     # Conservative places each newcomer without delaying existing reservations: A [100,140),
     # B [140,160), C [160,190), D [190,210) as they arrive, whatever the priority; J0 ends on

@@ -27,6 +27,7 @@ from hypothesis import strategies as st
 
 from drevt_sweep.sim import kernel as fast
 from drevt_sweep.sim.engine import BACKFILL_POLICIES, COMPRESSION_ORDERS, PRIORITY_POLICIES, simulate
+from drevt_sweep.sim.policies import DYNAMIC_PRIORITY_POLICIES, STATIC_PRIORITY_POLICIES
 from drevt_sweep.errors import ConfigError
 from jobtable_factory import make_jobs
 
@@ -71,7 +72,11 @@ def traces(draw):
     run = [lim * f for lim, f in zip(limit, frac)]
     extra = draw(st.lists(st.sampled_from([None, None, None, 0.0, 4.0, 30.0]), min_size=n, max_size=n))
     run = [r if x is None else x for r, x in zip(run, extra)]
-    return make_jobs(submit, nodes, limit, run), total
+    user = draw(st.lists(st.sampled_from(["a", "b", "c", None]), min_size=n, max_size=n))
+    if n and not any(user):
+        user[0] = "c"  # at least one known user (without any, user_history and fair-share refuse)
+    group = [None if u is None or u == "c" else "G" for u in user]
+    return make_jobs(submit, nodes, limit, run, user=user, group=group), total
 
 
 SETTINGS = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -80,11 +85,55 @@ SETTINGS = settings(max_examples=120, deadline=None, suppress_health_check=[Heal
 @pytest.mark.parametrize("enforce", [True, False])
 @pytest.mark.parametrize("backfill", BACKFILL_POLICIES)
 @SETTINGS
-@given(trace=traces(), priority=st.sampled_from(PRIORITY_POLICIES), compression=st.sampled_from(COMPRESSION_ORDERS))
+@given(trace=traces(), priority=st.sampled_from(STATIC_PRIORITY_POLICIES), compression=st.sampled_from(COMPRESSION_ORDERS))
 def test_fast_kernel_matches_reference_on_random_traces(trace, priority, backfill, enforce, compression):
     jobs, total = trace
     assert_same(jobs, jobs.actual_run_time, total, priority=priority, backfill=backfill, enforce_limits=enforce,
                 compression=compression)
+
+
+# Dynamic priorities and run-time estimates (``sim.kernel._extended``): every combination the
+# compiled kernel runs (conservative with them stays on the reference).
+EXTENDED = sorted(fast.EXTENDED_BACKFILLS)
+MULTIFACTOR = {"calc_period": 3.0, "decay_half_life": 7.0, "max_age": 20.0,
+               "weights": {"age": 100, "fairshare": 1000, "job_size": 10, "partition": 0}}
+
+
+def extended_options(priority, estimate, sjbf, backfill):
+    return dict(priority=priority, backfill=backfill, estimate=estimate,
+                backfill_order="sjbf" if sjbf and backfill != "none" else "fcfs",
+                priority_params=MULTIFACTOR if priority == "multifactor" else None)
+
+
+@pytest.mark.parametrize("estimate", ["user", "actual", "user_history"])
+@pytest.mark.parametrize("backfill", EXTENDED)
+@SETTINGS
+@given(trace=traces(), priority=st.sampled_from(("fcfs", "sjf") + DYNAMIC_PRIORITY_POLICIES),
+       sjbf=st.booleans(), enforce=st.booleans())
+def test_extended_kernel_matches_reference_on_random_traces(trace, priority, backfill, estimate, sjbf, enforce):
+    jobs, total = trace
+    assert_same(jobs, jobs.actual_run_time, total, enforce_limits=enforce,
+                **extended_options(priority, estimate, sjbf, backfill))
+
+
+@pytest.mark.parametrize("estimate, sjbf", [("user", True), ("user_history", False), ("user_history", True),
+                                            ("actual", False)])
+@pytest.mark.parametrize("priority", ("fcfs",) + DYNAMIC_PRIORITY_POLICIES)
+def test_extended_kernel_matches_reference_on_kth(kth_head, priority, estimate, sjbf):
+    ref = assert_same(kth_head, kth_head.actual_run_time, 100, **extended_options(priority, estimate, sjbf, "easy"))
+    assert ref.killed.any() and (ref.begin > kth_head.submit).any()
+
+
+@pytest.mark.parametrize("priority, estimate", [("multifactor", "user"), ("fcfs", "user_history"),
+                                                ("wfp3", "user_history")])
+def test_extended_kernel_matches_reference_with_long_queues(priority, estimate):
+    jobs = overloaded(3000, 64, seed=11)
+    users = [f"u{i % 17}" for i in range(len(jobs))]
+    jobs = make_jobs(jobs.submit.tolist(), jobs.num_nodes.tolist(), jobs.time_limit.tolist(),
+                     jobs.actual_run_time.tolist(), user=users, group=[f"g{int(u[1:]) % 4}" for u in users])
+    params = {"calc_period": 300.0, "decay_half_life": 3600.0} if priority == "multifactor" else None
+    assert_same(jobs, jobs.actual_run_time, 64, priority=priority, estimate=estimate, backfill_order="sjbf",
+                priority_params=params)
 
 
 @pytest.fixture(scope="module")
@@ -99,6 +148,8 @@ def kth_head():
 @pytest.mark.parametrize("backfill", BACKFILL_POLICIES)
 @pytest.mark.parametrize("priority", PRIORITY_POLICIES)
 def test_fast_kernel_matches_reference_on_kth(kth_head, priority, backfill):
+    if priority in DYNAMIC_PRIORITY_POLICIES and backfill not in fast.EXTENDED_BACKFILLS:
+        pytest.skip("dynamic priorities with conservative backfilling run on the reference only")
     ref = assert_same(kth_head, kth_head.actual_run_time, 100, priority=priority, backfill=backfill)
     assert ref.killed.any() and (ref.begin > kth_head.submit).any()  # the cases that matter occur
 
@@ -239,5 +290,25 @@ def test_warm_loads_the_compiled_code_a_first_run_would_need():
         "assert k.queue_policy_steps.signatures and not k.conservative_steps.signatures\n"
         "assert fast.warm('conservative') and k.conservative_steps.signatures\n"
     )
+    run_python(code)
+
+
+def test_prepare_is_the_drivers_one_call():
+    """A driver says what it will run; the kernel decides: a few small runs load nothing, many
+    load numba, and a warming worker (no job count) gets the machine code at once."""
+    code = (
+        "import sys; from drevt_sweep.sim import kernel\n"
+        "assert kernel.prepare('easy', 1000, 2) is False and 'numba' not in sys.modules\n"
+        "assert kernel.prepare(None, 1000, 500) is False and 'numba' not in sys.modules\n"
+        "assert kernel.prepare('easy', 28_000, 100) is False\n"
+        "assert kernel.worth_loading('easy', 28_000)  # the expected runs pay for it together\n"
+        "assert kernel.prepare('conservative') is True\n"
+        "assert kernel.load().conservative_steps.signatures\n"
+    )
+    run_python(code)
+
+
+def run_python(code: str) -> None:
+    """Run ``code`` in a fresh interpreter (what a new sweep worker is) and require success."""
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from drevt_sweep.jobs import JobTable, TraceMeta
-from drevt_sweep.sim.metrics import METRIC_DEFINITIONS, bounded_slowdown, compute_metrics
+from drevt_sweep.sim.metrics import PER_USER_METRICS, METRIC_DEFINITIONS, bounded_slowdown, compute_metrics
 from drevt_sweep.sim.schedule import Schedule
 
 
@@ -155,7 +155,7 @@ def test_every_value_is_a_float_and_every_metric_is_defined():
     m = compute_metrics(jobs, schedule)
     assert all(type(v) is float for v in m.values())
     top = [k for k in m if not k.startswith("queue/")]
-    assert top == [k for k in METRIC_DEFINITIONS if not k.startswith("queue/")]
+    assert top == [k for k in METRIC_DEFINITIONS if not k.startswith("queue/") and k not in PER_USER_METRICS]
     assert all(k.split("/")[-1] in METRIC_DEFINITIONS for k in m)
 
 
@@ -163,8 +163,11 @@ def test_queue_names_are_made_safe_for_tracking():
     rows = [(0, 1, 0, 0, 10, False, False), (0, 1, 1, 0, 10, False, False)]
     jobs, schedule = table_and_schedule(rows, total_nodes=2, queues=("p batch/1", "p_batch_1"))
     m = compute_metrics(jobs, schedule)
-    assert "queue/p_batch_1/wait_mean" in m
-    assert "queue/p_batch_1~1/wait_mean" in m  # the two names must not collide
+    from drevt_sweep.names import queue_key
+
+    assert "queue/p_batch_1/wait_mean" in m  # a valid name is its own key
+    hashed = queue_key("p batch/1")  # the other is sanitised with a hash: no collision
+    assert hashed.startswith("p_batch_1_x") and f"queue/{hashed}/wait_mean" in m
 
 
 def test_queues_without_jobs_are_not_reported():
@@ -267,4 +270,38 @@ def test_a_single_queue_adds_no_per_queue_copy_of_the_totals():
     jobs, schedule = table_and_schedule(one_queue, total_nodes=8, queues=("a", "b"))
     m = compute_metrics(jobs, schedule)
     assert not any(k.startswith("queue/") for k in m)
-    assert list(m) == [k for k in METRIC_DEFINITIONS if not k.startswith("queue/")]
+    assert list(m) == [k for k in METRIC_DEFINITIONS if not k.startswith("queue/") and k not in PER_USER_METRICS]
+
+
+def test_per_user_metrics_by_hand(tmp_path):
+    from drevt_sweep.outputs import write_per_user_csv
+    from drevt_sweep.sim.metrics import jain_index, per_user
+    from jobtable_factory import make_jobs
+
+    # a: waits 0 and 10, b: 30, an unknown user's job waits 50 (left out); every run is 10 s.
+    jobs = make_jobs([0, 0, 0, 0], [1, 1, 1, 1], [10, 10, 10, 10], [10, 10, 10, 10], user=["a", "a", "b", None])
+    schedule = Schedule(mode="simulation", total_nodes=1, begin=np.array([0.0, 10, 30, 50]),
+                        end=np.array([10.0, 20, 40, 60]), run_time=np.full(4, 10.0),
+                        killed=np.zeros(4, bool), rejected=np.zeros(4, bool), warnings={})
+    users = per_user(jobs, schedule)
+    assert users["user"].tolist() == ["a", "b"] and users["jobs"].tolist() == [2, 1]
+    assert users["wait_mean"].tolist() == [5.0, 30.0]
+    assert users["bsld_mean"].tolist() == [1.5, 4.0]  # a: max(1, 10/10), 20/10; b: 40/10
+    m = compute_metrics(jobs, schedule)
+    assert m["users"] == 2 and m["user_wait_mean_max"] == 30.0
+    assert m["user_bsld_jain"] == pytest.approx(5.5**2 / (2 * (1.5**2 + 4.0**2)))
+    assert jain_index(np.array([3.0, 3.0, 3.0])) == 1.0
+    assert jain_index(np.array([1.0, 0.0, 0.0, 0.0])) == 0.25
+    text = write_per_user_csv(tmp_path / "per_user.csv", jobs, schedule).read_text()
+    assert text == "user,jobs,wait_mean,bsld_mean,node_seconds\na,2,5,1.5,20\nb,1,30,4,10\n"
+
+
+def test_per_user_metrics_without_users_are_left_out():
+    from jobtable_factory import make_jobs
+
+    jobs = make_jobs([0], [1], [10], [10])  # no user column: every job's user is unknown
+    schedule = Schedule(mode="simulation", total_nodes=1, begin=np.array([0.0]), end=np.array([10.0]),
+                        run_time=np.array([10.0]), killed=np.zeros(1, bool), rejected=np.zeros(1, bool),
+                        warnings={})
+    m = compute_metrics(jobs, schedule)
+    assert not set(PER_USER_METRICS) & set(m)

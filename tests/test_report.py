@@ -407,3 +407,17 @@ def test_figures_the_sweep_drew_are_reused_unless_stale(tmp_path):
     os.utime(job / "config.yaml", (drawn[0].stat().st_mtime + 10,) * 2)  # a later run's config
     page = parse(report.build_report(sweep))
     assert "Figures drawn by the sweep itself" not in "".join(page.text)
+
+
+def test_the_template_escapes_what_runs_and_configs_carry(tmp_path):
+    """Labels, errors and configs come from users' overrides and traces: the page shows them as
+    text (the template engine escapes them), never as markup."""
+    sweep = small_sweep(tmp_path)
+    hostile = '<script>alert("x")</script>'
+    write_job(sweep, 1, config_dict("sjf", "none", "actual"), ["policy=sjf", f"+note={hostile}"],
+              tiny_jobs(), None, [0], status="FAILED", error=f"{hostile}\nsecond line")
+    raw = report.build_report(sweep).read_text()
+    assert "<script>" not in raw
+    assert "&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;" in raw
+    page = parse(sweep / "report.html")
+    assert hostile in "".join(page.text)  # shown to the reader as the text it is

@@ -275,6 +275,9 @@ def test_choices_agree_with_the_engine_and_the_models():
     assert sim_cli.PRIORITY_POLICIES == engine.PRIORITY_POLICIES
     assert sim_cli.BACKFILL_POLICIES == engine.BACKFILL_POLICIES
     assert sim_cli.COMPRESSION_ORDERS == engine.COMPRESSION_ORDERS
+    from drevt_sweep.sim import estimates
+
+    assert sim_cli.ESTIMATES == estimates.ESTIMATES and sim_cli.BACKFILL_ORDERS == estimates.BACKFILL_ORDERS
     assert sim_cli.RUN_TIME_MODES == runtime.RUN_TIME_MODES
     assert sim_cli.DISTRIBUTIONS == runtime.DISTRIBUTIONS
     assert sim_cli.TIMESTAMP_FORMATS == trace.TIMESTAMP_FORMATS
@@ -476,3 +479,22 @@ def test_bad_workload_options_are_clear_errors(extra, expected, seeds_trace, cap
     code, out, err = run([seeds_trace, *extra], capsys)
     assert code == 2 and out == ""
     assert expected in err and "Traceback" not in err
+
+
+def test_estimates_backfill_order_and_multifactor_parameters(tmp_path, capsys):
+    # The EASY++ case of tests/test_priorities.py (OVERRUN) through the command line.
+    trace = tmp_path / "jobs.csv"
+    trace.write_text("job_submit_time,num_nodes,queue,time_limit,actual_run_time,user\n"
+                     "0,4,pbatch,100,10,u\n0,4,pbatch,100,30,u\n40,2,pbatch,100,50,u\n"
+                     "41,4,pbatch,100,10,v\n42,2,pbatch,30,5,v\n")
+    base = [str(trace), "--total_nodes", "4", "--timestamp_format", "epoch"]
+    assert sim_cli.main(base + ["--estimate", "user_history", "--backfill_order", "sjbf"]) == 0
+    out = capsys.readouterr().out
+    assert "Job 4 starts at 60, ends at 65" in out and "estimates user_history, backfill order sjbf" in out
+    assert sim_cli.main(base + ["--priority_policy", "multifactor", "--priority_param", "weights.fairshare=0",
+                                "--priority_param", "calc_period=60"]) == 0
+    capsys.readouterr()
+    assert sim_cli.main(base + ["--priority_policy", "multifactor", "--priority_param", "decay_half_life=0"]) == 2
+    assert "decay_half_life must be > 0" in capsys.readouterr().err
+    assert sim_cli.main(base + ["--backfill_policy", "conservative", "--backfill_order", "sjbf"]) == 2
+    assert "sjbf orders EASY's backfill candidates" in capsys.readouterr().err

@@ -236,7 +236,7 @@ def test_swf_unknown_time_limit_with_fail():
 
 
 def test_path_that_does_not_exist(tmp_path):
-    with pytest.raises(TraceError, match="file not found"):
+    with pytest.raises(TraceError, match="no such file"):
         read_trace(tmp_path / "nope.csv")
 
 
@@ -252,10 +252,9 @@ def test_path_that_is_unreadable(tmp_path, monkeypatch):
     try:
         if os.access(path, os.R_OK):  # root reads anything: simulate the refusal
 
-            def refuse(self):
-                raise PermissionError(13, "Permission denied", str(self))
+            import drevt_sweep.files as files
 
-            monkeypatch.setattr(Path, "read_bytes", refuse)
+            monkeypatch.setattr(files.os, "access", lambda p, mode: mode != os.R_OK)
         with pytest.raises(TraceError, match="permission denied"):
             read_trace(path)
     finally:
@@ -322,7 +321,7 @@ def test_an_unwritable_rejects_path_is_a_config_error(tmp_path):
 
 @pytest.mark.parametrize("trace_format", ["simple", "lassen", "swf", "slurm"])
 def test_every_reader_reports_a_missing_file_the_same_way(tmp_path, trace_format):
-    with pytest.raises(TraceError, match="nope: file not found"):
+    with pytest.raises(TraceError, match="nope: no such file"):
         read_trace(tmp_path / "nope", ReadOptions(trace_format=trace_format))
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import json
 import multiprocessing
 import shutil
 from pathlib import Path
@@ -79,7 +80,8 @@ def test_a_corrupt_entry_is_ignored_and_rewritten(tmp_path):
     good = load_trace(TRACES / "swf_replay.swf", options, cache_dir=tmp_path)
     (entry,) = entries(tmp_path)
     entry.write_bytes(b"not a zip file")
-    again = load_trace(TRACES / "swf_replay.swf", options, cache_dir=tmp_path)
+    with pytest.warns(RuntimeWarning, match="is invalid .*unreadable.*rebuilt from"):
+        again = load_trace(TRACES / "swf_replay.swf", options, cache_dir=tmp_path)
     assert_same(good, again)
     assert entry.read_bytes()[:2] == b"PK"  # rewritten as a valid .npz
 
@@ -139,3 +141,104 @@ def test_concurrent_processes_share_one_cache_safely(tmp_path):
     assert len(entries(tmp_path)) == 1
     assert not list(tmp_path.glob("*.tmp"))  # no temporary file left behind
     assert _load_in_process((str(BUNDLED_KTH), str(tmp_path))) == results[0]
+
+
+# ----------------------------------------------------------------- verified, not trusted (issue 19)
+
+
+def _cached(tmp_path):
+    options = ReadOptions(trace_format="swf")
+    good = load_trace(BUNDLED_KTH, options, cache_dir=tmp_path)
+    (entry,) = entries(tmp_path)
+    with np.load(entry, allow_pickle=False) as stored:
+        arrays = {name: stored[name] for name in stored.files}
+    return options, good, entry, arrays
+
+
+def _rewrite(entry, arrays, rehash: bool) -> None:
+    """Save edited arrays; ``rehash`` also forges the content hash, as a careful editor would."""
+    if rehash:
+        arrays["content_sha256"] = np.array(trace_cache._content_digest(arrays))
+    with open(entry, "wb") as handle:
+        np.savez(handle, **arrays)
+
+
+def _edit(arrays, what):
+    if what == "zero wait":  # the issue's tampered entry: begin = submit
+        arrays["begin"] = arrays["submit"].copy()
+    elif what == "negative nodes":
+        arrays["num_nodes"] = arrays["num_nodes"].copy()
+        arrays["num_nodes"][5] = -4
+    elif what == "nan submit":
+        arrays["submit"] = arrays["submit"].copy()
+        arrays["submit"][0] = np.nan
+    elif what == "ragged":
+        arrays["time_limit"] = arrays["time_limit"][:-1]
+    elif what == "float nodes":
+        arrays["num_nodes"] = arrays["num_nodes"].astype(np.float64)
+    elif what == "bad queue code":
+        arrays["queue_code"] = arrays["queue_code"] + 7
+    elif what == "metadata not json":
+        arrays["meta_json"] = np.array("{not json")
+    elif what == "metadata missing a field":
+        meta = json.loads(str(arrays["meta_json"]))
+        del meta["mode"]
+        arrays["meta_json"] = np.array(json.dumps(meta))
+    elif what == "metadata of another file":
+        meta = json.loads(str(arrays["meta_json"]))
+        meta["checksum"] = "0" * 64
+        arrays["meta_json"] = np.array(json.dumps(meta))
+    elif what == "rows_kept":
+        meta = json.loads(str(arrays["meta_json"]))
+        meta["rows_kept"] += 1
+        arrays["meta_json"] = np.array(json.dumps(meta))
+    elif what == "no hash":
+        del arrays["content_sha256"]
+
+
+EDITS = ["zero wait", "negative nodes", "nan submit", "ragged", "float nodes", "bad queue code",
+         "metadata not json", "metadata missing a field", "metadata of another file",
+         "rows_kept", "no hash"]
+
+
+# With a forged hash, the schema checks must catch it (a consistent, valid table with a forged
+# hash, like "zero wait", is indistinguishable from a real one).
+CASES = [(what, False) for what in EDITS] + [
+    (what, True) for what in EDITS if what not in ("zero wait", "no hash")]
+
+
+@pytest.mark.parametrize("what,rehash", CASES)
+def test_a_tampered_or_malformed_entry_is_rebuilt_never_served(tmp_path, what, rehash):
+    options, good, entry, arrays = _cached(tmp_path)
+    _edit(arrays, what)
+    _rewrite(entry, arrays, rehash=rehash)
+    with pytest.warns(RuntimeWarning, match=f"trace cache entry {entry} is invalid"):
+        again = load_trace(BUNDLED_KTH, options, cache_dir=tmp_path)
+    assert_same(good, again)
+    # ... and the entry was rewritten: the next load is a clean hit
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert_same(good, load_trace(BUNDLED_KTH, options, cache_dir=tmp_path))
+
+
+@pytest.mark.slow
+def test_a_sweep_with_a_tampered_cache_entry_gives_the_true_results(tmp_path):
+    """The issue's case: an edited entry was served (mean wait 0), FINISHED."""
+    from sweep_helpers import run_sweep
+
+    first = run_sweep(tmp_path / "a", "policy=fcfs", f"paths.cache_dir={tmp_path / 'cache'}")
+    truth = json.loads((tmp_path / "a" / "sweep" / "0" / "result.json").read_text())["metrics"]
+    (entry,) = entries(tmp_path / "cache")
+    with np.load(entry, allow_pickle=False) as stored:
+        arrays = {name: stored[name] for name in stored.files}
+    arrays["num_nodes"] = np.ones_like(arrays["num_nodes"])
+    _rewrite(entry, arrays, rehash=False)
+    second = run_sweep(tmp_path / "b", "policy=fcfs", f"paths.cache_dir={tmp_path / 'cache'}")
+    result = json.loads((tmp_path / "b" / "sweep" / "0" / "result.json").read_text())
+    assert result["status"] == "FINISHED"
+    assert result["metrics"] == truth
+    assert first.returncode == second.returncode == 0
+    with np.load(entry, allow_pickle=False) as stored:  # rebuilt in place
+        assert not (stored["num_nodes"] == 1).all()

@@ -263,18 +263,21 @@ def test_capacity_steps_accept_iso_and_epoch_times():
 
 def test_weekly_maintenance_in_the_traces_zone():
     # Tuesday 08:00-12:00 CET = 07:00Z-11:00Z = [1705388400, 1705402800). Jobs on Monday 08:00
-    # and Tuesday 07:00; windows are generated from the first submit to one day after the last:
-    # that one occurrence (none on other days).
+    # and Tuesday 07:00; windows are generated from the first submit over at least two weeks
+    # (the pattern's period, twice), so a one-day horizon gives Tuesdays 2024-01-16 and -23.
     jobs = in_zone(make_jobs([MON_0800_CET, TUE_0700_CET], [1, 1], [60, 60], [60, 60]))
     spec = WorkloadSpec(maintenance=("tue 08:00-12:00 100",), maintenance_horizon=86400)
     _, cap, report = apply_workload(jobs, spec)
-    assert cap.reductions == ((TUE_0800_CET, TUE_1200_CET, 100),) and report["maintenance_windows"] == 1
-    # no horizon: nothing after the last submit (Tuesday 07:00), so no window at all
+    week = 7 * 86400
+    both = ((TUE_0800_CET, TUE_1200_CET, 100), (TUE_0800_CET + week, TUE_1200_CET + week, 100))
+    assert cap.reductions == both and report["maintenance_windows"] == 2
+    assert (cap.recurring_from, cap.period) == (MON_0800_CET + 2 * week, week)
+    # no horizon: still the two weeks the pattern needs
     _, cap, _ = apply_workload(jobs, dataclasses.replace(spec, maintenance_horizon=0))
-    assert cap is None
-    # eight days: also Tuesday 2024-01-23 (still CET): the same hours, 7 days on
-    _, cap, _ = apply_workload(jobs, dataclasses.replace(spec, maintenance_horizon=8 * 86400))
-    assert cap.reductions[1] == (TUE_0800_CET + 7 * 86400, TUE_1200_CET + 7 * 86400, 100)
+    assert cap.reductions == both
+    # twenty days: also Tuesday 2024-01-30 (still CET): the same hours, 14 days on
+    _, cap, _ = apply_workload(jobs, dataclasses.replace(spec, maintenance_horizon=20 * 86400))
+    assert cap.reductions[2] == (TUE_0800_CET + 2 * week, TUE_1200_CET + 2 * week, 100)
 
 
 def test_maintenance_specs():
@@ -300,6 +303,55 @@ def test_a_maintenance_window_delays_a_job(backfill):
     out, cap, _ = apply_workload(jobs, WorkloadSpec(maintenance=("tue 08:00-12:00 100",)))
     s = simulate(out, out.actual_run_time, 100, backfill=backfill, capacity=cap)
     assert s.begin.tolist() == [TUE_1200_CET, TUE_0700_CET]
+
+
+# --- the maintenance horizon (issue 19, item 15) ------------------------------------------------------
+
+UTC_0100 = 1705280400  # Monday 2024-01-15 01:00Z
+
+
+@pytest.mark.parametrize("backfill", ["none", "easy", "conservative"])
+def test_a_job_that_never_fits_between_two_windows_is_rejected_not_delayed(backfill):
+    # 100 nodes, 50 down every day 02:00-03:00 UTC: the gaps are 23 h long.
+    # J0: 60 nodes for 24 h never fits between two windows: rejected (it waited until the
+    #     28-day calendar ran out). J1: 60 nodes for 22 h fits from 03:00. J2: 40 nodes for
+    #     48 h is never affected (the 50 nodes left are enough): starts at once (backfilled).
+    jobs = in_zone(make_jobs([UTC_0100] * 3, [60, 60, 40], [86400, 79200, 172800],
+                             [86400, 79200, 172800]), zone="UTC")
+    out, cap, _ = apply_workload(jobs, WorkloadSpec(maintenance=("daily 02:00-03:00 50",)))
+    s = simulate(out, out.actual_run_time, 100, backfill=backfill, capacity=cap)
+    assert s.rejected.tolist() == [True, False, False]
+    assert s.warnings["rejected_capacity"] == 1
+    # without backfilling J2 waits behind J1 (the head) and starts with it
+    j2 = UTC_0100 + 2 * 3600 if backfill == "none" else UTC_0100
+    assert s.begin[1:].tolist() == [UTC_0100 + 2 * 3600, j2]
+    deadlines = cap.deadlines(100, out.submit, out.num_nodes, out.time_limit)
+    assert math.isnan(deadlines[0]) and deadlines[1:].tolist() == [math.inf, math.inf]
+
+
+def test_the_readmes_daily_maintenance_on_kth_rejects_instead_of_waiting_for_the_calendar():
+    """drevt-sim on KTH-SP2, 50 of 100 nodes down daily 02:00-03:00: wait_max was 294 days and
+    the makespan 758 h longer than without maintenance, with nothing rejected."""
+    import json
+    import subprocess
+    import sys
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        stats = Path(tmp) / "stats.json"
+        proc = subprocess.run(
+            [sys.executable, "-m", "drevt_sweep.cli.sim", str(BUNDLED_KTH), "--trace_format", "swf",
+             "--force-simulation", "--timezone", "Europe/Stockholm", "--quiet",
+             "--maintenance", "daily 02:00-03:00 50", "--stats", str(stats)],
+            capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stderr
+        metrics = json.loads(stats.read_text())["metrics"]
+    # 4 jobs of 64-80 nodes asking for 24 h or more: no 24 h gap follows their submission
+    assert metrics["jobs_rejected"] == 4
+    assert "4 jobs can never run within the machine's capacity schedule" in proc.stderr
+    assert metrics["makespan"] == 28_763_776  # the trace's span, as without maintenance
+    assert metrics["wait_max"] < 150 * 86400  # the longest waits for the spring DST gap (25 h)
+    assert "maintenance windows end" not in proc.stderr
 
 
 # --- job-size rescaling -----------------------------------------------------------------------------

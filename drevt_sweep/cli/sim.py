@@ -34,12 +34,16 @@ DEFAULT_TOTAL_NODES = 795  # Lassen, as in the seeds, when the trace states no m
 # errors do not import the engine; a test checks that they agree).
 TRACE_FORMATS = ("simple", "lassen", "swf", "slurm")
 TIMESTAMP_FORMATS = ("auto", "epoch", "iso")
-PRIORITY_POLICIES = ("fcfs", "sjf", "ljf", "smallest", "largest")
+PRIORITY_POLICIES = ("fcfs", "sjf", "ljf", "smallest", "largest", "f1", "f2", "f3", "f4", "wfp3", "unicef",
+                     "multifactor")
+ESTIMATES = ("user", "actual", "user_history")
+BACKFILL_ORDERS = ("fcfs", "sjbf")
 BACKFILL_POLICIES = ("none", "easy", "conservative", "easy_drevt")
 COMPRESSION_ORDERS = ("compress_first", "interleaved", "one_pass")
 RUN_TIME_MODES = ("actual", "limit", "distribution")
 DISTRIBUTIONS = ("normal", "lognormal", "uniform")
 MAX_LISTED = 5  # jobs named in a warning before "..."
+QUEUE_LABEL_LIMIT = 60  # characters of a queue name in the per-queue table
 
 
 def _positive_int(text: str) -> int:
@@ -131,6 +135,18 @@ def build_parser() -> argparse.ArgumentParser:
     machine.add_argument("--drevt_compat", action="store_true",
                          help="with --backfill_policy easy: the C++ DR_EVT variant (easy_drevt: "
                          "no extra-nodes rule, strict now+limit < shadow test)")
+    machine.add_argument("--estimate", choices=ESTIMATES, default="user",
+                         help="what the scheduler plans with: user = the time limit, actual = the "
+                         "real run time, user_history = the mean of the user's last two jobs "
+                         "(Tsafrir et al. 2007) (default: %(default)s)")
+    machine.add_argument("--backfill_order", choices=BACKFILL_ORDERS, default="fcfs",
+                         help="order of EASY's backfill candidates: fcfs (priority order) or sjbf "
+                         "(shortest estimate first); EASY++ = --estimate user_history "
+                         "--backfill_order sjbf (default: %(default)s)")
+    machine.add_argument("--priority_param", action="append", default=[], metavar="KEY=VALUE",
+                         help="a parameter of --priority_policy multifactor, e.g. "
+                         "weights.fairshare=5000, calc_period=60, favor_small=true, "
+                         "user_shares.alice=2 (repeatable)")
     machine.add_argument("--no_enforce_limits", dest="enforce_limits", action="store_false",
                          help="let jobs run past their time limit instead of killing them at it")
 
@@ -210,6 +226,10 @@ def _add_workload_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--maintenance", action="append", default=[], metavar="SPEC",
                        help="periodic maintenance '<weekday|daily> HH:MM-HH:MM <nodes lost>', "
                        "e.g. 'tue 08:00-12:00 100' (wall clock in --timezone; repeatable)")
+    group.add_argument("--maintenance_horizon_days", type=_non_negative_float, default=28.0,
+                       metavar="DAYS",
+                       help="generate --maintenance windows until DAYS after the last submit "
+                       "(at least two weeks/days of them; default: %(default)s)")
     group.add_argument("--rescale_nodes", type=_positive_float, default=1.0, metavar="F",
                        help="num_nodes x F, rounded half up, at least 1, at most the machine "
                        "(--total_nodes, else the trace's size x F)")
@@ -235,6 +255,7 @@ def _transform_jobs(jobs, args: argparse.Namespace, warn):
         warm_start=args.warm_start,
         capacity=parse_capacity(args.capacity) if args.capacity else (),
         maintenance=tuple(args.maintenance),
+        maintenance_horizon=args.maintenance_horizon_days * 86400.0,
         rescale_nodes=args.rescale_nodes,
         rescale_machine_nodes=args.total_nodes,
         shake=args.shake,
@@ -280,6 +301,13 @@ def _check_options(args: argparse.Namespace):
         stddev=args.run_time_stddev,
         min_run_time=args.min_run_time,
     ).validate()
+    from ..sim.estimates import check_estimate
+    from ..sim.policies import check_priority_params
+
+    check_estimate(args.estimate, args.backfill_order, backfill)
+    args.priority_params = check_priority_params(args.priority_policy, _priority_params(args.priority_param))
+    if args.priority_policy != "multifactor":
+        args.priority_params = None
     if args.rejects and args.on_bad_row != "skip":
         raise ConfigError("--rejects needs --on_bad_row skip (only skipped rows are written)")
     from ..trace.timestamps import resolve_zone
@@ -288,15 +316,44 @@ def _check_options(args: argparse.Namespace):
     return backfill, model
 
 
-def _check_trace_path(path: str) -> None:
-    from ..errors import TraceError
+def _priority_params(items: list[str]) -> dict:
+    """``KEY=VALUE`` strings (dotted keys nest: ``weights.age=10``) as a dict; values are
+    numbers, true/false, or text."""
+    from ..errors import ConfigError
 
-    if not os.path.exists(path):
-        raise TraceError("no such file", path=path)
-    if os.path.isdir(path):
-        raise TraceError("is a directory, not a trace file", path=path)
-    if not os.access(path, os.R_OK):
-        raise TraceError("permission denied (the file is not readable)", path=path)
+    params: dict = {}
+    for item in items:
+        key, sep, text = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"--priority_param expects KEY=VALUE, got '{item}'")
+        value: object = text.strip()
+        if value in ("true", "false"):
+            value = value == "true"
+        else:
+            try:
+                value = float(value)
+            except ValueError:
+                pass
+        parts = key.strip().split(".")
+        where = params
+        for part in parts[:-1]:
+            where = where.setdefault(part, {})
+            if not isinstance(where, dict):
+                raise ConfigError(f"--priority_param {key}: '{part}' is not a group of parameters")
+        where[parts[-1]] = value
+    return params
+
+
+def _check_paths(args: argparse.Namespace) -> None:
+    """The trace must be a regular, readable file, and no output may name it (or another)."""
+    from ..files import check_input, check_outputs
+
+    check_input(args.trace)
+    check_outputs(
+        {"--output": args.output, "--resource_trace": args.resource_trace,
+         "--stats": args.stats, "--rejects": args.rejects},
+        inputs=(args.trace,),
+    )
 
 
 def _report_reading(jobs, options) -> None:
@@ -304,7 +361,10 @@ def _report_reading(jobs, options) -> None:
     meta = jobs.meta
     if meta.excluded:
         total = sum(meta.excluded.values())
-        reasons = ", ".join(f"{reason} ({count})" for reason, count in meta.excluded.items())
+        from ..names import display_name
+
+        reasons = ", ".join(f"{display_name(reason, QUEUE_LABEL_LIMIT)} ({count})"
+                            for reason, count in meta.excluded.items())
         hint = " (--queues all keeps every queue)" if "queue" in reasons else ""
         _warn(f"{total} rows excluded: {reasons}{hint}")
     if meta.rejects:
@@ -362,6 +422,20 @@ def _report_schedule(jobs, schedule) -> None:
             _warn(_WARNING_TEXT[what].format(count=count, total_nodes=schedule.total_nodes))
         else:
             _warn(f"{what.replace('_', ' ')}: {count}")
+
+
+def _report_calendar_end(schedule, capacity) -> None:
+    """Jobs that started after the generated maintenance calendar ran out saw no maintenance."""
+    import numpy as np
+
+    if capacity is None or not np.isfinite(capacity.recurring_from):
+        return
+    with np.errstate(invalid="ignore"):
+        late = int((schedule.begin >= capacity.recurring_from).sum())
+    if late:
+        _warn(f"{late} jobs started after the generated maintenance windows end (the last "
+              "submit + the maintenance horizon); no maintenance was applied to them "
+              "(a longer maintenance horizon covers them)")
 
 
 def per_job_text(jobs, schedule) -> str:
@@ -475,13 +549,14 @@ def statistics_text(metrics: dict[str, float], heading: str, queue_names=()) -> 
             line += f"  {_human_duration(metrics.get(key, math.nan))}".rstrip()
         lines.append(line.rstrip())
     if len(queue_names) > 1:
+        from ..names import display_name
         from ..sim.metrics import metric_key_for_queue
 
         table = [["queue", *[title for _, title in _QUEUE_COLUMNS]]]
         for name in queue_names:
             if metric_key_for_queue(name, "jobs_simulated") not in metrics:
                 continue
-            row = [name]
+            row = [display_name(name, QUEUE_LABEL_LIMIT)]
             for key, _ in _QUEUE_COLUMNS:
                 unit = "%" if key == "utilization" else ""
                 row.append(_format_value(key, metrics[metric_key_for_queue(name, key)], unit))
@@ -504,9 +579,12 @@ def _heading(jobs, schedule, args, backfill, model) -> str:
     if schedule.mode == "replay":
         how = "replay of the trace's recorded times"
     else:
-        how = f"simulation, priority {args.priority_policy}, backfill {backfill}, run times "
+        how = f"simulation, priority {args.priority_policy}, backfill {backfill}"
+        if args.estimate != "user" or args.backfill_order != "fcfs":
+            how += f" (estimates {args.estimate}, backfill order {args.backfill_order})"
         if backfill == "conservative" and args.compression != "compress_first":
-            how = how.replace(", run times ", f" ({args.compression}), run times ")
+            how += f" ({args.compression})"
+        how += ", run times "
         how += model.name
         if model.mode == "distribution":
             how += f" (scale {model.scale:g}, stddev {model.stddev:g}, seed {args.seed})"
@@ -519,6 +597,7 @@ def _heading(jobs, schedule, args, backfill, model) -> str:
 
 def _run_info(jobs, schedule, args, backfill, model) -> dict:
     from .. import __version__
+    from ..names import excluded_key, queue_key_map
 
     meta = jobs.meta
     simulated = schedule.mode != "replay"
@@ -536,7 +615,10 @@ def _run_info(jobs, schedule, args, backfill, model) -> dict:
             "rows_read": meta.rows_read,
             "rows_kept": meta.rows_kept,
             "jobs": len(jobs),
-            "excluded": dict(meta.excluded),
+            "excluded": {excluded_key(reason): count for reason, count in meta.excluded.items()},
+            "queue_keys": queue_key_map(
+                [*jobs.queue_names, *(r[6:] for r in meta.excluded if r.startswith("queue:"))]
+            ),
             "rows_skipped": len(meta.rejects),
         },
         "run": {
@@ -545,6 +627,9 @@ def _run_info(jobs, schedule, args, backfill, model) -> dict:
             "priority_policy": args.priority_policy if simulated else None,
             "backfill_policy": backfill if simulated else None,
             "compression": args.compression if simulated and backfill == "conservative" else None,
+            "estimate": args.estimate if simulated else None,
+            "backfill_order": args.backfill_order if simulated else None,
+            "priority_params": args.priority_params if simulated else None,
             "enforce_limits": args.enforce_limits if simulated else None,
             "run_time": model.as_params() if simulated else None,
             "seed": args.seed if simulated else None,
@@ -556,7 +641,7 @@ def _run_info(jobs, schedule, args, backfill, model) -> dict:
 def run(args: argparse.Namespace) -> int:
     """Everything after argument parsing; raises ``DrevtError`` on bad input."""
     backfill, model = _check_options(args)
-    _check_trace_path(args.trace)
+    _check_paths(args)
 
     from ..trace import ReadOptions, read_trace
 
@@ -603,12 +688,16 @@ def run(args: argparse.Namespace) -> int:
             backfill=backfill,
             enforce_limits=args.enforce_limits,
             capacity=getattr(args, "workload_capacity", None),
+            estimate=args.estimate,
+            backfill_order=args.backfill_order,
+            priority_params=args.priority_params,
             compression=args.compression,
             progress=progress.update if progress else None,
         )
         if progress:
             progress.close()
     _report_schedule(jobs, schedule)
+    _report_calendar_end(schedule, getattr(args, "workload_capacity", None))
 
     from ..sim.metrics import compute_metrics
 

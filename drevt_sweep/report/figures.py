@@ -64,6 +64,9 @@ METRIC_LABELS.update(
     wait_p99="99th percentile of the wait",
     bsld_p95="95th percentile of the bounded slowdown",
     makespan="makespan",
+    users="users",
+    user_wait_mean_max="worst user's mean wait",
+    user_bsld_jain="Jain's index of users' mean bounded slowdown",
     queue_length_mean="mean queue length",
     turnaround_mean="mean turnaround",
 )
@@ -843,4 +846,34 @@ def load_factor_figure(
         ax.grid(True, alpha=0.3)
     axes[0][0].legend(fontsize=8, title=legend_title or line)
     fig.suptitle(title, fontsize=11)
+    return fig
+
+
+# --------------------------------------------------------------------------- per user
+def per_user_figure(tables: Mapping[str, object], styles: Mapping[str, dict] | None = None,
+                    title: str = "Per-user mean bounded slowdown") -> Figure:
+    """Each configuration's users sorted by their mean bounded slowdown (worst first), on a log
+    axis: fair-share flattens the curve; the left end is the worst-off user. ``tables`` maps a
+    label to a per-user table (``per_user.csv``: columns ``user``, ``bsld_mean``, ...)."""
+    fig, (ax, bx) = _new_figure(10.0, 4.6, 1, 2)
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for i, (label, table) in enumerate(tables.items()):
+        style = {"color": colors[i % len(colors)], "linewidth": 1.6}
+        style.update((styles or {}).get(label, {}))
+        bsld = np.sort(np.asarray(table["bsld_mean"], dtype=float))[::-1]
+        wait = np.sort(np.asarray(table["wait_mean"], dtype=float))[::-1]
+        rank = np.arange(1, bsld.size + 1)
+        ax.plot(rank, bsld, label=f"{label} ({bsld.size} users)", **style)
+        bx.plot(rank, np.maximum(wait, 1.0) / 3600.0, **style)
+    ax.set_yscale("log")
+    ax.set_xscale("log")
+    ax.set_xlabel("users, worst first")
+    ax.set_ylabel("mean bounded slowdown of the user's jobs")
+    ax.set_title(title)
+    bx.set_yscale("log")
+    bx.set_xscale("log")
+    bx.set_xlabel("users, worst first")
+    bx.set_ylabel("mean wait of the user's jobs (h)")
+    bx.set_title("Per-user mean wait")
+    ax.legend(fontsize=8, loc="upper right")
     return fig

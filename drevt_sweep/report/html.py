@@ -4,7 +4,8 @@
 seed it kept, with the trace's own history as the baseline); ``build_report`` gathers a finished
 sweep — from the MLflow store (the parent runs whose ``drevt_sweep_dir`` tag is the sweep folder)
 or, when no store answers, from the ``result.json`` files of the folder — and writes
-``report.html`` (figures embedded as base64 PNG, so the file travels alone) with the PNGs beside
+``report.html`` from the Jinja2 template ``templates/report.html.j2`` (autoescaped; figures
+embedded as base64 PNG, so the file travels alone) with the PNGs beside
 it in ``report_files/``. ``drevt-sweep-report SWEEP_DIR`` rebuilds it at any time.
 
 Sources, in order: the job folders (``result.json``, ``config.yaml``, ``seed_metrics.csv``,
@@ -17,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import base64
-import html
 import json
 import math
 import os
@@ -28,8 +28,9 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
-from typing import Iterable, Mapping, Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -624,28 +625,12 @@ def fmt_metric(metric: str, value, half=None) -> str:
     if value is None or not np.isfinite(value):
         return "–"
     has_half = half is not None and np.isfinite(half) and half > 0
-    if metric.startswith(("wait", "turnaround", "makespan")):
+    if metric.startswith(("wait", "turnaround", "makespan", "user_wait")):
         return _fmt_duration(value, half if has_half else None)
     if metric == "utilization":
         return f"{value:.1%}" + (f" ± {half:.1%}" if has_half else "")
     digits = 2 if abs(value) < 100 else 1
     return f"{value:,.{digits}f}" + (f" ± {half:,.{digits}f}" if has_half else "")
-
-
-def _e(text) -> str:
-    return html.escape(str(text), quote=True)
-
-
-def _img(path: Path, alt: str, caption: str = "") -> str:
-    data = base64.b64encode(Path(path).read_bytes()).decode("ascii")
-    cap = f"<figcaption>{_e(caption)}</figcaption>" if caption else ""
-    return (f'<figure><img alt="{_e(alt)}" src="data:image/png;base64,{data}">{cap}</figure>')
-
-
-def _table(header: Sequence[str], rows: Iterable[Sequence[str]], cls: str = "") -> str:
-    head = "".join(f"<th>{_e(h)}</th>" for h in header)
-    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
-    return f'<table class="{cls}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
 
 
 def _command(args: Sequence[str], multirun: bool = False) -> str:
@@ -683,23 +668,6 @@ def sweep_command(sweep_dir: Path) -> str | None:
 
 
 # =============================================================================== the report
-_CSS = """
-body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2em auto;max-width:1200px;
-padding:0 1em;color:#222;line-height:1.45}
-h1{border-bottom:2px solid #444}h2{border-bottom:1px solid #bbb;margin-top:2em}
-table{border-collapse:collapse;margin:1em 0;font-size:0.9em}
-th,td{border:1px solid #ccc;padding:0.25em 0.6em;text-align:right;vertical-align:top}
-th{background:#f0f0f0}td:first-child,th:first-child{text-align:left}
-td.l{text-align:left}
-tr.failed td{background:#fde8e8}
-figure{margin:1em 0}img{max-width:100%;height:auto;border:1px solid #ddd}
-figcaption{font-size:0.85em;color:#555}
-pre,code{background:#f6f6f6;font-size:0.85em}pre{padding:0.6em;overflow-x:auto}
-.note{color:#555;font-size:0.9em}.config{margin-left:1em}
-details{margin:0.5em 0}
-"""
-
-
 @dataclass
 class _Context:
     sweep_dir: Path
@@ -874,75 +842,92 @@ def _sweep_figures(record: ConfigRecord) -> list[Path]:
     return paths
 
 
+def _figure(path: Path, alt: str, caption: str = "") -> dict:
+    """A saved PNG as the template embeds it (base64, so the page is one self-contained file)."""
+    return {"data": base64.b64encode(Path(path).read_bytes()).decode("ascii"), "alt": alt, "caption": caption}
+
+
+@lru_cache(maxsize=1)
+def _template():
+    """The report template; autoescape on, so every value the view passes is escaped once."""
+    import jinja2
+
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("drevt_sweep.report", "templates"),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+    )
+    return env.get_template("report.html.j2")
+
+
 def _render(ctx: _Context) -> str:
+    return _template().render(**_view(ctx))
+
+
+def _view(ctx: _Context) -> dict:
+    """Everything the template shows, as plain values: figures are drawn and saved here."""
     from . import figures as plots
 
     records = ctx.records
     figures = _Figures(ctx)
-    title = f"drevt-sweep report: {ctx.sweep_dir.name}"
-    out: list[str] = [
-        "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
-        f"<title>{_e(title)}</title><style>{_CSS}</style></head><body>",
-        f"<h1>{_e(title)}</h1>",
-    ]
     traces = {}
     for r in records:
         if r.trace_checksum:
             traces.setdefault(r.trace_checksum, r)
-    versions = sorted({r.version for r in records if r.version})
-    finished = sum(r.status == "FINISHED" for r in records)
-    out.append("<p>")
-    out.append(f"Sweep folder <code>{_e(ctx.sweep_dir)}</code>; read from {_e(ctx.source)}. "
-               f"{len(records)} configuration(s), {finished} finished. ")
-    out.append(f"Report built {_e(time.strftime('%Y-%m-%d %H:%M:%S %Z'))} by drevt-sweep "
-               f"{_e(__version__)}" + (f"; runs made with drevt-sweep {_e(', '.join(versions))}" if versions else "")
-               + ".</p>")
-    for note in ctx.notes:
-        out.append(f'<p class="note">Note: {_e(note)}</p>')
+    view = {
+        "title": f"drevt-sweep report: {ctx.sweep_dir.name}",
+        "sweep_dir": str(ctx.sweep_dir),
+        "source": ctx.source,
+        "records": records,
+        "finished": sum(r.status == "FINISHED" for r in records),
+        "built": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+        "version": __version__,
+        "versions": sorted({r.version for r in records if r.version}),
+        "notes": ctx.notes,
+        "bsld_tau": f"{plots.BSLD_TAU:g}",
+    }
 
-    # ---- summary
-    out.append("<h2>Summary</h2>")
-    out.append('<p class="note">Mean over seeds ± 95% confidence half-width (Student t). '
-               f"Bounded slowdown uses τ = {plots.BSLD_TAU:g} s. Deterministic configurations run "
-               "one seed (no spread).</p>")
-    header = ["configuration", "status", "seeds", "jobs", "mean wait", "p95 wait",
-              "mean bounded slowdown", "utilization", "makespan"]
-    rows = []
+    summary_rows = []
     for r in records:
         m = r.metrics
-        status = _e(r.status) + (f"<br><span class='note'>{_e(r.error.splitlines()[0])}</span>" if r.error else "")
-        rows.append([
-            f'<span title="{_e(r.label)}">{_e(r.key)}</span>', status, str(len(r.seeds)),
-            f"{r.jobs:,}" if isinstance(r.jobs, int) else "–",
-            fmt_metric("wait_mean", m.get("wait_mean"), m.get("wait_mean_ci95")),
-            fmt_metric("wait_p95", m.get("wait_p95"), m.get("wait_p95_ci95")),
-            fmt_metric("bsld_mean", m.get("bsld_mean"), m.get("bsld_mean_ci95")),
-            fmt_metric("utilization", m.get("utilization"), m.get("utilization_ci95")),
-            fmt_metric("makespan", m.get("makespan"), m.get("makespan_ci95")),
-        ])
-    out.append(_table(header, rows, "summary"))
+        summary_rows.append({
+            "key": r.key, "label": r.label, "status": r.status,
+            "error": r.error.splitlines()[0] if r.error else "",
+            "cells": [
+                str(len(r.seeds)), f"{r.jobs:,}" if isinstance(r.jobs, int) else "–",
+                *(fmt_metric(metric, m.get(metric), m.get(f"{metric}_ci95"))
+                  for metric in ("wait_mean", "wait_p95", "bsld_mean", "utilization", "makespan",
+                                 "user_wait_mean_max", "user_bsld_jain")),
+            ],
+        })
+    view["summary"] = {
+        "header": ["configuration", "status", "seeds", "jobs", "mean wait", "p95 wait",
+                   "mean bounded slowdown", "utilization", "makespan", "worst user's mean wait",
+                   "Jain's index (users' slowdown)"],
+        "rows": summary_rows,
+    }
 
-    # ---- comparison
+    view["comparison"] = None
     simulated, reference = comparison_table(records)
     if not simulated.empty:
-        out.append("<h2>Comparison</h2>")
         if reference.empty and len(traces) == 1:  # no replay configuration: the trace's history
             sims = [r for r in records if not r.replay and r.metrics]
-            baseline, origin = figures.baseline(sims[0]) if sims else (None, "")
+            baseline, _ = figures.baseline(sims[0]) if sims else (None, "")
             if baseline is not None:
                 reference = pd.DataFrame([{"policy": "replay", "model": "history", "replay": True,
                                            **history_metrics(baseline, int(sims[0].total_nodes))}])
         mixed = any(" · " in m or "=" in m for m in simulated["model"])
         fig = plots.comparison_figure(simulated, reference=reference if not reference.empty else None,
                                       legend_title="run-time model and settings" if mixed else "run-time model")
-        path = plots.save_figure(fig, ctx.figure_dir / "comparison.png")
-        out.append(_img(path, "comparison of the key metrics by policy and run-time model",
-                        "Each key metric by policy (x) and run-time model (colour): mean over seeds "
-                        "± 95% CI; the dashed line is the replay of the trace's history."))
+        view["comparison"] = _figure(
+            plots.save_figure(fig, ctx.figure_dir / "comparison.png"),
+            "comparison of the key metrics by policy and run-time model",
+            "Each key metric by policy (x) and run-time model (colour): mean over seeds "
+            "± 95% CI; the dashed line is the replay of the trace's history.")
 
-    # ---- wait-time CDFs, one figure per trace
-    cdf_parts = []
-    for checksum, first in traces.items():
+    view["cdfs"] = []
+    for checksum, first in traces.items():  # one wait-time CDF figure per trace
         members = [r for r in records if r.trace_checksum == checksum and not r.replay
                    and figures.frame(r) is not None][:MAX_CDF_CURVES]
         if not members:
@@ -953,129 +938,138 @@ def _render(ctx: _Context) -> str:
             {r.key: figures.frame(r) for r in members}, baseline, styles=line_styles(members),
             title=f"Wait-time distribution on {name} (one seed per configuration)",
         )
-        path = plots.save_figure(fig, ctx.figure_dir / f"wait_cdf_{checksum[:12]}.png")
-        cdf_parts.append(_img(path, f"wait-time CDF on {name}",
-                              "The CDF of each configuration from the schedule of the seed it kept."))
-    if cdf_parts:
-        out.append("<h2>Wait-time distributions</h2>")
-        out.extend(cdf_parts)
+        view["cdfs"].append(_figure(plots.save_figure(fig, ctx.figure_dir / f"wait_cdf_{checksum[:12]}.png"),
+                                    f"wait-time CDF on {name}",
+                                    "The CDF of each configuration from the schedule of the seed it kept."))
 
-    # ---- paired comparisons
-    out.append("<h2>Paired comparisons (common random numbers)</h2>")
-    paired = paired_table(records)
-    out.append(
-        '<p class="note">Two policies run on the same seeds draw the same run times (common random '
-        "numbers), so the per-seed difference B − A cancels the variation they share. Its 95% CI "
-        "(paired) is compared with the CI that treats the two as independent samples (unpaired, "
-        "Welch). Deterministic run-time models have one seed: their difference is exact.</p>"
-    )
-    if paired.empty:
-        out.append("<p>No pair of policies shares its other settings and seeds in this sweep.</p>")
-    else:
-        stochastic = paired[paired["seeds"] >= 2]
-        if not stochastic.empty:
-            fig = plots.paired_figure(stochastic[stochastic["metric"].isin(("wait_mean", "bsld_mean"))]
-                                      if stochastic["metric"].isin(("wait_mean", "bsld_mean")).any()
-                                      else stochastic)
-            path = plots.save_figure(fig, ctx.figure_dir / "paired.png")
-            out.append(_img(path, "paired versus unpaired confidence intervals",
-                            "Thick: paired 95% CI of the per-seed difference; thin grey: unpaired CI."))
-        header = ["comparison (B − A)", "metric", "seeds", "A", "B", "B − A", "paired 95% CI",
-                  "unpaired 95% CI", "unpaired / paired", "verdict"]
-        rows = []
-        for _, p in paired.iterrows():
-            metric = p["metric"]
-            if p["seeds"] < 2:
-                paired_text = unpaired_text = "exact" if p["deterministic"] else "– (one seed)"
-                ratio = "–"
-                verdict = ("B lower" if p["difference"] < 0 else "B higher" if p["difference"] > 0
-                           else "equal") if p["deterministic"] else "–"
-            else:
-                paired_text = "± " + _fmt_diff(metric, p["paired_ci95"], signed=False)
-                unpaired_text = "± " + _fmt_diff(metric, p["unpaired_ci95"], signed=False)
-                ratio = f"{p['ratio']:.1f}×" if np.isfinite(p["ratio"]) else "–"
-                lo, hi = p["difference"] - p["paired_ci95"], p["difference"] + p["paired_ci95"]
-                verdict = ("B lower" if hi < 0 else "B higher" if lo > 0
-                           else "equal" if lo == hi == 0 else "not resolved")
-            rows.append([
-                _e(p["comparison"]), _e(plots.METRIC_LABELS.get(metric, metric)), str(int(p["seeds"])),
-                fmt_metric(metric, p["mean_a"]), fmt_metric(metric, p["mean_b"]),
-                _fmt_diff(metric, p["difference"]), paired_text, unpaired_text, ratio, verdict,
-            ])
-        out.append(_table(header, rows, "paired"))
+    view["per_user"] = _per_user_view(records, ctx, plots)
 
-    # ---- load factor
+    view["paired"] = _paired_view(records, ctx, plots)
+
+    view["load_factor"] = None
     load = load_factor_table(records)
     if not load.empty:
-        out.append("<h2>Load factor</h2>")
         fig = plots.load_factor_figure(load, line="line")
-        path = plots.save_figure(fig, ctx.figure_dir / "load_factor.png")
-        out.append(_img(path, "metrics versus load factor", "One line per policy and model."))
+        view["load_factor"] = _figure(plots.save_figure(fig, ctx.figure_dir / "load_factor.png"),
+                                      "metrics versus load factor", "One line per policy and model.")
 
-    # ---- per configuration
-    out.append("<h2>Configurations</h2>")
-    for index, r in enumerate(records):
-        out.append(f"<h3 id=\"{_slug(r, index)}\">{_e(r.key)}</h3>")
-        items = [("full label", f"<code>{_e(r.label)}</code>"), ("status", _e(r.status))]
-        if r.job_dir is not None:
-            items.append(("job folder", f"<code>{_e(r.job_dir)}</code>"))
-        if r.run_id:
-            items.append(("MLflow parent run", f"<code>{_e(r.run_id)}</code>"))
-        items.append(("seeds", _e(", ".join(map(str, r.seeds)) or "–")))
-        items.append(("trace checksum (sha256)", f"<code>{_e(r.trace_checksum or '–')}</code>"))
-        items.append(("config hash", f"<code>{_e(r.config_hash or '–')}</code>"))
-        if r.total_nodes:
-            items.append(("machine", f"{r.total_nodes:,} nodes"))
-        command, origin = reproduce_command(r)
-        items.append(("reproduce", f"<code>{_e(command)}</code> <span class='note'>({_e(origin)})</span>"))
-        if r.error:
-            items.append(("error", f"<pre>{_e(r.error)}</pre>"))
-        out.append(_table(["", ""], [[_e(k), v] for k, v in items], "config"))
-        drawn = _sweep_figures(r) if ctx.per_configuration else []
-        frame = figures.frame(r) if ctx.per_configuration and not drawn else None
-        if not ctx.per_configuration:
-            pass
-        elif drawn:
-            target = ctx.figure_dir / _slug(r, index)
-            target.mkdir(parents=True, exist_ok=True)
-            out.append('<p class="note">Figures drawn by the sweep itself '
-                       f"(<code>{_e(drawn[0].parent)}</code>).</p>")
-            for path in drawn:
-                copy = Path(shutil.copy2(path, target / path.name))
-                out.append(_img(copy, f"{path.stem.replace('_', ' ')}: {r.key}"))
-        elif frame is not None and len(frame) and r.total_nodes:
-            baseline, origin = figures.baseline(r)
-            paths = frame_figures(ctx.figure_dir / _slug(r, index), frame, int(r.total_nodes), baseline,
-                                  label=r.key, seed_metrics=r.seed_metrics if len(r.seed_metrics) else None,
-                                  seed=r.schedule_seed)
-            if origin:
-                out.append(f'<p class="note">Baseline: {_e(origin)}.</p>')
-            for path in paths:
-                out.append(_img(path, f"{path.stem.replace('_', ' ')}: {r.key}"))
-        else:
-            out.append('<p class="note">No schedule was kept for this configuration '
-                       "(tracking.log_schedule=false, or it failed): no per-configuration figures.</p>")
-        if r.config_text:
-            out.append(f"<details><summary>resolved configuration</summary><pre>{_e(r.config_text)}</pre></details>")
+    view["configurations"] = [_configuration_view(r, index, ctx, figures) for index, r in enumerate(records)]
 
-    # ---- reproduce
-    out.append("<h2>How to reproduce</h2>")
-    command = sweep_command(ctx.sweep_dir)
-    if command:
-        out.append(f"<p>The whole sweep (from <code>multirun.yaml</code>):</p><pre>{_e(command)}</pre>")
-    out.append("<p>Each configuration's own command line is in its section above. A seed's results "
-               "depend only on the resolved configuration, the trace and the seed: check that the "
-               "trace file has the checksum below.</p>")
-    trace_rows = []
-    for checksum, r in traces.items():
-        trace_rows.append([_e(r.params.get("trace.name", "?")), f"<code>{_e(r.params.get('trace.path', '?'))}</code>",
-                           f"<code>{_e(checksum)}</code>", f"{r.jobs:,}" if isinstance(r.jobs, int) else "–"])
-    if trace_rows:
-        out.append(_table(["trace", "path", "sha256", "jobs"], trace_rows, "traces"))
+    view["sweep_command"] = sweep_command(ctx.sweep_dir)
+    view["traces"] = [{"name": r.params.get("trace.name", "?"), "path": r.params.get("trace.path", "?"),
+                       "checksum": checksum, "jobs": f"{r.jobs:,}" if isinstance(r.jobs, int) else "–"}
+                      for checksum, r in traces.items()]
     rebuild = [PROG, str(ctx.sweep_dir)] + (["--tracking-uri", ctx.uri] if ctx.uri else [])
-    out.append(f"<p>Rebuild this report: <code>{_e(' '.join(shlex.quote(a) for a in rebuild))}</code></p>")
-    out.append("</body></html>")
-    return "\n".join(out)
+    view["rebuild"] = " ".join(shlex.quote(a) for a in rebuild)
+    return view
+
+
+PER_USER_FILE = "per_user.csv"  # written by the sweep next to the kept seed's schedule
+
+
+def _per_user_view(records: Sequence[ConfigRecord], ctx: _Context, plots) -> dict | None:
+    """The per-user figure from the job folders' per_user.csv (the kept seed), if any."""
+    tables = {}
+    for r in records:
+        path = r.job_dir / PER_USER_FILE if r.job_dir is not None else None
+        if r.replay or path is None or not path.is_file():
+            continue
+        try:
+            table = pd.read_csv(path, keep_default_na=False)
+        except (OSError, ValueError, pd.errors.ParserError):
+            continue
+        if len(table) and {"bsld_mean", "wait_mean"} <= set(table.columns):
+            tables[r.key] = table
+    if not tables:
+        return None
+    chosen = dict(list(tables.items())[:MAX_CDF_CURVES])
+    fig = plots.per_user_figure(chosen, styles=line_styles([r for r in records if r.key in chosen]))
+    return _figure(plots.save_figure(fig, ctx.figure_dir / "per_user.png"), "per-user slowdown and wait",
+                   "Users sorted worst first, from the seed each configuration kept: a flatter curve is a "
+                   "fairer schedule. The summary gives the worst user's mean wait and Jain's index "
+                   "(Σx)²/(n Σx²) over the users' mean bounded slowdowns (1 = all equal).")
+
+
+def _paired_view(records: Sequence[ConfigRecord], ctx: _Context, plots) -> dict:
+    """The paired-comparison table (and its figure when some pair has two or more seeds)."""
+    paired = paired_table(records)
+    view = {"figure": None, "rows": [],
+            "header": ["comparison (B − A)", "metric", "seeds", "A", "B", "B − A", "paired 95% CI",
+                       "unpaired 95% CI", "unpaired / paired", "verdict"]}
+    if paired.empty:
+        return view
+    stochastic = paired[paired["seeds"] >= 2]
+    if not stochastic.empty:
+        headline = stochastic["metric"].isin(("wait_mean", "bsld_mean"))
+        fig = plots.paired_figure(stochastic[headline] if headline.any() else stochastic)
+        view["figure"] = _figure(plots.save_figure(fig, ctx.figure_dir / "paired.png"),
+                                 "paired versus unpaired confidence intervals",
+                                 "Thick: paired 95% CI of the per-seed difference; thin grey: unpaired CI.")
+    for _, p in paired.iterrows():
+        metric = p["metric"]
+        if p["seeds"] < 2:
+            paired_text = unpaired_text = "exact" if p["deterministic"] else "– (one seed)"
+            ratio = "–"
+            verdict = ("B lower" if p["difference"] < 0 else "B higher" if p["difference"] > 0
+                       else "equal") if p["deterministic"] else "–"
+        else:
+            paired_text = "± " + _fmt_diff(metric, p["paired_ci95"], signed=False)
+            unpaired_text = "± " + _fmt_diff(metric, p["unpaired_ci95"], signed=False)
+            ratio = f"{p['ratio']:.1f}×" if np.isfinite(p["ratio"]) else "–"
+            lo, hi = p["difference"] - p["paired_ci95"], p["difference"] + p["paired_ci95"]
+            verdict = ("B lower" if hi < 0 else "B higher" if lo > 0
+                       else "equal" if lo == hi == 0 else "not resolved")
+        view["rows"].append([
+            p["comparison"], plots.METRIC_LABELS.get(metric, metric), str(int(p["seeds"])),
+            fmt_metric(metric, p["mean_a"]), fmt_metric(metric, p["mean_b"]),
+            _fmt_diff(metric, p["difference"]), paired_text, unpaired_text, ratio, verdict,
+        ])
+    return view
+
+
+def _configuration_view(r: ConfigRecord, index: int, ctx: _Context, figures: _Figures) -> dict:
+    """One configuration's section: what it was, how to rerun it, and its figures."""
+    def item(name, value, kind="text", note=""):
+        return {"name": name, "value": value, "kind": kind, "note": note}
+
+    items = [item("full label", r.label, "code"), item("status", r.status)]
+    if r.job_dir is not None:
+        items.append(item("job folder", str(r.job_dir), "code"))
+    if r.run_id:
+        items.append(item("MLflow parent run", r.run_id, "code"))
+    items.append(item("seeds", ", ".join(map(str, r.seeds)) or "–"))
+    items.append(item("trace checksum (sha256)", r.trace_checksum or "–", "code"))
+    items.append(item("config hash", r.config_hash or "–", "code"))
+    if r.total_nodes:
+        items.append(item("machine", f"{r.total_nodes:,} nodes"))
+    command, origin = reproduce_command(r)
+    items.append(item("reproduce", command, "code", origin))
+    if r.error:
+        items.append(item("error", r.error, "pre"))
+    view = {"slug": _slug(r, index), "key": r.key, "details": items, "notes": [], "figures": [],
+            "config_text": r.config_text}
+    if not ctx.per_configuration:
+        return view
+    drawn = _sweep_figures(r)
+    frame = None if drawn else figures.frame(r)
+    if drawn:
+        target = ctx.figure_dir / _slug(r, index)
+        target.mkdir(parents=True, exist_ok=True)
+        view["notes"].append(f"Figures drawn by the sweep itself ({drawn[0].parent}).")
+        view["figures"] = [_figure(Path(shutil.copy2(path, target / path.name)),
+                                   f"{path.stem.replace('_', ' ')}: {r.key}") for path in drawn]
+    elif frame is not None and len(frame) and r.total_nodes:
+        baseline, origin = figures.baseline(r)
+        paths = frame_figures(ctx.figure_dir / _slug(r, index), frame, int(r.total_nodes), baseline,
+                              label=r.key, seed_metrics=r.seed_metrics if len(r.seed_metrics) else None,
+                              seed=r.schedule_seed)
+        if origin:
+            view["notes"].append(f"Baseline: {origin}.")
+        view["figures"] = [_figure(path, f"{path.stem.replace('_', ' ')}: {r.key}") for path in paths]
+    else:
+        view["notes"].append("No schedule was kept for this configuration "
+                             "(tracking.log_schedule=false, or it failed): no per-configuration figures.")
+    return view
 
 
 def history_metrics(frame: pd.DataFrame, total_nodes: int) -> dict[str, float]:
@@ -1101,7 +1095,7 @@ def _fmt_diff(metric: str, value, signed: bool = True) -> str:
     size = abs(value)
     if metric == "utilization":
         return f"{sign}{size * 100:.2f} pp"
-    if metric.startswith(("wait", "turnaround", "makespan")):
+    if metric.startswith(("wait", "turnaround", "makespan", "user_wait")):
         return sign + _fmt_duration(size)
     return f"{sign}{size:,.2f}"
 

@@ -65,6 +65,10 @@ class CapacitySchedule:
 
     steps: tuple[tuple[float, int], ...] = ()
     reductions: tuple[tuple[float, float, int], ...] = ()
+    # Periodic maintenance is generated up to ``recurring_from`` but goes on for ever, with
+    # this ``period`` (seconds): see :meth:`deadlines`. ``inf``: nothing recurs.
+    recurring_from: float = INF
+    period: float = 0.0
 
     def __post_init__(self) -> None:
         steps = tuple(
@@ -84,6 +88,8 @@ class CapacitySchedule:
                 raise ConfigError(f"capacity reduction ends ({end!r}) before it starts ({start!r})")
             if n:
                 reductions.append((start, end, n))
+        object.__setattr__(self, "recurring_from", float(self.recurring_from))
+        object.__setattr__(self, "period", float(self.period))
         object.__setattr__(self, "steps", steps)
         object.__setattr__(self, "reductions", tuple(sorted(reductions)))
 
@@ -100,7 +106,40 @@ class CapacitySchedule:
         """Both schedules at once (steps of ``other`` at the same time as ours are an error)."""
         if other is None:
             return self
-        return CapacitySchedule(self.steps + other.steps, self.reductions + other.reductions)
+        return CapacitySchedule(
+            self.steps + other.steps,
+            self.reductions + other.reductions,
+            recurring_from=min(self.recurring_from, other.recurring_from),
+            period=max(self.period, other.period),
+        )
+
+    def deadlines(self, total_nodes: int, submit, nodes, limit) -> np.ndarray:
+        """Per job, the latest start the capacity alone allows (``latest_starts``): ``inf`` if
+        it can always wait, NaN if it can never run.
+
+        With recurring maintenance the generated calendar ends at ``recurring_from`` but the
+        windows do not: the full machine after it is not there for good. A job that fits
+        between two windows (within the calendar's last two periods, where the pattern is
+        complete) can always wait for a later gap (``inf``); any other job may only use the
+        calendar itself, so one that never fits between two windows gets NaN and is rejected
+        at once, instead of waiting for the end of a synthetic calendar.
+        """
+        times, levels = self.levels(total_nodes)
+        if self.recurring_from == INF or self.period <= 0:
+            return latest_starts(times, levels, submit, nodes, limit)
+        end = self.recurring_from
+        cut = int(np.searchsorted(np.asarray(times), end, side="left"))
+        calendar = latest_starts(times[:cut] + [end], levels[:cut] + [0], submit, nodes, limit)
+        lo = end - 2 * self.period
+        first = int(np.searchsorted(np.asarray(times), lo, side="right")) - 1
+        window_times = [-INF, lo, *times[first + 1 : cut], end]
+        window_levels = [0, *levels[first:cut], 0]
+        n = np.asarray(submit).shape[0]
+        fits = np.isfinite(
+            latest_starts(window_times, window_levels, np.full(n, lo), nodes, limit)
+        )
+        always = np.asarray(nodes) <= min(levels[first:cut])  # never affected by a window
+        return np.where(fits | always, INF, calendar)
 
     def levels(self, total_nodes: int) -> tuple[list[float], list[int]]:
         """The effective capacity as a step function on a machine of ``total_nodes``.

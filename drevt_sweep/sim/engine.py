@@ -11,13 +11,17 @@ bit for bit):
   arrival with ``submit <= now`` (in submit order, file order breaking ties), then one
   scheduling pass of the backfill policy. A pass that starts a job of zero run time is
   followed by another event at the same ``now`` (its completion).
-* The scheduler plans only with ``time_limit``. A job runs for its actual run time; with
+* The scheduler plans only with ``time_limit``, or with a run-time estimate (``estimate``, see
+  ``sim.estimates``: a running job that outlives its estimate gets its limit as the new one at
+  that instant, an event processed after the completions). A job runs for its actual run time; with
   ``enforce_limits`` a job whose run time exceeds its limit is killed at the limit
   (``killed``; ``run_time = time_limit``). ``end = begin + run_time`` in float64, exactly.
 * A job asking for more nodes than the machine has is rejected up front (``rejected``, NaN
   times, ``warnings["rejected_oversized"]``) and never enters the queue.
 * Priority policies order the waiting queue (ties: submit time, then table row); backfill
-  policies decide what starts (see ``drevt_sweep.policies``).
+  policies decide what starts (see ``drevt_sweep.policies``). A dynamic priority (``multifactor``,
+  ``wfp3``, ``unicef``) re-orders the queue before every pass or at its ticks, which are events
+  while jobs wait (``policies.dynamic``).
 """
 
 from __future__ import annotations
@@ -31,20 +35,28 @@ from typing import Callable
 
 import numpy as np
 
-from .capacity import CapacitySchedule, latest_starts
+from .capacity import CapacitySchedule
 from ..errors import ConfigError, DrevtError
 from ..jobs import JobTable
+from .estimates import MIN_PLAN, check_estimate
 from .policies import (
     BACKFILL_POLICIES,
+    DYNAMIC_PRIORITIES,
     PRIORITY_POLICIES,
     check_backfill,
     check_priority,
+    check_priority_params,
+    is_dynamic,
     make_backfill,
     priority_rank,
 )
 from .policies.base import Capacity, Cluster, PolicyContext
 from .policies.conservative import COMPRESSION_ORDERS, check_compression
+from .policies.dynamic import PriorityInputs
 from .schedule import Schedule
+
+NO_USERS = ("{what}, but no job of this trace has a known user (the readers take it from SWF field 12, "
+            "Slurm's User, Lassen's hashed_user_id, a simple trace's user/user_id/uid column)")
 
 __all__ = ["simulate", "replay", "PRIORITY_POLICIES", "BACKFILL_POLICIES", "COMPRESSION_ORDERS"]
 
@@ -76,6 +88,9 @@ def simulate(
     on_reservation: Callable[[float, int, float], None] | None = None,
     kernel: str = "auto",
     capacity: CapacitySchedule | None = None,
+    estimate: str = "user",
+    backfill_order: str = "fcfs",
+    priority_params: dict | None = None,
     compression: str = "compress_first",
     progress: Callable[[float, int], None] | None = None,
 ) -> Schedule:
@@ -96,6 +111,9 @@ def simulate(
     schedule = ``total_nodes`` throughout, bit-identical to not passing it). Running jobs are
     never killed; a job starts only if it fits for its whole time limit; jobs that can never
     run are rejected (``warnings["rejected_capacity"]``), larger ones only delayed.
+    ``estimate`` (``user``, ``actual``, ``user_history``) and ``backfill_order`` (``fcfs``,
+    ``sjbf``): what the scheduler plans with and EASY's candidate order (``sim.estimates``).
+    ``priority_params``: the parameters of a dynamic priority (``multifactor``'s weights etc.).
     ``compression``: conservative backfilling's compression order (``compress_first``,
     ``interleaved`` or ``one_pass``; see ``policies.conservative``); other policies ignore it.
     ``progress(now, jobs_done)``, if given, is called every few thousand events with the
@@ -104,6 +122,8 @@ def simulate(
     """
     check_priority(priority)
     check_backfill(backfill)
+    check_estimate(estimate, backfill_order, backfill)
+    check_priority_params(priority, priority_params)
     check_compression(compression)
     if kernel not in _KERNELS:
         raise ConfigError(f"unknown kernel {kernel!r}; choose one of: {', '.join(_KERNELS)}")
@@ -117,7 +137,13 @@ def simulate(
     if rt.shape != (n,):
         raise ValueError(f"run_time has shape {rt.shape}, expected ({n},) to match the job table")
 
+    schedule_of_capacity = capacity
     capacity = _machine_capacity(capacity, total)  # the CapacitySchedule becomes a Capacity
+    if estimate != "user" and capacity.variable:
+        raise ConfigError(
+            f"estimate {estimate!r} needs a constant machine capacity (a job planned shorter than "
+            f"its limit could run into a capacity drop); use estimate 'user' with this workload"
+        )
     rejected = nodes > capacity.maximum
     ok = ~rejected
     bad = ok & ~np.isfinite(submit)
@@ -140,7 +166,7 @@ def simulate(
         )
     deadline = None
     if capacity.variable:  # latest start per job that the capacity alone allows (NaN: never)
-        deadline = latest_starts([-math.inf, *capacity.times], [capacity.total, *capacity.levels], submit, nodes, limit)
+        deadline = schedule_of_capacity.deadlines(total, submit, nodes, limit)  # recurring maintenance too
         rejected = rejected | (ok & ~(deadline >= submit))
         ok = ~rejected
 
@@ -152,15 +178,36 @@ def simulate(
         dur = rt.copy()
     dur[rejected] = np.nan
 
+    users = np.asarray(jobs.user_code, dtype=np.int64)
+    if estimate == "user_history" and n and not (users >= 0).any():
+        raise ConfigError(NO_USERS.format(what="estimate 'user_history' predicts from each user's own jobs"))
     rank = priority_rank(priority, submit, limit, nodes)
-    if _use_fast_kernel(kernel, backfill, capacity, on_reservation, n):
+    dynamic = None
+    if is_dynamic(priority):
+        inputs = PriorityInputs(
+            submit=submit, time_limit=limit, num_nodes=nodes, total_nodes=total,
+            queue_code=np.asarray(jobs.queue_code), queue_names=tuple(jobs.queue_names),
+            user_code=np.asarray(jobs.user_code), user_names=tuple(jobs.user_names),
+            group_code=np.asarray(jobs.group_code), group_names=tuple(jobs.group_names),
+            t0=float(submit[ok].min()) if ok.any() else 0.0,
+        )
+        dynamic = DYNAMIC_PRIORITIES[priority](inputs, **dict(priority_params or {}))
+    extended = dynamic is not None or estimate != "user" or backfill_order != "fcfs"
+    if _use_fast_kernel(kernel, backfill, capacity, on_reservation, n, extended):
         from . import kernel as fast
 
-        begin_l, end_l = fast.run_events(
-            submit=submit, limit=limit, nodes=nodes, dur=dur, rejected=rejected, rank=rank,
-            total=total, backfill=backfill, enforce_limits=bool(enforce_limits),
-            compression=compression, progress=progress,
-        )
+        if extended:
+            begin_l, end_l = fast.run_extended(
+                submit=submit, limit=limit, nodes=nodes, dur=dur, rejected=rejected, rank=rank,
+                total=total, backfill=backfill, enforce_limits=bool(enforce_limits),
+                estimate=estimate, backfill_order=backfill_order, users=users, dynamic=dynamic,
+            )
+        else:
+            begin_l, end_l = fast.run_events(
+                submit=submit, limit=limit, nodes=nodes, dur=dur, rejected=rejected, rank=rank,
+                total=total, backfill=backfill, enforce_limits=bool(enforce_limits),
+                compression=compression, progress=progress,
+            )
     else:
         begin_l, end_l = _run_events(
             submit=submit,
@@ -174,6 +221,10 @@ def simulate(
             enforce_limits=bool(enforce_limits),
             on_reservation=on_reservation,
             deadline=deadline,
+            estimate=estimate,
+            backfill_order=backfill_order,
+            users=users,
+            dynamic=dynamic,
             compression=compression,
             progress=progress,
         )
@@ -208,7 +259,8 @@ def _machine_capacity(capacity: CapacitySchedule | None, total: int) -> Capacity
 _KERNELS = ("auto", "fast", "reference")
 
 
-def _use_fast_kernel(kernel: str, backfill: str, capacity: Capacity, on_reservation, n_jobs: int) -> bool:
+def _use_fast_kernel(kernel: str, backfill: str, capacity: Capacity, on_reservation, n_jobs: int,
+                     extended: bool = False) -> bool:
     """Whether ``simulate`` runs the compiled kernel (see its ``kernel`` argument)."""
     if kernel == "auto":
         kernel = os.environ.get("DREVT_KERNEL", "auto") or "auto"
@@ -224,12 +276,15 @@ def _use_fast_kernel(kernel: str, backfill: str, capacity: Capacity, on_reservat
         why = "the on_reservation hook needs the reference engine"
     elif backfill not in fast.FAST_BACKFILLS:
         why = f"backfill policy {backfill!r} has no compiled version"
+    elif extended and backfill not in fast.EXTENDED_BACKFILLS:
+        why = (f"backfill policy {backfill!r} has no compiled version with dynamic priorities or "
+               f"run-time estimates")
     elif backfill == "conservative" and ConservativeBackfill.ALWAYS_REPLAN:
         why = "ConservativeBackfill.ALWAYS_REPLAN (a test switch) needs the reference engine"
     elif getattr(capacity, "variable", False) or capacity.minimum != capacity.total:
         why = "the compiled kernel handles a constant machine capacity only"
     if why is None:
-        if kernel == "auto" and not fast.worth_loading(backfill, n_jobs):
+        if kernel == "auto" and not fast.worth_loading("extended" if extended else backfill, n_jobs):
             return False  # a small run while numba is not loaded yet: the reference is quicker
         if fast.load(warn=kernel == "auto") is not None:
             return True
@@ -244,13 +299,20 @@ PROGRESS_EVERY_EVENTS = 4096
 
 
 def _run_events(*, submit, limit, nodes, dur, rejected, rank, capacity, backfill, enforce_limits, on_reservation,
-                deadline=None, compression="compress_first", progress=None):
+                deadline=None, estimate="user", backfill_order="fcfs", users=None, dynamic=None,
+                compression="compress_first", progress=None):
     """The event loop. Works on Python lists (per-element numpy access is slow in pure Python).
 
     With a variable capacity (``deadline`` given): capacity changes are events while jobs wait
     (and are applied to ``cluster.free`` in any case), and a waiting job is withdrawn from the
     queue at the first event after its ``deadline`` (its last start the capacity allows); it
     keeps NaN times and ``simulate`` counts it as rejected.
+
+    With run-time estimates (``estimate`` other than ``user``, see ``sim.estimates``) the policy
+    plans with ``plan`` (set at arrival); a job that outlives its estimate is an event at
+    ``begin + plan`` (after that instant's completions) where its estimate becomes its limit.
+    With a dynamic priority the queue is kept sorted by ``(key, FCFS rank)``; its ticks are
+    events while jobs wait (see ``policies.dynamic`` for the order of the calls).
     """
     n = submit.shape[0]
     nodes_l = nodes.tolist()
@@ -265,13 +327,25 @@ def _run_events(*, submit, limit, nodes, dur, rejected, rank, capacity, backfill
     end = [math.nan] * n
     est_end = [math.nan] * n
 
+    planning = estimate != "user"
+    plan = list(limit_l) if planning else limit_l  # the durations the policy plans with
+    history = estimate == "user_history"
+    users_l = users.tolist() if history else None
+    last_two: dict[int, list[float]] = {}  # user -> real run times of the last completed jobs
+    overruns: list[tuple[float, int]] = []  # heap of (estimated end, job) that the job outlives
+    dyn = dynamic
+    fcfs = rank_l
+    if dyn is not None:
+        rank_l = [None] * n  # (key, FCFS rank) of each waiting job: the queue's sort key
+
     cluster = Cluster(capacity, nodes_l, enforce_limits)
     policy = make_backfill(
-        backfill, PolicyContext(nodes_l, limit_l, capacity, enforce_limits, on_reservation, compression)
+        backfill, PolicyContext(nodes_l, plan, capacity, enforce_limits, on_reservation, backfill_order, fcfs,
+                               compression=compression)
     )
     running = cluster.running  # sorted (est_end, job)
     queue: list[int] = []  # waiting jobs in priority order
-    qrank: list[int] = []  # their ranks (parallel to queue)
+    qrank: list = []  # their ranks (parallel to queue)
     completions: list[tuple[float, int]] = []  # heap of (end, job)
 
     inf = math.inf
@@ -292,12 +366,18 @@ def _run_events(*, submit, limit, nodes, dur, rejected, rank, capacity, backfill
         now = t_arr if t_arr < t_end else t_end
         if t_wake < now:
             now = t_wake
+        if overruns and overruns[0][0] < now:
+            now = overruns[0][0]
+        if dyn is not None and queue and dyn.next_tick < now:
+            now = dyn.next_tick
         if c < n_cap:  # 0. capacity changes (events only while jobs wait)
             if queue and cap_changes[c][0] < now:
                 now = cap_changes[c][0]
             while c < n_cap and cap_changes[c][0] <= now:
                 cluster.free += cap_changes[c][1]
                 c += 1
+        if dyn is not None:
+            dyn.advance(now)  # every tick <= now
 
         events += 1
         if progress is not None and events % PROGRESS_EVERY_EVENTS == 0:
@@ -312,11 +392,41 @@ def _run_events(*, submit, limit, nodes, dur, rejected, rank, capacity, backfill
             cluster.free += nodes_l[j]
             if end[j] < e:
                 cluster.freed_early = True
+            if dyn is not None:
+                dyn.end(j, now)
+            if history and users_l[j] >= 0:
+                done = last_two.setdefault(users_l[j], [])
+                done.append(dur_l[j])
+                if len(done) > 2:
+                    del done[0]
+
+        # 1b. running jobs that outlived their estimate get their limit as the new one
+        while overruns and overruns[0][0] <= now:
+            e, j = heapq.heappop(overruns)
+            del running[bisect_left(running, (e, j))]
+            plan[j] = limit_l[j]
+            est_end[j] = begin[j] + limit_l[j]
+            insort(running, (est_end[j], j))
+            cluster.estimates_raised = True
 
         # 2. arrivals
         while a < n_arr and submit_l[arrivals[a]] <= now:
             j = arrivals[a]
             a += 1
+            if planning:
+                if history:
+                    done = last_two.get(users_l[j]) if users_l[j] >= 0 else None
+                    if done is not None and len(done) == 2:
+                        p = (done[0] + done[1]) / 2.0
+                        p = p if p > MIN_PLAN else MIN_PLAN
+                        plan[j] = p if p < limit_l[j] else limit_l[j]
+                else:  # actual
+                    p = dur_l[j]
+                    if p < MIN_PLAN:
+                        p = MIN_PLAN if MIN_PLAN < limit_l[j] else limit_l[j]
+                    plan[j] = p
+            if dyn is not None:
+                rank_l[j] = (dyn.key(now, j), fcfs[j])
             r = rank_l[j]
             if not qrank or r > qrank[-1]:
                 queue.append(j)
@@ -337,6 +447,13 @@ def _run_events(*, submit, limit, nodes, dur, rejected, rank, capacity, backfill
                 del qrank[i]
                 cluster.withdrawn.append(j)
 
+        # 2c. a dynamic priority re-orders the queue
+        if dyn is not None and queue and dyn.refresh_due():
+            for j in queue:
+                rank_l[j] = (dyn.key(now, j), fcfs[j])
+            queue.sort(key=rank_l.__getitem__)
+            qrank[:] = [rank_l[j] for j in queue]
+
         # 3. one scheduling pass
         if queue:
             started = policy.select(now, queue, cluster)
@@ -348,10 +465,14 @@ def _run_events(*, submit, limit, nodes, dur, rejected, rank, capacity, backfill
                     e = b + dur_l[j]
                     begin[j] = b
                     end[j] = e
-                    est_end[j] = b + limit_l[j]
+                    est_end[j] = b + plan[j]
                     insort(running, (est_end[j], j))
                     cluster.free -= nodes_l[j]
                     heapq.heappush(completions, (e, j))
+                    if planning and est_end[j] < e and plan[j] < limit_l[j]:
+                        heapq.heappush(overruns, (est_end[j], j))
+                    if dyn is not None:
+                        dyn.start(j, now)
                 if cluster.free < 0:
                     raise RuntimeError(f"policy {backfill!r} over-committed the machine at t={now}")
                 # Remove them from the queue: usually a prefix (heads) plus a few backfilled
@@ -371,6 +492,7 @@ def _run_events(*, submit, limit, nodes, dur, rejected, rank, capacity, backfill
         if wake is not None:
             t_wake = wake() if queue else inf
         cluster.freed_early = False
+        cluster.estimates_raised = False
 
     if queue:  # cannot happen: with nothing running, the best job always fits
         raise RuntimeError(f"engine stalled with {len(queue)} job(s) waiting (policy {backfill!r})")

@@ -6,19 +6,19 @@ averages are NaN. Percentiles interpolate linearly between order statistics (num
 The *span* is the interval from the first submit to the last end of the jobs that ran; its length
 is the makespan, and utilization, throughput and the time-weighted queue length are taken over
 it. When the jobs come from more than one queue, the same metrics, except the machine-wide
-ones, are repeated per queue as ``queue/<name>/<metric>`` (``<name>`` with characters outside ``[A-Za-z0-9_.-]`` replaced by
-``_``); the per-queue span is the overall span, so per-queue utilizations add up to the total.
+ones, are repeated per queue as ``queue/<key>/<metric>`` (``<key>`` = ``names.queue_key(name)``: the name
+itself when it is a valid MLflow key part, else a sanitised form with a hash of the name, unique
+and stable); the per-queue span is the overall span, so per-queue utilizations add up to the total.
 
 Everything is vectorised: a pass over sorted arrays, no Python loop over jobs.
 """
 
 from __future__ import annotations
 
-import re
-
 import numpy as np
 
 from ..jobs import JobTable
+from ..names import queue_key
 from .schedule import Schedule
 
 BSLD_TAU = 10.0  # seconds: the bounded-slowdown threshold for very short jobs
@@ -44,17 +44,21 @@ METRIC_DEFINITIONS: dict[str, str] = {
     "started) over the span",
     "queue_length_max": "peak number of waiting jobs, counted after all the events at one "
     "instant (a job that starts on submission never waits)",
+    "users": "users with at least one job that ran (jobs of unknown users are left out of the "
+    "per-user figures, which appear only when some job's user is known)",
+    "user_wait_mean_max": "the worst-off user's mean wait: the largest per-user mean wait (s)",
+    "user_bsld_jain": "Jain's fairness index over the users' mean bounded slowdowns, "
+    "(Σx)² / (n Σx²): 1 when every user sees the same mean, 1/n when one user takes it all",
     "queue/<name>/<metric>": "the metrics above restricted to the jobs of one queue, when there "
     "are several (utilization = that queue's share of the whole machine over the overall span)",
 }
 
 _WAIT_PERCENTILES = (50.0, 90.0, 95.0, 99.0)
-_QUEUE_NAME_UNSAFE = re.compile(r"[^A-Za-z0-9_.\-]")
 
 
 def metric_key_for_queue(queue: str, metric: str) -> str:
     """The flat key of a per-queue metric, e.g. ``queue/pbatch/wait_mean``."""
-    return f"queue/{_QUEUE_NAME_UNSAFE.sub('_', queue) or '_'}/{metric}"
+    return f"queue/{queue_key(queue)}/{metric}"
 
 
 def bounded_slowdown(wait: np.ndarray, run_time: np.ndarray, tau: float = BSLD_TAU) -> np.ndarray:
@@ -161,8 +165,13 @@ def compute_metrics(jobs: JobTable, schedule: Schedule) -> dict[str, float]:
         )
     )
     metrics["makespan"] = span_end - span_start if submit.size else float("nan")
+    users = per_user(jobs, schedule)
+    if users["jobs"].size:  # only for traces that say who submitted (PER_USER_METRICS)
+        metrics["users"] = float(users["jobs"].size)
+        metrics["user_wait_mean_max"] = float(users["wait_mean"].max())
+        metrics["user_bsld_jain"] = jain_index(users["bsld_mean"])
     # Keep the documented order: makespan before throughput in reports.
-    metrics = {k: metrics[k] for k in _ORDER}
+    metrics = {k: metrics[k] for k in _ORDER if k in metrics}
 
     # Per queue: sort the jobs by queue once and slice contiguous segments.
     codes_all = np.asarray(jobs.queue_code)
@@ -174,14 +183,9 @@ def compute_metrics(jobs: JobTable, schedule: Schedule) -> dict[str, float]:
     sorted_codes = codes_ran[order]
     rejected_per_code = np.bincount(codes_all[rejected], minlength=len(jobs.queue_names))
     killed_per_code = np.bincount(codes_all[killed & ran], minlength=len(jobs.queue_names))
-    used: set[str] = set()
     for code in present.tolist():
         lo, hi = np.searchsorted(sorted_codes, [code, code + 1])
         idx = order[lo:hi]
-        name = _QUEUE_NAME_UNSAFE.sub("_", jobs.queue_names[code]) or "_"
-        if name in used:  # two names that differ only in unsafe characters
-            name = f"{name}~{code}"
-        used.add(name)
         queue_metrics = {
             "jobs_simulated": float(hi - lo),
             "jobs_rejected": float(rejected_per_code[code]),
@@ -201,8 +205,41 @@ def compute_metrics(jobs: JobTable, schedule: Schedule) -> dict[str, float]:
         )
         for key in _ORDER:
             if key in queue_metrics:
-                metrics[f"queue/{name}/{key}"] = queue_metrics[key]
+                metrics[metric_key_for_queue(jobs.queue_names[code], key)] = queue_metrics[key]
     return metrics
 
 
 _ORDER = tuple(k for k in METRIC_DEFINITIONS if not k.startswith("queue/"))
+# present only when some job that ran has a known user (else they would be NaN in every run)
+PER_USER_METRICS = ("users", "user_wait_mean_max", "user_bsld_jain")
+
+
+def jain_index(values: np.ndarray) -> float:
+    """Jain, Chiu & Hawe (1984): (Σx)² / (n Σx²), in [1/n, 1]; 1 = all equal."""
+    x = np.asarray(values, dtype=np.float64)
+    square = float((x * x).sum())
+    return float(x.sum()) ** 2 / (x.size * square) if square > 0 else 1.0
+
+
+def per_user(jobs: JobTable, schedule: Schedule) -> dict[str, np.ndarray]:
+    """Per user with jobs that ran (known users only, in name order): ``user`` (name),
+    ``jobs``, ``wait_mean`` (s), ``bsld_mean``, ``node_seconds`` (what they used)."""
+    ran = ~np.asarray(schedule.rejected, dtype=bool) & (np.asarray(jobs.user_code) >= 0)
+    codes = np.asarray(jobs.user_code, dtype=np.int64)[ran]
+    wait = schedule.begin[ran] - jobs.submit[ran]
+    run = schedule.run_time[ran]
+    size = len(jobs.user_names)
+    count = np.bincount(codes, minlength=size)
+    present = np.flatnonzero(count)
+    n = count[present].astype(np.float64)
+
+    def mean(values):
+        return np.bincount(codes, weights=values, minlength=size)[present] / n
+
+    return {
+        "user": np.asarray(jobs.user_names, dtype=object)[present] if size else np.empty(0, dtype=object),
+        "jobs": count[present],
+        "wait_mean": mean(wait),
+        "bsld_mean": mean(bounded_slowdown(wait, run)),
+        "node_seconds": np.bincount(codes, weights=jobs.num_nodes[ran] * run, minlength=size)[present],
+    }

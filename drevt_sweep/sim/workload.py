@@ -44,8 +44,12 @@ Transforms, applied in this order:
 6. **Machine-size changes**: ``capacity`` steps ``(time, total_nodes)`` (times as for the
    window) and weekly/daily ``maintenance`` windows (:class:`Maintenance`: "lose N nodes every
    Tuesday 08:00-12:00", wall clock in the trace's zone, generated from the window start / first
-   submit to ``maintenance_horizon`` seconds after the last submit; overlapping reductions add
-   up). See ``drevt_sweep.capacity`` for how the engine treats them.
+   submit to ``maintenance_horizon`` seconds after the last submit, and over at least two
+   periods (a day, or a week when one is weekly); overlapping reductions add up). The windows
+   do not stop at the end of this calendar: a job that can never fit between two windows is
+   rejected (``rejected_capacity``) rather than left waiting for the calendar to run out, and a
+   job that fits between them can always wait (``CapacitySchedule.deadlines``). See
+   ``drevt_sweep.capacity`` for how the engine treats them.
 7. **Input shaking** (Tsafrir, Ouaknine & Feitelson): each submit moves by ``U(-shake, +shake)``
    seconds, drawn from the ``input_shaking`` stream of the seed (``runtime.stream_rng``:
    independent of the run-time draws of the same seed), not earlier than the window start when
@@ -469,12 +473,19 @@ def apply_workload(
             )
         zone = _zone(zone_name)
         lo = start if start is not None else float(submit.min())
-        hi = (float(submit.max()) if submit.size else lo) + spec.maintenance_horizon
+        period = DAY if all(m.weekday is None for m in spec.maintenance) else 7 * DAY
+        # At least two whole periods, so that the engine sees the complete pattern at the end
+        # of the calendar; beyond it the windows recur (CapacitySchedule.deadlines).
+        hi = max((float(submit.max()) if submit.size else lo) + spec.maintenance_horizon,
+                 lo + 2 * period)
         for m in spec.maintenance:
-            for a, b in m.occurrences(lo, max(hi, lo + 1.0), zone):
+            for a, b in m.occurrences(lo, hi, zone):
                 reductions.append((a, b, m.nodes))
                 report["maintenance_windows"] += 1
-    capacity = CapacitySchedule(steps=steps, reductions=tuple(reductions))
+        recurring = {"recurring_from": hi, "period": period}
+    else:
+        recurring = {}
+    capacity = CapacitySchedule(steps=steps, reductions=tuple(reductions), **recurring)
     if meta.mode == "replay" or capacity.is_empty:
         capacity = None  # a replay keeps the recorded schedule; holds do not apply
 

@@ -52,6 +52,7 @@ log = logging.getLogger("drevt_sweep")
 LASSEN_NODES = 795  # the seeds' default machine when the trace does not state one
 # Config sections that decide results; the rest is bookkeeping (paths, parallelism, tracking).
 RESULT_SECTIONS = ("trace", "format", "timezone", "run_time", "policy", "system", "workload")
+QUEUE_KEYS_FILE = "queue_keys.json"  # metric/param key -> queue name, where they differ
 SUMMARY_COLUMNS = ("wait_mean", "bsld_mean", "utilization", "makespan")
 
 _failures: list[str] = []  # configurations that failed in this process (sets the exit code)
@@ -85,7 +86,27 @@ def run_spec(cfg: DictConfig, machine_nodes: int | None,
         ),
         enforce_limits=bool(cfg.system.enforce_limits),
         workload=workload or WorkloadSpec(),
+        **policy_options(cfg.policy),
     )
+
+
+def policy_options(policy: DictConfig) -> dict:
+    """Estimates, backfill order and a dynamic priority's parameters, checked up front."""
+    from ..sim.estimates import check_estimate
+    from ..sim.policies import DYNAMIC_PRIORITY_POLICIES, check_priority_params
+
+    priority, backfill = _value(policy.priority), _value(policy.backfill)
+    estimate, order = _value(policy.estimate), _value(policy.backfill_order)
+    if not policy.replay:
+        check_estimate(estimate, order, backfill)
+    params = None
+    if priority == "multifactor":
+        plain = OmegaConf.to_container(policy, resolve=True, enum_to_str=True)
+        params = {key: plain[key] for key in ("weights", "max_age", "favor_small", "decay_half_life", "calc_period",
+                                              "fairshare_by", "account_shares", "user_shares", "partition_priority")}
+    if priority in DYNAMIC_PRIORITY_POLICIES:
+        check_priority_params(priority, params)
+    return {"estimate": estimate, "backfill_order": order, "priority_params": params}
 
 
 def result_config(cfg: DictConfig) -> dict:
@@ -316,28 +337,34 @@ def _run_or_reuse(cfg, tracker, jobs, spec, seeds, chash, label):
 
 
 def _write_rejects(jobs, out_dir: Path) -> None:
-    if not jobs.meta.rejects:
-        return
-    import csv
+    """``rejects.csv`` and, where a queue name is not its own metric key, ``queue_keys.json``."""
+    from ..files import write_file
+    from ..names import queue_key_map
+    from ..trace.table import write_rejects
 
-    with open(out_dir / "rejects.csv", "w", newline="") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(["line", "column", "value", "reason"])
-        for r in jobs.meta.rejects:
-            writer.writerow([r.line, r.column, r.value, r.reason])
+    if jobs.meta.rejects:
+        write_rejects(str(out_dir / "rejects.csv"), jobs.meta.rejects)
+    excluded = [r[len("queue:"):] for r in jobs.meta.excluded if r.startswith("queue:")]
+    mapping = queue_key_map([*jobs.queue_names, *excluded])
+    if mapping:
+        write_file(out_dir / QUEUE_KEYS_FILE, (json.dumps(mapping, indent=2) + "\n").encode())
 
 
 def _write_outputs(out_dir: Path, cfg: DictConfig, jobs, ok: list[SeedResult], result: dict) -> None:
     import pandas as pd
 
-    from ..outputs import write_schedule_csv
+    from ..files import write_file
+    from ..outputs import write_per_user_csv, write_schedule_csv
 
-    (out_dir / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
+    # Through files.write_file: never onto the trace (e.g. one kept in a job folder).
+    write_file(out_dir / "config.yaml", OmegaConf.to_yaml(cfg, resolve=True).encode())
     rows = [{"seed": r.seed, **r.metrics} for r in ok]
-    pd.DataFrame(rows).to_csv(out_dir / "seed_metrics.csv", index=False)
+    write_file(out_dir / "seed_metrics.csv", pd.DataFrame(rows).to_csv(index=False).encode())
     for r in ok:
         if r.schedule is not None:
             write_schedule_csv(out_dir / f"schedule_seed{r.seed}.csv", r.jobs, r.schedule)
+            if len(r.jobs.user_names):
+                write_per_user_csv(out_dir / "per_user.csv", r.jobs, r.schedule)
 
 
 def _configuration_figures(out_dir: Path, jobs, spec: RunSpec, ok: list[SeedResult], cfg) -> list[Path]:
@@ -375,8 +402,10 @@ def _log_seed_runs(tracker, parent_id, cfg, jobs, spec, chash, label, results, r
         "n_seeds": len(results),
         "drevt_version": __version__,
     }
-    for name, count in jobs.meta.excluded.items():
-        params[f"excluded.{name}"] = count
+    from ..names import excluded_key
+
+    for name, count in jobs.meta.excluded.items():  # queue names made valid, unique, stable
+        params[f"excluded.{excluded_key(name)}"] = count
     for name, value in (result.get("workload_report") or {}).items():
         params[f"workload_report.{name}"] = value
     tracker.log(parent_id, metrics=result["metrics"], params=params,
@@ -402,7 +431,7 @@ def _log_artifacts(tracker, parent_id, out_dir: Path, figures: list[Path], resul
     """The parent's files; then it is closed, unless some seeds failed (closed FAILED later)."""
     for path in figures:
         tracker.log_artifact(parent_id, path, "figures")
-    for name in ("config.yaml", "seed_metrics.csv", "rejects.csv"):
+    for name in ("config.yaml", "seed_metrics.csv", "rejects.csv", QUEUE_KEYS_FILE, "per_user.csv"):
         if (out_dir / name).exists():
             tracker.log_artifact(parent_id, out_dir / name)
     for path in sorted(out_dir.glob("schedule_seed*.csv")):
@@ -499,6 +528,11 @@ class SweepSummaryCallback(Callback):
 
     def on_multirun_end(self, config: DictConfig, **kwargs) -> None:
         sweep_dir = Path(config.hydra.sweep.dir)
+        if _value(config.search.kind) != "none":  # a multirun of searches: each answered itself
+            from .search import print_search_answers
+
+            print_search_answers(sweep_dir)
+            return
         table, failed = write_summary(sweep_dir)
         _report(table, failed, sweep_dir, config)
         _failures.extend(f for f in failed if f not in _failures)
@@ -543,6 +577,12 @@ def _report(table: str, failed: list[str], where: Path, config: DictConfig) -> N
 # ---------------------------------------------------------------- entry points
 @hydra.main(version_base="1.3", config_path="pkg://drevt_sweep.conf", config_name="config")
 def _app(cfg: DictConfig) -> dict:
+    if _value(cfg.search.kind) != "none":  # a question (bisection, Optuna) instead of one configuration
+        from .search import AppHooks, run_search
+
+        _state["ran"] = True
+        return run_search(cfg, AppHooks(run_spec, result_config, _n_jobs, _backend_options, _tracker,
+                                        _record_failure))
     return run_configuration(cfg)
 
 

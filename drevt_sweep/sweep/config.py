@@ -10,11 +10,12 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import List, Optional
+from typing import Dict, List, Optional
 
 from hydra.core.config_store import ConfigStore
 from omegaconf import OmegaConf
 
+from .search_config import SearchConf
 from .workload_config import WorkloadConf
 
 
@@ -60,6 +61,24 @@ class Priority(Enum):
     ljf = "ljf"
     smallest = "smallest"
     largest = "largest"
+    f1 = "f1"
+    f2 = "f2"
+    f3 = "f3"
+    f4 = "f4"
+    wfp3 = "wfp3"
+    unicef = "unicef"
+    multifactor = "multifactor"
+
+
+class Estimate(Enum):
+    user = "user"
+    actual = "actual"
+    user_history = "user_history"
+
+
+class BackfillOrder(Enum):
+    fcfs = "fcfs"
+    sjbf = "sjbf"
 
 
 class Backfill(Enum):
@@ -125,14 +144,38 @@ class RunTimeConf:
 
 
 @dataclass
+class MultifactorWeights:
+    """Slurm's PriorityWeight* (``priority: multifactor``); Slurm's own defaults are 0."""
+
+    age: float = 1000.0
+    fairshare: float = 10000.0
+    job_size: float = 1000.0
+    partition: float = 1000.0
+    qos: float = 0.0
+
+
+@dataclass
 class PolicyConf:
-    """Queue order and backfilling; ``replay`` replays the trace's own history instead."""
+    """Queue order, backfilling and run-time estimates; ``replay`` replays the trace's own
+    history instead. The keys after ``backfill_order`` are ``multifactor``'s (slurm.conf names
+    in snake case, see ``sim.policies.multifactor``) and ignored by the other priorities."""
 
     name: str = "easy"
     priority: Priority = Priority.fcfs
     backfill: Backfill = Backfill.easy
     compression: Compression = Compression.compress_first  # conservative only
     replay: bool = False
+    estimate: Estimate = Estimate.user
+    backfill_order: BackfillOrder = BackfillOrder.fcfs
+    weights: MultifactorWeights = field(default_factory=MultifactorWeights)
+    max_age: float = 604800.0  # PriorityMaxAge, seconds
+    favor_small: bool = False  # PriorityFavorSmall
+    decay_half_life: float = 604800.0  # PriorityDecayHalfLife, seconds
+    calc_period: float = 300.0  # PriorityCalcPeriod, seconds
+    fairshare_by: str = "account/user"  # the association tree: account/user, user or account
+    account_shares: Dict[str, float] = field(default_factory=dict)
+    user_shares: Dict[str, float] = field(default_factory=dict)
+    partition_priority: Dict[str, float] = field(default_factory=dict)  # PriorityJobFactor
 
 
 @dataclass
@@ -194,6 +237,7 @@ class SweepConfig:
     parallel: ParallelConf = field(default_factory=ParallelConf)
     tracking: TrackingConf = field(default_factory=TrackingConf)
     paths: PathsConf = field(default_factory=PathsConf)
+    search: SearchConf = field(default_factory=SearchConf)  # kind=none: an ordinary sweep
     seed: int = 0
     replicates: int = 5
     resume: bool = False

@@ -18,7 +18,7 @@ from typing import Callable, Mapping
 
 import numpy as np
 
-from ..sim import engine
+from ..sim import engine, kernel
 from ..errors import DrevtError
 from ..jobs import JobTable
 from ..sim.metrics import compute_metrics
@@ -39,6 +39,9 @@ class RunSpec:
     run_time: RunTimeModel = field(default_factory=RunTimeModel)
     enforce_limits: bool = True
     workload: WorkloadSpec = field(default_factory=WorkloadSpec)
+    estimate: str = "user"
+    backfill_order: str = "fcfs"
+    priority_params: dict | None = field(default=None, hash=False)  # a dynamic priority's
 
     @property
     def stochastic(self) -> bool:
@@ -88,6 +91,9 @@ def simulate_seed(jobs: JobTable, spec: RunSpec, seed: int) -> tuple[JobTable, S
         backfill=spec.backfill,
         enforce_limits=spec.enforce_limits,
         capacity=capacity,
+        estimate=spec.estimate,
+        backfill_order=spec.backfill_order,
+        priority_params=spec.priority_params,
         compression=spec.compression,
     )
     return jobs, schedule
@@ -102,9 +108,9 @@ def run_seed(
     kernel is loaded at once rather than after a few slow reference runs (same results)."""
     started = time.perf_counter()
     if runs_here > 1 and not spec.replay:
-        from ..sim import kernel as fast
-
-        fast.expect_runs(spec.backfill, len(jobs), runs_here)
+        extended = spec.estimate != "user" or spec.backfill_order != "fcfs" or spec.priority in (
+            "multifactor", "wfp3", "unicef")  # the compiled kernel's _extended loop
+        kernel.prepare("extended" if extended else spec.backfill, len(jobs), runs_here)
     try:
         seed_jobs, schedule = simulate_seed(jobs, spec, seed)
         metrics = compute_metrics(seed_jobs, schedule)
@@ -275,7 +281,7 @@ def start_workers(n_jobs: int, backend: str = "loky", backfill: str | None = Non
         warmed: set[int] = set()
         try:
             if in_process:
-                _load_kernel(backfill)
+                kernel.prepare(backfill)
                 return
             # A worker that is already warm finishes its task at once and may take another
             # worker's too: try again until every process has been seen (a few at most).
@@ -300,18 +306,11 @@ def _warm_worker(backfill: str | None) -> int:
 
     gc.disable()
     try:
-        _load_kernel(backfill)
+        kernel.prepare(backfill)
     finally:
         gc.freeze()
         gc.enable()
     return os.getpid()
-
-
-def _load_kernel(backfill: str | None) -> None:
-    from ..sim import kernel as fast
-
-    if backfill is None or not fast.warm(backfill):
-        fast.load(warn=False)
 
 
 CHUNKS_PER_WORKER = 4  # enough to balance uneven seeds, few enough to ship the trace rarely

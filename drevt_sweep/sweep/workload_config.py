@@ -50,7 +50,9 @@ class WorkloadConf:
     warm_start: bool = False  # jobs running/queued at window_start occupy nodes / enter the queue
     capacity: List[CapacityStepConf] = field(default_factory=list)
     maintenance: List[MaintenanceConf] = field(default_factory=list)
-    maintenance_horizon_days: float = 28.0  # maintenance generated up to this long after the last submit
+    # maintenance windows generated up to this long after the last submit (at least two
+    # periods); they recur after it (sim.capacity.CapacitySchedule.deadlines)
+    maintenance_horizon_days: float = 28.0
     rescale_nodes: float = 1.0  # num_nodes x f, rounded half up, in [1, new machine size]
     rescale_machine_nodes: Optional[int] = None  # null = the trace's size x f
     shake: float = 0.0  # input shaking: submit += U(-shake, +shake) seconds, per seed

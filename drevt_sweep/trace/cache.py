@@ -8,7 +8,16 @@ one ``.npz`` file holding the columns and the metadata as JSON. It is written to
 file in the cache directory and moved into place with ``os.replace``: concurrent processes see
 a complete entry or none, and two writers of one key write the same content. A cache that
 cannot be written (read-only directory, full disk) only costs time: the table is returned all
-the same, with a warning. A corrupt entry is treated as missing and rewritten.
+the same, with a warning.
+
+An entry is verified, never trusted: it carries the sha256 of its own content (every column's
+dtype, shape and bytes, the queue names and the metadata), and a loaded entry must match it and
+pass the same checks a reader's table passes (one row per job in every column, the dtypes of
+``JobTable``, finite submit times in order, num_nodes >= 1, finite time limits > 0, queue codes
+that name a queue, ``rows_kept`` rows, the file's own checksum, metadata that makes a
+``TraceMeta``). An entry that fails -- truncated, foreign, edited, from a reader bug -- is
+rebuilt from the trace with a ``RuntimeWarning`` naming the reason; it is never served and
+never fatal.
 """
 
 from __future__ import annotations
@@ -30,7 +39,7 @@ from .source import checksum_of, read_bytes
 from .table import write_rejects
 
 CACHE_ENV = "DREVT_TRACE_CACHE"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: entries carry the sha256 of their content
 
 
 def default_cache_dir() -> Path:
@@ -49,7 +58,7 @@ def load_trace(path, options: ReadOptions | None = None, cache_dir=None) -> JobT
     key = cache_key(checksum, options)
     directory = Path(cache_dir).expanduser() if cache_dir else default_cache_dir()
     entry = directory / f"{key}.npz"
-    table = _load(entry, key, path)
+    table = _load(entry, key, path, checksum)
     if table is None:
         table = read_trace(path, options)
         if table.meta.checksum == checksum:  # the file did not change while we read it
@@ -82,10 +91,32 @@ def _code_fingerprint() -> str:
     return digest.hexdigest()
 
 
+_NAMES = ("queue_names", "user_names", "group_names")  # the code columns' names, stored as text
+_DTYPES = {  # the dtype kind of every JobTable column: i(nt) or f(loat)
+    "job_id": "i", "source_line": "i", "submit": "f", "begin": "f", "end": "f",
+    "num_nodes": "i", "time_limit": "f", "actual_run_time": "f", "queue_code": "i",
+    "exit_status": "i", "user_code": "i", "group_code": "i",
+}
+
+
+def _content_digest(arrays: dict[str, np.ndarray]) -> str:
+    """sha256 over every stored array's name, dtype, shape and bytes, in name order."""
+    digest = hashlib.sha256()
+    for name in sorted(arrays):
+        if name == "content_sha256":
+            continue
+        array = np.ascontiguousarray(arrays[name])
+        digest.update(f"{name}|{array.dtype.str}|{array.shape}|".encode())
+        digest.update(array.tobytes())
+    return digest.hexdigest()
+
+
 def _store(entry: Path, key: str, table: JobTable) -> None:
     arrays = {name: column for name, column in table.columns().items()}
-    arrays["queue_names"] = np.array(table.queue_names, dtype=str)
+    for names in _NAMES:
+        arrays[names] = np.array(getattr(table, names), dtype=str)
     arrays["meta_json"] = np.array(json.dumps(_meta_to_json(table.meta, key)))
+    arrays["content_sha256"] = np.array(_content_digest(arrays))
     tmp = None
     try:
         entry.parent.mkdir(parents=True, exist_ok=True)
@@ -110,21 +141,79 @@ def _store(entry: Path, key: str, table: JobTable) -> None:
                 pass
 
 
-def _load(entry: Path, key: str, path: str) -> JobTable | None:
+class _Invalid(Exception):
+    """Why a cache entry cannot be served."""
+
+
+def _load(entry: Path, key: str, path: str, checksum: str) -> JobTable | None:
+    """The entry's table, or None when there is none; an invalid entry warns and gives None."""
     if not entry.is_file():
         return None
     try:
-        with np.load(entry, allow_pickle=False) as stored:
-            meta = json.loads(str(stored["meta_json"]))
-            if meta.pop("cache_key") != key:
-                return None
-            columns = {name: stored[name] for name in JobTable.COLUMNS}
-            queue_names = tuple(str(name) for name in stored["queue_names"])
-    except Exception:  # a truncated or foreign file: read the trace again
-        return None
+        return _verified(entry, key, path, checksum)
+    except _Invalid as exc:
+        reason = str(exc)
+    except Exception as exc:  # noqa: BLE001 - a truncated or foreign file, bad metadata ...
+        reason = f"unreadable ({type(exc).__name__}: {exc})"
+    warnings.warn(
+        f"trace cache entry {entry} is invalid ({reason[:300]}): rebuilt from {path}",
+        RuntimeWarning,
+        stacklevel=3,
+    )
+    return None
+
+
+def _verified(entry: Path, key: str, path: str, checksum: str) -> JobTable:
+    with np.load(entry, allow_pickle=False) as stored:
+        arrays = {name: stored[name] for name in stored.files}
+    missing = [n for n in (*JobTable.COLUMNS, *_NAMES, "meta_json", "content_sha256")
+               if n not in arrays]
+    if missing:
+        raise _Invalid(f"missing arrays: {', '.join(missing)}")
+    if str(arrays["content_sha256"]) != _content_digest(arrays):
+        raise _Invalid("its content does not match its sha256: the file was changed")
+    meta = json.loads(str(arrays["meta_json"]))
+    if not isinstance(meta, dict) or meta.pop("cache_key", None) != key:
+        raise _Invalid("its metadata belongs to another key")
+    if meta.get("checksum") != checksum:
+        raise _Invalid("it was made from another file")
     meta["rejects"] = tuple(Reject(**reject) for reject in meta["rejects"])
     meta["path"] = path
-    return JobTable(**columns, queue_names=queue_names, meta=TraceMeta(**meta))
+    columns = {name: arrays[name] for name in JobTable.COLUMNS}
+    names = {key: tuple(str(name) for name in arrays[key]) for key in _NAMES}
+    _check_columns(columns, names, meta)
+    return JobTable(**columns, **names, meta=TraceMeta(**meta))
+
+
+def _check_columns(columns: dict[str, np.ndarray], names: dict[str, tuple], meta: dict) -> None:
+    """The invariants every reader's table satisfies."""
+    n = columns["submit"].shape
+    for name, kind in _DTYPES.items():
+        column = columns[name]
+        if column.ndim != 1 or column.shape != n:
+            raise _Invalid(f"column {name} has shape {column.shape}, not {n}")
+        if column.dtype.kind != kind:
+            raise _Invalid(f"column {name} has dtype {column.dtype}")
+    if meta.get("rows_kept") != n[0]:
+        raise _Invalid(f"{n[0]} rows, but its metadata says {meta.get('rows_kept')}")
+    submit = columns["submit"]
+    if not np.isfinite(submit).all() or (n[0] > 1 and (np.diff(submit) < 0).any()):
+        raise _Invalid("submit times are not finite and in order")
+    if (columns["num_nodes"] < 1).any():
+        raise _Invalid("a job asks for fewer than 1 node")
+    limit = columns["time_limit"]
+    if not (np.isfinite(limit) & (limit > 0)).all():
+        raise _Invalid("a time limit is not finite and > 0")
+    codes = columns["queue_code"]
+    if n[0] and (codes.min() < 0 or codes.max() >= len(names["queue_names"])):
+        raise _Invalid("a queue code names no queue")
+    for who in ("user", "group"):  # -1: unknown
+        codes = columns[f"{who}_code"]
+        if n[0] and (codes.min() < -1 or codes.max() >= len(names[f"{who}_names"])):
+            raise _Invalid(f"a {who} code names no {who}")
+    run_time = columns["actual_run_time"]
+    if (run_time[~np.isnan(run_time)] < 0).any():
+        raise _Invalid("a negative run time")
 
 
 def _meta_to_json(meta: TraceMeta, key: str) -> dict:

@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import TraceError
+from ..files import csv_uncell
 from .records import Records
 
 
@@ -66,11 +67,14 @@ def _is_text(column: pd.Series) -> bool:
     return pd.api.types.is_string_dtype(column.dtype) or column.isna().all()
 
 
-def factorize_names(values: pd.Series) -> tuple[np.ndarray, list[str]]:
+def factorize_names(values: pd.Series, unescape: bool = False) -> tuple[np.ndarray, list[str]]:
     """Queue-like text to (int64 codes, names); surrounding spaces are dropped and a missing
-    value becomes the name ''."""
+    value becomes the name ''. ``unescape``: undo ``files.csv_cell`` (a ``'`` put in front of a
+    formula-like name by our own CSV writers), so that a schedule CSV reads back exactly."""
     codes, uniques = pd.factorize(values, use_na_sentinel=True)
     names = [str(name).strip() for name in uniques] + [""]
+    if unescape:
+        names = [csv_uncell(name) for name in names]
     distinct = list(dict.fromkeys(names))
     remap = np.array([distinct.index(name) for name in names], dtype=np.int64)
     codes = remap[np.where(codes < 0, len(names) - 1, codes)]

@@ -80,9 +80,14 @@ NAMES = {  # canonical -> accepted header names, first present wins
     "time_limit": ("time_limit",),
     "exit_status": ("exit_status",),
     "job_id": ("primary_job_id", "allocation_id"),
+    "user": ("hashed_user_id", "user_id", "user_name"),  # the public LAST file hashes them
+    "group": ("hashed_user_group_id", "user_group_id", "user_group_name"),
 }
 REQUIRED = ("submit", "begin", "end", "num_nodes", "queue", "time_limit")
-HEADERLESS = {canon: CSM_COLUMNS.index(names[0]) for canon, names in NAMES.items()}
+HEADERLESS = {  # the first accepted name that the 33-column CSM layout has
+    canon: CSM_COLUMNS.index(next(name for name in names if name in CSM_COLUMNS))
+    for canon, names in NAMES.items()
+}
 
 
 def read(path: str, options: ReadOptions) -> JobTable:
@@ -113,12 +118,14 @@ def read(path: str, options: ReadOptions) -> JobTable:
             header=header_row,
             names=[f"f{i}" for i in range(width)],
             usecols=[f"f{i}" for i in sorted(set(columns.values()))],
-            text_columns=[f"f{columns['queue']}"],
+            text_columns=[f"f{columns[c]}" for c in ("queue", "user", "group") if c in columns],
         )
         column_of = {canon: frame[f"f{index}"] for canon, index in columns.items()}
         parsed = ParsedTrace(
             source=source,
             rows=rows,
+            users=column_of.get("user"),
+            groups=column_of.get("group"),
             trace_format="lassen",
             timezone=zone.key,
             timestamp_format=options.timestamp_format,

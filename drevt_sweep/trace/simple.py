@@ -3,7 +3,8 @@
 Extra columns are ignored. Aliases (the first one present wins):
 ``time_limit | timelimit | walltime`` and
 ``actual_run_time | duration | actual_duration | run_time | actual_runtime``.
-An optional ``job_id`` column gives the jobs' own ids (else the 1-based row number).
+An optional ``job_id`` column gives the jobs' own ids (else the 1-based row number); optional
+``user`` (``user_id``, ``uid``) and ``group`` (``account``) columns say who submitted.
 
 Mode, exactly as the seeds say:
 
@@ -19,6 +20,8 @@ Mode, exactly as the seeds say:
 ``force_simulation`` turns a replay trace into a simulation whose actual run time is the
 historical ``end - begin`` (begin/end are kept as the history). Times are seconds (epoch) or
 ISO date-times, see ``timestamps``. Rows need not be sorted: jobs are sorted by submit time.
+A queue written with a leading ``'`` before a formula-like name (``'=x``: how our CSV writers
+escape spreadsheet formulas, ``files.csv_cell``) reads as the name itself (``=x``).
 """
 
 from __future__ import annotations
@@ -75,7 +78,7 @@ def read(path: str, options: ReadOptions) -> JobTable:
             header=0,
             names=[f"f{i}" for i in range(len(header))],
             usecols=[f"f{i}" for i in sorted(set(columns.values()))],
-            text_columns=[f"f{columns['queue']}"],
+            text_columns=[f"f{columns[c]}" for c in ("queue", "user", "group") if c in columns],
         )
         column_of = {canon: frame[f"f{index}"] for canon, index in columns.items()}
         parsed = ParsedTrace(
@@ -88,6 +91,8 @@ def read(path: str, options: ReadOptions) -> JobTable:
             job_id=np.arange(1, len(rows) + 1, dtype=np.int64),
             labels={canon: header[index] for canon, index in columns.items()},
             fields=dict(columns),
+            users=column_of.get("user"),
+            groups=column_of.get("group"),
         )
         add_ragged_problem(parsed, len(header))
         _fill(parsed, column_of, mode, options, zone)
@@ -148,6 +153,8 @@ def resolve_columns(header: list[str], line: int = 1) -> tuple[dict[str, int], s
         pick("actual_run_time", ACTUAL_RUN_TIME_NAMES, required=False)
         pick("exit_status", ("exit_status",), required=False)
     pick("job_id", ("job_id",), required=False)
+    pick("user", ("user", "user_id", "uid"), required=False)
+    pick("group", ("group", "account"), required=False)
     return columns, mode
 
 
@@ -155,7 +162,7 @@ def _fill(parsed: ParsedTrace, column_of, mode: str, options: ReadOptions, zone)
     convert.times(parsed, column_of, options.timestamp_format, zone)
     parsed.num_nodes = convert.numbers(parsed, column_of["num_nodes"], "num_nodes")
     parsed.time_limit = convert.numbers(parsed, column_of["time_limit"], "time_limit")
-    parsed.queue_codes, parsed.queue_names = factorize_names(column_of["queue"])
+    parsed.queue_codes, parsed.queue_names = factorize_names(column_of["queue"], unescape=True)
     parsed.required = {"submit", "num_nodes", "time_limit"}
     if "job_id" in column_of:
         parsed.job_id = convert.whole(parsed, column_of["job_id"], "job_id")

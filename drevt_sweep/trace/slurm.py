@@ -9,6 +9,13 @@ Columns (names matched case-insensitively, first present wins):
 * time_limit: ``TimelimitRaw`` (minutes), else ``Timelimit`` (``[D-]HH:MM:SS``, ``MM:SS``,
   ``D-HH``, ``D-HH:MM``, ``MM``) (required).
 * actual run time: ``ElapsedRaw`` (seconds), else ``Elapsed``; in replay ``End - Start``.
+  Where neither gives one (no such column, or an empty cell), ``CPUTimeRAW`` (elapsed x
+  allocated CPUs) divided by ``AllocCPUS`` (``notes['run_time_from_cpu_time_alloc_cpus']``),
+  else by ``ReqCPUS`` times the CPUs Slurm allocated per requested CPU
+  (``notes['run_time_from_cpu_time_req_cpus_x<k>']``). ``k`` is estimated from the file: the
+  TIMEOUT jobs ran for their limit, so ``k = round(median(CPUTimeRAW / (ReqCPUS x limit)))``
+  over them, at least 1 (1 with fewer than ``MIN_TIMEOUT_JOBS`` of them). In the Kabre export
+  ``k = 2``: two hardware threads per requested core.
 * ``JobIDRaw``/``JobID``: the leading number is the job id (array tasks ``123_4`` and
   heterogeneous components ``123+1`` keep their base id); without one, the row number.
 * ``Partition`` -> queue (every partition is kept by default); ``ExitCode`` ``N:S`` -> N.
@@ -16,19 +23,19 @@ Columns (names matched case-insensitively, first present wins):
 Decisions, each counted in ``TraceMeta``:
 
 * job steps (``123.batch``, ``123.extern``, ``123.0``) are not jobs: ``excluded['job_step']``;
-* jobs that never started: Start is ``Unknown``/``None``/empty, or (without a Start column)
-  the State is PENDING, or CANCELLED with zero elapsed or CPU time (cancelled while waiting):
-  ``excluded['never_started']``; they never occupied the machine;
-* replay only: a started job with no End (still running at export): ``excluded['not_finished']``;
+* jobs that never started: Start is ``Unknown``/``None``/empty, or (without Start/End
+  columns) the State is PENDING, or CANCELLED with zero elapsed or CPU time (cancelled while
+  waiting): ``excluded['never_started']``; they never occupied the machine;
+* jobs still active at export: in replay a started job with no End; without Start/End columns
+  a State in ``ACTIVE_STATES`` (RUNNING, SUSPENDED, REQUEUED, ...), whose elapsed time is only
+  the time so far: ``excluded['not_finished']``;
 * a run time of 0 (started and ended in the same second): ``excluded['zero_run_time']``;
 * ``UNLIMITED``, ``Partition_Limit`` and ``INVALID`` limits: the job gets the largest finite
   limit that any job of the same partition requested in this file, the best available estimate
   of the partition's maximum (``notes['time_limit_from_partition_max']``); in a partition with
   no finite limit at all the job is excluded (``excluded['unknown_time_limit']``).
 
-``CPUTimeRAW`` is not used as a run time: it is elapsed time x *allocated* CPUs, and the
-allocated count is not in every export (in the Kabre export, TIMEOUT jobs show CPUTimeRAW /
-ReqCPUS of about twice their limit).
+Job states: https://slurm.schedmd.com/sacct.html#SECTION_JOB-STATE-CODES.
 """
 
 from __future__ import annotations
@@ -58,7 +65,16 @@ NAMES = {  # canonical -> accepted sacct field names (lower case), first present
     "state": ("state",),
     "exit_status": ("exitcode",),
     "cpu_time_raw": ("cputimeraw",),
+    "alloc_cpus": ("alloccpus",),
+    "req_cpus": ("reqcpus",),
+    "user": ("user",),
+    "group": ("account", "group"),  # fair-share is per account; the Unix group when no Account
 }
+# States of a job that has not ended: its elapsed time is the time so far, not a run time.
+ACTIVE_STATES = ("RUNNING", "SUSPENDED", "COMPLETING", "CONFIGURING", "RESIZING", "REQUEUED",
+                 "REQUEUE_FED", "REQUEUE_HOLD", "RESV_DEL_HOLD", "SIGNALING", "STAGE_OUT",
+                 "STOPPED")
+MIN_TIMEOUT_JOBS = 5  # TIMEOUT jobs needed to estimate the CPUs allocated per requested CPU
 NOT_YET = ("unknown", "none", "")
 NO_LIMIT = ("unlimited", "partition_limit", "invalid")
 _DURATION = (
@@ -170,16 +186,20 @@ def _fill(parsed: ParsedTrace, column_of, options: ReadOptions, zone) -> None:
         parsed.required |= {"begin", "end"}
     convert.times(parsed, time_columns, options.timestamp_format, zone)
 
+    cpu = (
+        convert.numbers(parsed, column_of["cpu_time_raw"], "cpu_time_raw")
+        if "cpu_time_raw" in column_of
+        else np.full(n, np.nan)
+    )
     elapsed = _elapsed(parsed, column_of)
     if not replay and state is not None:
-        cpu = (
-            convert.numbers(parsed, column_of["cpu_time_raw"], "cpu_time_raw")
-            if "cpu_time_raw" in column_of
-            else np.full(n, np.nan)
-        )
-        pending = state.str.startswith("PENDING").to_numpy(dtype=bool)
-        cancelled = state.str.startswith("CANCELLED").to_numpy(dtype=bool)
+        word = state.str.split(n=1).str[0].fillna("")  # "CANCELLED by 123" -> "CANCELLED"
+        pending = (word == "PENDING").to_numpy(dtype=bool)
+        cancelled = (word == "CANCELLED").to_numpy(dtype=bool)
         parsed.exclude("never_started", pending | (cancelled & ((elapsed == 0) | (cpu == 0))))
+        parsed.exclude("not_finished", word.isin(ACTIVE_STATES).to_numpy(dtype=bool))
+    if not replay and "cpu_time_raw" in column_of:
+        elapsed = _run_time_from_cpu_time(parsed, column_of, elapsed, cpu, state)
 
     if replay:
         with np.errstate(invalid="ignore"):
@@ -196,6 +216,8 @@ def _fill(parsed: ParsedTrace, column_of, options: ReadOptions, zone) -> None:
     if "queue" in column_of:
         parsed.queue_codes, parsed.queue_names = factorize_names(column_of["queue"])
     parsed.time_limit = _time_limit(parsed, column_of)
+    parsed.users = _text(column_of["user"]) if "user" in column_of else None
+    parsed.groups = _text(column_of["group"]) if "group" in column_of else None
     if "exit_status" in column_of:
         code = _text(column_of["exit_status"]).str.extract(r"^(-?\d{1,9})(?::\d+)?$", expand=False)
         bad = code.isna() & (_text(column_of["exit_status"]) != "")
@@ -216,6 +238,45 @@ def _elapsed(parsed: ParsedTrace, column_of) -> np.ndarray:
         parsed.problem(bad, "elapsed", "not_a_duration", "not a duration ([D-]HH:MM:SS)")
         return seconds
     return np.full(len(parsed), np.nan)
+
+
+def _run_time_from_cpu_time(parsed: ParsedTrace, column_of, elapsed, cpu, state) -> np.ndarray:
+    """Where no elapsed time is known: CPUTimeRAW / AllocCPUS, else / (ReqCPUS x k)."""
+    missing = np.isnan(elapsed) & np.isfinite(cpu)
+    if not missing.any():
+        return elapsed
+    if "alloc_cpus" in column_of:
+        cpus = convert.numbers(parsed, column_of["alloc_cpus"], "alloc_cpus")
+        note = "run_time_from_cpu_time_alloc_cpus"
+    elif "req_cpus" in column_of:
+        requested = convert.numbers(parsed, column_of["req_cpus"], "req_cpus")
+        k = _cpus_per_requested_cpu(parsed, column_of, cpu, requested, state)
+        cpus = requested * k
+        note = f"run_time_from_cpu_time_req_cpus_x{k}"
+    else:
+        return elapsed
+    derived = missing & (cpus > 0)
+    parsed.note(note, derived)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(derived, cpu / cpus, elapsed)
+
+
+def _cpus_per_requested_cpu(parsed, column_of, cpu, requested, state) -> int:
+    """CPUs Slurm allocated per requested CPU, from the TIMEOUT jobs (they ran to their limit)."""
+    if state is None:
+        return 1
+    column = column_of["time_limit"]
+    if parsed.labels["time_limit"].lower() == "timelimitraw":
+        limit = pd.to_numeric(column, errors="coerce").to_numpy(np.float64) * 60.0
+    else:
+        limit = parse_duration(column, minutes_alone=True)[0]
+    timeout = (state.str.split(n=1).str[0] == "TIMEOUT").to_numpy(dtype=bool)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ratio = cpu / (requested * limit)
+    ratio = ratio[timeout & np.isfinite(ratio) & (ratio > 0)]
+    if ratio.size < MIN_TIMEOUT_JOBS:
+        return 1
+    return max(1, int(round(float(np.median(ratio)))))
 
 
 def _time_limit(parsed: ParsedTrace, column_of) -> np.ndarray:

@@ -2,7 +2,8 @@
 
 Every reader starts from ``read_source``, which turns whatever is on disk into clean UTF-8 text
 (as bytes, so that numpy can scan it) or raises one ``TraceError`` that says what is wrong:
-a missing path, a directory, an unreadable file, a truncated or corrupt gzip stream, bytes that
+a missing path, a directory, a FIFO or device, a symbolic-link loop, a folder that cannot be
+entered, an unreadable file (``files.check_input``), a truncated or corrupt gzip stream, bytes that
 are not UTF-8, binary data, or an empty file. Gzip is recognised by its magic bytes, not by the
 file name. A UTF-8 byte-order mark is dropped and CRLF / CR line ends become LF, so that line
 numbers mean the same thing on every platform.
@@ -14,9 +15,9 @@ import gzip
 import hashlib
 import zlib
 from dataclasses import dataclass
-from pathlib import Path
 
 from ..errors import TraceError
+from ..files import read_input
 
 GZIP_MAGIC = b"\x1f\x8b"
 UTF8_BOM = b"\xef\xbb\xbf"
@@ -32,17 +33,9 @@ class SourceText:
 
 
 def read_bytes(path: str) -> bytes:
-    """The file's bytes as stored, or a ``TraceError`` naming the problem with the path."""
-    try:
-        return Path(path).read_bytes()
-    except FileNotFoundError:
-        raise TraceError("file not found", path=path) from None
-    except IsADirectoryError:
-        raise TraceError("is a directory, not a trace file", path=path) from None
-    except PermissionError:
-        raise TraceError("permission denied: the file is not readable", path=path) from None
-    except OSError as exc:
-        raise TraceError(f"cannot read the file: {exc.strerror or exc}", path=path) from None
+    """The file's bytes as stored, or a ``TraceError`` naming the problem with the path (a
+    regular file only: see ``files.read_input``); the file is protected from every output."""
+    return read_input(path)
 
 
 def checksum_of(raw: bytes) -> str:

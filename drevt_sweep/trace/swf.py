@@ -8,8 +8,8 @@ Per job: job_id = field 1; submit = UnixStartTime + field 2 (relative seconds wh
 has no UnixStartTime: ``meta.timestamp_format == "relative"``); begin = submit + wait (field 3)
 when the wait is known; actual run time = field 4; end = begin + run time; num_nodes =
 requested processors (field 8), else allocated processors (field 5); time_limit = requested
-time (field 9); queue = field 15 as text; exit_status = -1 (field 11 is a completion status, not
-an exit code). The trace is replayed when every kept job has a known wait, else simulated.
+time (field 9); queue = field 15 as text; user and group = fields 12 and 13 (-1 = unknown);
+exit_status = -1 (field 11 is a completion status, not an exit code). The trace is replayed when every kept job has a known wait, else simulated.
 
 -1 means "unknown". What happens to a job with an unknown value is explicit and counted:
 
@@ -46,6 +46,7 @@ FIELDS = 18
 MISSING_TIME_LIMIT_ACTIONS = ("run_time", "drop", "fail")
 # 0-based positions of the SWF fields used (SWF numbers them from 1).
 JOB, SUBMIT, WAIT, RUN, ALLOCATED, REQUESTED, REQ_TIME, QUEUE = 0, 1, 2, 3, 4, 7, 8, 14
+USER, GROUP = 11, 12  # user id (field 12) and group id (field 13): who submitted, -1 unknown
 LABELS = {
     "job_id": "job number (field 1)",
     "submit": "submit time (field 2)",
@@ -86,7 +87,7 @@ def read(path: str, options: ReadOptions) -> JobTable:
             rows,
             header=None,
             names=list(range(FIELDS)),
-            usecols=sorted(FIELD_OF.values()),
+            usecols=sorted({*FIELD_OF.values(), USER, GROUP}),
             sep=r"\s+",
             comment=";",
         )
@@ -210,6 +211,7 @@ def _fill(parsed: ParsedTrace, frame: pd.DataFrame, start: float, options: ReadO
     parsed.queue_codes, parsed.queue_names = pd.factorize(queue, sort=False)
     parsed.queue_codes = parsed.queue_codes.astype(np.int64)
     parsed.queue_names = [str(name) for name in parsed.queue_names]
+    parsed.users, parsed.groups = (value_text(frame[f]).replace("-1", "") for f in (USER, GROUP))
     parsed.mode = None  # replay exactly when every kept job has a known wait
 
 

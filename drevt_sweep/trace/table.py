@@ -21,14 +21,15 @@ the time limit is legal (real jobs overrun) and counted in ``notes['run_time_exc
 from __future__ import annotations
 
 import csv
-import os
-import tempfile
+import io
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 from ..errors import ConfigError, TraceError
+from ..files import csv_cell, write_file
 from ..jobs import JobTable, Reject, TraceMeta
 from .records import Records
 from .source import SourceText
@@ -74,6 +75,8 @@ class ParsedTrace:
     end: np.ndarray | None = None
     actual_run_time: np.ndarray | None = None
     exit_status: np.ndarray | None = None  # int64, -1 unknown
+    users: pd.Series | None = None  # who submitted, as text ('' = unknown); None: no such column
+    groups: pd.Series | None = None  # the group or account, as text ('' = unknown)
     mode: str | None = None  # None: replay exactly when every kept job has begin and end
     machine_nodes: int | None = None
     required: set[str] = field(default_factory=set)  # canonical columns that may not be empty
@@ -321,21 +324,16 @@ def _reject(parsed: ParsedTrace, problem: Problem, row: int) -> Reject:
 
 
 def write_rejects(path: str, rejects: tuple[Reject, ...]) -> None:
-    """The skipped rows as CSV (line, column, value, reason), written atomically."""
-    target = Path(path)
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-        with os.fdopen(fd, "w", newline="", encoding="utf-8") as handle:
-            writer = csv.writer(handle)
-            writer.writerow(["line", "column", "value", "reason"])
-            for reject in rejects:
-                writer.writerow(
-                    [reject.line, reject.column or "", reject.value or "", reject.reason]
-                )
-        os.replace(tmp, target)
-    except OSError as exc:
-        raise ConfigError(f"cannot write the rejects file {path}: {exc.strerror or exc}") from None
+    """The skipped rows as CSV (line, column, value, reason), written by ``files.write_file``
+    (atomically, never onto an input); text cells that look like spreadsheet formulas get a
+    leading ``'`` (``files.csv_cell``)."""
+    buffer = io.StringIO(newline="")
+    writer = csv.writer(buffer)
+    writer.writerow(["line", "column", "value", "reason"])
+    for reject in rejects:
+        writer.writerow([reject.line, csv_cell(reject.column or ""), csv_cell(reject.value or ""),
+                         csv_cell(reject.reason)])
+    write_file(path, buffer.getvalue().encode("utf-8"), what="the rejects file")
 
 
 def _nothing_left(rows_read: int, excluded: dict[str, int]) -> str:
@@ -401,6 +399,8 @@ def _assemble(parsed: ParsedTrace, options, order, excluded, rejects) -> JobTabl
     exit_status = (
         np.full(n, -1, dtype=np.int64) if parsed.exit_status is None else parsed.exit_status[order]
     )
+    user_code, user_names = _who(parsed.users, order)
+    group_code, group_names = _who(parsed.groups, order)
     return JobTable(
         job_id=_owned(parsed.job_id[order], np.int64),
         source_line=_owned(parsed.rows.lines[order], np.int64),
@@ -414,7 +414,25 @@ def _assemble(parsed: ParsedTrace, options, order, excluded, rejects) -> JobTabl
         queue_names=tuple(names),
         exit_status=_owned(exit_status, np.int64),
         meta=meta,
+        user_code=user_code,
+        user_names=user_names,
+        group_code=group_code,
+        group_names=group_names,
     )
+
+
+def _who(text: pd.Series | None, order: np.ndarray) -> tuple[np.ndarray | None, tuple[str, ...]]:
+    """User or group text of the kept rows -> (int32 codes into sorted names, names); '' -> -1."""
+    if text is None:
+        return None, ()
+    values = text.astype("str").str.strip().where(text.notna(), "").to_numpy(dtype=object)[order]
+    names, codes = np.unique(values.astype(str), return_inverse=True)
+    names = [str(name) for name in names]
+    codes = codes.astype(np.int32)
+    if names and names[0] == "":  # the unknown marker sorts first
+        codes -= 1
+        names = names[1:]
+    return codes, tuple(names)
 
 
 def _owned(values: np.ndarray, dtype) -> np.ndarray:

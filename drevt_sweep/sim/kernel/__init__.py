@@ -21,9 +21,12 @@ import warnings
 
 import numpy as np
 
-__all__ = ["FAST_BACKFILLS", "load", "warm", "worth_loading", "expect_runs", "unavailable_reason", "run_events"]
+__all__ = ["FAST_BACKFILLS", "EXTENDED_BACKFILLS", "run_extended", "prepare", "load", "warm", "worth_loading", "expect_runs", "unavailable_reason",
+           "run_events"]
 
 FAST_BACKFILLS = frozenset({"none", "easy", "easy_drevt", "conservative"})
+# with dynamic priorities or run-time estimates (``_extended``); conservative runs on the reference
+EXTENDED_BACKFILLS = frozenset({"none", "easy", "easy_drevt"})
 _QUEUE_MODES = {"none": 0, "easy": 1, "easy_drevt": 2}
 
 _loaded = None
@@ -55,7 +58,8 @@ def load(warn: bool = True):
 # What the reference engine costs per job, roughly (seconds, measured on KTH-SP2 on the 2-core
 # development machine), and what loading the compiled kernel costs once per process (importing
 # numba, which imports scipy.linalg, and loading the cached machine code: about 0.5-1 s).
-_REFERENCE_SECONDS_PER_JOB = {"none": 3e-6, "easy": 1e-5, "easy_drevt": 1e-5, "conservative": 1.5e-4}
+_REFERENCE_SECONDS_PER_JOB = {"none": 3e-6, "easy": 1e-5, "easy_drevt": 1e-5, "conservative": 1.5e-4,
+                              "extended": 1e-4}
 LOAD_COST_SECONDS = 0.5
 _reference_seconds = 0.0  # estimated reference time spent in this process so far
 
@@ -101,6 +105,25 @@ def warm(backfill: str) -> bool:
                dur=ones, rejected=np.zeros(2, dtype=bool), rank=np.arange(2, dtype=np.int64),
                total=1, backfill=backfill, enforce_limits=True)
     return True
+
+
+def prepare(backfill: str | None, n_jobs: int | None = None, runs: int = 1) -> bool:
+    """The one call a driver of many simulations makes before them (a sweep's seed loop, a
+    worker process): it says what it is about to run and the kernel decides what to load.
+
+    With ``n_jobs``, ``runs`` simulations of ``n_jobs`` jobs under ``backfill`` are coming:
+    ``kernel="auto"`` then loads numba at once when they pay for it together (``expect_runs``).
+    Without, the caller already knows they will (a sweep worker warming up while the trace is
+    still being read): the kernel and the machine code for ``backfill`` are loaded now
+    (``warm``; just the module for a replay, ``backfill=None``). Returns whether the kernel is
+    loaded."""
+    if n_jobs is not None:
+        if backfill is not None:
+            expect_runs(backfill, n_jobs, runs)
+        return _loaded is not None
+    if backfill is None or not warm(backfill):
+        load(warn=False)
+    return _loaded is not None
 
 
 def unavailable_reason() -> str | None:
@@ -194,5 +217,49 @@ def run_events(*, submit, limit, nodes, dur, rejected, rank, total, backfill, en
         raise RuntimeError(f"policy {backfill!r} over-committed the machine (compiled kernel)")
     left = int(st[kernels.ST_Q])
     if left:  # cannot happen: with nothing running, the best job always fits
+        raise RuntimeError(f"engine stalled with {left} job(s) waiting (policy {backfill!r}, compiled kernel)")
+    return begin, end
+
+
+_ESTIMATES = {"user": 0, "actual": 1, "user_history": 2}
+_DYNAMIC = {None: 0, "Multifactor": 1, "WFP3": 2, "Unicef": 3}
+
+
+def run_extended(*, submit, limit, nodes, dur, rejected, rank, total, backfill, enforce_limits, estimate,
+                 backfill_order, users, dynamic):
+    """``run_events`` with a dynamic priority (``dynamic``: the reference's policy object, whose
+    ``kernel_args()`` give its arrays) and/or run-time estimates (``_extended.run_extended``)."""
+    if load() is None:
+        raise ImportError(f"the compiled simulation kernel is unavailable ({_failure})")
+    from . import _extended
+
+    if backfill not in EXTENDED_BACKFILLS:
+        raise ValueError(f"the compiled kernel has no backfill policy {backfill!r} with these options")
+    n = int(submit.shape[0])
+    if n == 0:
+        return np.empty(0), np.empty(0)
+    f64 = lambda x: np.ascontiguousarray(x, dtype=np.float64)  # noqa: E731
+    i64 = lambda x: np.ascontiguousarray(x, dtype=np.int64)  # noqa: E731
+    order = np.argsort(submit, kind="stable")
+    arrivals = i64(order[~np.asarray(rejected, dtype=bool)[order]])
+    kind = _DYNAMIC[type(dynamic).__name__ if dynamic is not None else None]
+    one = np.zeros(1)
+    a_arr, b_arr, leaf, acct, sib, snorm = one, one, np.zeros(n, np.int64), np.zeros(1, np.int64), one, one
+    n_acct, w_age, w_fs, max_age, period, decay, t0 = 1, 0.0, 0.0, 1.0, 1.0, 1.0, 0.0
+    if kind == 1:
+        (a_arr, leaf, acct, sib, snorm, n_acct, w_age, w_fs, max_age, period, decay, t0) = dynamic.kernel_args()
+    elif kind:
+        a_arr, b_arr = dynamic.kernel_args()
+    users = i64(users)
+    n_users = int(users.max()) + 1 if users.size else 0
+    begin, end, left = _extended.run_extended(
+        f64(submit), f64(limit), i64(nodes), f64(dur), arrivals, i64(rank), np.int64(total),
+        np.int64(_QUEUE_MODES[backfill]), np.int64(_ESTIMATES[estimate]), backfill_order == "sjbf", users,
+        np.int64(n_users), np.int64(kind), f64(a_arr), f64(b_arr), i64(leaf), i64(acct), f64(sib), f64(snorm),
+        np.int64(n_acct), float(w_age), float(w_fs), float(max_age), float(period), float(decay), float(t0),
+    )
+    if left == -2:
+        raise RuntimeError(f"policy {backfill!r} over-committed the machine (compiled kernel)")
+    if left:
         raise RuntimeError(f"engine stalled with {left} job(s) waiting (policy {backfill!r}, compiled kernel)")
     return begin, end

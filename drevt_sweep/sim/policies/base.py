@@ -9,7 +9,8 @@ state between passes (conservative backfilling keeps its reservations).
 Conventions shared by every policy:
 
 * Times are Python floats (IEEE float64, bit-identical to numpy float64 arithmetic).
-* A running job's *estimated end* is ``begin + time_limit``. With limits enforced this is an
+* A running job's *estimated end* is ``begin + time_limit`` (``PolicyContext.time_limit``: the
+  limit, or a run-time estimate, see ``sim.estimates``). With limits enforced this is an
   upper bound on its real end. A job that has outlived its limit (possible only with limits not
   enforced) is assumed to end immediately: its nodes are released at ``nextafter(now, +inf)``,
   the first representable instant after ``now``. This keeps its nodes busy *at* ``now`` (so no
@@ -209,7 +210,8 @@ class Cluster:
     without starting them (a variable capacity's last window for them has passed).
     """
 
-    __slots__ = ("capacity", "free", "running", "nodes", "freed_early", "enforce_limits", "withdrawn")
+    __slots__ = ("capacity", "free", "running", "nodes", "freed_early", "enforce_limits", "withdrawn",
+                 "estimates_raised")
 
     def __init__(self, capacity: Capacity, nodes: Sequence[int], enforce_limits: bool) -> None:
         self.capacity = capacity
@@ -219,6 +221,7 @@ class Cluster:
         self.freed_early = False
         self.enforce_limits = enforce_limits
         self.withdrawn: list[int] = []
+        self.estimates_raised = False  # a running job outlived its run-time estimate (sim.estimates)
 
     def releases(self, now: float) -> list[tuple[float, int]]:
         """``(time, nodes)`` at which running jobs are expected to free their nodes, sorted."""
@@ -280,10 +283,15 @@ class PolicyContext:
     """Static per-run inputs a policy may use (per-job values indexed by table row)."""
 
     nodes: Sequence[int]  # requested nodes
-    time_limit: Sequence[float]  # the only duration a policy may plan with
+    # The only duration a policy may plan with: the time limit, or the run-time estimate
+    # (sim.estimates; the engine sets a job's entry when it arrives and raises it to the limit
+    # when the job outlives it).
+    time_limit: Sequence[float]
     capacity: Capacity
     enforce_limits: bool
     on_reservation: ReservationHook | None = None
+    backfill_order: str = "fcfs"  # EASY's candidate order: fcfs (queue order) or sjbf
+    fcfs_rank: Sequence[int] = ()  # the static priority rank (FCFS for a dynamic one): sjbf's tie-break
     compression: str = "compress_first"  # conservative backfilling's compression order
 
 

@@ -40,6 +40,10 @@ given, under every priority policy and compression order. The priority order dec
 freed capacity first and the order of placing jobs that arrive at the same time; it never lets
 a new job take a slot that delays an existing reservation.
 
+With run-time estimates (``sim.estimates``) reservations use the estimates; when a running job
+outlives its estimate (it gets its limit, so the profile shrinks) every reservation is dropped
+and the queue re-placed in priority order, and reservations may then move later.
+
 A capacity that varies over time is part of the profile (``Cluster.profile``), so reservations
 account for announced maintenance. A job that fits nowhere in the profile (its last capacity
 window is out of reach) holds the reservation +inf, which occupies nothing; if the engine
@@ -98,8 +102,11 @@ class ConservativeBackfill:
         for j in cluster.withdrawn:
             withdrawn_slot |= reserved.pop(j, INF) != INF
             self.placed.discard(j)
+        if cluster.estimates_raised:  # estimated ends moved later: reservations may clash now
+            reserved.clear()
         replan = (
             self.ALWAYS_REPLAN
+            or cluster.estimates_raised
             or withdrawn_slot
             or cluster.freed_early
             or not cluster.enforce_limits

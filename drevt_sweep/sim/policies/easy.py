@@ -11,6 +11,10 @@ At each pass:
    ends (by its time limit) no later than the shadow time, or uses no more than the extra nodes
    (which it then consumes).
 
+With ``backfill_order: sjbf`` (``sim.estimates``) the later jobs are tried shortest planned
+duration first (ties in the static priority order; FCFS for a dynamic priority) instead of in
+priority order; the head is unchanged.
+
 ``easy_drevt`` reproduces the C++ DR_EVT scheduler: no extra-nodes rule, and the time test is
 strict, ``now + time_limit < shadow``.
 
@@ -45,6 +49,16 @@ class EasyBackfill:
         self.extra_nodes = extra_nodes
         self.strict = strict
         self.hook = ctx.on_reservation
+        self.sjbf = ctx.backfill_order == "sjbf"
+        self.fcfs_rank = ctx.fcfs_rank
+
+    def candidates(self, queue: Sequence[int], k: int) -> Sequence[int]:
+        """The jobs after the head, in the order backfilling tries them."""
+        if not self.sjbf:
+            return queue[k + 1:]
+        limit = self.limit
+        fcfs = self.fcfs_rank
+        return sorted(queue[k + 1:], key=lambda j: (limit[j], fcfs[j]))
 
     def select(self, now: float, queue: Sequence[int], cluster: Cluster) -> list[int]:
         if cluster.capacity.times:
@@ -71,8 +85,7 @@ class EasyBackfill:
 
         strict = self.strict
         use_extra = self.extra_nodes
-        for i in range(k + 1, len(queue)):
-            j = queue[i]
+        for j in self.candidates(queue, k):
             n = nodes[j]
             if n > free:
                 continue
@@ -112,8 +125,7 @@ class EasyBackfill:
             profile.add(shadow, shadow + limit[head], -nodes[head])
         strict = self.strict
         use_extra = self.extra_nodes
-        for i in range(k + 1, len(queue)):
-            j = queue[i]
+        for j in self.candidates(queue, k):
             est_end = now + limit[j]
             if not use_extra and not (est_end < shadow or (est_end == shadow and not strict)):
                 continue

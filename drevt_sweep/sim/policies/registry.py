@@ -21,6 +21,9 @@ BackfillFactory = Callable[[PolicyContext], BackfillPolicy]
 
 PRIORITIES: dict[str, PriorityKey] = {}
 BACKFILLS: dict[str, BackfillFactory] = {}
+# Priorities that change while jobs wait (age, fair-share): name -> class taking
+# (PriorityInputs, **params); see ``dynamic.DynamicPriority``.
+DYNAMIC_PRIORITIES: dict[str, Callable[..., object]] = {}
 
 
 def register_priority(name: str) -> Callable[[PriorityKey], PriorityKey]:
@@ -31,6 +34,33 @@ def register_priority(name: str) -> Callable[[PriorityKey], PriorityKey]:
         return fn
 
     return deco
+
+
+def register_dynamic_priority(name: str):
+    """Register a class implementing ``dynamic.DynamicPriority`` under ``name``."""
+
+    def deco(cls):
+        if name in PRIORITIES or name in DYNAMIC_PRIORITIES:
+            raise ValueError(f"priority policy {name!r} registered twice")
+        DYNAMIC_PRIORITIES[name] = cls
+        return cls
+
+    return deco
+
+
+def is_dynamic(name: str) -> bool:
+    return name in DYNAMIC_PRIORITIES
+
+
+def check_priority_params(name: str, params: dict | None) -> dict:
+    """A dynamic priority's parameters, checked (static priorities take none)."""
+    check_priority(name)
+    params = dict(params or {})
+    if name in DYNAMIC_PRIORITIES:
+        return DYNAMIC_PRIORITIES[name].check_params(params)
+    if params:
+        raise ConfigError(f"priority {name!r} takes no parameters, got {', '.join(map(str, params))}")
+    return params
 
 
 def register_backfill(name: str, **params) -> Callable[[Callable[..., BackfillPolicy]], Callable[..., BackfillPolicy]]:
@@ -47,9 +77,10 @@ def register_backfill(name: str, **params) -> Callable[[Callable[..., BackfillPo
 
 
 def check_priority(name: str) -> str:
-    if name not in PRIORITIES:
+    if name not in PRIORITIES and name not in DYNAMIC_PRIORITIES:
         raise ConfigError(
-            f"unknown priority policy {name!r}; choose one of: {', '.join(PRIORITIES)}"
+            f"unknown priority policy {name!r}; choose one of: "
+            f"{', '.join([*PRIORITIES, *DYNAMIC_PRIORITIES])}"
         )
     return name
 
@@ -63,8 +94,9 @@ def check_backfill(name: str) -> str:
 
 
 def priority_rank(name: str, submit: np.ndarray, time_limit: np.ndarray, num_nodes: np.ndarray) -> np.ndarray:
-    """Each job's position (0 = served first) in the total order of priority policy ``name``."""
-    keys = PRIORITIES[check_priority(name)](submit, time_limit, num_nodes)
+    """Each job's position (0 = served first) in the total order of priority policy ``name``
+    (a dynamic priority's order changes as jobs wait: its rank is the FCFS order, its tie-break)."""
+    keys = PRIORITIES[check_priority(name)](submit, time_limit, num_nodes) if name in PRIORITIES else ()
     n = submit.shape[0]
     row = np.arange(n, dtype=np.int64)
     # np.lexsort sorts by its *last* key first.

@@ -1,0 +1,278 @@
+"""Where inputs come from and outputs go: the file-system rules every reader and writer follows.
+
+Inputs (``open_input``): a trace must be a regular file. Every other case gets its own message
+(a missing file, a broken symbolic link, a symbolic-link loop, a folder on the path that cannot
+be entered, a directory, a FIFO, a device such as ``/dev/zero``, an unreadable file), so that
+nothing hangs (a FIFO with no writer), reads for ever (``/dev/zero``) or is misreported as
+"no such file". Every input read is remembered by its device and inode.
+
+Outputs (``write_file``): an output never replaces an input read by this process (the same
+file by device and inode: also through symbolic links and hard links) -- a ``ConfigError``,
+exit code 2. A regular file (or a new path) is written atomically: a temporary file in the
+target's folder renamed onto it, through a symbolic link to its target (the link stays). A
+special file -- anything under ``/dev`` or ``/proc`` (``/dev/stdout``, ``/dev/fd/N``) or an
+existing path that is not a regular file (``/dev/null``, a FIFO, a terminal) -- is opened and
+written directly, appending, so it is never replaced by a regular file; a FIFO that no process
+reads is an error, not a hang. A name ending in ``.gz`` is gzip-compressed.
+
+``csv_cell`` escapes spreadsheet formulas in CSV cells (OWASP's CSV-injection rule).
+"""
+
+from __future__ import annotations
+
+import errno
+import gzip
+import os
+import re
+import stat
+import tempfile
+from pathlib import Path
+
+from .errors import ConfigError, TraceError
+
+_INPUTS: dict[tuple[int, int], str] = {}  # (st_dev, st_ino) -> path, of every input read here
+_SPECIAL_ROOTS = ("/dev/", "/proc/")
+
+
+def _read_umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+_UMASK = _read_umask()  # once, at import: os.umask is process-wide and not thread-safe
+
+
+# --------------------------------------------------------------------------- inputs
+
+
+def _kind(mode: int) -> str | None:
+    """Why a file of this mode is not a trace file (None for a regular file)."""
+    if stat.S_ISREG(mode):
+        return None
+    if stat.S_ISDIR(mode):
+        return "is a directory, not a trace file"
+    if stat.S_ISFIFO(mode):
+        return ("is a named pipe (FIFO), not a regular file: a trace is read more than once "
+                "(its checksum, then its rows); save the data to a file first")
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "is a device (like /dev/zero), not a trace file"
+    if stat.S_ISSOCK(mode):
+        return "is a socket, not a trace file"
+    return "is not a regular file"
+
+
+def _blocked_folder(path: str) -> str | None:
+    """The first folder on the path that this process may not enter, if any."""
+    parent = os.path.dirname(os.path.abspath(path))
+    chain = []
+    while True:
+        chain.append(parent)
+        up = os.path.dirname(parent)
+        if up == parent:
+            break
+        parent = up
+    for folder in reversed(chain):
+        if os.path.isdir(folder) and not os.access(folder, os.X_OK):
+            return folder
+    return None
+
+
+def _stat_error(path: str, exc: OSError) -> TraceError:
+    if exc.errno == errno.ELOOP:
+        return TraceError("symbolic link loop: the path never resolves to a file", path=path)
+    if exc.errno == errno.EACCES:
+        folder = _blocked_folder(path)
+        if folder:
+            return TraceError(f"permission denied: the folder '{folder}' cannot be entered",
+                              path=path)
+        return TraceError("permission denied", path=path)
+    if exc.errno == errno.ENOTDIR:
+        return TraceError("a part of the path is a file, not a folder", path=path)
+    if exc.errno == errno.ENOENT:
+        if os.path.islink(path):
+            return TraceError(
+                f"broken symbolic link: it points to '{os.readlink(path)}', which does not exist",
+                path=path,
+            )
+        return TraceError("no such file", path=path)
+    if exc.errno == errno.ENAMETOOLONG:
+        return TraceError("the file name is too long", path=path)
+    return TraceError(f"cannot read the file: {exc.strerror or exc}", path=path)
+
+
+def check_input(path: str) -> os.stat_result:
+    """The ``stat`` of a trace file, or a ``TraceError`` saying exactly why it cannot be one."""
+    try:
+        info = os.stat(path)
+    except OSError as exc:
+        raise _stat_error(path, exc) from None
+    reason = _kind(info.st_mode)
+    if reason:
+        raise TraceError(reason, path=path)
+    if not os.access(path, os.R_OK):
+        raise TraceError("permission denied: the file is not readable", path=path)
+    return info
+
+
+def read_input(path: str) -> bytes:
+    """A trace file's bytes as stored; the file is remembered as an input (never overwritten)."""
+    check_input(path)
+    try:
+        with open(path, "rb") as handle:
+            info = os.fstat(handle.fileno())
+            if _kind(info.st_mode):  # replaced between the check and the open
+                raise TraceError(_kind(info.st_mode), path=path)
+            data = handle.read()
+    except OSError as exc:
+        raise _stat_error(path, exc) from None
+    _INPUTS[(info.st_dev, info.st_ino)] = path
+    return data
+
+
+def protect_input(path: str) -> None:
+    """Remember ``path`` as an input without reading it (a file that outputs must not replace)."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return
+    if stat.S_ISREG(info.st_mode):
+        _INPUTS[(info.st_dev, info.st_ino)] = str(path)
+
+
+# --------------------------------------------------------------------------- outputs
+
+
+def _existing(path: Path) -> os.stat_result | None:
+    try:
+        return os.stat(path)
+    except OSError:
+        return None
+
+
+def input_behind(path) -> str | None:
+    """The input that writing ``path`` would replace, if any."""
+    info = _existing(Path(path))
+    if info is None:
+        return None
+    return _INPUTS.get((info.st_dev, info.st_ino))
+
+
+def check_outputs(outputs: dict[str, str | None], inputs: tuple[str, ...] = ()) -> None:
+    """Refuse an output option that names an input file or the same file as another output.
+
+    ``outputs`` maps an option (``--stats``) to its path (None: not given); ``inputs`` are
+    protected first, so the check can run before anything is read.
+    """
+    for path in inputs:
+        protect_input(path)
+    seen: dict[tuple[int, int] | str, str] = {}
+    for option, path in outputs.items():
+        if not path:
+            continue
+        source = input_behind(path)
+        if source is not None:
+            raise ConfigError(
+                f"{option} '{path}' is the input trace '{source}' (the same file): an output "
+                "never replaces an input; choose another path"
+            )
+        info = _existing(Path(path))
+        special = _is_special(Path(path), info)
+        if special:
+            continue  # /dev/null twice is fine
+        identity = (info.st_dev, info.st_ino) if info else os.path.realpath(path)
+        if identity in seen:
+            raise ConfigError(f"{option} and {seen[identity]} name the same file '{path}': "
+                              "one would overwrite the other")
+        seen[identity] = option
+
+
+def _is_special(path: Path, info: os.stat_result | None) -> bool:
+    if str(path.absolute()).startswith(_SPECIAL_ROOTS):
+        return True
+    return info is not None and not stat.S_ISREG(info.st_mode)
+
+
+def _encode(path: Path, data: bytes) -> bytes:
+    if path.name.endswith(".gz"):
+        return gzip.compress(data, compresslevel=6, mtime=0)
+    return data
+
+
+def write_file(path, data: bytes, what: str = "output file") -> Path:
+    """Write ``data`` to ``path`` by the rules in the module docstring; returns the path."""
+    path = Path(path)
+    source = input_behind(path)
+    if source is not None:
+        raise ConfigError(f"{what} '{path}' is the input trace '{source}': an output never "
+                          "replaces an input; choose another path")
+    info = _existing(path)
+    try:
+        if info is not None and stat.S_ISDIR(info.st_mode):
+            raise IsADirectoryError(errno.EISDIR, "is a directory")
+        if _is_special(path, info):
+            _write_direct(path, _encode(path, data), info)
+        else:
+            _write_atomic(Path(os.path.realpath(path)), _encode(path, data))
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        if exc.errno == errno.ENXIO:
+            reason = "it is a named pipe (FIFO) that no process is reading"
+        raise ConfigError(f"cannot write {what} '{path}': {reason}") from None
+    return path
+
+
+def _write_direct(path: Path, data: bytes, info: os.stat_result | None) -> None:
+    flags = os.O_WRONLY | os.O_APPEND
+    fifo = info is not None and stat.S_ISFIFO(info.st_mode)
+    if fifo:
+        flags |= os.O_NONBLOCK  # no reader: ENXIO at once instead of blocking for ever
+    fd = os.open(path, flags)
+    try:
+        if fifo:
+            os.set_blocking(fd, True)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+    finally:
+        os.close(fd)
+
+
+def _write_atomic(target: Path, data: bytes) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.chmod(tmp, 0o666 & ~_UMASK)
+        os.replace(tmp, target)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+# --------------------------------------------------------------------------- CSV cells
+
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+
+
+def _formula_like(text: str) -> bool:
+    rest = text.lstrip("'")
+    return rest.startswith(_FORMULA_START) and not _NUMBER.fullmatch(rest)
+
+
+def csv_cell(text: str) -> str:
+    """A text cell safe to open in a spreadsheet (OWASP CSV injection): a cell that starts with
+    ``= + - @``, a tab or a carriage return (after any leading ``'``) gets one ``'`` in front,
+    so it is shown as text, never run as a formula. Plain numbers (``-60``, ``+1.5e3``) are
+    left alone. ``csv_uncell`` undoes it exactly."""
+    return "'" + text if _formula_like(text) else text
+
+
+def csv_uncell(text: str) -> str:
+    """The inverse of ``csv_cell``."""
+    return text[1:] if text.startswith("'") and _formula_like(text) else text

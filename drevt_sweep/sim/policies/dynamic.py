@@ -1,0 +1,104 @@
+"""Priorities that change while jobs wait (age, fair-share), as the engine asks for them.
+
+A static priority (``priority.py``) is one rank per job, fixed at submission. A dynamic one is an
+object the engine consults during the simulation:
+
+* ``key(now, j)``: job ``j``'s sort key at time ``now``; lower keys are served first, ties go to
+  FCFS order (submit time, then table row). The engine asks for it when ``j`` arrives and for
+  every waiting job whenever ``refresh_due()`` says so.
+* ``period``: how often the keys are recomputed, in simulated seconds. ``0``: before every
+  scheduling pass (the literature's WFP3/UNICEF); ``> 0``: at the *ticks* ``t0 + k * period``
+  (``k >= 1``, ``t0`` the first submission), which are events of their own while jobs wait
+  (Slurm's ``PriorityCalcPeriod``).
+* ``advance(now)``, ``start(j, now)``, ``end(j, now)``: the engine reports time passing and jobs
+  starting and ending (fair-share accounts usage with them). At each event time the engine
+  calls ``advance(now)`` first (every tick ``<= now`` is processed), then ``end`` for the
+  completions, computes the arrivals' keys, recomputes everyone's if due, runs the pass and
+  calls ``start`` for the jobs it started.
+* ``kernel_args()``: the same policy as arrays for the compiled kernel (``sim.kernel``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+from ...errors import ConfigError
+
+
+@dataclass(frozen=True)
+class PriorityInputs:
+    """What a dynamic priority may know of the jobs (arrays aligned with the job table)."""
+
+    submit: np.ndarray  # float64
+    time_limit: np.ndarray  # float64, the user's estimate (the limit)
+    num_nodes: np.ndarray  # int64
+    total_nodes: int
+    queue_code: np.ndarray
+    queue_names: tuple[str, ...]
+    user_code: np.ndarray  # -1 unknown
+    user_names: tuple[str, ...]
+    group_code: np.ndarray  # the group or account, -1 unknown
+    group_names: tuple[str, ...]
+    t0: float  # the first submission of a job that runs (ticks count from it)
+
+
+class DynamicPriority(Protocol):
+    period: float
+
+    def key(self, now: float, j: int) -> float: ...
+
+    def refresh_due(self) -> bool: ...
+
+    def advance(self, now: float) -> None: ...
+
+    def start(self, j: int, now: float) -> None: ...
+
+    def end(self, j: int, now: float) -> None: ...
+
+    @property
+    def next_tick(self) -> float: ...
+
+    def kernel_args(self) -> tuple: ...
+
+
+class EveryPass:
+    """Base of the priorities recomputed before every pass that account nothing."""
+
+    period = 0.0
+    next_tick = math.inf
+
+    def refresh_due(self) -> bool:
+        return True
+
+    def advance(self, now: float) -> None:
+        pass
+
+    def start(self, j: int, now: float) -> None:
+        pass
+
+    def end(self, j: int, now: float) -> None:
+        pass
+
+
+def take_params(name: str, params: dict, defaults: dict) -> dict:
+    """``defaults`` updated with ``params``; an unknown key is a ConfigError naming the known ones."""
+    unknown = sorted(set(params) - set(defaults))
+    if unknown:
+        raise ConfigError(
+            f"priority {name!r} has no parameter(s) {', '.join(unknown)}; "
+            f"it takes: {', '.join(sorted(defaults))}"
+        )
+    return {**defaults, **params}
+
+
+def number(name: str, value, *, positive: bool = False) -> float:
+    """A finite number >= 0 (> 0 with ``positive``), else a ConfigError naming ``name``."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ConfigError(f"{name} must be a finite number, got {value!r}")
+    if value < 0 or (positive and value == 0):
+        raise ConfigError(f"{name} must be {'> 0' if positive else '>= 0'}, got {value!r}")
+    return float(value)

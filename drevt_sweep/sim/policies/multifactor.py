@@ -1,0 +1,316 @@
+"""Slurm's multifactor priority with the classic fair-share factor (``priority: multifactor``).
+
+Sources: Slurm's "Multifactor Priority Plugin" page (slurm.schedmd.com/priority_multifactor.html)
+and "Classic Fairshare Algorithm" page (slurm.schedmd.com/classic_fair_share.html; Slurm uses it
+with ``PriorityFlags=NO_FAIR_TREE``). As documented there, a job's priority is
+
+    priority = w_age * age + w_fairshare * fair-share + w_job_size * job size
+               + w_partition * partition + w_qos * QOS
+
+with every factor in [0, 1] and the result an integer (Slurm's priority is a 32-bit integer; the
+sum is truncated). Here (parameter names are the slurm.conf ones in snake case):
+
+* age = min(1, (now - submit) / max_age)  (``PriorityMaxAge``, default 7 days);
+* job size = nodes / total_nodes, or with ``favor_small`` (``PriorityFavorSmall=YES``)
+  (total_nodes - nodes) / total_nodes: a job asking for the whole machine gets 1.0 (0.0);
+* partition = the partition's ``PriorityJobFactor`` / the largest one of the trace's
+  partitions (``partition_priority: {name: value}``, default 1 each, so 1.0 for everyone);
+* QOS: traces carry no QOS, so every job has Slurm's default ``normal`` QOS of priority 0
+  (factor 0); the weight is accepted for configs copied from a slurm.conf;
+* fair-share (classic) F = 2^(-UE / S). Associations form a tree root -> account -> user
+  (``fairshare_by: account/user``, the job's group/account and user; ``user`` or ``account``:
+  one level). Normalised shares S = (S_user / S_siblings) * (S_account / S_sibling_accounts)
+  from raw shares (``account_shares``, ``user_shares``: {name: shares}, default 1 each: equal).
+  Normalised usage U = an association's usage / the root's usage; an account's effective usage
+  is its U (the tier under root), a user's UE = U_user + (UE_account - U_user) * S_user /
+  S_siblings. With no usage at all, F = 1. Unknown users/groups form one association of their own.
+
+Usage is node-seconds, accumulated every ``calc_period`` (``PriorityCalcPeriod``, default 5 min)
+of simulated time and decayed with ``decay_half_life`` (``PriorityDecayHalfLife``, default 7
+days): at each tick ``t0 + k * calc_period``, usage = usage * 2^(-calc_period / half_life) + the
+node-seconds the association's jobs ran since the previous tick. Priorities are recomputed at
+each tick (an event while jobs wait); a job arriving between ticks gets its priority at
+submission, with the fair-share factors of the last tick. (Internally usage is kept scaled by
+2^(elapsed / half-life), so that a tick only touches the associations that ran; U/S, all that
+fair-share uses, is the same.)
+
+Weights default to a common site choice (age 1000, fairshare 10000, job_size 1000, partition
+1000, qos 0); Slurm's own defaults are 0 (which would be FCFS).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ...errors import ConfigError
+from .dynamic import PriorityInputs, number, take_params
+from .registry import register_dynamic_priority
+
+DAY = 86400.0
+RESCALE_ABOVE = 2.0**600  # usage scales are brought back by RESCALE_BY past this
+RESCALE_BY = 2.0**-600
+FAIRSHARE_BY = ("account/user", "user", "account")
+WEIGHTS = ("age", "fairshare", "job_size", "partition", "qos")
+DEFAULTS = {
+    "weights": {"age": 1000, "fairshare": 10000, "job_size": 1000, "partition": 1000, "qos": 0},
+    "max_age": 7 * DAY,
+    "favor_small": False,
+    "decay_half_life": 7 * DAY,
+    "calc_period": 300.0,
+    "fairshare_by": "account/user",
+    "account_shares": {},
+    "user_shares": {},
+    "partition_priority": {},
+}
+
+
+def check_params(params: dict) -> dict:
+    """The parameters with defaults filled in and checked (a ConfigError names a bad one);
+    the names of accounts, users and partitions are checked against a trace later."""
+    p = take_params("multifactor", params, DEFAULTS)
+    given = dict(p["weights"] or {})
+    unknown = sorted(set(given) - set(WEIGHTS))
+    if unknown:
+        raise ConfigError(f"multifactor has no weight(s) {', '.join(unknown)}; it has: {', '.join(WEIGHTS)}")
+    weights = {**DEFAULTS["weights"], **given}
+    p["weights"] = {k: number(f"multifactor weight {k}", v) for k, v in weights.items()}
+    p["max_age"] = number("multifactor max_age", p["max_age"], positive=True)
+    p["calc_period"] = number("multifactor calc_period", p["calc_period"], positive=True)
+    p["decay_half_life"] = number("multifactor decay_half_life", p["decay_half_life"], positive=True)
+    if not isinstance(p["favor_small"], bool):
+        raise ConfigError(f"multifactor favor_small must be true or false, got {p['favor_small']!r}")
+    if p["fairshare_by"] not in FAIRSHARE_BY:
+        raise ConfigError(f"unknown multifactor fairshare_by {p['fairshare_by']!r}; choose one of: "
+                          f"{', '.join(FAIRSHARE_BY)}")
+    for what in ("account_shares", "user_shares", "partition_priority"):
+        p[what] = dict(p[what] or {})
+        for name, value in p[what].items():
+            number(f"multifactor {what}[{name!r}]", value, positive=what != "partition_priority")
+    return p
+
+
+@register_dynamic_priority("multifactor")
+class Multifactor:
+    check_params = staticmethod(check_params)
+
+    def __init__(self, inputs: PriorityInputs, **params) -> None:
+        p = check_params(params)
+        w = p["weights"]
+        self.w_age = w["age"]
+        self.w_fs = w["fairshare"]
+        self.max_age = p["max_age"]
+        self.period = p["calc_period"]
+        half_life = p["decay_half_life"]
+        self.submit = inputs.submit.tolist()
+
+        nodes = inputs.num_nodes.astype(np.float64)
+        total = float(inputs.total_nodes)
+        size = (total - nodes) / total if p["favor_small"] else nodes / total
+        part = _partition_factor(inputs, dict(p["partition_priority"] or {}))
+        qos = np.zeros_like(nodes)  # every job in the default QOS (priority 0)
+        static = (w["job_size"] * size + w["partition"] * part) + w["qos"] * qos
+        self.static = static
+        self.static_l = static.tolist()
+
+        if self.w_fs > 0 and len(inputs.submit):
+            _check_who(inputs, p["fairshare_by"])
+        tree = FairShareTree.build(inputs, p["fairshare_by"], dict(p["account_shares"] or {}),
+                                   dict(p["user_shares"] or {}))
+        self.tree = tree
+        self.leaf_l = tree.leaf_of_job.tolist()
+        self.nodes_l = inputs.num_nodes.tolist()
+        self.decay = 0.5 ** (self.period / half_life)
+        self.t0 = float(inputs.t0)
+        n_leaves = tree.acct_of_leaf.shape[0]
+        # Usage is kept scaled by 2^(elapsed ticks x calc_period / half_life) (``scale``), so a
+        # tick only adds the new node-seconds of the associations that ran instead of decaying
+        # every one: U / root, all fair-share needs, is unchanged by the common scale.
+        self.scaled = np.zeros(n_leaves)  # per association
+        self.scaled_acct = np.zeros(tree.n_acct)  # per account: the sum of its associations
+        self.scaled_root = 0.0
+        self.scale = 1.0
+        self.acc = np.zeros(n_leaves)  # node-seconds since the last tick (up to the next one)
+        self.running = np.zeros(n_leaves)  # nodes in use now
+        self.k = 1
+        self.next_tick = self.t0 + self.period
+        self._due = False
+        self._factors: dict[int, float] = {}
+
+    # --- usage accounting ---------------------------------------------------------------
+
+    def advance(self, now: float) -> None:
+        """Process every tick <= now: usage = usage x decay + the interval's node-seconds."""
+        while self.next_tick <= now:
+            self.scale = self.scale / self.decay
+            ran = np.flatnonzero(self.acc)  # in association order
+            if ran.size:
+                add = self.acc[ran] * self.scale
+                self.scaled[ran] += add
+                np.add.at(self.scaled_acct, self.tree.acct_of_leaf[ran], add)  # in order
+                root = self.scaled_root
+                for value in add.tolist():
+                    root += value
+                self.scaled_root = root
+            if self.scale > RESCALE_ABOVE:  # a power of two: exact
+                self.scaled *= RESCALE_BY
+                self.scaled_acct *= RESCALE_BY
+                self.scaled_root *= RESCALE_BY
+                self.scale *= RESCALE_BY
+            self.acc[:] = self.running * self.period
+            self.k += 1
+            self.next_tick = self.t0 + self.k * self.period
+            self._due = True
+            self._factors = {}
+
+    def usage(self) -> np.ndarray:
+        """Each association's decayed usage (node-seconds) as of the last tick."""
+        return self.scaled / self.scale
+
+    def start(self, j: int, now: float) -> None:
+        leaf = self.leaf_l[j]
+        n = self.nodes_l[j]
+        self.running[leaf] += n
+        self.acc[leaf] += n * (self.next_tick - now)
+
+    def end(self, j: int, now: float) -> None:
+        leaf = self.leaf_l[j]
+        n = self.nodes_l[j]
+        self.running[leaf] -= n
+        self.acc[leaf] -= n * (self.next_tick - now)
+
+    def refresh_due(self) -> bool:
+        due = self._due
+        self._due = False
+        return due
+
+    # --- priorities ---------------------------------------------------------------------
+
+    def fairshare(self, leaf: int) -> float:
+        """F = 2^(-UE/S) of one association, from the usage as of the last tick."""
+        f = self._factors.get(leaf)
+        if f is None:
+            tree = self.tree
+            f = fairshare_factor(float(self.scaled[leaf]), float(self.scaled_acct[int(tree.acct_of_leaf[leaf])]),
+                                 self.scaled_root, float(tree.sib_ratio[leaf]), float(tree.s_norm[leaf]))
+            self._factors[leaf] = f
+        return f
+
+    def priority(self, now: float, j: int) -> float:
+        age = (now - self.submit[j]) / self.max_age
+        if age > 1.0:
+            age = 1.0
+        return math.floor(self.w_age * age + self.w_fs * self.fairshare(self.leaf_l[j]) + self.static_l[j])
+
+    def key(self, now: float, j: int) -> float:
+        return -self.priority(now, j)
+
+    def kernel_args(self) -> tuple:
+        t = self.tree
+        return (self.static, t.leaf_of_job, t.acct_of_leaf, t.sib_ratio, t.s_norm, t.n_acct,
+                self.w_age, self.w_fs, self.max_age, self.period, self.decay, self.t0)
+
+
+def fairshare_factor(usage: float, acct_usage: float, root: float, sib_ratio: float, s_norm: float) -> float:
+    """Slurm's classic F = 2^(-UE/S) (see the module docstring); 1 when nothing was used yet."""
+    if root == 0.0:
+        return 1.0
+    u = usage / root
+    ue = u + (acct_usage / root - u) * sib_ratio
+    return 2.0 ** (-ue / s_norm)
+
+
+class FairShareTree:
+    """The association tree as arrays: each job's leaf, each leaf's account and shares."""
+
+    def __init__(self, leaf_of_job, acct_of_leaf, sib_ratio, s_norm, n_acct, leaf_names):
+        self.leaf_of_job = leaf_of_job
+        self.acct_of_leaf = acct_of_leaf
+        self.sib_ratio = sib_ratio  # S_user / S_siblings (1 with one level)
+        self.s_norm = s_norm  # normalised shares S
+        self.n_acct = n_acct
+        self.leaf_names = leaf_names  # (account, user) per leaf, for reports and tests
+
+    @classmethod
+    def build(cls, inputs: PriorityInputs, by: str, account_shares: dict, user_shares: dict) -> FairShareTree:
+        if by not in FAIRSHARE_BY:
+            raise ConfigError(f"unknown multifactor fairshare_by {by!r}; choose one of: {', '.join(FAIRSHARE_BY)}")
+        users = np.asarray(inputs.user_code, dtype=np.int64)
+        groups = np.asarray(inputs.group_code, dtype=np.int64)
+        _check_shares("account_shares", account_shares, inputs.group_names, by != "user")
+        _check_shares("user_shares", user_shares, inputs.user_names, by != "account")
+
+        def raw(shares: dict, names: tuple, code: int) -> float:
+            return float(shares.get(names[code], 1)) if code >= 0 else 1.0
+
+        if by == "account/user":
+            pairs = groups * (len(inputs.user_names) + 1) + (users + 1)
+        else:
+            pairs = users if by == "user" else groups
+        leaves, leaf_of_job = np.unique(pairs, return_inverse=True)
+        first = np.unique(leaf_of_job, return_index=True)[1]  # a job of each leaf
+        leaf_user = users[first]
+        leaf_group = groups[first]
+        n = leaves.shape[0]
+        if by == "account/user":
+            accounts, acct_of_leaf = np.unique(leaf_group, return_inverse=True)
+            s_acct = np.array([raw(account_shares, inputs.group_names, int(g)) for g in accounts])
+            s_user = np.array([raw(user_shares, inputs.user_names, int(u)) for u in leaf_user])
+            siblings = np.bincount(acct_of_leaf, weights=s_user)
+            sib_ratio = s_user / siblings[acct_of_leaf]
+            s_norm = sib_ratio * (s_acct[acct_of_leaf] / s_acct.sum())
+            n_acct = accounts.shape[0]
+        else:
+            names = inputs.user_names if by == "user" else inputs.group_names
+            codes = leaf_user if by == "user" else leaf_group
+            s_leaf = np.array([raw(user_shares if by == "user" else account_shares, names, int(c)) for c in codes])
+            acct_of_leaf = np.arange(n)
+            sib_ratio = np.ones(n)
+            s_norm = s_leaf / s_leaf.sum()
+            n_acct = n
+
+        def label(names, code):
+            return names[code] if code >= 0 else None
+
+        leaf_names = [(label(inputs.group_names, int(g)) if by != "user" else None,
+                       label(inputs.user_names, int(u)) if by != "account" else None)
+                      for g, u in zip(leaf_group, leaf_user)]
+        return cls(leaf_of_job.astype(np.int64), np.asarray(acct_of_leaf, dtype=np.int64),
+                   np.asarray(sib_ratio, dtype=np.float64), np.asarray(s_norm, dtype=np.float64),
+                   int(n_acct), leaf_names)
+
+
+def _check_who(inputs: PriorityInputs, by: str) -> None:
+    """Fair-share with no known user or account at all would be one association: say so."""
+    known_user = (np.asarray(inputs.user_code) >= 0).any()
+    known_group = (np.asarray(inputs.group_code) >= 0).any()
+    missing = {"user": not known_user, "account": not known_group,
+               "account/user": not (known_user or known_group)}[by]
+    if missing:
+        column = {"user": "user (SWF field 12, Slurm User, Lassen hashed_user_id, simple user/user_id/uid)",
+                  "account": "group/account (SWF field 13, Slurm Account/Group, Lassen hashed_user_group_id, "
+                             "simple group/account)"}
+        needed = column["user"] if by == "user" else column["account"] if by == "account" else (
+            f"{column['account']} or {column['user']}")
+        raise ConfigError(f"multifactor fair-share by {by} needs each job's {needed}, but this trace has "
+                          f"none; read a trace that has it, or set weights.fairshare to 0")
+
+
+def _check_shares(what: str, shares: dict, names: tuple, used: bool) -> None:
+    if shares and not used:
+        raise ConfigError(f"multifactor {what} has no effect with this fairshare_by")
+    missing = sorted(str(name) for name in shares if name not in names)
+    if missing:
+        raise ConfigError(f"multifactor {what} names {', '.join(missing)}, not in this trace")
+
+
+def _partition_factor(inputs: PriorityInputs, priority: dict) -> np.ndarray:
+    missing = sorted(str(name) for name in priority if name not in inputs.queue_names)
+    if missing:
+        raise ConfigError(f"multifactor partition_priority names {', '.join(missing)}, not a queue of this trace")
+    values = np.array([number(f"multifactor partition_priority[{name!r}]", priority.get(name, 1))
+                       for name in inputs.queue_names] or [1.0])
+    top = values.max()
+    factor = values / top if top > 0 else np.zeros_like(values)
+    return factor[np.asarray(inputs.queue_code, dtype=np.int64)] if inputs.queue_names else np.ones(len(inputs.submit))
