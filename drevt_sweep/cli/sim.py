@@ -39,6 +39,7 @@ PRIORITY_POLICIES = ("fcfs", "sjf", "ljf", "smallest", "largest", "f1", "f2", "f
 ESTIMATES = ("user", "actual", "user_history")
 BACKFILL_ORDERS = ("fcfs", "sjbf")
 BACKFILL_POLICIES = ("none", "easy", "conservative", "easy_drevt")
+COMPRESSION_ORDERS = ("compress_first", "interleaved", "one_pass")
 RUN_TIME_MODES = ("actual", "limit", "distribution")
 DISTRIBUTIONS = ("normal", "lognormal", "uniform")
 MAX_LISTED = 5  # jobs named in a warning before "..."
@@ -142,6 +143,11 @@ def build_parser() -> argparse.ArgumentParser:
                          help="queue order (default: %(default)s)")
     machine.add_argument("--backfill_policy", choices=BACKFILL_POLICIES, default="easy",
                          help="backfilling (default: %(default)s)")
+    machine.add_argument("--compression", choices=COMPRESSION_ORDERS, default="compress_first",
+                         help="with --backfill_policy conservative: compression order; compress_first = "
+                         "completions, then the waiting jobs' reservations, then arrivals; interleaved "
+                         "= one priority-ordered sweep; one_pass = one round, as batsched/pyss "
+                         "(default: %(default)s)")
     machine.add_argument("--drevt_compat", action="store_true",
                          help="with --backfill_policy easy: the C++ DR_EVT variant (easy_drevt: "
                          "no extra-nodes rule, strict now+limit < shadow test)")
@@ -713,6 +719,8 @@ def _heading(jobs, schedule, args, backfill, model) -> str:
         how = f"simulation, priority {args.priority_policy}, backfill {backfill}"
         if args.estimate != "user" or args.backfill_order != "fcfs":
             how += f" (estimates {args.estimate}, backfill order {args.backfill_order})"
+        if backfill == "conservative" and args.compression != "compress_first":
+            how += f" ({args.compression})"
         how += ", run times "
         how += model.name
         if model.mode == "distribution":
@@ -759,6 +767,7 @@ def _run_info(jobs, schedule, args, backfill, model) -> dict:
             "total_nodes": schedule.total_nodes,
             "priority_policy": args.priority_policy if simulated else None,
             "backfill_policy": backfill if simulated else None,
+            "compression": args.compression if simulated and backfill == "conservative" else None,
             "estimate": args.estimate if simulated else None,
             "backfill_order": args.backfill_order if simulated else None,
             "priority_params": args.priority_params if simulated else None,
@@ -812,6 +821,7 @@ def run(args: argparse.Namespace) -> int:
         from ..sim.runtime import draw_run_times
 
         run_times = draw_run_times(jobs, model, args.seed, enforce_limits=args.enforce_limits)
+        progress = _Progress.for_run(args, len(jobs), jobs.submit)
         schedule = simulate_machine(
             jobs,
             run_times,
@@ -823,7 +833,11 @@ def run(args: argparse.Namespace) -> int:
             estimate=args.estimate,
             backfill_order=args.backfill_order,
             priority_params=args.priority_params,
+            compression=args.compression,
+            progress=progress.update if progress else None,
         )
+        if progress:
+            progress.close()
     _report_schedule(jobs, schedule)
     _report_calendar_end(schedule, getattr(args, "workload_capacity", None))
 
@@ -859,6 +873,47 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+class _Progress:
+    """One self-rewriting line on stderr while a simulation runs: simulated time reached, jobs
+    done, rate. Only on a terminal (never in CI logs or pipes), never with ``--quiet``, and only
+    once the run has lasted ``AFTER_SECONDS`` (short runs print nothing)."""
+
+    AFTER_SECONDS = 2.0
+    EVERY_SECONDS = 0.25
+
+    @classmethod
+    def for_run(cls, args, n_jobs: int, submit) -> "_Progress | None":
+        if args.quiet or os.environ.get("CI") or not sys.stderr.isatty() or n_jobs == 0:
+            return None
+        return cls(n_jobs, float(submit.min()))
+
+    def __init__(self, n_jobs: int, t0: float) -> None:
+        import time
+
+        self.clock = time.monotonic
+        self.start = self.last = self.clock()
+        self.n_jobs = n_jobs
+        self.t0 = t0
+        self.shown = False
+
+    def update(self, now: float, done: int) -> None:
+        tick = self.clock()
+        elapsed = tick - self.start
+        if elapsed < self.AFTER_SECONDS or tick - self.last < self.EVERY_SECONDS:
+            return
+        self.last = tick
+        self.shown = True
+        days = (now - self.t0) / 86400
+        sys.stderr.write(f"\r{PROG}: simulated day {days:,.1f}, {done:,}/{self.n_jobs:,} jobs done, "
+                         f"{done / elapsed:,.0f} jobs/s, {elapsed:.0f} s\033[K")
+        sys.stderr.flush()
+
+    def close(self) -> None:
+        if self.shown:
+            sys.stderr.write("\r\033[K")
+            sys.stderr.flush()
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``drevt-sim`` console script; returns the exit code."""
     parser = build_parser()
@@ -877,7 +932,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
-        print(f"{PROG}: interrupted", file=sys.stderr)
+        print(f"\r\033[K{PROG}: interrupted" if sys.stderr.isatty() else f"{PROG}: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:  # e.g. `drevt-sim ... | head`: stop quietly
         try:

@@ -38,14 +38,17 @@ def simulate_machine(
 ) -> Schedule:
     """The schedule of ``jobs`` on ``machine`` (see the module docstring); rejected jobs keep
     NaN times and are counted per reason in ``warnings['rejected_<reason>']``.
-    ``policy_options`` (``estimate``, ``backfill_order``, ``priority_params``) go to
-    ``engine.simulate`` for exclusive partitions; shared partitions plan with the user's time
-    limits in priority order only."""
+    ``policy_options`` (``estimate``, ``backfill_order``, ``priority_params``, ``compression``,
+    ``progress``) go to ``engine.simulate`` for exclusive partitions; shared partitions plan with
+    the user's time limits in priority order only. ``progress`` counts the jobs of the partitions
+    already simulated as done (each partition's simulated time starts again)."""
     if machine.is_single_pool:
         return engine.simulate(jobs, run_time, machine.total_nodes, priority=priority,
                                backfill=backfill, enforce_limits=enforce_limits, kernel=kernel,
                                capacity=capacity, **policy_options)
-    defaults = {"estimate": "user", "backfill_order": "fcfs", "priority_params": None}
+    progress = policy_options.pop("progress", None)
+    defaults = {"estimate": "user", "backfill_order": "fcfs", "priority_params": None,
+                "compression": "compress_first"}
     special = {k: v for k, v in policy_options.items() if v != defaults.get(k, v)}
     if special and any(p.shared for p in machine.partitions):
         raise ConfigError(f"shared partitions plan with the users' time limits in priority order: "
@@ -63,6 +66,7 @@ def simulate_machine(
     end = np.full(n, np.nan)
     dur = np.full(n, np.nan)
     killed = np.zeros(n, dtype=bool)
+    done_before = 0
     for k, part in enumerate(machine.partitions):
         rows = np.flatnonzero(placement.partition == k)
         if rows.size == 0:
@@ -77,9 +81,12 @@ def simulate_machine(
                 enforce_limits=enforce_limits, kernel=kernel,
             )
         else:
+            step = None if progress is None else (
+                lambda now, done, base=done_before: progress(now, base + done))
             result = engine.simulate(sub, rt[rows], part.nodes, priority=priority,
                                      backfill=backfill, enforce_limits=enforce_limits, kernel=kernel,
-                                     **policy_options)
+                                     progress=step, **policy_options)
+        done_before += rows.size
         begin[rows] = result.begin
         end[rows] = result.end
         dur[rows] = result.run_time

@@ -93,6 +93,7 @@ def run_spec(cfg: DictConfig, machine_nodes: int | None,
         total_nodes=int(total_nodes or machine_nodes or LASSEN_NODES),
         priority=_value(cfg.policy.priority),
         backfill=_value(cfg.policy.backfill),
+        compression=_value(cfg.policy.compression),
         replay=bool(cfg.policy.replay),
         run_time=RunTimeModel(
             mode=_value(rt.mode),

@@ -88,6 +88,14 @@ class Backfill(Enum):
     easy_drevt = "easy_drevt"
 
 
+class Compression(Enum):
+    """Conservative backfilling's compression order (``sim.policies.conservative``)."""
+
+    compress_first = "compress_first"  # completions, compress the waiting jobs, place arrivals
+    interleaved = "interleaved"  # one priority-ordered sweep (before issue 16)
+    one_pass = "one_pass"  # batsched / pyss: one compression round per completion instant
+
+
 class ParallelBackend(Enum):
     loky = "loky"  # processes on this machine (the default)
     threading = "threading"
@@ -155,6 +163,7 @@ class PolicyConf:
     name: str = "easy"
     priority: Priority = Priority.fcfs
     backfill: Backfill = Backfill.easy
+    compression: Compression = Compression.compress_first  # conservative only
     replay: bool = False
     estimate: Estimate = Estimate.user
     backfill_order: BackfillOrder = BackfillOrder.fcfs

@@ -36,6 +36,7 @@ class RunSpec:
     total_nodes: int
     priority: str = "fcfs"
     backfill: str = "easy"
+    compression: str = "compress_first"  # conservative backfilling's compression order
     replay: bool = False
     run_time: RunTimeModel = field(default_factory=RunTimeModel)
     enforce_limits: bool = True
@@ -97,6 +98,7 @@ def simulate_seed(jobs: JobTable, spec: RunSpec, seed: int) -> tuple[JobTable, S
         estimate=spec.estimate,
         backfill_order=spec.backfill_order,
         priority_params=spec.priority_params,
+        compression=spec.compression,
     )
     return jobs, schedule
 
