@@ -32,8 +32,6 @@ NODES = 1024
 
 
 def generate(n_jobs: int, *, nodes: int = NODES, load: float = 0.95, seed: int = SEED):
-    from drevt_sweep.jobs import JobTable, TraceMeta
-
     rng = np.random.default_rng(seed)
     n = int(n_jobs)
     # sizes
@@ -56,8 +54,16 @@ def generate(n_jobs: int, *, nodes: int = NODES, load: float = 0.95, seed: int =
     submit = np.round(np.cumsum(gaps) * (span / gaps.sum()))
     submit -= submit[0]
 
+    return job_table(submit, size, run, limit, f"<generated n={n} load={load} seed={seed}>", nodes)
+
+
+def job_table(submit, size, run, limit, label: str, nodes: int):
+    """A simulation-mode ``JobTable`` of generated jobs (``actual_run_time`` filled)."""
+    from drevt_sweep.jobs import JobTable, TraceMeta
+
+    n = len(submit)
     meta = TraceMeta(
-        path=f"<generated n={n} load={load} seed={seed}>",
+        path=label,
         trace_format="generated",
         mode="simulation",
         checksum="0" * 64,
@@ -71,12 +77,12 @@ def generate(n_jobs: int, *, nodes: int = NODES, load: float = 0.95, seed: int =
     return JobTable(
         job_id=np.arange(n, dtype=np.int64),
         source_line=np.arange(1, n + 1, dtype=np.int64),
-        submit=submit.astype(np.float64),
+        submit=np.asarray(submit, dtype=np.float64),
         begin=np.full(n, np.nan),
         end=np.full(n, np.nan),
-        num_nodes=size,
-        time_limit=limit.astype(np.float64),
-        actual_run_time=run.astype(np.float64),
+        num_nodes=np.asarray(size, dtype=np.int64),
+        time_limit=np.asarray(limit, dtype=np.float64),
+        actual_run_time=np.asarray(run, dtype=np.float64),
         queue_code=np.zeros(n, dtype=np.int32),
         queue_names=("batch",),
         exit_status=np.full(n, -1, dtype=np.int64),

@@ -44,6 +44,8 @@ for path in (str(ROOT), str(HERE)):
 BENCHMARKS = {
     "readers": "bench_readers",
     "engine": "bench_engine",
+    "conservative": "bench_conservative",
+    "machine": "bench_machine",
     "priorities": "bench_priorities",
     "accasim": "bench_accasim",
     "cli": "bench_cli",

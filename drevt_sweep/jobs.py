@@ -6,6 +6,11 @@ or -1 (integers). Who submitted a job is a code into a tuple of names, as the qu
 ``user_code`` into ``user_names`` and ``group_code`` (the group or account) into
 ``group_names``; -1 = unknown (a trace without those columns leaves every job unknown).
 The table is immutable by convention: transforms return new tables.
+
+Resource requests (``drevt_sweep.sim.machine`` places them on a machine's partitions):
+``num_nodes`` nodes, each with ``cores_per_node`` cores, ``gpus_per_node`` GPUs and
+``memory_per_node`` MiB (-1 / NaN where the trace does not say), in the partition named
+``partition_names[partition_code]`` (by default the job's queue: Slurm's Partition is both).
 """
 
 from __future__ import annotations
@@ -75,6 +80,13 @@ class JobTable:
     user_names: tuple[str, ...] = ()
     group_code: np.ndarray | None = None  # int32 index into group_names (group or account), -1 unknown
     group_names: tuple[str, ...] = ()
+    # Per-node requests and partition (optional when built by hand: filled in as unknown /
+    # the queue by __post_init__).
+    cores_per_node: np.ndarray | None = None  # int64, -1 when unknown
+    gpus_per_node: np.ndarray | None = None  # int64, -1 when unknown
+    memory_per_node: np.ndarray | None = None  # float64 MiB, NaN when unknown
+    partition_code: np.ndarray | None = None  # int32 index into partition_names
+    partition_names: tuple[str, ...] | None = None
 
     COLUMNS = (
         "job_id",
@@ -89,12 +101,29 @@ class JobTable:
         "exit_status",
         "user_code",
         "group_code",
+        "cores_per_node",
+        "gpus_per_node",
+        "memory_per_node",
+        "partition_code",
     )
 
     def __post_init__(self) -> None:
+        n = self.submit.shape[0]
+        fill = object.__setattr__
         for name in ("user_code", "group_code"):
             if getattr(self, name) is None:
-                object.__setattr__(self, name, np.full(self.submit.shape[0], -1, dtype=np.int32))
+                fill(self, name, np.full(n, -1, dtype=np.int32))
+        if self.cores_per_node is None:
+            fill(self, "cores_per_node", np.full(n, -1, dtype=np.int64))
+        if self.gpus_per_node is None:
+            fill(self, "gpus_per_node", np.full(n, -1, dtype=np.int64))
+        if self.memory_per_node is None:
+            fill(self, "memory_per_node", np.full(n, np.nan))
+        if self.partition_code is None:
+            fill(self, "partition_code", self.queue_code)
+            fill(self, "partition_names", self.queue_names)
+        elif self.partition_names is None:
+            raise ValueError("partition_code needs partition_names")
 
     def __len__(self) -> int:
         return int(self.submit.shape[0])
@@ -103,6 +132,11 @@ class JobTable:
     def queue(self) -> np.ndarray:
         """Queue names per job (an object array; use ``queue_code`` in hot paths)."""
         return np.asarray(self.queue_names, dtype=object)[self.queue_code]
+
+    @property
+    def partition(self) -> np.ndarray:
+        """Partition names per job (an object array)."""
+        return np.asarray(self.partition_names, dtype=object)[self.partition_code]
 
     @property
     def user(self) -> np.ndarray:
@@ -128,11 +162,12 @@ class JobTable:
         """A pandas DataFrame view for reports and exploration (never used in hot paths)."""
         import pandas as pd
 
-        codes = ("queue_code", "user_code", "group_code")
+        codes = ("queue_code", "user_code", "group_code", "partition_code")
         frame = pd.DataFrame({k: v for k, v in self.columns().items() if k not in codes})
         frame.insert(frame.columns.get_loc("exit_status"), "queue", self.queue)
         frame["user"] = self.user
         frame["group"] = self.group
+        frame["partition"] = self.partition
         return frame
 
 

@@ -407,3 +407,44 @@ def test_unsorted_table_arrives_in_submit_order():
     # row 1 at 0 (both 1 node, L=run=10). Row 1 runs [0,10); row 0 waits until 10.
     s = sim([5, 0], [1, 1], [10, 10], [10, 10], 1, backfill="easy")
     assert begins(s) == [10, 0]
+
+
+# --- Compression orders (policy.compression) -------------------------------------------------
+# 10 nodes, sjf. J0: t=0, 10 nodes, L=100, run 50 (ends early at 50). J1: t=1, 10 nodes,
+# L=run=50: reserved at 100. J2: t=50, 10 nodes, L=run=10: arrives at the instant J0 ends early
+# and ranks first under sjf (shorter limit).
+ARRIVAL_AT_EARLY_END = dict(submit=[0, 1, 50], nodes=[10, 10, 10], limit=[100, 50, 10], run=[50, 50, 10])
+
+
+@pytest.mark.parametrize("kernel", ["reference", "fast"])
+@pytest.mark.parametrize("compression, expected", [
+    # completions, then compress J1 (100 -> 50, [50,100)), then place J2 at its earliest fit: 100
+    ("compress_first", [0, 50, 100]),
+    # one sweep in sjf order: J2 (new) takes [50,60) first, then J1 is compressed only to 60
+    ("interleaved", [0, 60, 50]),
+    # one round over the waiting jobs (J1 -> 50), then the arrivals: as compress_first here
+    ("one_pass", [0, 50, 100]),
+])
+def test_compression_order_decides_who_gets_capacity_freed_at_an_arrival(compression, expected, kernel):
+    s = sim(**ARRIVAL_AT_EARLY_END, total=10, priority="sjf", backfill="conservative",
+            compression=compression, kernel=kernel)
+    assert begins(s) == expected
+
+
+@pytest.mark.parametrize("kernel", ["reference", "fast"])
+@pytest.mark.parametrize("compression, expected", [
+    ("compress_first", [0, 90, 50, 130, 70]),  # rounds to a fixpoint (see the sjf test above)
+    ("interleaved", [0, 90, 50, 130, 70]),  # no arrival at 50: the same
+    # One round only: B -> 50, D -> 70, C -> 140 (A still held [100,140) when C was placed),
+    # A -> 90; no second round, so C stays at 140 although A now ends at 130. Nothing ends or
+    # arrives at 140: the policy's own wake-up event starts C there.
+    ("one_pass", [0, 90, 50, 140, 70]),
+])
+def test_one_pass_compresses_once_without_a_fixpoint(compression, expected, kernel):
+    s = sim(**PRIO_EARLY, total=10, priority="sjf", backfill="conservative", compression=compression, kernel=kernel)
+    assert begins(s) == expected
+
+
+def test_unknown_compression_order_is_a_clear_error():
+    with pytest.raises(ConfigError, match="compression order"):
+        sim(**PRIO, total=10, backfill="conservative", compression="fixpoint")

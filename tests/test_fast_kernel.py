@@ -26,7 +26,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from drevt_sweep.sim import kernel as fast
-from drevt_sweep.sim.engine import BACKFILL_POLICIES, PRIORITY_POLICIES, simulate
+from drevt_sweep.sim.engine import BACKFILL_POLICIES, COMPRESSION_ORDERS, PRIORITY_POLICIES, simulate
 from drevt_sweep.sim.policies import DYNAMIC_PRIORITY_POLICIES, STATIC_PRIORITY_POLICIES
 from drevt_sweep.errors import ConfigError
 from jobtable_factory import make_jobs
@@ -85,10 +85,11 @@ SETTINGS = settings(max_examples=120, deadline=None, suppress_health_check=[Heal
 @pytest.mark.parametrize("enforce", [True, False])
 @pytest.mark.parametrize("backfill", BACKFILL_POLICIES)
 @SETTINGS
-@given(trace=traces(), priority=st.sampled_from(STATIC_PRIORITY_POLICIES))
-def test_fast_kernel_matches_reference_on_random_traces(trace, priority, backfill, enforce):
+@given(trace=traces(), priority=st.sampled_from(STATIC_PRIORITY_POLICIES), compression=st.sampled_from(COMPRESSION_ORDERS))
+def test_fast_kernel_matches_reference_on_random_traces(trace, priority, backfill, enforce, compression):
     jobs, total = trace
-    assert_same(jobs, jobs.actual_run_time, total, priority=priority, backfill=backfill, enforce_limits=enforce)
+    assert_same(jobs, jobs.actual_run_time, total, priority=priority, backfill=backfill, enforce_limits=enforce,
+                compression=compression)
 
 
 # Dynamic priorities and run-time estimates (``sim.kernel._extended``): every combination the
@@ -177,6 +178,9 @@ def overloaded(n: int, nodes: int, seed: int):
 def test_fast_kernel_matches_reference_with_long_queues(priority, backfill):
     jobs = overloaded(500 if backfill == "conservative" else 4000, 64, seed=7)
     ref = assert_same(jobs, jobs.actual_run_time, 64, priority=priority, backfill=backfill)
+    if backfill == "conservative":
+        for compression in COMPRESSION_ORDERS:
+            assert_same(jobs, jobs.actual_run_time, 64, priority=priority, backfill=backfill, compression=compression)
     assert np.nanmax(ref.begin - jobs.submit) > 10 * np.median(jobs.time_limit)  # long waits indeed
 
 
@@ -283,8 +287,8 @@ def test_warm_loads_the_compiled_code_a_first_run_would_need():
         "assert fast.warm('bogus') is False\n"
         "assert fast.warm('easy') is True\n"
         "k = fast.load()\n"
-        "assert k.run_queue_policy.signatures and not k.run_conservative.signatures\n"
-        "assert fast.warm('conservative') and k.run_conservative.signatures\n"
+        "assert k.queue_policy_steps.signatures and not k.conservative_steps.signatures\n"
+        "assert fast.warm('conservative') and k.conservative_steps.signatures\n"
     )
     run_python(code)
 
@@ -299,7 +303,7 @@ def test_prepare_is_the_drivers_one_call():
         "assert kernel.prepare('easy', 28_000, 100) is False\n"
         "assert kernel.worth_loading('easy', 28_000)  # the expected runs pay for it together\n"
         "assert kernel.prepare('conservative') is True\n"
-        "assert kernel.load().run_conservative.signatures\n"
+        "assert kernel.load().conservative_steps.signatures\n"
     )
     run_python(code)
 

@@ -273,6 +273,7 @@ def test_choices_agree_with_the_engine_and_the_models():
 
     assert sim_cli.PRIORITY_POLICIES == engine.PRIORITY_POLICIES
     assert sim_cli.BACKFILL_POLICIES == engine.BACKFILL_POLICIES
+    assert sim_cli.COMPRESSION_ORDERS == engine.COMPRESSION_ORDERS
     from drevt_sweep.sim import estimates
 
     assert sim_cli.ESTIMATES == estimates.ESTIMATES and sim_cli.BACKFILL_ORDERS == estimates.BACKFILL_ORDERS

@@ -33,7 +33,10 @@ def test_fields_header_and_replay():
     assert (jobs.begin - jobs.submit).tolist() == [10, 0, 20, 1]  # wait times
     assert jobs.actual_run_time.tolist() == [100, 50, 300, 10]
     assert (jobs.end - jobs.begin).tolist() == [100, 50, 300, 10]
-    assert jobs.num_nodes.tolist() == [4, 2, 8, 16]  # job 3: requested unknown -> allocated
+    # MaxProcs 128 on MaxNodes 64: two processors per node (job 3: requested unknown -> allocated)
+    assert jobs.num_nodes.tolist() == [2, 1, 4, 8]
+    assert jobs.cores_per_node.tolist() == [2, 2, 2, 2]
+    assert jobs.partition.tolist() == ["-1"] * 4  # field 16 unknown
     assert jobs.time_limit.tolist() == [200, 60, 400, 10]  # job 4: -1 -> its run time
     assert jobs.queue.tolist() == ["1", "2", "1", "1"]
     assert jobs.exit_status.tolist() == [-1] * 4

@@ -3,6 +3,7 @@ thread), with errors coming back where the sweep waits. Real sqlite stores throu
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pickle
 import subprocess
@@ -175,3 +176,94 @@ def test_a_helper_whose_sweep_died_leaves(tmp_path):
             break
         time.sleep(0.2)
     assert not Path(f"/proc/{pid}").exists() or state == "Z"
+
+
+# ---------------------------------------------------------------- a store that cannot be used
+@contextlib.contextmanager
+def read_only(path: Path):
+    """``path`` read-only for this process: a read-only bind mount for root (whom file
+    permissions do not stop), else its permission bits."""
+    if os.geteuid() != 0:
+        path.chmod(0o444)
+        yield
+        return
+    mounted = subprocess.run(["mount", "--bind", str(path), str(path)], capture_output=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot bind-mount here: {mounted.stderr.decode().strip()}")
+    try:
+        subprocess.run(["mount", "-o", "remount,bind,ro", str(path)], check=True)
+        yield
+    finally:
+        subprocess.run(["umount", str(path)], check=True)
+
+
+def filled_store(tmp_path: Path) -> Path:
+    """A real store holding a few runs, its write-ahead log folded into the file."""
+    service = TrackingService(store(tmp_path), "exp")
+    for i in range(40):
+        run = service.start_run(f"run {i}", {"drevt_kind": "seed"})
+        service.log(run, metrics={f"m{j}": float(i * j) for j in range(20)}, params={"i": i})
+        service.finish(run)
+    service.wait()
+    db = tmp_path / "mlflow.db"
+    import sqlite3
+
+    with contextlib.closing(sqlite3.connect(db)) as connection:
+        connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    return db
+
+
+@pytest.mark.slow
+def test_a_read_only_store_is_one_clear_line_naming_it(tmp_path, thread_helper):
+    """A real sweep in a fresh process (this one keeps the file open from writing it)."""
+    from sweep_helpers import TINY
+
+    db = filled_store(tmp_path)
+    common = ["trace=custom", f"trace.path={TINY}", "format=simple", "format.queues=[all]",
+              "system=custom", "system.total_nodes=10", f"paths.output_root={tmp_path}",
+              "progress=false"]
+    app = [sys.executable, "-m", "drevt_sweep"]
+    with read_only(db):
+        single = subprocess.run([*app, *common, f"hydra.run.dir={tmp_path / 'one'}"],
+                                capture_output=True, text=True, timeout=300)
+        multi = subprocess.run([*app, "-m", *common, f"hydra.sweep.dir={tmp_path / 'many'}"],
+                               capture_output=True, text=True, timeout=300)
+    for done, code in ((single, 1), (multi, 2)):
+        assert done.returncode == code, done.stderr[-3000:]
+        out = done.stdout + done.stderr
+        assert out.count(f"tracking store {db} is read-only") in (1, 2), out  # log + summary
+        assert "Traceback" not in out and "SQL" not in out, out[-3000:]
+    assert not list((tmp_path / "many").glob("*/result.json"))  # nothing was simulated
+
+
+def test_a_store_with_a_corrupt_page_is_refused_before_use(tmp_path, thread_helper):
+    db = filled_store(tmp_path)
+    tracking_service._trackers.clear()
+    page = 4096
+    data = bytearray(db.read_bytes())
+    assert len(data) > 8 * page
+    data[6 * page + 8: 7 * page] = b"\xa5" * (page - 8)  # one page's cells, header intact
+    db.write_bytes(bytes(data))
+    with pytest.raises(ConfigError, match=f"tracking store {db} is corrupt .*integrity_check"):
+        TrackingService.open(store(tmp_path), "exp")
+
+
+def test_a_store_that_is_not_a_database_is_refused_naming_it(tmp_path, thread_helper):
+    (tmp_path / "mlflow.db").write_bytes(b"not a database at all, just some bytes\n" * 200)
+    with pytest.raises(ConfigError, match=f"tracking store {tmp_path / 'mlflow.db'} is corrupt"):
+        TrackingService.open(store(tmp_path), "exp")
+
+
+def test_errors_while_writing_name_the_store_in_one_line():
+    import sqlite3
+
+    def fails(key):
+        try:
+            raise sqlite3.OperationalError("database or disk is full")
+        except sqlite3.Error as exc:
+            raise RuntimeError("(sqlite3.OperationalError) database or disk is full\n[SQL: INSERT ...]") from exc
+
+    with pytest.raises(TrackingError) as info:
+        tracking_service._command(fails, ("sqlite:////data/mlflow.db", "exp", None))
+    assert str(info.value) == ("tracking store /data/mlflow.db: OperationalError: database or "
+                               "disk is full")

@@ -39,6 +39,7 @@ PRIORITY_POLICIES = ("fcfs", "sjf", "ljf", "smallest", "largest", "f1", "f2", "f
 ESTIMATES = ("user", "actual", "user_history")
 BACKFILL_ORDERS = ("fcfs", "sjbf")
 BACKFILL_POLICIES = ("none", "easy", "conservative", "easy_drevt")
+COMPRESSION_ORDERS = ("compress_first", "interleaved", "one_pass")
 RUN_TIME_MODES = ("actual", "limit", "distribution")
 DISTRIBUTIONS = ("normal", "lognormal", "uniform")
 MAX_LISTED = 5  # jobs named in a warning before "..."
@@ -123,10 +124,31 @@ def build_parser() -> argparse.ArgumentParser:
     machine.add_argument("--total_nodes", type=_positive_int, metavar="N",
                          help="machine size (default: the size the trace states, else "
                          f"{DEFAULT_TOTAL_NODES}, Lassen)")
+    machine.add_argument("--system", metavar="YAML",
+                         help="a machine description with partitions (the format of "
+                         "conf/system/lassen.yaml: partitions with nodes, cores, gpus, memory, "
+                         "sharing, queues); replaces --total_nodes")
+    machine.add_argument("--partitions", metavar="LIST",
+                         help="partitions 'name:nodes,name:nodes' (each serves the queue of its "
+                         "name), e.g. 'pbatch:756,pdebug:36'")
+    machine.add_argument("--cores_per_node", type=_positive_int, metavar="N",
+                         help="with --partitions: cores per node")
+    machine.add_argument("--gpus_per_node", type=_seed, metavar="N",
+                         help="with --partitions: GPUs per node")
+    machine.add_argument("--memory_per_node", type=_positive_float, metavar="MIB",
+                         help="with --partitions: memory per node in MiB")
+    machine.add_argument("--sharing", choices=("exclusive", "shared"), default="exclusive",
+                         help="with --partitions: whole nodes per job, or jobs packed onto nodes "
+                         "by cores/GPUs/memory (default: %(default)s)")
     machine.add_argument("--priority_policy", choices=PRIORITY_POLICIES, default="fcfs",
                          help="queue order (default: %(default)s)")
     machine.add_argument("--backfill_policy", choices=BACKFILL_POLICIES, default="easy",
                          help="backfilling (default: %(default)s)")
+    machine.add_argument("--compression", choices=COMPRESSION_ORDERS, default="compress_first",
+                         help="with --backfill_policy conservative: compression order; compress_first = "
+                         "completions, then the waiting jobs' reservations, then arrivals; interleaved "
+                         "= one priority-ordered sweep; one_pass = one round, as batsched/pyss "
+                         "(default: %(default)s)")
     machine.add_argument("--drevt_compat", action="store_true",
                          help="with --backfill_policy easy: the C++ DR_EVT variant (easy_drevt: "
                          "no extra-nodes rule, strict now+limit < shadow test)")
@@ -312,6 +334,50 @@ def _check_options(args: argparse.Namespace):
     return backfill, model
 
 
+def load_machine(path: str):
+    """A machine description from a YAML file (the ``system`` config group's format)."""
+    import yaml
+
+    from ..errors import ConfigError
+    from ..sim.machine import machine_from_mapping
+
+    try:
+        with open(path, encoding="utf-8") as handle:
+            data = yaml.safe_load(handle)
+    except OSError as exc:
+        raise ConfigError(f"cannot read the machine description {path}: {exc.strerror or exc}") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML: {exc}") from None
+    try:
+        return machine_from_mapping(data or {})
+    except ConfigError as exc:
+        raise ConfigError(f"{path}: {exc}") from None
+
+
+def _machine(args: argparse.Namespace, total_nodes: int):
+    """The machine the command line describes: --system, --partitions, else one pool."""
+    from ..errors import ConfigError
+    from ..sim.machine import Machine, parse_partitions
+
+    node_options = [f"--{name}" for name in ("cores_per_node", "gpus_per_node", "memory_per_node")
+                    if getattr(args, name) is not None]
+    if args.sharing != "exclusive":
+        node_options.append("--sharing")
+    if args.system and (args.partitions or args.total_nodes or node_options):
+        raise ConfigError("--system describes the whole machine: it cannot be combined with "
+                          "--partitions, --total_nodes or per-node options")
+    if args.system:
+        return load_machine(args.system)
+    if args.partitions:
+        if args.total_nodes:
+            raise ConfigError("--partitions gives the node counts: drop --total_nodes")
+        return parse_partitions(args.partitions, args.cores_per_node, args.gpus_per_node,
+                                args.memory_per_node, args.sharing)
+    if node_options:
+        raise ConfigError(f"{', '.join(node_options)} describe the nodes of --partitions")
+    return Machine.single_pool(total_nodes)
+
+
 def _priority_params(items: list[str]) -> dict:
     """``KEY=VALUE`` strings (dotted keys nest: ``weights.age=10``) as a dict; values are
     numbers, true/false, or text."""
@@ -375,6 +441,13 @@ def _report_reading(jobs, options) -> None:
 
 
 _REPORTED_ABOVE = ("rejected_oversized", "rejected_capacity")  # reported with the jobs' rows instead
+_REJECT_TEXT = {  # drevt_sweep.sim.machine.REJECT_REASONS
+    "no_partition": "their queue/partition maps to no partition",
+    "nodes": "more nodes than their partition has",
+    "cores": "more cores per node than a node has",
+    "gpus": "more GPUs per node than a node has",
+    "memory": "more memory per node than a node has",
+}
 _WARNING_TEXT = {
     "replay_overcommit_instants": "the recorded schedule uses more than {total_nodes} nodes at "
     "{count} instants (is --total_nodes smaller than the traced machine?); utilization can "
@@ -394,7 +467,11 @@ def _report_schedule(jobs, schedule) -> None:
             for i in rejected[:MAX_LISTED].tolist()
         )
         more = ", ..." if rejected.size > MAX_LISTED else ""
-        if "rejected_capacity" in schedule.warnings:
+        if schedule.placement is not None:
+            reasons = ", ".join(f"{_REJECT_TEXT[key[len('rejected_'):]]} ({count})"
+                                for key, count in schedule.placement.counts().items())
+            what = f"fit no partition of the machine ({reasons})"
+        elif "rejected_capacity" in schedule.warnings:
             what = ("can never run within the machine's capacity schedule (too large for it "
                     "throughout their time limit)")
         else:
@@ -412,7 +489,7 @@ def _report_schedule(jobs, schedule) -> None:
             f"({listed}{more}); --no_enforce_limits lets them run on"
         )
     for what, count in schedule.warnings.items():
-        if not count or what in _REPORTED_ABOVE:
+        if not count or what in _REPORTED_ABOVE or what.startswith("rejected_"):
             continue
         if what in _WARNING_TEXT:
             _warn(_WARNING_TEXT[what].format(count=count, total_nodes=schedule.total_nodes))
@@ -453,6 +530,30 @@ def per_job_text(jobs, schedule) -> str:
         return _category_bytes(kind, choices, quote=False)
 
     over, after = " nodes, more than the machine's ", ""
+    if schedule.placement is not None:  # partitions: say why, per job
+        from ..sim.machine import REJECT_REASONS
+
+        reason = np.asarray(schedule.placement.reason, dtype=np.int64)
+        kind = np.where(rejected, 2 + np.maximum(reason - 1, 0), kind)
+        first = np.where(rejected, jobs.num_nodes.astype(np.float64), schedule.begin)
+        second = np.where(rejected, float(schedule.total_nodes), schedule.end)
+        why = tuple(f" nodes; {_REJECT_TEXT[r].replace('their', 'its')} (machine: " for r in REJECT_REASONS)
+        data = format_rows(
+            [
+                b"Job ",
+                format_number_column(np.arange(n, dtype=np.int64)),
+                _category_bytes(kind, (" starts at ", " starts at ") + (" rejected: needs ",) * len(why),
+                                quote=False),
+                format_number_column(first),
+                _category_bytes(kind, (", ends at ", ", ends at ") + why, quote=False),
+                format_number_column(second),
+                _category_bytes(kind, ("", " (killed at its time limit)") + (" nodes)",) * len(why),
+                                quote=False),
+                b"\n",
+            ],
+            n,
+        )
+        return data.decode("utf-8")
     if "rejected_capacity" in schedule.warnings:  # a capacity schedule (drevt_sweep.workload)
         over, after = " nodes, never free for its whole time limit (capacity schedule, base ", ")"
     data = format_rows(
@@ -531,7 +632,37 @@ def _format_value(key: str, value: float, unit: str) -> str:
     return f"{value:.3f}".rstrip("0").rstrip(".")
 
 
-def statistics_text(metrics: dict[str, float], heading: str, queue_names=()) -> str:
+_PARTITION_COLUMNS = (
+    ("jobs_simulated", "jobs"),
+    ("jobs_rejected", "rejected"),
+    ("wait_mean", "wait mean s"),
+    ("wait_p95", "wait p95 s"),
+    ("bsld_mean", "bsld mean"),
+    ("node_utilization", "node %"),
+    ("core_utilization", "core %"),
+    ("gpu_utilization", "gpu %"),
+)
+
+
+def _table(title: str, first: str, names, key, columns) -> list[str]:
+    """An aligned table of metrics, one row per name (``key(name, metric)`` -> value or None)."""
+    rows = [[first, *[label for _, label in columns]]]
+    for name in names:
+        row = [name]
+        for metric, _ in columns:
+            value = key(name, metric)
+            unit = "%" if metric.endswith("utilization") else ""
+            row.append("-" if value is None else _format_value(metric, value, unit))
+        rows.append(row)
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lines = ["", f"  {title}:"]
+    for row in rows:
+        cells = [f"{row[0]:<{widths[0]}}"] + [f"{c:>{w}}" for c, w in zip(row[1:], widths[1:])]
+        lines.append("    " + "  ".join(cells))
+    return lines
+
+
+def statistics_text(metrics: dict[str, float], heading: str, queue_names=(), partition_names=()) -> str:
     """The aligned, human-readable statistics block."""
     lines = [heading]
     label_width = max(len(label) for _, label, _ in _STAT_ROWS)
@@ -565,6 +696,18 @@ def statistics_text(metrics: dict[str, float], heading: str, queue_names=()) -> 
                 f"{cell:>{width}}" for cell, width in zip(row[1:], widths[1:])
             ]
             lines.append("    " + "  ".join(cells))
+    if partition_names:
+        from ..sim.metrics import metric_key_for_queue
+
+        def partition_value(name, metric):
+            safe = metric_key_for_queue(name, metric).replace("queue/", "partition/", 1)
+            return metrics.get(safe)
+
+        lines.extend(_table("per partition", "partition", partition_names, partition_value,
+                            _PARTITION_COLUMNS))
+        for metric, label in (("core_utilization", "core utilization"), ("gpu_utilization", "GPU utilization")):
+            if metric in metrics:
+                lines.append(f"  {label}: {_format_value(metric, metrics[metric], '%')} %")
     return "\n".join(lines) + "\n"
 
 
@@ -578,6 +721,8 @@ def _heading(jobs, schedule, args, backfill, model) -> str:
         how = f"simulation, priority {args.priority_policy}, backfill {backfill}"
         if args.estimate != "user" or args.backfill_order != "fcfs":
             how += f" (estimates {args.estimate}, backfill order {args.backfill_order})"
+        if backfill == "conservative" and args.compression != "compress_first":
+            how += f" ({args.compression})"
         how += ", run times "
         how += model.name
         if model.mode == "distribution":
@@ -586,7 +731,11 @@ def _heading(jobs, schedule, args, backfill, model) -> str:
                 how = how.replace(f", seed {args.seed}", "")
         if not args.enforce_limits:
             how += ", limits not enforced"
-    return f"Statistics: {name}, {len(jobs)} jobs on {schedule.total_nodes} nodes, {how}"
+    where = f"{schedule.total_nodes} nodes"
+    if schedule.machine is not None:
+        where += " in partitions " + ", ".join(
+            f"{p.name} ({p.nodes}{', shared' if p.shared else ''})" for p in schedule.machine.partitions)
+    return f"Statistics: {name}, {len(jobs)} jobs on {where}, {how}"
 
 
 def _run_info(jobs, schedule, args, backfill, model) -> dict:
@@ -620,6 +769,7 @@ def _run_info(jobs, schedule, args, backfill, model) -> dict:
             "total_nodes": schedule.total_nodes,
             "priority_policy": args.priority_policy if simulated else None,
             "backfill_policy": backfill if simulated else None,
+            "compression": args.compression if simulated and backfill == "conservative" else None,
             "estimate": args.estimate if simulated else None,
             "backfill_order": args.backfill_order if simulated else None,
             "priority_params": args.priority_params if simulated else None,
@@ -653,29 +803,31 @@ def run(args: argparse.Namespace) -> int:
     jobs = _transform_jobs(jobs, args, _warn)
 
     total_nodes = args.total_nodes or jobs.meta.machine_nodes
-    if not total_nodes:
+    if not total_nodes and not (args.system or args.partitions):
         total_nodes = DEFAULT_TOTAL_NODES
         _note(
             f"the trace states no machine size and --total_nodes is not given: "
             f"using {DEFAULT_TOTAL_NODES} nodes (Lassen)"
         )
-    from ..sim import engine
+    from ..sim.partitioned import replay_machine, simulate_machine
 
+    machine = _machine(args, total_nodes or DEFAULT_TOTAL_NODES)
     if jobs.meta.mode == "replay":
         if args.run_time_mode in ("limit", "distribution"):
             _warn(
                 f"--run_time_mode {args.run_time_mode} is ignored: this trace is replayed with "
                 f"its recorded times (--force-simulation simulates it instead)"
             )
-        schedule = engine.replay(jobs, total_nodes)
+        schedule = replay_machine(jobs, machine)
     else:
         from ..sim.runtime import draw_run_times
 
         run_times = draw_run_times(jobs, model, args.seed, enforce_limits=args.enforce_limits)
-        schedule = engine.simulate(
+        progress = _Progress.for_run(args, len(jobs), jobs.submit)
+        schedule = simulate_machine(
             jobs,
             run_times,
-            total_nodes,
+            machine,
             priority=args.priority_policy,
             backfill=backfill,
             enforce_limits=args.enforce_limits,
@@ -683,7 +835,11 @@ def run(args: argparse.Namespace) -> int:
             estimate=args.estimate,
             backfill_order=args.backfill_order,
             priority_params=args.priority_params,
+            compression=args.compression,
+            progress=progress.update if progress else None,
         )
+        if progress:
+            progress.close()
     _report_schedule(jobs, schedule)
     _report_calendar_end(schedule, getattr(args, "workload_capacity", None))
 
@@ -712,10 +868,52 @@ def run(args: argparse.Namespace) -> int:
 
         present = [jobs.queue_names[c] for c in np.unique(jobs.queue_code).tolist()]
         heading = _heading(jobs, schedule, args, backfill, model)
-        chunks.append(statistics_text(metrics, heading, present))
+        parts = schedule.machine.partition_names if schedule.machine is not None else ()
+        chunks.append(statistics_text(metrics, heading, present, parts))
         sys.stdout.write("".join(chunks))
         sys.stdout.flush()
     return 0
+
+
+class _Progress:
+    """One self-rewriting line on stderr while a simulation runs: simulated time reached, jobs
+    done, rate. Only on a terminal (never in CI logs or pipes), never with ``--quiet``, and only
+    once the run has lasted ``AFTER_SECONDS`` (short runs print nothing)."""
+
+    AFTER_SECONDS = 2.0
+    EVERY_SECONDS = 0.25
+
+    @classmethod
+    def for_run(cls, args, n_jobs: int, submit) -> "_Progress | None":
+        if args.quiet or os.environ.get("CI") or not sys.stderr.isatty() or n_jobs == 0:
+            return None
+        return cls(n_jobs, float(submit.min()))
+
+    def __init__(self, n_jobs: int, t0: float) -> None:
+        import time
+
+        self.clock = time.monotonic
+        self.start = self.last = self.clock()
+        self.n_jobs = n_jobs
+        self.t0 = t0
+        self.shown = False
+
+    def update(self, now: float, done: int) -> None:
+        tick = self.clock()
+        elapsed = tick - self.start
+        if elapsed < self.AFTER_SECONDS or tick - self.last < self.EVERY_SECONDS:
+            return
+        self.last = tick
+        self.shown = True
+        days = (now - self.t0) / 86400
+        sys.stderr.write(f"\r{PROG}: simulated day {days:,.1f}, {done:,}/{self.n_jobs:,} jobs done, "
+                         f"{done / elapsed:,.0f} jobs/s, {elapsed:.0f} s\033[K")
+        sys.stderr.flush()
+
+    def close(self) -> None:
+        if self.shown:
+            sys.stderr.write("\r\033[K")
+            sys.stderr.flush()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -736,7 +934,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
-        print(f"{PROG}: interrupted", file=sys.stderr)
+        print(f"\r\033[K{PROG}: interrupted" if sys.stderr.isatty() else f"{PROG}: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:  # e.g. `drevt-sim ... | head`: stop quietly
         try:

@@ -33,7 +33,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
-from ..sim.metrics import BSLD_TAU, bounded_slowdown  # noqa: E402
+from ..sim.metrics import BSLD_TAU, bounded_slowdown, node_seconds  # noqa: E402
 
 MAX_BINS = 2000
 DEFAULT_BINS = 400  # the default aims at this many bins at most
@@ -328,7 +328,7 @@ def overall_utilization(frame: pd.DataFrame, total_nodes: int) -> float:
     if not len(frame):
         return float("nan")
     span = np.nanmax(_column(frame, "end_time")) - np.nanmin(_column(frame, "job_submit_time"))
-    busy = float(np.dot(_column(frame, "num_nodes"), _column(frame, "end_time") - _column(frame, "begin_time")))
+    busy = node_seconds(_column(frame, "num_nodes"), _column(frame, "end_time") - _column(frame, "begin_time"))
     return busy / (total_nodes * span) if span > 0 else float("nan")
 
 

@@ -51,13 +51,14 @@ from .policies import (
     priority_rank,
 )
 from .policies.base import Capacity, Cluster, PolicyContext
+from .policies.conservative import COMPRESSION_ORDERS, check_compression
 from .policies.dynamic import PriorityInputs
 from .schedule import Schedule
 
 NO_USERS = ("{what}, but no job of this trace has a known user (the readers take it from SWF field 12, "
             "Slurm's User, Lassen's hashed_user_id, a simple trace's user/user_id/uid column)")
 
-__all__ = ["simulate", "replay", "PRIORITY_POLICIES", "BACKFILL_POLICIES"]
+__all__ = ["simulate", "replay", "PRIORITY_POLICIES", "BACKFILL_POLICIES", "COMPRESSION_ORDERS"]
 
 
 def _check_total_nodes(total_nodes) -> int:
@@ -90,6 +91,8 @@ def simulate(
     estimate: str = "user",
     backfill_order: str = "fcfs",
     priority_params: dict | None = None,
+    compression: str = "compress_first",
+    progress: Callable[[float, int], None] | None = None,
 ) -> Schedule:
     """Schedule ``jobs`` on a machine of ``total_nodes`` nodes.
 
@@ -111,11 +114,17 @@ def simulate(
     ``estimate`` (``user``, ``actual``, ``user_history``) and ``backfill_order`` (``fcfs``,
     ``sjbf``): what the scheduler plans with and EASY's candidate order (``sim.estimates``).
     ``priority_params``: the parameters of a dynamic priority (``multifactor``'s weights etc.).
+    ``compression``: conservative backfilling's compression order (``compress_first``,
+    ``interleaved`` or ``one_pass``; see ``policies.conservative``); other policies ignore it.
+    ``progress(now, jobs_done)``, if given, is called every few thousand events with the
+    simulated time reached and the number of jobs finished so far; it may raise (an interrupt)
+    to stop the run. Both kernels return to Python that often, so Ctrl-C stops a long run.
     """
     check_priority(priority)
     check_backfill(backfill)
     check_estimate(estimate, backfill_order, backfill)
     check_priority_params(priority, priority_params)
+    check_compression(compression)
     if kernel not in _KERNELS:
         raise ConfigError(f"unknown kernel {kernel!r}; choose one of: {', '.join(_KERNELS)}")
     total = _check_total_nodes(total_nodes)
@@ -197,6 +206,7 @@ def simulate(
             begin_l, end_l = fast.run_events(
                 submit=submit, limit=limit, nodes=nodes, dur=dur, rejected=rejected, rank=rank,
                 total=total, backfill=backfill, enforce_limits=bool(enforce_limits),
+                compression=compression, progress=progress,
             )
     else:
         begin_l, end_l = _run_events(
@@ -215,6 +225,8 @@ def simulate(
             backfill_order=backfill_order,
             users=users,
             dynamic=dynamic,
+            compression=compression,
+            progress=progress,
         )
     warnings = {"rejected_oversized": int(rejected.sum())}
     if deadline is not None:  # jobs withdrawn when their last capacity window passed
@@ -282,8 +294,13 @@ def _use_fast_kernel(kernel: str, backfill: str, capacity: Capacity, on_reservat
     return False
 
 
+# The reference loop calls ``progress`` once per this many events.
+PROGRESS_EVERY_EVENTS = 4096
+
+
 def _run_events(*, submit, limit, nodes, dur, rejected, rank, capacity, backfill, enforce_limits, on_reservation,
-                deadline=None, estimate="user", backfill_order="fcfs", users=None, dynamic=None):
+                deadline=None, estimate="user", backfill_order="fcfs", users=None, dynamic=None,
+                compression="compress_first", progress=None):
     """The event loop. Works on Python lists (per-element numpy access is slow in pure Python).
 
     With a variable capacity (``deadline`` given): capacity changes are events while jobs wait
@@ -323,7 +340,8 @@ def _run_events(*, submit, limit, nodes, dur, rejected, rank, capacity, backfill
 
     cluster = Cluster(capacity, nodes_l, enforce_limits)
     policy = make_backfill(
-        backfill, PolicyContext(nodes_l, plan, capacity, enforce_limits, on_reservation, backfill_order, fcfs)
+        backfill, PolicyContext(nodes_l, plan, capacity, enforce_limits, on_reservation, backfill_order, fcfs,
+                               compression=compression)
     )
     running = cluster.running  # sorted (est_end, job)
     queue: list[int] = []  # waiting jobs in priority order
@@ -338,10 +356,16 @@ def _run_events(*, submit, limit, nodes, dur, rejected, rank, capacity, backfill
     c = 0
     deadline_l = deadline.tolist() if deadline is not None else None
     expiring: list[tuple[float, int]] = []  # heap of (deadline, job) of waiting jobs
-    while a < n_arr or completions or (queue and c < n_cap):
+    events = 0
+    finished = 0
+    wake = getattr(policy, "wake_at", None)  # a policy's own event (a start it promised)
+    t_wake = inf
+    while a < n_arr or completions or (queue and (c < n_cap or t_wake < inf)):
         t_arr = submit_l[arrivals[a]] if a < n_arr else inf
         t_end = completions[0][0] if completions else inf
         now = t_arr if t_arr < t_end else t_end
+        if t_wake < now:
+            now = t_wake
         if overruns and overruns[0][0] < now:
             now = overruns[0][0]
         if dyn is not None and queue and dyn.next_tick < now:
@@ -355,9 +379,14 @@ def _run_events(*, submit, limit, nodes, dur, rejected, rank, capacity, backfill
         if dyn is not None:
             dyn.advance(now)  # every tick <= now
 
+        events += 1
+        if progress is not None and events % PROGRESS_EVERY_EVENTS == 0:
+            progress(now, finished)
+
         # 1. completions
         while completions and completions[0][0] <= now:
             _, j = heapq.heappop(completions)
+            finished += 1
             e = est_end[j]
             del running[bisect_left(running, (e, j))]
             cluster.free += nodes_l[j]
@@ -460,6 +489,8 @@ def _run_events(*, submit, limit, nodes, dur, rejected, rank, capacity, backfill
                         raise RuntimeError(f"policy {backfill!r} started job {j}, which is not waiting")
                     del queue[i]
                     del qrank[i]
+        if wake is not None:
+            t_wake = wake() if queue else inf
         cluster.freed_early = False
         cluster.estimates_raised = False
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..jobs import JobTable
+from .machine_metrics import partition_metrics  # PARTITION_METRIC_DEFINITIONS documents them
 from ..names import queue_key
 from .schedule import Schedule
 
@@ -64,6 +65,17 @@ def metric_key_for_queue(queue: str, metric: str) -> str:
 def bounded_slowdown(wait: np.ndarray, run_time: np.ndarray, tau: float = BSLD_TAU) -> np.ndarray:
     """max(1, (wait + run) / max(run, tau)) per job."""
     return np.maximum(1.0, (wait + run_time) / np.maximum(run_time, tau))
+
+
+def node_seconds(nodes: np.ndarray, run_time: np.ndarray) -> float:
+    """Σ nodes × run time, summed in an order fixed by the array alone.
+
+    Not ``np.dot``: BLAS splits a dot product over its threads, and the thread count differs
+    between the sweep's process and joblib's workers (loky limits them to one), so the last
+    bit of ``utilization`` depended on where a seed ran (issue 19). numpy's own reduction is a
+    pairwise sum whose order depends only on the length of a contiguous array."""
+    products = np.ascontiguousarray(np.asarray(nodes, dtype=np.float64) * run_time)
+    return float(np.add.reduce(products))
 
 
 def _queue_length(
@@ -122,8 +134,7 @@ def _job_metrics(
             out[key] = nan
     span = span_end - span_start
     if n and span > 0:
-        node_seconds = float(np.dot(nodes.astype(np.float64), run_time))
-        out["utilization"] = node_seconds / (total_nodes * span)
+        out["utilization"] = node_seconds(nodes, run_time) / (total_nodes * span)
         out["throughput"] = n / (span / 3600.0)
     else:
         out["utilization"] = nan
@@ -172,6 +183,20 @@ def compute_metrics(jobs: JobTable, schedule: Schedule) -> dict[str, float]:
         metrics["user_bsld_jain"] = jain_index(users["bsld_mean"])
     # Keep the documented order: makespan before throughput in reports.
     metrics = {k: metrics[k] for k in _ORDER if k in metrics}
+
+    if getattr(schedule, "placement", None) is not None:  # a machine with partitions
+        def of_rows(rows):
+            keep = ran[rows]
+            rows = rows[keep]
+            out = {"jobs_simulated": float(rows.size),
+                   "jobs_killed": float((killed[rows]).sum())}
+            out.update(_job_metrics(schedule.begin[rows] - jobs.submit[rows], schedule.run_time[rows],
+                                    jobs.num_nodes[rows], jobs.submit[rows], schedule.begin[rows],
+                                    schedule.total_nodes, span_start, span_end))
+            del out["utilization"]  # the partition's node_utilization replaces it
+            return out
+
+        metrics.update(partition_metrics(jobs, schedule, of_rows, queue_key, span_start, span_end))
 
     # Per queue: sort the jobs by queue once and slice contiguous segments.
     codes_all = np.asarray(jobs.queue_code)

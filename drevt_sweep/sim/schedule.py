@@ -24,6 +24,11 @@ class Schedule:
     killed: np.ndarray  # bool, stopped at its time limit
     rejected: np.ndarray  # bool, could never run on this machine
     warnings: dict[str, int] = field(default_factory=dict)  # e.g. replay over-commit instants
+    # On a machine with partitions (drevt_sweep.sim.partitioned): the machine, each job's
+    # partition (int32 index into machine.partitions, -1 rejected) and resolved per-node
+    # request (``machine.Placement``). None on a single pool of whole nodes.
+    machine: object | None = None
+    placement: object | None = None
 
     @property
     def ran(self) -> np.ndarray:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import shlex
 import sys
 import time
@@ -24,7 +25,9 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
 from .. import __version__
+from .callback_policy import guard_hydra_callbacks
 from .config import register_configs
+from .interrupts import end_workers, exit_code, install_handlers, signal_name
 from ..errors import ConfigError, DrevtError
 from .seeds import (
     Progress,
@@ -35,6 +38,7 @@ from .seeds import (
     seeds_for,
     start_workers,
 )
+from ..sim.machine import Machine, machine_from_mapping
 from ..sim.runtime import RunTimeModel
 from ..trace.options import read_options, resolve_trace_path
 from ..tracking.store import flatten
@@ -65,8 +69,18 @@ RESULT_SECTIONS = ("trace", "format", "timezone", "run_time", "policy", "system"
 QUEUE_KEYS_FILE = "queue_keys.json"  # metric/param key -> queue name, where they differ
 SUMMARY_COLUMNS = ("wait_mean", "bsld_mean", "utilization", "makespan")
 
+# SLURM sends SIGKILL 30 s (its default KillWait) after SIGTERM: mark the runs KILLED before.
+KILL_WAIT_SECONDS = 20.0
+
+# Set by the console script for the processes it starts (a joblib launcher's workers): tags
+# every run, so that an interrupted sweep can close the runs its killed workers left open.
+SWEEP_ID_ENV = "DREVT_SWEEP_ID"
+
 _failures: list[str] = []  # configurations that failed in this process (sets the exit code)
-_state = {"ran": False}  # whether any configuration started (bad options stop before that)
+# ran: whether any configuration started (bad options stop before that); store: the tracking
+# store of a multirun whose configurations run on this machine, for the runs left RUNNING.
+_state: dict = {"ran": False, "store": None}
+_results: dict[str, dict] = {}  # job folder -> result, as written to its result.json
 
 
 # ---------------------------------------------------------------- config -> plain objects
@@ -81,10 +95,15 @@ def run_spec(cfg: DictConfig, machine_nodes: int | None,
     total_nodes = cfg.system.total_nodes
     if total_nodes is not None and total_nodes < 1:
         raise ConfigError(f"system.total_nodes must be at least 1, got {total_nodes}")
+    machine = system_machine(cfg.system)
+    if machine is not None:
+        total_nodes = machine.total_nodes
     return RunSpec(
+        machine=machine,
         total_nodes=int(total_nodes or machine_nodes or LASSEN_NODES),
         priority=_value(cfg.policy.priority),
         backfill=_value(cfg.policy.backfill),
+        compression=_value(cfg.policy.compression),
         replay=bool(cfg.policy.replay),
         run_time=RunTimeModel(
             mode=_value(rt.mode),
@@ -97,6 +116,17 @@ def run_spec(cfg: DictConfig, machine_nodes: int | None,
         workload=workload or WorkloadSpec(),
         **policy_options(cfg.policy),
     )
+
+
+def system_machine(system) -> Machine | None:
+    """The machine with partitions a ``system`` section describes, or None (one pool)."""
+    if system.get("partitions") is None:
+        return None
+    data = OmegaConf.to_container(system, resolve=True, enum_to_str=True)
+    try:
+        return machine_from_mapping(data)
+    except ConfigError as exc:
+        raise ConfigError(f"system={system.name}: {exc}") from None
 
 
 def policy_options(policy: DictConfig) -> dict:
@@ -206,7 +236,7 @@ def run_configuration(cfg: DictConfig) -> dict:
         if tracker:
             command = reproduce_command(list(hydra_cfg.overrides.task))
             parent_id = tracker.start_run(name, {
-                TAG_KIND: "configuration", TAG_SWEEP_DIR: str(out_dir.parent),
+                TAG_KIND: "configuration", TAG_SWEEP_DIR: str(out_dir.parent), **_sweep_tag(),
                 **_run_tags(cfg, hydra_cfg, label, description(command)),
             })
             # The settings go first, so that even a configuration failing early shows them.
@@ -276,15 +306,18 @@ def run_configuration(cfg: DictConfig) -> dict:
         log.info("%s: %d seeds in %.1f s", name, len(results), result["seconds"])
     except (DrevtError, _SeedsFailed) as exc:
         _record_failure(result, label, str(exc), tracker, parent_id, out_dir)
-    except KeyboardInterrupt:
-        result.update(status="KILLED", error="interrupted (Ctrl-C)")
-        if tracker and parent_id:
+    except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM, SIGHUP (interrupts.py)
+        result.update(status="KILLED", error=f"interrupted ({signal_name(exc)})")
+        if tracker:
             try:
-                tracker.finish(parent_id, "KILLED")
-                tracker.wait(timeout=60)
+                tracker.finish_open_runs("KILLED")  # the parent and any seed run in flight
+                tracker.wait(timeout=KILL_WAIT_SECONDS)
             except Exception as exc:  # noqa: BLE001 - the interrupt is what matters
-                log.error("could not mark the run KILLED: %s", exc)
+                log.error("could not mark the runs KILLED: %s", exc)
         raise
+    except OSError as exc:  # a full disk, a read-only or vanished folder, a quota
+        _record_failure(result, label, _os_error(exc), tracker, parent_id, out_dir,
+                        details=traceback.format_exc())
     except TrackingError as exc:  # the store failed while writing: keep its own traceback
         _record_failure(result, label, f"tracking store: {exc}", tracker, parent_id, out_dir,
                         details=exc.details)
@@ -298,8 +331,40 @@ def run_configuration(cfg: DictConfig) -> dict:
                 result["parent_run_id"] = tracker.run_id(parent_id)
             except Exception:  # noqa: BLE001 - an interrupted or broken helper
                 pass
-        (out_dir / "result.json").write_text(json.dumps(result, indent=2, default=str))
+        _results[str(out_dir)] = result  # for the summary, should result.json not be written
+        try:
+            (out_dir / "result.json").write_text(json.dumps(result, indent=2, default=str))
+        except OSError as exc:
+            log.error("%s: %s", label, _os_error(exc))
     return result
+
+
+def _os_error(exc: OSError) -> str:
+    """One line for a file that could not be written (a full disk, a read-only or vanished
+    folder, a quota): ``cannot write PATH: No space left on device``."""
+    where = f" {exc.filename}" if exc.filename else ""
+    return f"cannot write{where}: {exc.strerror or exc}"
+
+
+def _sweep_tag() -> dict[str, str]:
+    from ..tracking.store import TAG_SWEEP_ID
+
+    sweep_id = os.environ.get(SWEEP_ID_ENV)
+    return {TAG_SWEEP_ID: sweep_id} if sweep_id else {}
+
+
+def _kill_runs_left_running() -> None:
+    """After an interrupt: the configurations that ran in other processes of this machine (a
+    joblib launcher's workers, killed by joblib) may not have closed their runs; close them."""
+    if _state["store"] is None or not os.environ.get(SWEEP_ID_ENV):
+        return
+    try:
+        killed = TrackingService(*_state["store"]).kill_running(
+            os.environ[SWEEP_ID_ENV], timeout=KILL_WAIT_SECONDS)
+        if killed:
+            log.info("%d run(s) left RUNNING by interrupted workers marked KILLED", killed)
+    except Exception as exc:  # noqa: BLE001 - the interrupt is what matters
+        log.error("could not mark the runs KILLED: %s", exc)
 
 
 def _lap(timings: dict, name: str, since: float) -> float:
@@ -433,6 +498,10 @@ def _log_seed_runs(tracker, parent_id, cfg, jobs, spec, chash, label, results, r
         params["trace_timezone_header"] = jobs.meta.header_timezone
     for name, count in jobs.meta.excluded.items():  # queue names made valid, unique, stable
         params[f"excluded.{excluded_key(name)}"] = count
+    for part in (spec.machine.partitions if spec.machine is not None else ()):
+        for field in ("nodes", "cores", "gpus", "memory", "sharing"):
+            params[f"partition.{part.name}.{field}"] = getattr(part, field)
+        params[f"partition.{part.name}.queues"] = ",".join(part.queues)
     for name, value in (result.get("workload_report") or {}).items():
         params[f"workload_report.{name}"] = value
     tracker.log(parent_id, metrics=result["metrics"], params=params,
@@ -445,7 +514,7 @@ def _log_seed_runs(tracker, parent_id, cfg, jobs, spec, chash, label, results, r
         child = tracker.start_run(
             seed_run_name(r.seed),
             {TAG_KIND: "seed", TAG_CONFIG_HASH: chash,
-             TAG_RUN_KEY: run_key(chash, jobs.meta.checksum, r.seed),
+             TAG_RUN_KEY: run_key(chash, jobs.meta.checksum, r.seed), **_sweep_tag(),
              **_run_tags(cfg, hydra_cfg, label, description(command))},
             parent_id=parent_id,
         )
@@ -512,11 +581,16 @@ def _fail_run(tracker, run_id: str, message: str, out_dir: Path) -> None:
     from ..tracking.store import TAG_ERROR
 
     path = out_dir / "error.txt"
-    path.write_text(message + "\n")
+    try:
+        path.write_text(message + "\n")
+    except OSError:  # a full disk: the tag below still carries the message
+        path = None
     try:
         tracker.log(run_id, tags={TAG_ERROR: message[:5000]})
-        tracker.log_artifact(run_id, path)
+        if path is not None:
+            tracker.log_artifact(run_id, path)
         tracker.finish(run_id, "FAILED")
+        tracker.finish_open_runs("FAILED")  # seed runs the failure caught half-written
         tracker.wait()
     except Exception as exc:  # noqa: BLE001 - reporting must go on
         log.error("could not record the error in the tracking store: %s", exc)
@@ -559,13 +633,19 @@ def format_summary(frame) -> str:
 
 def write_summary(sweep_dir: Path) -> tuple[str, list[str]]:
     """Gather every job's result.json into summary.csv; return the table and the failures."""
-    results = []
-    for path in sorted(sweep_dir.glob("*/result.json"), key=lambda p: _job_number(p.parent.name)):
-        results.append(json.loads(path.read_text()))
+    by_folder = {str(path.parent): json.loads(path.read_text())
+                 for path in sweep_dir.glob("*/result.json")}
+    for folder, result in _results.items():  # a result.json a full disk did not take
+        if Path(folder).parent == sweep_dir:
+            by_folder.setdefault(folder, result)
+    results = [by_folder[k] for k in sorted(by_folder, key=lambda f: _job_number(Path(f).name))]
     if not results:
         return "no configuration finished", []
     frame = summary_frame(results)
-    frame.to_csv(sweep_dir / "summary.csv", index=False)
+    try:
+        frame.to_csv(sweep_dir / "summary.csv", index=False)
+    except OSError as exc:
+        log.error(_os_error(exc))
     failed = [r["label"] for r in results if r.get("status") != "FINISHED"]
     return format_summary(frame), failed
 
@@ -593,9 +673,12 @@ class SweepSummaryCallback(Callback):
                     config.paths.output_root,
                 )
             try:
-                _tracker(config, wait=True)  # the store and the experiment exist before any job
+                store = _tracker(config, wait=True)  # the store and experiment exist before any job
             except (DrevtError, TrackingError) as exc:
                 raise SystemExit(f"drevt-sweep: error: {exc}") from None
+            if "SlurmLauncher" not in launcher:
+                # Jobs run on this machine; SLURM tasks outlive an interrupted submitter.
+                _state["store"] = store._key
 
     def on_multirun_end(self, config: DictConfig, **kwargs) -> None:
         sweep_dir = Path(config.hydra.sweep.dir)
@@ -629,10 +712,15 @@ class SweepSummaryCallback(Callback):
 
     def on_run_end(self, config: DictConfig, **kwargs) -> None:
         run_dir = Path(config.hydra.run.dir)
-        if (run_dir / "result.json").exists():
+        result = _results.get(str(run_dir))
+        if result is None and (run_dir / "result.json").exists():
             result = json.loads((run_dir / "result.json").read_text())
+        if result is not None:
             frame = summary_frame([result])
-            frame.to_csv(run_dir / "summary.csv", index=False)
+            try:
+                frame.to_csv(run_dir / "summary.csv", index=False)
+            except OSError as exc:
+                log.error(_os_error(exc))
             failed = [] if result.get("status") == "FINISHED" else [result["label"]]
             _report(format_summary(frame), failed, run_dir, config)
             if config.resume:
@@ -697,6 +785,29 @@ def _report(table: str, failed: list[str], where: Path, config: DictConfig) -> N
 
 
 # ---------------------------------------------------------------- entry points
+def _tolerate_a_full_disk() -> None:
+    """A full disk (or a quota) fails the configurations that cannot write their outputs, each
+    with one line, and the multirun still summarises: Hydra's saving of a job's ``.hydra``
+    files (which would abort the whole multirun) only warns, and a log file that cannot be
+    written no longer prints logging's traceback (the console still shows every message)."""
+    import hydra.core.utils as hydra_utils
+
+    logging.raiseExceptions = False
+    original = hydra_utils._save_config
+    if getattr(original, "_drevt_tolerant", False):
+        return
+
+    def save_config(cfg, filename, output_dir) -> None:
+        try:
+            original(cfg, filename, output_dir)
+        except OSError as exc:
+            log.warning("Hydra's %s not saved in %s: %s", filename, output_dir, exc.strerror)
+
+    save_config._drevt_tolerant = True
+    hydra_utils._save_config = save_config
+
+
+
 @hydra.main(version_base="1.3", config_path="pkg://drevt_sweep.conf", config_name="config")
 def _app(cfg: DictConfig) -> dict:
     if not _state["ran"]:  # a multirun checked every job before the first one (on_multirun_start)
@@ -711,12 +822,19 @@ def _app(cfg: DictConfig) -> dict:
 
 
 def main() -> None:
-    """Console script: exit 0 when every configuration finished, 1 when any failed, 130 when
-    interrupted (runs in flight are then marked KILLED in the store)."""
+    """Console script: exit 0 when every configuration finished, 1 when any failed, 2 on bad
+    options, 128 + N when ended by signal N (SIGINT 130, SIGTERM 143, SIGHUP 129: runs in
+    flight are then marked KILLED in the store and the worker processes ended)."""
     if _asks_for_version(sys.argv[1:]):
         print(f"drevt-sweep {__version__}")
         return
+    install_handlers()
+    from ..tracking.store import sweep_id
+
+    os.environ[SWEEP_ID_ENV] = sweep_id()
     register_configs()
+    guard_hydra_callbacks()
+    _tolerate_a_full_disk()
     import pandas  # noqa: F401 - needed here anyway; imported before the fork, the helper shares it
 
     start_helper(fork=True)  # imports mlflow in the tracking helper while Hydra composes
@@ -730,9 +848,13 @@ def main() -> None:
         if isinstance(exc.code, str):
             print(exc.code, file=sys.stderr)
         sys.exit(2)
-    except KeyboardInterrupt:
-        print("\ndrevt-sweep: interrupted; runs in flight were marked KILLED", file=sys.stderr)
-        sys.exit(130)
+    except KeyboardInterrupt as exc:
+        _kill_runs_left_running()
+        end_workers()
+        print(f"\ndrevt-sweep: interrupted by {signal_name(exc)}; runs in flight were marked "
+              "KILLED and the workers ended (run again with resume=true to finish)",
+              file=sys.stderr)
+        sys.exit(exit_code(exc))
     if _failures:
         sys.exit(1)
 

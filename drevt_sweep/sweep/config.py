@@ -92,6 +92,14 @@ class Backfill(Enum):
     easy_drevt = "easy_drevt"
 
 
+class Compression(Enum):
+    """Conservative backfilling's compression order (``sim.policies.conservative``)."""
+
+    compress_first = "compress_first"  # completions, compress the waiting jobs, place arrivals
+    interleaved = "interleaved"  # one priority-ordered sweep (before issue 16)
+    one_pass = "one_pass"  # batsched / pyss: one compression round per completion instant
+
+
 class ParallelBackend(Enum):
     loky = "loky"  # processes on this machine (the default)
     threading = "threading"
@@ -161,6 +169,7 @@ class PolicyConf:
     name: str = "easy"
     priority: Priority = Priority.fcfs
     backfill: Backfill = Backfill.easy
+    compression: Compression = Compression.compress_first  # conservative only
     replay: bool = False
     estimate: Estimate = Estimate.user
     backfill_order: BackfillOrder = BackfillOrder.fcfs
@@ -175,13 +184,36 @@ class PolicyConf:
     partition_priority: Dict[str, float] = field(default_factory=dict)  # PriorityJobFactor
 
 
+class Sharing(Enum):
+    exclusive = "exclusive"  # a job takes whole nodes
+    shared = "shared"  # jobs are packed onto nodes by cores, GPUs and memory
+
+
+@dataclass
+class PartitionConf:
+    """One node pool of the machine (``drevt_sweep.sim.machine.Partition``); null resources
+    are not modelled. ``queues``: the job partition/queue names it serves (empty: its name;
+    ``"*"``: every name no other partition serves)."""
+
+    name: str = "???"
+    nodes: int = "???"  # type: ignore[assignment]
+    cores: Optional[int] = None
+    gpus: Optional[int] = None
+    memory: Optional[float] = None  # MiB per node
+    sharing: Sharing = Sharing.exclusive
+    queues: List[str] = field(default_factory=list)
+
+
 @dataclass
 class SystemConf:
-    """The machine: null total_nodes means the size the trace states (else 795, Lassen)."""
+    """The machine: null total_nodes means the size the trace states (else 795, Lassen).
+    ``partitions`` (a list) describes a machine with node pools instead; total_nodes is then
+    their sum."""
 
     name: str = "trace"
     total_nodes: Optional[int] = None
     enforce_limits: bool = True
+    partitions: Optional[List[PartitionConf]] = None
 
 
 @dataclass

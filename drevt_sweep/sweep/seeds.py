@@ -21,7 +21,9 @@ import numpy as np
 from ..sim import engine, kernel
 from ..errors import DrevtError
 from ..jobs import JobTable
+from ..sim.machine import Machine
 from ..sim.metrics import compute_metrics
+from ..sim.partitioned import replay_machine, simulate_machine
 from ..sim.runtime import RunTimeModel, draw_run_times, is_stochastic
 from ..sim.schedule import Schedule
 from ..sim.workload import WorkloadSpec, apply_workload
@@ -34,10 +36,12 @@ class RunSpec:
     total_nodes: int
     priority: str = "fcfs"
     backfill: str = "easy"
+    compression: str = "compress_first"  # conservative backfilling's compression order
     replay: bool = False
     run_time: RunTimeModel = field(default_factory=RunTimeModel)
     enforce_limits: bool = True
     workload: WorkloadSpec = field(default_factory=WorkloadSpec)
+    machine: Machine | None = None  # partitions (issue 14); None: one pool of total_nodes
     estimate: str = "user"
     backfill_order: str = "fcfs"
     priority_params: dict | None = field(default=None, hash=False)  # a dynamic priority's
@@ -79,13 +83,14 @@ def simulate_seed(jobs: JobTable, spec: RunSpec, seed: int) -> tuple[JobTable, S
     capacity = None
     if not spec.workload.is_identity:
         jobs, capacity, _ = apply_workload(jobs, spec.workload, seed)
+    machine = spec.machine or Machine.single_pool(spec.total_nodes)
     if spec.replay:
-        return jobs, engine.replay(jobs, spec.total_nodes)
+        return jobs, replay_machine(jobs, machine)
     run_time = draw_run_times(jobs, spec.run_time, seed, enforce_limits=spec.enforce_limits)
-    schedule = engine.simulate(
+    schedule = simulate_machine(
         jobs,
         run_time,
-        spec.total_nodes,
+        machine,
         priority=spec.priority,
         backfill=spec.backfill,
         enforce_limits=spec.enforce_limits,
@@ -93,6 +98,7 @@ def simulate_seed(jobs: JobTable, spec: RunSpec, seed: int) -> tuple[JobTable, S
         estimate=spec.estimate,
         backfill_order=spec.backfill_order,
         priority_params=spec.priority_params,
+        compression=spec.compression,
     )
     return jobs, schedule
 

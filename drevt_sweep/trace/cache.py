@@ -39,7 +39,7 @@ from .source import checksum_of, read_bytes
 from .table import write_rejects
 
 CACHE_ENV = "DREVT_TRACE_CACHE"
-FORMAT_VERSION = 2  # 2: entries carry the sha256 of their content
+FORMAT_VERSION = 3  # 2: entries carry the sha256 of their content; 3: per-node requests, partitions
 
 
 def default_cache_dir() -> Path:
@@ -91,11 +91,12 @@ def _code_fingerprint() -> str:
     return digest.hexdigest()
 
 
-_NAMES = ("queue_names", "user_names", "group_names")  # the code columns' names, stored as text
+_NAMES = ("queue_names", "user_names", "group_names", "partition_names")  # the code columns' names, stored as text
 _DTYPES = {  # the dtype kind of every JobTable column: i(nt) or f(loat)
     "job_id": "i", "source_line": "i", "submit": "f", "begin": "f", "end": "f",
     "num_nodes": "i", "time_limit": "f", "actual_run_time": "f", "queue_code": "i",
     "exit_status": "i", "user_code": "i", "group_code": "i",
+    "cores_per_node": "i", "gpus_per_node": "i", "memory_per_node": "f", "partition_code": "i",
 }
 
 
@@ -204,9 +205,10 @@ def _check_columns(columns: dict[str, np.ndarray], names: dict[str, tuple], meta
     limit = columns["time_limit"]
     if not (np.isfinite(limit) & (limit > 0)).all():
         raise _Invalid("a time limit is not finite and > 0")
-    codes = columns["queue_code"]
-    if n[0] and (codes.min() < 0 or codes.max() >= len(names["queue_names"])):
-        raise _Invalid("a queue code names no queue")
+    for what in ("queue", "partition"):
+        codes = columns[f"{what}_code"]
+        if n[0] and (codes.min() < 0 or codes.max() >= len(names[f"{what}_names"])):
+            raise _Invalid(f"a {what} code names no {what}")
     for who in ("user", "group"):  # -1: unknown
         codes = columns[f"{who}_code"]
         if n[0] and (codes.min() < -1 or codes.max() >= len(names[f"{who}_names"])):

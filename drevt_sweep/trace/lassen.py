@@ -16,6 +16,10 @@ or imposed on the job" without a unit (IBM CAST ``csm_create_tables.sql``); DR_E
 written for these Lassen exports, reads the column unchanged into ``timeout_t``, documented as
 "time limit in seconds", and caps batch jobs at 12 h = 43,200 s (``dr_evt_types.hpp``).
 
+Requests: ``num_processors`` and ``num_gpus`` (totals over the job's nodes; 0 = not
+recorded) become cores and GPUs per node, rounded up; the queue is the partition (a machine
+description maps queues such as pbatch and standby to their node pool).
+
 Every job has begin and end times, so a Lassen trace is replayed unless ``force_simulation``.
 Rows whose ``end_time`` is empty (the allocation was still running at export) are excluded as
 ``not_finished``; rows with ``end_time == begin_time`` as ``zero_run_time`` (they held no
@@ -33,7 +37,7 @@ from . import DEFAULT_QUEUES, DEFAULT_TIMEZONE, ReadOptions, convert
 from .frame import factorize_names, read_frame
 from .records import scan_delimited
 from .source import located, read_source
-from .table import ParsedTrace, add_ragged_problem, build_table
+from .table import ParsedTrace, add_ragged_problem, build_table, per_node
 from .timestamps import resolve_zone
 
 CSM_COLUMNS = (
@@ -80,6 +84,8 @@ NAMES = {  # canonical -> accepted header names, first present wins
     "time_limit": ("time_limit",),
     "exit_status": ("exit_status",),
     "job_id": ("primary_job_id", "allocation_id"),
+    "processors": ("num_processors",),
+    "gpus": ("num_gpus",),
     "user": ("hashed_user_id", "user_id", "user_name"),  # the public LAST file hashes them
     "group": ("hashed_user_group_id", "user_group_id", "user_group_name"),
 }
@@ -142,6 +148,7 @@ def read(path: str, options: ReadOptions) -> JobTable:
         parsed.queue_codes, parsed.queue_names = factorize_names(column_of["queue"])
         if "exit_status" in column_of:
             parsed.exit_status = convert.whole(parsed, column_of["exit_status"], "exit_status")
+        _requests(parsed, column_of)
         if "job_id" in column_of:
             ids = convert.whole(parsed, column_of["job_id"], "job_id")
             parsed.job_id = np.where(ids >= 0, ids, parsed.job_id)
@@ -152,6 +159,19 @@ def read(path: str, options: ReadOptions) -> JobTable:
             parsed.actual_run_time = parsed.end - parsed.begin
         parsed.mode = "replay"
         return build_table(parsed, options)
+
+
+def _requests(parsed: ParsedTrace, column_of) -> None:
+    """Cores and GPUs per node from the job totals ``num_processors`` and ``num_gpus`` (0 or
+    empty: not recorded, unknown), spread over its nodes and rounded up."""
+    for canon, target in (("processors", "cores_per_node"), ("gpus", "gpus_per_node")):
+        if canon not in column_of:
+            continue
+        total = convert.numbers(parsed, column_of[canon], canon)
+        with np.errstate(invalid="ignore"):
+            setattr(parsed, target, per_node(np.where(total > 0, total, np.nan), parsed.num_nodes))
+        parsed.labels[target] = parsed.labels[canon]
+        parsed.fields[target] = parsed.fields[canon]
 
 
 def _by_header(header: list[str], line: int) -> tuple[dict[str, int], dict[str, str]]:

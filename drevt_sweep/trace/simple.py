@@ -5,6 +5,8 @@ Extra columns are ignored. Aliases (the first one present wins):
 ``actual_run_time | duration | actual_duration | run_time | actual_runtime``.
 An optional ``job_id`` column gives the jobs' own ids (else the 1-based row number); optional
 ``user`` (``user_id``, ``uid``) and ``group`` (``account``) columns say who submitted.
+Optional requests, per node: ``num_cores``, ``num_gpus``, ``memory`` (MiB); ``partition``
+(else the queue is the partition).
 
 Mode, exactly as the seeds say:
 
@@ -61,6 +63,14 @@ SIMULATION_COLUMNS = {
 }
 
 
+REQUEST_COLUMNS = {  # optional, per node (memory in MiB)
+    "cores_per_node": ("num_cores",),
+    "gpus_per_node": ("num_gpus",),
+    "memory_per_node": ("memory",),
+    "partition": ("partition",),
+}
+
+
 def read(path: str, options: ReadOptions) -> JobTable:
     zone = resolve_zone(options.timezone or DEFAULT_TIMEZONE)
     source = read_source(path)
@@ -78,7 +88,7 @@ def read(path: str, options: ReadOptions) -> JobTable:
             header=0,
             names=[f"f{i}" for i in range(len(header))],
             usecols=[f"f{i}" for i in sorted(set(columns.values()))],
-            text_columns=[f"f{columns[c]}" for c in ("queue", "user", "group") if c in columns],
+            text_columns=[f"f{columns[c]}" for c in ("queue", "user", "group", "partition") if c in columns],
         )
         column_of = {canon: frame[f"f{index}"] for canon, index in columns.items()}
         parsed = ParsedTrace(
@@ -153,6 +163,8 @@ def resolve_columns(header: list[str], line: int = 1) -> tuple[dict[str, int], s
         pick("actual_run_time", ACTUAL_RUN_TIME_NAMES, required=False)
         pick("exit_status", ("exit_status",), required=False)
     pick("job_id", ("job_id",), required=False)
+    for canon, names in REQUEST_COLUMNS.items():
+        pick(canon, names, required=False)
     pick("user", ("user", "user_id", "uid"), required=False)
     pick("group", ("group", "account"), required=False)
     return columns, mode
@@ -164,6 +176,11 @@ def _fill(parsed: ParsedTrace, column_of, mode: str, options: ReadOptions, zone)
     parsed.time_limit = convert.numbers(parsed, column_of["time_limit"], "time_limit")
     parsed.queue_codes, parsed.queue_names = factorize_names(column_of["queue"], unescape=True)
     parsed.required = {"submit", "num_nodes", "time_limit"}
+    for canon in ("cores_per_node", "gpus_per_node", "memory_per_node"):
+        if canon in column_of:
+            setattr(parsed, canon, convert.numbers(parsed, column_of[canon], canon))
+    if "partition" in column_of:
+        parsed.partition_codes, parsed.partition_names = factorize_names(column_of["partition"])
     if "job_id" in column_of:
         parsed.job_id = convert.whole(parsed, column_of["job_id"], "job_id")
         parsed.problem(parsed.job_id < 0, "job_id", "missing", "missing or negative job_id")

@@ -19,6 +19,13 @@ Columns (names matched case-insensitively, first present wins):
 * ``JobIDRaw``/``JobID``: the leading number is the job id (array tasks ``123_4`` and
   heterogeneous components ``123+1`` keep their base id); without one, the row number.
 * ``Partition`` -> queue (every partition is kept by default); ``ExitCode`` ``N:S`` -> N.
+* Requests per node (optional columns): cores = ``ReqCPUS`` (else ``AllocCPUS``/``NCPUS``)
+  / nodes, rounded up; memory from ``ReqMem`` (else ``AllocMem``): a number with an optional
+  unit ``K``/``M``/``G``/``T`` (MiB when none) and suffix ``c`` (per CPU: times the cores per
+  node) or ``n`` (per node; also without a suffix, as Slurm 21.08+ prints it), else the
+  ``mem=`` of ``ReqTRES``/``AllocTRES``; GPUs = ``gres/gpu=N`` of ``ReqTRES`` (else
+  ``AllocTRES``; typed ``gres/gpu:v100=N`` entries are summed when there is no untyped one)
+  / nodes, rounded up; 0 when the TRES column lists no GPU.
 
 Decisions, each counted in ``TraceMeta``:
 
@@ -49,7 +56,7 @@ from . import DEFAULT_TIMEZONE, ReadOptions, convert
 from .frame import factorize_names, read_frame
 from .records import scan_delimited
 from .source import located, read_source
-from .table import ParsedTrace, add_ragged_problem, build_table
+from .table import ParsedTrace, add_ragged_problem, build_table, per_node
 from .timestamps import resolve_zone
 
 NAMES = {  # canonical -> accepted sacct field names (lower case), first present wins
@@ -69,7 +76,12 @@ NAMES = {  # canonical -> accepted sacct field names (lower case), first present
     "req_cpus": ("reqcpus",),
     "user": ("user",),
     "group": ("account", "group"),  # fair-share is per account; the Unix group when no Account
+    "cpus": ("reqcpus", "alloccpus", "ncpus"),
+    "memory": ("reqmem", "allocmem"),
+    "tres": ("reqtres", "alloctres"),
 }
+MEMORY_UNITS_MIB = {"": 1.0, "k": 1.0 / 1024, "m": 1.0, "g": 1024.0, "t": 1024.0**2}
+_MEMORY = r"^\s*(?P<value>\d+(?:\.\d+)?)(?P<unit>[KMGTkmgt]?)(?P<per>[cn]?)\s*$"
 # States of a job that has not ended: its elapsed time is the time so far, not a run time.
 ACTIVE_STATES = ("RUNNING", "SUSPENDED", "COMPLETING", "CONFIGURING", "RESIZING", "REQUEUED",
                  "REQUEUE_FED", "REQUEUE_HOLD", "RESV_DEL_HOLD", "SIGNALING", "STAGE_OUT",
@@ -216,6 +228,7 @@ def _fill(parsed: ParsedTrace, column_of, options: ReadOptions, zone) -> None:
     if "queue" in column_of:
         parsed.queue_codes, parsed.queue_names = factorize_names(column_of["queue"])
     parsed.time_limit = _time_limit(parsed, column_of)
+    _requests(parsed, column_of, nodes)
     parsed.users = _text(column_of["user"]) if "user" in column_of else None
     parsed.groups = _text(column_of["group"]) if "group" in column_of else None
     if "exit_status" in column_of:
@@ -228,6 +241,57 @@ def _fill(parsed: ParsedTrace, column_of, options: ReadOptions, zone) -> None:
             "not an exit code (expected N:S)",
         )
         parsed.exit_status = pd.to_numeric(code, errors="coerce").fillna(-1).to_numpy(np.int64)
+
+
+def _requests(parsed: ParsedTrace, column_of, nodes: np.ndarray) -> None:
+    """Cores, GPUs and memory per node (see the module docstring)."""
+    if "cpus" in column_of:
+        cpus = convert.numbers(parsed, column_of["cpus"], "cores_per_node")
+        parsed.cores_per_node = per_node(np.where(cpus > 0, cpus, np.nan), nodes)
+    tres = _text(column_of["tres"]) if "tres" in column_of else None
+    if tres is not None:
+        gpus = _tres_gpus(tres)
+        parsed.gpus_per_node = np.where(tres.to_numpy() == "", np.nan, per_node(gpus, nodes))
+    memory = np.full(len(parsed), np.nan)
+    if "memory" in column_of:
+        text = _text(column_of["memory"])
+        parts = text.str.extract(_MEMORY)
+        value = pd.to_numeric(parts["value"], errors="coerce").to_numpy(np.float64)
+        scale = parts["unit"].fillna("").str.lower().map(MEMORY_UNITS_MIB).to_numpy(np.float64)
+        per_cpu = (parts["per"] == "c").to_numpy(dtype=bool)
+        bad = np.isnan(value) & (text != "").to_numpy(dtype=bool)
+        parsed.problem(bad, "memory_per_node", "not_a_memory",
+                       "not a memory size (a number, optional K/M/G/T, optional c or n)")
+        cores = parsed.cores_per_node
+        if cores is None:
+            cores = np.full(len(parsed), np.nan)
+        memory = value * scale * np.where(per_cpu, cores, 1.0)
+        parsed.fields["memory_per_node"] = parsed.fields.pop("memory")
+        parsed.labels["memory_per_node"] = parsed.labels.pop("memory")
+    if tres is not None:  # mem= of the TRES where the memory column says nothing
+        tres_mem = tres.str.extract(r"(?:^|,)mem=(?P<value>\d+(?:\.\d+)?)(?P<unit>[KMGTkmgt]?)(?:,|$)")
+        value = pd.to_numeric(tres_mem["value"], errors="coerce").to_numpy(np.float64)
+        scale = tres_mem["unit"].fillna("").str.lower().map(MEMORY_UNITS_MIB).to_numpy(np.float64)
+        with np.errstate(invalid="ignore"):  # the TRES mem= is the whole job's
+            memory = np.where(np.isnan(memory), value * scale / np.where(nodes >= 1, nodes, np.nan), memory)
+    if "memory" in column_of or tres is not None:
+        parsed.memory_per_node = memory
+    if "cpus" in column_of:
+        parsed.fields["cores_per_node"] = parsed.fields.pop("cpus")
+        parsed.labels["cores_per_node"] = parsed.labels.pop("cpus")
+
+
+def _tres_gpus(tres: pd.Series) -> np.ndarray:
+    """GPUs of a TRES list: ``gres/gpu=N``, else the sum of ``gres/gpu:<type>=N``, else 0."""
+    plain = pd.to_numeric(tres.str.extract(r"(?:^|,)gres/gpu=(\d+)", expand=False), errors="coerce")
+    typed = tres.str.extractall(r"(?:^|,)gres/gpu:[^=,]+=(\d+)")
+    total = plain.to_numpy(np.float64)
+    if len(typed):
+        sums = pd.to_numeric(typed[0]).groupby(level=0).sum()
+        typed_total = np.zeros(len(tres))
+        typed_total[sums.index.to_numpy()] = sums.to_numpy(np.float64)
+        total = np.where(np.isnan(total), typed_total, total)
+    return np.where(np.isnan(total), 0.0, total)
 
 
 def _elapsed(parsed: ParsedTrace, column_of) -> np.ndarray:

@@ -8,8 +8,9 @@ Per job: job_id = field 1; submit = UnixStartTime + field 2 (relative seconds wh
 has no UnixStartTime: ``meta.timestamp_format == "relative"``); begin = submit + wait (field 3)
 when the wait is known; actual run time = field 4; end = begin + run time; num_nodes =
 requested processors (field 8), else allocated processors (field 5); time_limit = requested
-time (field 9); queue = field 15 as text; user and group = fields 12 and 13 (-1 = unknown);
-exit_status = -1 (field 11 is a completion status, not an exit code). The trace is replayed when every kept job has a known wait, else simulated.
+time (field 9); queue = field 15 as text; partition = field 16 as text; user and group =
+fields 12 and 13 (-1 = unknown); exit_status = -1 (field 11 is a completion status, not an
+exit code). The trace is replayed when every kept job has a known wait, else simulated.
 
 -1 means "unknown". What happens to a job with an unknown value is explicit and counted:
 
@@ -23,6 +24,12 @@ exit_status = -1 (field 11 is a completion status, not an exit code). The trace 
   (``unknown_time_limit``), ``fail`` stops with an error naming the first such line;
 * wait (field 3) unknown -> begin/end unknown, the trace is simulated
   (``notes['wait_time_unknown']``).
+
+Nodes and cores: when the header's ``MaxProcs`` exceeds ``MaxNodes``, a node has
+``MaxProcs // MaxNodes`` processors, a job asking for P processors gets
+``ceil(P / procs_per_node)`` nodes with ``ceil(P / nodes)`` cores each; otherwise a processor is
+a node (as the archive's single-processor-node machines are). Requested memory (field 10, KB
+per processor; -1 unknown) becomes MiB per node (x the cores per node).
 
 Values below -1 in these fields are bad rows. The default queue filter keeps every queue.
 """
@@ -40,12 +47,14 @@ from . import ReadOptions, convert
 from .frame import read_frame
 from .records import scan_whitespace
 from .source import located, read_source
-from .table import ParsedTrace, add_ragged_problem, build_table
+from .table import ParsedTrace, add_ragged_problem, build_table, per_node
 
 FIELDS = 18
 MISSING_TIME_LIMIT_ACTIONS = ("run_time", "drop", "fail")
 # 0-based positions of the SWF fields used (SWF numbers them from 1).
-JOB, SUBMIT, WAIT, RUN, ALLOCATED, REQUESTED, REQ_TIME, QUEUE = 0, 1, 2, 3, 4, 7, 8, 14
+JOB, SUBMIT, WAIT, RUN, ALLOCATED, REQUESTED, REQ_TIME, REQ_MEMORY, QUEUE, PARTITION = (
+    0, 1, 2, 3, 4, 7, 8, 9, 14, 15
+)
 USER, GROUP = 11, 12  # user id (field 12) and group id (field 13): who submitted, -1 unknown
 LABELS = {
     "job_id": "job number (field 1)",
@@ -56,6 +65,8 @@ LABELS = {
     "num_nodes": "requested processors (field 8)",
     "time_limit": "requested time (field 9)",
     "queue": "queue (field 15)",
+    "memory_per_node": "requested memory (field 10)",
+    "partition": "partition (field 16)",
 }
 FIELD_OF = {
     "job_id": JOB,
@@ -66,6 +77,8 @@ FIELD_OF = {
     "num_nodes": REQUESTED,
     "time_limit": REQ_TIME,
     "queue": QUEUE,
+    "memory_per_node": REQ_MEMORY,
+    "partition": PARTITION,
 }
 _HEADER_LINE = re.compile(r"^\s*;\s*([A-Za-z][\w ]*?)\s*:\s*(.*?)\s*$")
 
@@ -92,7 +105,11 @@ def read(path: str, options: ReadOptions) -> JobTable:
             comment=";",
         )
         start = _header_int(header, "UnixStartTime")
-        machine_nodes = _header_int(header, "MaxNodes") or _header_int(header, "MaxProcs")
+        max_nodes, max_procs = _header_int(header, "MaxNodes"), _header_int(header, "MaxProcs")
+        machine_nodes = max_nodes or max_procs
+        # Processors per node, when the header says a node has several (else 1: a processor
+        # is a node, as before).
+        procs_per_node = max_procs // max_nodes if max_nodes and max_procs and max_procs > max_nodes else 1
         stated = header.get("TimeZoneString", ("", 0))[0] or None
         parsed = ParsedTrace(
             source=source,
@@ -111,7 +128,7 @@ def read(path: str, options: ReadOptions) -> JobTable:
         add_ragged_problem(parsed, FIELDS)
         if options.timezone and stated and options.timezone != stated:
             parsed.note("timezone_overrides_header", np.ones(len(rows), dtype=bool))
-        _fill(parsed, frame, float(start or 0), options)
+        _fill(parsed, frame, float(start or 0), options, procs_per_node)
         return build_table(parsed, options)
 
 
@@ -155,11 +172,12 @@ def _header_int(header, key: str) -> int | None:
     return number
 
 
-def _fill(parsed: ParsedTrace, frame: pd.DataFrame, start: float, options: ReadOptions) -> None:
+def _fill(parsed: ParsedTrace, frame: pd.DataFrame, start: float, options: ReadOptions,
+          procs_per_node: int = 1) -> None:
     value = {
         canon: convert.numbers(parsed, frame[index], canon)
         for canon, index in FIELD_OF.items()
-        if canon != "queue"
+        if canon not in ("queue", "partition")
     }
     for canon, values in value.items():
         with np.errstate(invalid="ignore"):
@@ -208,6 +226,15 @@ def _fill(parsed: ParsedTrace, frame: pd.DataFrame, start: float, options: ReadO
         parsed.begin = np.where(wait_known, parsed.submit + wait, np.nan)
         parsed.end = parsed.begin + run
     parsed.actual_run_time = run
+    if procs_per_node > 1:  # processors become cores of whole nodes
+        with np.errstate(invalid="ignore"):
+            whole_nodes = np.where(nodes > 0, np.ceil(nodes / procs_per_node), nodes)
+        parsed.cores_per_node = per_node(np.where(nodes > 0, nodes, np.nan), whole_nodes)
+        nodes = whole_nodes
+    procs_on_node = parsed.cores_per_node if parsed.cores_per_node is not None else 1.0
+    with np.errstate(invalid="ignore"):  # KB per processor -> MiB per node; -1 unknown
+        memory = value["memory_per_node"]
+        parsed.memory_per_node = np.where(memory >= 0, memory * procs_on_node / 1024.0, np.nan)
     parsed.num_nodes = nodes
     parsed.time_limit = limit
     ids = np.where(np.isfinite(job) & (job == np.floor(job)) & (np.abs(job) < 2**62), job, -1)
@@ -216,6 +243,10 @@ def _fill(parsed: ParsedTrace, frame: pd.DataFrame, start: float, options: ReadO
     parsed.queue_codes, parsed.queue_names = pd.factorize(queue, sort=False)
     parsed.queue_codes = parsed.queue_codes.astype(np.int64)
     parsed.queue_names = [str(name) for name in parsed.queue_names]
+    partition = value_text(frame[PARTITION])
+    parsed.partition_codes, names = pd.factorize(partition, sort=False)
+    parsed.partition_codes = parsed.partition_codes.astype(np.int64)
+    parsed.partition_names = [str(name) for name in names]
     parsed.users, parsed.groups = (value_text(frame[f]).replace("-1", "") for f in (USER, GROUP))
     parsed.mode = None  # replay exactly when every kept job has a known wait
 

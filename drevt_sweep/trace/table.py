@@ -75,6 +75,13 @@ class ParsedTrace:
     end: np.ndarray | None = None
     actual_run_time: np.ndarray | None = None
     exit_status: np.ndarray | None = None  # int64, -1 unknown
+    # Per-node requests (float64, NaN unknown; validated, then cast) and the partition
+    # (None: the queue). See ``per_node`` for totals spread over a job's nodes.
+    cores_per_node: np.ndarray | None = None
+    gpus_per_node: np.ndarray | None = None
+    memory_per_node: np.ndarray | None = None  # MiB
+    partition_codes: np.ndarray | None = None
+    partition_names: list[str] = field(default_factory=list)
     users: pd.Series | None = None  # who submitted, as text ('' = unknown); None: no such column
     groups: pd.Series | None = None  # the group or account, as text ('' = unknown)
     mode: str | None = None  # None: replay exactly when every kept job has begin and end
@@ -265,6 +272,23 @@ def _validation_problems(parsed: ParsedTrace) -> list[Problem]:
             f"num_nodes is too large (more than {MAX_NODES})",
         )
 
+    for name, least in (("cores_per_node", 1), ("gpus_per_node", 0), ("memory_per_node", 0)):
+        values = getattr(parsed, name)
+        if values is None:
+            continue
+        with np.errstate(invalid="ignore"):
+            check(np.isinf(values), name, "not_finite", "not a finite number")
+            if name != "memory_per_node":
+                check(
+                    np.isfinite(values) & (values != np.floor(values)),
+                    name,
+                    "not_whole",
+                    f"{parsed.labels.get(name, name)} must be a whole number",
+                )
+            check(values < least, name, "negative" if least == 0 else "below_1",
+                  f"{parsed.labels.get(name, name)} must be at least {least}")
+            check(values > MAX_NODES, name, "too_large", f"{name} is too large")
+
     for name in ("time_limit", "actual_run_time"):
         values = getattr(parsed, name)
         if values is None:
@@ -363,14 +387,13 @@ def _assemble(parsed: ParsedTrace, options, order, excluded, rejects) -> JobTabl
             "replay" if bool(np.isfinite(begin).all() and np.isfinite(end).all()) else "simulation"
         )
 
-    used_codes = np.flatnonzero(
-        np.bincount(parsed.queue_codes[order], minlength=len(parsed.queue_names))
-    )
-    names = sorted(parsed.queue_names[code] for code in used_codes)
-    position = {name: i for i, name in enumerate(names)}
-    remap = np.zeros(max(len(parsed.queue_names), 1), dtype=np.int32)
-    for code in used_codes:
-        remap[code] = position[parsed.queue_names[code]]
+    queue_code, names = _used_names(parsed.queue_codes[order], parsed.queue_names)
+    if parsed.partition_codes is None:
+        partition_code, partition_names = queue_code, names
+    else:
+        partition_code, partition_names = _used_names(
+            parsed.partition_codes[order], parsed.partition_names
+        )
 
     notes = {}
     for name, mask in parsed.note_masks.items():
@@ -412,15 +435,44 @@ def _assemble(parsed: ParsedTrace, options, order, excluded, rejects) -> JobTabl
         num_nodes=parsed.num_nodes[order].astype(np.int64),
         time_limit=_owned(time_limit, np.float64),
         actual_run_time=_owned(actual, np.float64),
-        queue_code=remap[parsed.queue_codes[order]],
+        queue_code=queue_code,
         queue_names=tuple(names),
         exit_status=_owned(exit_status, np.int64),
         meta=meta,
+        cores_per_node=_whole_or_unknown(take(parsed.cores_per_node)),
+        gpus_per_node=_whole_or_unknown(take(parsed.gpus_per_node)),
+        memory_per_node=_owned(take(parsed.memory_per_node), np.float64),
+        partition_code=partition_code,
+        partition_names=tuple(partition_names),
         user_code=user_code,
         user_names=user_names,
         group_code=group_code,
         group_names=group_names,
     )
+
+
+def _used_names(codes: np.ndarray, all_names) -> tuple[np.ndarray, list[str]]:
+    """Codes renumbered into the sorted names that the kept rows use."""
+    used = np.flatnonzero(np.bincount(codes, minlength=len(all_names)))
+    names = sorted(all_names[code] for code in used)
+    position = {name: i for i, name in enumerate(names)}
+    remap = np.zeros(max(len(all_names), 1), dtype=np.int32)
+    for code in used:
+        remap[code] = position[all_names[code]]
+    return remap[codes], names
+
+
+def _whole_or_unknown(values: np.ndarray) -> np.ndarray:
+    """Validated whole numbers as int64, NaN (unknown) as -1."""
+    return np.where(np.isnan(values), -1, values).astype(np.int64)
+
+
+def per_node(total: np.ndarray, nodes: np.ndarray) -> np.ndarray:
+    """A job's total of some resource spread evenly over its nodes, rounded up (a node holds
+    whole cores/GPUs): ``ceil(total / nodes)``; NaN where either is unknown or not > 0."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        known = np.isfinite(total) & (total >= 0) & np.isfinite(nodes) & (nodes >= 1)
+        return np.where(known, np.ceil(total / np.where(known, nodes, 1)), np.nan)
 
 
 def _who(text: pd.Series | None, order: np.ndarray) -> tuple[np.ndarray | None, tuple[str, ...]]:

@@ -31,7 +31,7 @@ import uuid
 from typing import Mapping
 
 from ..errors import DrevtError
-from .store import Tracker, check_reachable
+from .store import TAG_HANDLE, Tracker, check_reachable
 
 
 class TrackingError(Exception):
@@ -53,11 +53,13 @@ _in_helper_process = False
 
 
 def _helper_started(parent_pid: int, own_pid) -> None:
-    """Ctrl-C is the sweep's to handle (it then asks the helper to mark runs KILLED), and a
+    """Ctrl-C, SIGTERM and SIGHUP are the sweep's to handle (it then asks the helper to mark
+    runs KILLED, so the helper must outlive them: SLURM signals every process of a job), and a
     helper whose sweep has died leaves at once."""
     global _in_helper_process
     _in_helper_process = True
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, signal.SIG_IGN)
     own_pid.value = os.getpid()
 
     def watch() -> None:
@@ -79,7 +81,30 @@ def _command(fn, *args):
     except TrackingError:
         raise
     except Exception as exc:  # noqa: BLE001 - reported by TrackingService.wait
-        raise TrackingError(f"{type(exc).__name__}: {exc}", traceback.format_exc()) from None
+        raise TrackingError(_store_of(args) + _summary(exc), traceback.format_exc()) from None
+
+
+def _store_of(args: tuple) -> str:
+    """``tracking store PATH: `` when the command names a store (its key comes first)."""
+    key = args[0] if args and isinstance(args[0], tuple) and args[0] else None
+    if key is None or not isinstance(key[0], str):
+        return ""
+    uri = key[0]
+    return f"tracking store {uri[len('sqlite:///'):] if uri.startswith('sqlite:///') else uri}: "
+
+
+def _summary(exc: BaseException) -> str:
+    """One line: the database's own error where there is one (SQLAlchemy's message adds the
+    statement and its parameters), else the first line of the exception's."""
+    import sqlite3
+
+    cause: BaseException | None = exc
+    while cause is not None:
+        if isinstance(cause, sqlite3.Error):
+            return f"{type(cause).__name__}: {cause}"
+        cause = cause.__cause__ or cause.__context__
+    lines = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {lines[0] if lines else ''}"
 
 
 @contextlib.contextmanager
@@ -124,20 +149,29 @@ def _tracker(key: tuple) -> Tracker:
     return _trackers[key]
 
 
-def _run(handle: str) -> str:
+def _run(key: tuple, handle: str) -> str:
+    if handle not in _run_ids and _restarts:  # a helper started after one died: ask the store
+        found = _tracker(key).run_with_handle(handle)
+        if found is not None:
+            _run_ids[handle] = found
     if handle not in _run_ids:
         raise TrackingError("this run is unknown to the tracking helper: it was never created "
-                            "(see the first error) or the helper was restarted")
+                            "(see the first error)")
     return _run_ids[handle]
 
 
 def _start_run(key: tuple, handle: str, name: str, tags: dict, parent: str | None) -> None:
-    parent_id = _run(parent) if parent else None
-    _run_ids[handle] = _tracker(key).start_run(name, tags, parent_id)
+    parent_id = _run(key, parent) if parent else None
+    if _restarts and handle not in _run_ids:  # sent again after a helper died: not twice
+        found = _tracker(key).run_with_handle(handle)
+        if found is not None:
+            _run_ids[handle] = found
+            return
+    _run_ids[handle] = _tracker(key).start_run(name, {**tags, TAG_HANDLE: handle}, parent_id)
 
 
 def _log(key: tuple, handle: str, metrics, params, tags) -> None:
-    _tracker(key).log(_run(handle), metrics=metrics, params=params, tags=tags)
+    _tracker(key).log(_run(key, handle), metrics=metrics, params=params, tags=tags)
 
 
 def _log_trace_input(key: tuple, handle: str, *dataset) -> None:
@@ -145,7 +179,7 @@ def _log_trace_input(key: tuple, handle: str, *dataset) -> None:
 
 
 def _log_artifact(key: tuple, handle: str, path: str, folder: str | None) -> None:
-    _tracker(key).log_artifact(_run(handle), path, folder)
+    _tracker(key).log_artifact(_run(key, handle), path, folder)
 
 
 def _tag_runs(key: tuple, run_ids: list[str], tags: dict) -> None:
@@ -154,11 +188,18 @@ def _tag_runs(key: tuple, run_ids: list[str], tags: dict) -> None:
 
 
 def _finish(key: tuple, handle: str, status: str) -> None:
-    _tracker(key).finish(_run(handle), status)
+    _tracker(key).finish(_run(key, handle), status)
 
 
-def _run_id(handle: str) -> str | None:
-    return _run_ids.get(handle)
+def _run_id(key: tuple, handle: str) -> str | None:
+    try:
+        return _run(key, handle)
+    except Exception:  # noqa: BLE001 - never created, or the store did not open
+        return None
+
+
+def _kill_running(key: tuple, sweep_id: str) -> int:
+    return _tracker(key).kill_running(sweep_id)
 
 
 def _finished_seed_runs(key: tuple, config_hash_value: str) -> dict[str, dict[str, float]]:
@@ -169,6 +210,7 @@ def _finished_seed_runs(key: tuple, config_hash_value: str) -> dict[str, dict[st
 # ---------------------------------------------------------------- in the sweep
 _helper: cf.Executor | None = None
 _helper_pid = None  # the helper process's pid, once it has started (shared memory)
+_restarts = 0  # helpers started because the one before died (it lost its run ids)
 
 
 def start_helper(fork: bool = False) -> None:
@@ -227,14 +269,25 @@ def stop_helper() -> None:
 
 
 def _submit_to_helper(fn, *args) -> cf.Future:
-    global _helper
     start_helper()
     try:
         return _helper.submit(_command, fn, *args)
     except cf.BrokenExecutor:  # the helper died (killed, out of memory): start a new one
-        _helper = None
-        start_helper()
+        _restart_helper()
         return _helper.submit(_command, fn, *args)
+
+
+def _helper_died() -> bool:
+    return bool(getattr(_helper, "_broken", False))  # ProcessPoolExecutor's own flag
+
+
+def _restart_helper() -> None:
+    """A new helper (a thread: this process has threads by now) in place of a dead one; it
+    finds the runs the dead one created by their handle tags."""
+    global _helper, _restarts
+    _helper = None
+    _restarts += 1
+    start_helper()
 
 
 class TrackingService:
@@ -247,7 +300,10 @@ class TrackingService:
         check_reachable(uri)  # a tracking server that does not answer fails here, at once
         self.uri = uri
         self._key = (uri, experiment, artifact_root)
-        self._pending: list[cf.Future] = []
+        # Commands sent since the last wait, kept to be sent again if the helper dies.
+        self._pending: list[tuple[cf.Future, object, tuple]] = []
+        self._restarts_seen = _restarts
+        self._open_runs: list[str] = []  # handles of runs started and not yet finished
         self._send(_open, self._key)
 
     @classmethod
@@ -258,14 +314,30 @@ class TrackingService:
         return service
 
     def _send(self, fn, *args) -> cf.Future:
+        if _helper_died():
+            _restart_helper()
+        if self._restarts_seen != _restarts:
+            self._send_lost_again()
         future = _submit_to_helper(fn, *args)
-        self._pending.append(future)
+        self._pending.append((future, fn, args))
         return future
+
+    def _send_lost_again(self) -> None:
+        """After the helper died: its unfinished commands go to the new one, in their order,
+        before anything else (the configuration goes on; no run is lost or left RUNNING)."""
+        self._restarts_seen = _restarts
+        cf.wait([future for future, _, _ in self._pending])  # a dead helper's fail at once
+        pending, self._pending = self._pending, []
+        for future, fn, args in pending:
+            if isinstance(future.exception(), cf.BrokenExecutor):
+                future = _submit_to_helper(fn, *args)
+            self._pending.append((future, fn, args))
 
     def start_run(self, name: str, tags: Mapping[str, str], parent_id: str | None = None) -> str:
         """A new run's handle (``parent_id``: the parent's handle)."""
         handle = uuid.uuid4().hex
         self._send(_start_run, self._key, handle, name, dict(tags), parent_id)
+        self._open_runs.append(handle)
         return handle
 
     def log(self, run_id: str, metrics=None, params=None, tags=None) -> None:
@@ -283,29 +355,52 @@ class TrackingService:
 
     def finish(self, run_id: str, status: str = "FINISHED") -> None:
         self._send(_finish, self._key, run_id, status)
+        if run_id in self._open_runs:
+            self._open_runs.remove(run_id)
+
+    def finish_open_runs(self, status: str) -> None:
+        """Close every run started and not yet finished (children before their parent), so
+        that an interrupted or failed configuration leaves none RUNNING."""
+        for handle in reversed(list(self._open_runs)):
+            self.finish(handle, status)
 
     def run_id(self, handle: str) -> str | None:
         """MLflow's id of a run (``None`` if it was never created); waits for the helper."""
-        return _submit_to_helper(_run_id, handle).result()
+        return _submit_to_helper(_run_id, self._key, handle).result()
 
     def finished_seed_runs(self, config_hash_value: str) -> dict[str, dict[str, float]]:
         """The metrics of FINISHED seed runs of a configuration, by run key (for ``resume``)."""
         self.wait()
         return self._send(_finished_seed_runs, self._key, config_hash_value).result()
 
+    def kill_running(self, sweep_id: str, timeout: float | None = None) -> int:
+        """Mark KILLED every run of sweep ``sweep_id`` still RUNNING; waits (``timeout``)."""
+        return self._send(_kill_running, self._key, sweep_id).result(timeout)
+
     def raise_if_failed(self) -> None:
         """Raise the error of a command that has already failed, without waiting."""
-        for future in self._pending:
-            if future.done() and future.exception() is not None:
+        for future, _, _ in self._pending:
+            if (future.done() and future.exception() is not None
+                    and not isinstance(future.exception(), cf.BrokenExecutor)):  # sent again
                 self.wait()  # the others first, then the first error
 
     def wait(self, timeout: float | None = None) -> None:
-        """Wait for every command sent so far; raise the first one's error, if any."""
-        pending, self._pending = self._pending, []
-        done, not_done = cf.wait(pending, timeout=timeout)
-        for future in pending:
-            if future in not_done:
+        """Wait for every command sent so far; raise the first one's error, if any. Commands
+        that a helper took with it when it died are sent again to a new one first."""
+        for _ in range(3):
+            if _helper_died():
+                _restart_helper()
+            if self._restarts_seen != _restarts:
+                self._send_lost_again()
+            futures = [future for future, _, _ in self._pending]
+            _, not_done = cf.wait(futures, timeout=timeout)
+            if not_done:
+                self._pending = []
                 raise TimeoutError(f"the tracking store did not finish writing in {timeout} s")
+            if not any(isinstance(f.exception(), cf.BrokenExecutor) for f in futures):
+                break
+        pending, self._pending = self._pending, []
+        for future, _, _ in pending:
             error = future.exception()
             if error is not None:
                 raise error

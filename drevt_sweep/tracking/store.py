@@ -37,6 +37,8 @@ TAG_PRESET = "drevt_experiment"  # the named preset (experiment=...), "none" wit
 TAG_SWEEP_RUN = "drevt_sweep_run_id"  # on a parent: the sweep-level run holding report.html
 TAG_DESCRIPTION = "mlflow.note.content"  # the run's description in the UI
 DIGEST_LENGTH = 36  # MLflow's dataset digest column holds 36 characters
+TAG_SWEEP_ID = "drevt_sweep_id"  # the drevt-sweep command that started the run: sweep_id()
+TAG_HANDLE = "drevt_handle"  # the sweep's name for the run (a restarted helper finds it by it)
 
 _BATCH_METRICS, _BATCH_PARAMS, _BATCH_TAGS = 1000, 100, 100
 
@@ -70,6 +72,34 @@ def config_hash(config: dict) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
+def sweep_id() -> str:
+    """A name for this ``drevt-sweep`` command that says whether it still runs:
+    ``host:pid:start`` (start: the process's start time in clock ticks since boot, so that a
+    reused pid is not mistaken for it); a random name where there is no /proc."""
+    import socket
+    import uuid
+
+    try:
+        start = Path(f"/proc/{os.getpid()}/stat").read_text().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return uuid.uuid4().hex
+    return f"{socket.gethostname()}:{os.getpid()}:{start}"
+
+
+def sweep_is_gone(sweep_id_value: str) -> bool:
+    """Whether the command named ``sweep_id_value`` ran on this machine and has ended."""
+    import socket
+
+    parts = sweep_id_value.split(":")
+    if len(parts) != 3 or parts[0] != socket.gethostname() or not Path("/proc/self").exists():
+        return False  # another machine's, or no way to tell
+    try:
+        stat = Path(f"/proc/{int(parts[1])}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, ValueError):
+        return True
+    return stat[19] != parts[2] or stat[0] in ("Z", "X")
+
+
 def check_reachable(uri: str, timeout: float = 5.0) -> None:
     """Fail fast, before any simulation, when a remote tracking server does not answer."""
     if not uri.startswith(("http://", "https://")):
@@ -89,6 +119,39 @@ def check_reachable(uri: str, timeout: float = 5.0) -> None:
         ) from None
 
 
+def check_sqlite_store(db_path: Path) -> None:
+    """Before MLflow touches an embedded store: it is a file, this process may write it, and
+    it passes sqlite's ``PRAGMA integrity_check`` (MLflow would otherwise retry a folder for
+    ~100 s, print SQLAlchemy's traceback for a read-only file, and use a corrupt one until a
+    query meets the damage). A missing store is fine: MLflow creates it."""
+    import sqlite3
+
+    if not db_path.exists():
+        return
+    if not db_path.is_file():
+        raise ConfigError(f"tracking store {db_path} is not a file")
+    move_away = ("restore it from a backup, or move it away to start a new store "
+                 "(tracking.uri=sqlite:////other/path.db for another one)")
+    try:
+        with contextlib.closing(sqlite3.connect(db_path, timeout=30)) as db:
+            # A write, rolled back: sqlite opens a file it may not write read-only, silently.
+            db.execute("BEGIN IMMEDIATE")
+            version = db.execute("PRAGMA user_version").fetchone()[0]
+            db.execute(f"PRAGMA user_version = {int(version) + 1}")
+            db.execute("ROLLBACK")
+            problems = [row[0] for row in db.execute("PRAGMA integrity_check(10)")]
+    except sqlite3.OperationalError as exc:
+        if "readonly" in str(exc) or "read-only" in str(exc) or not os.access(db_path, os.W_OK):
+            raise ConfigError(f"tracking store {db_path} is read-only ({exc}): make it "
+                              "writable, or set tracking.uri to another store") from None
+        raise ConfigError(f"tracking store {db_path} cannot be used: {exc}") from None
+    except sqlite3.DatabaseError as exc:  # "file is not a database", "disk image is malformed"
+        raise ConfigError(f"tracking store {db_path} is corrupt ({exc}): {move_away}") from None
+    if problems != ["ok"]:
+        raise ConfigError(f"tracking store {db_path} is corrupt (PRAGMA integrity_check: "
+                          f"{'; '.join(problems)}): {move_away}")
+
+
 @contextlib.contextmanager
 def _store_lock(uri: str) -> Iterator[None]:
     """An exclusive lock beside an embedded sqlite store (no-op for other stores)."""
@@ -96,8 +159,14 @@ def _store_lock(uri: str) -> Iterator[None]:
         yield
         return
     db_path = Path(uri[len("sqlite:///") :])
-    db_path.parent.mkdir(parents=True, exist_ok=True)
-    with open(db_path.with_suffix(".lock"), "a") as handle:
+    lock_path = db_path.with_suffix(".lock")
+    try:
+        db_path.parent.mkdir(parents=True, exist_ok=True)
+        handle = open(lock_path, "a")
+    except OSError as exc:
+        raise ConfigError(f"tracking store {db_path}: cannot create its lock file "
+                          f"{lock_path} ({exc.strerror})") from None
+    with handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         try:
             yield
@@ -122,11 +191,9 @@ class Tracker:
     def open(cls, uri: str, experiment: str, artifact_root: str | None = None) -> Tracker:
         """Create the store and the experiment once (under the lock) and return a handle."""
         check_reachable(uri)
-        if uri.startswith("sqlite:///"):
-            db_path = Path(uri[len("sqlite:///"):])
-            if db_path.exists() and not db_path.is_file():  # MLflow would retry for ~100 s
-                raise ConfigError(f"tracking store {db_path} is not a file")
         with _store_lock(uri):
+            if uri.startswith("sqlite:///"):
+                check_sqlite_store(Path(uri[len("sqlite:///"):]))
             client = _client(uri)
             _use_write_ahead_log(uri)
             found = client.get_experiment_by_name(experiment)
@@ -140,7 +207,9 @@ class Tracker:
                 experiment_id = client.create_experiment(experiment, artifact_location=location)
             else:
                 experiment_id = found.experiment_id
-        return cls(uri, experiment_id, artifact_root)
+        tracker = cls(uri, experiment_id, artifact_root)
+        tracker.close_orphaned_runs()
+        return tracker
 
     @property
     def client(self):
@@ -207,6 +276,52 @@ class Tracker:
         with _store_lock(self.uri):
             self.client.set_terminated(run_id, status=status)
 
+    def close_orphaned_runs(self) -> int:
+        """Mark KILLED the runs still RUNNING whose ``drevt-sweep`` ran on this machine and has
+        ended without closing them (SIGKILL, a power cut, a store on a full disk); runs of
+        sweeps still running, or of other machines, are left alone. Returns how many."""
+        import socket
+
+        from mlflow.exceptions import MlflowException
+
+        filter_string = (f"tags.{TAG_SWEEP_ID} LIKE '{socket.gethostname()}:%' "
+                         "and attributes.status = 'RUNNING'")
+        try:
+            found = self.client.search_runs([self.experiment_id], filter_string=filter_string,
+                                            max_results=5000)
+        except MlflowException:  # a server that does not take LIKE on tags: nothing to do
+            return 0
+        closed = 0
+        for run in found:
+            if sweep_is_gone(run.data.tags.get(TAG_SWEEP_ID, "")):
+                with _store_lock(self.uri):
+                    self.client.set_tag(run.info.run_id, TAG_ERROR, "the drevt-sweep that ran "
+                                        "it ended without closing it (killed by SIGKILL, a "
+                                        "crash, or a full disk)")
+                    self.client.set_terminated(run.info.run_id, status="KILLED")
+                closed += 1
+        return closed
+
+    def run_with_handle(self, handle: str) -> str | None:
+        """The id of the run the sweep named ``handle``, if it was created."""
+        found = self.client.search_runs([self.experiment_id], max_results=1,
+                                        filter_string=f"tags.{TAG_HANDLE} = '{handle}'")
+        return found[0].info.run_id if found else None
+
+    def kill_running(self, sweep_id: str) -> int:
+        """Mark KILLED the runs of one ``drevt-sweep`` command still RUNNING (those its
+        interrupted joblib-launcher workers could not close); returns how many."""
+        filter_string = f"tags.{TAG_SWEEP_ID} = '{sweep_id}' and attributes.status = 'RUNNING'"
+        killed = 0
+        while True:
+            page = self.client.search_runs([self.experiment_id], filter_string=filter_string,
+                                           max_results=1000)
+            for run in page:
+                self.finish(run.info.run_id, "KILLED")
+            killed += len(page)
+            if len(page) < 1000:
+                return killed
+
     def finished_seed_runs(self, config_hash_value: str) -> dict[str, object]:
         """FINISHED child runs of a configuration, by run key (what ``resume`` may reuse)."""
         filter_string = (
@@ -260,7 +375,14 @@ _CLIENTS: dict[str, object] = {}
 def _client(uri: str):
     """One MlflowClient per store and process (creating one is not free)."""
     if uri not in _CLIENTS:
+        import logging
+
         from mlflow.tracking import MlflowClient
+
+        # MLflow logs each database error with its traceback before raising it; the sweep
+        # reports the error itself, in one line naming the store (the traceback goes to the
+        # configuration's error.txt).
+        logging.getLogger("mlflow.store.db.utils").setLevel(logging.CRITICAL)
 
         _CLIENTS[uri] = MlflowClient(tracking_uri=uri)
     return _CLIENTS[uri]

@@ -131,11 +131,22 @@ def unavailable_reason() -> str | None:
     return _failure
 
 
-def run_events(*, submit, limit, nodes, dur, rejected, rank, total, backfill, enforce_limits):
+# Work units per call into the compiled loop (an event, or a waiting job looked at by
+# conservative backfilling, a sixteenth of a profile scan): a few ms to about 0.1 s each, so
+# progress is fresh and Ctrl-C (which Python acts on between calls) stops a run within 1 s.
+STEP_BUDGET = 1 << 14
+_COMPRESSION_ORDERS = {"compress_first": 0, "interleaved": 1, "one_pass": 2}
+
+
+def run_events(*, submit, limit, nodes, dur, rejected, rank, total, backfill, enforce_limits,
+               compression="compress_first", progress=None):
     """Begin and end time of every job (NaN for rejected ones), as ``engine._run_events``.
 
     Inputs are the engine's validated arrays: ``dur`` is the time each job holds its nodes
     (already cut at the limit when limits are enforced), ``rank`` its priority rank.
+    The compiled loop runs in slices of :data:`STEP_BUDGET` work units; between them
+    ``progress(now, jobs_done)`` is called (if given) and Python handles signals, so a
+    ``KeyboardInterrupt`` stops the run there.
     """
     kernels = load()
     if kernels is None:
@@ -154,18 +165,57 @@ def run_events(*, submit, limit, nodes, dur, rejected, rank, total, backfill, en
     order = np.argsort(submit, kind="stable")  # as the reference: submit order, then table row
     arrivals = np.ascontiguousarray(order[~np.asarray(rejected, dtype=bool)[order]], dtype=np.int64)
     total = np.int64(total)
+    begin = np.full(n, np.nan)
+    end = np.full(n, np.nan)
+    est = np.full(n, np.nan)  # estimated end of each started job
+    rmax = min(int(total), n) + 1  # running jobs (each holds at least one node)
+    running = (np.empty(rmax), np.empty(rmax, np.int64), np.empty(rmax, np.int64))  # sorted (est end, job, nodes)
+    heap = (np.empty(rmax), np.empty(rmax, np.int64))  # completions: (real end, job)
+    st = np.zeros(kernels.ST_SIZE, np.int64)
+    sf = np.zeros(kernels.SF_SIZE)
+    st[kernels.ST_FREE] = total
+    budget = np.int64(STEP_BUDGET)
     if backfill == "conservative":
-        begin, end, left = kernels.run_conservative(
-            submit, limit, nodes, dur, arrivals, rank, total, bool(enforce_limits)
+        cap = 2 * (rmax + 2 * n) + 16  # breakpoints: now, running jobs' ends, two per reservation (x2: redundant ones)
+        profile_t = np.full(cap, -np.inf)
+        profile_free = np.full(cap, total, np.int64)
+        state = (
+            submit, limit, nodes, dur, arrivals, rank, total, bool(enforce_limits),
+            np.int64(_COMPRESSION_ORDERS[compression]),
+            begin, end, est, np.full(n, np.nan), np.zeros(n, np.int8), *running, *heap,
+            np.empty(n, np.int64),  # the waiting queue in priority order
+            profile_t, profile_free, np.array([0, 1], np.int64),  # the profile, -inf on: all free
+            np.full((kernels.RC_SLOTS, 4), -1, np.int64),  # run cache: height, stamp, count, partial per slot
+            np.empty((kernels.RC_SLOTS, kernels.RC_RUNS)), np.empty((kernels.RC_SLOTS, kernels.RC_RUNS)),
+            np.empty(kernels.RC_SLOTS), np.full(int(total) + 1, -1, np.int64), np.empty(kernels.RC_SLOTS, np.int64),
         )
+        st[kernels.ST_FIXPOINT] = 1
+        st[kernels.ST_PASS_AT] = -1
+        sf[kernels.SF_EARLIEST] = np.inf
+        sf[kernels.SF_WAKE] = np.inf
+        step = kernels.conservative_steps
     else:
-        begin, end, left = kernels.run_queue_policy(
-            submit, limit, nodes, dur, arrivals, rank, total, np.int64(_QUEUE_MODES[backfill])
+        size = 1 << max(n - 1, 0).bit_length()  # segment tree leaves (>= n, a power of two)
+        job_of_rank = np.empty(n, np.int64)
+        job_of_rank[rank] = np.arange(n)
+        state = (
+            submit, limit, nodes, dur, arrivals, rank, total, np.int64(_QUEUE_MODES[backfill]),
+            begin, end, est, job_of_rank, np.full(2 * size, kernels.BIG, np.int64), np.full(2 * size, np.inf),
+            *running, *heap,
         )
-    if left == -1:
+        st[kernels.ST_HEAD] = size
+        step = kernels.queue_policy_steps
+    while True:
+        status = step(*state, st, sf, budget)
+        if status != 1:
+            break
+        if progress is not None:
+            progress(float(sf[kernels.SF_NOW]), int(st[kernels.ST_DONE]))
+    if status == -1:
         raise RuntimeError("conservative plan did not converge (compiled kernel)")
-    if left == -2:
+    if status == -2:
         raise RuntimeError(f"policy {backfill!r} over-committed the machine (compiled kernel)")
+    left = int(st[kernels.ST_Q])
     if left:  # cannot happen: with nothing running, the best job always fits
         raise RuntimeError(f"engine stalled with {left} job(s) waiting (policy {backfill!r}, compiled kernel)")
     return begin, end

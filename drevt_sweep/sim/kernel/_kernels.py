@@ -1,13 +1,13 @@
 """numba kernels: the event loop of ``drevt_sweep.engine`` compiled, bit for bit the same.
 
 Importing this module imports numba; ``drevt_sweep.fast`` does so only when a simulation first
-asks for the fast kernel. Every function is ``@njit(cache=True)``: the first process compiles
+asks for the fast kernel. Every function is ``@njit(cache=True, _nrt=False)``: the first process compiles
 (10-30 s on the 2-core development machine) and stores the machine code in ``__pycache__``;
 later processes load it (well under a second, most of it numba's own start-up).
 
 Two drivers share the engine's event loop (completions, then arrivals, then one pass):
 
-* :func:`run_queue_policy` for ``none`` / ``easy`` / ``easy_drevt``. The waiting queue is a
+* :func:`queue_policy_steps` for ``none`` / ``easy`` / ``easy_drevt``. The waiting queue is a
   segment tree over the static priority ranks (leaf ``r`` = the job of rank ``r`` while it
   waits), holding per subtree the minimum requested nodes and the minimum time limit; the head
   (smallest waiting rank) is tracked. "Next waiting job", "first waiting job that fits in
@@ -19,15 +19,23 @@ Two drivers share the engine's event loop (completions, then arrivals, then one 
   Limitation: the candidate descent prunes with the two minima separately, so a long queue of
   jobs that are each either too big or too long (typical of ``easy_drevt``, which has no
   extra-nodes rule, at sustained overload) makes it backtrack through much of the queue.
-* :func:`run_conservative` for ``conservative``. The waiting queue is an array in priority
-  order; the availability profile is kept *between* passes (sorted breakpoint arrays, updated
-  when a job ends early) instead of rebuilt at every pass. Re-planning replays the reference's
-  rounds exactly, but uses that the plan after a pass is a fixpoint: a reserved job can only
-  move to a start before the end of the region where the profile has since grown, and whether
-  it can is checked without taking it out of the profile (the common "it stays" case then
-  costs one scan and no update). With limits not enforced the profile is rebuilt at every pass
+* :func:`conservative_steps` for ``conservative`` (every compression order). The waiting queue
+  is an array in priority order; the availability profile is kept *between* passes (sorted
+  breakpoint arrays, updated when a job ends early or a reservation moves) instead of rebuilt
+  at every pass. Re-planning replays the reference's rounds exactly, but a reserved job that
+  provably cannot move (the argument is in the docstring of :func:`conservative_steps`) is
+  passed over in O(1), and the others search the profile through a cache of its runs per job
+  size shared by the whole pass. With limits not enforced the profile is rebuilt at every pass
   and every job re-placed, as the reference does (overdue jobs release "right after now",
   which moves with ``now``).
+
+Both drivers are resumable: they run from state arrays for a budget of work and return at an
+event boundary, and ``drevt_sweep.sim.kernel.run_events`` calls them in a loop (progress,
+Ctrl-C). All arrays are allocated by the caller, so every function is compiled without numba's
+reference-counting runtime (``_nrt=False``; no function here may allocate): with it, each call
+passing arrays did an atomic increment and decrement per array, which dominated the
+conservative profile (light-load KTH-SP2: 94 -> 65 ms). Helpers that take many arrays are also
+``inline="always"``.
 
 Exactness. Times are float64 and every sum the reference computes (``now + time_limit``,
 ``begin + run_time``, ``start + time_limit``, ``nextafter(now, inf)``) is computed here the same
@@ -51,7 +59,7 @@ MODE_EASY_DREVT = 2
 # --- completions: binary min-heap over (real end, job) ---------------------------------------
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _heap_push(hk, hj, size, t, j):
     i = size
     while i > 0:
@@ -66,7 +74,7 @@ def _heap_push(hk, hj, size, t, j):
     return size + 1
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _heap_pop(hk, hj, size):
     """Remove the top; returns the new size."""
     size -= 1
@@ -94,7 +102,7 @@ def _heap_pop(hk, hj, size):
 # --- running jobs: arrays sorted by (estimated end, job) -------------------------------------
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _run_pos(re, rj, count, e, j):
     """First index whose (est_end, job) is >= (e, j)."""
     a = 0
@@ -108,7 +116,7 @@ def _run_pos(re, rj, count, e, j):
     return a
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _run_insert(re, rj, rn, count, e, j, nj):
     p = _run_pos(re, rj, count, e, j)
     for k in range(count, p, -1):
@@ -121,7 +129,7 @@ def _run_insert(re, rj, rn, count, e, j, nj):
     return count + 1
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _run_remove(re, rj, rn, count, e, j):
     p = _run_pos(re, rj, count, e, j)
     for k in range(p, count - 1):
@@ -131,7 +139,7 @@ def _run_remove(re, rj, rn, count, e, j):
     return count - 1
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _shadow(re, rn, count, now, need, free):
     """EASY's (shadow time, extra nodes); ``Cluster.shadow`` over the sorted running jobs."""
     soon = np.nextafter(now, np.inf)
@@ -153,7 +161,7 @@ def _shadow(re, rn, count, now, need, free):
 # --- waiting queue (none / EASY): segment tree over priority ranks ---------------------------
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _seg_update(tn, tl, i):
     """Recompute the minima above leaf index ``i`` (stops as soon as nothing changes)."""
     i >>= 1
@@ -171,14 +179,14 @@ def _seg_update(tn, tl, i):
         i >>= 1
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _first_waiting(tn, size, p):
     """Smallest rank >= p whose job waits, or -1 (a waiting job's leaf holds its node count,
     an empty leaf BIG)."""
     return _first_fit(tn, size, p, BIG - 1)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _first_fit(tn, size, p, free):
     """Smallest rank >= p whose waiting job asks for at most ``free`` nodes, or -1."""
     if p >= size:
@@ -197,7 +205,7 @@ def _first_fit(tn, size, p, free):
             i += 1
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _first_candidate(tn, tl, size, p, free, now, shadow, extra, strict, use_extra):
     """Smallest rank >= p whose waiting job EASY would backfill now, or -1.
 
@@ -231,38 +239,62 @@ def _first_candidate(tn, tl, size, p, free, now, shadow, extra, strict, use_extr
             i += 1
 
 
-@njit(cache=True)
-def run_queue_policy(submit, limit, nodes, dur, arrivals, rank, total, mode):
-    """none / easy / easy_drevt. Returns (begin, end, jobs left waiting)."""
-    n = submit.shape[0]
-    begin = np.full(n, np.nan)
-    end = np.full(n, np.nan)
-    est = np.full(n, np.nan)
-    job_of_rank = np.empty(n, np.int64)
-    for j in range(n):
-        job_of_rank[rank[j]] = j
-    size = 1
-    while size < n:
-        size <<= 1
-    tn = np.full(2 * size, BIG, np.int64)
-    tl = np.full(2 * size, np.inf)
-    rmax = min(total, n) + 1
-    re = np.empty(rmax, np.float64)
-    rj = np.empty(rmax, np.int64)
-    rn = np.empty(rmax, np.int64)
-    hk = np.empty(rmax, np.float64)
-    hj = np.empty(rmax, np.int64)
+# --- resumable drivers --------------------------------------------------------------------
+# Each driver runs the event loop from the state it is given (arrays allocated by
+# ``drevt_sweep.sim.kernel``; scalars in ``st``, int64) and returns after ``budget`` units of
+# work (events, plus queue entries visited for conservative) at an event boundary, so the
+# caller can report progress and Python can act on Ctrl-C between calls. Return value: 1 =
+# more to do, 0 = done (``st[ST_Q]`` jobs left waiting, always 0), -1 = a conservative plan did
+# not converge, -2 = a plan over-committed the machine (the reference raises for both).
+ST_FREE = 0  # free nodes now
+ST_R = 1  # running jobs
+ST_H = 2  # completion-heap size
+ST_Q = 3  # waiting jobs
+ST_A = 4  # next arrival
+ST_DONE = 5  # jobs finished
+ST_HEAD = 6  # queue policy: smallest waiting rank
+# conservative only
+ST_NRES = 6  # waiting jobs with a reservation
+ST_FIXPOINT = 7  # 1 when the plan is a fixpoint (every reservation at its earliest fit)
+ST_STAMP = 8  # run cache: number of the current planning pass
+ST_ACTIVE = 9  # run cache: slots in use in this pass
+ST_VICTIM = 10  # run cache: next slot to reuse
+ST_PASS_AT = 11  # a compression round cut short: next queue index (-1: none)
+ST_SCAN_TO = 12  # ... and that round's scan_to, last_move, round count and exact flag
+ST_LAST_MOVE = 13
+ST_ROUNDS = 14
+ST_EXACT = 15
+ST_SIZE = 16
+SF_NOW = 0  # simulated time reached
+SF_EARLIEST = 1  # earliest reservation
+SF_GROWN = 2  # end of the region where the profile grew since the last fixpoint
+SF_WAKE = 3  # conservative one_pass: an event at the earliest reservation (ConservativeBackfill.wake_at)
+SF_SIZE = 4
+
+
+@njit(cache=True, _nrt=False)
+def queue_policy_steps(submit, limit, nodes, dur, arrivals, rank, total, mode,
+                       begin, end, est, job_of_rank, tn, tl, re, rj, rn, hk, hj, st, sf, budget):
+    """none / easy / easy_drevt from state ``st``/``sf``, for about ``budget`` events."""
+    size = tn.shape[0] // 2
     use_extra = mode == MODE_EASY
     strict = mode == MODE_EASY_DREVT
-    head = size  # smallest waiting rank (size: nobody waits)
-
-    free = total
-    R = 0
-    H = 0
-    Q = 0
-    a = 0
+    free = st[ST_FREE]
+    R = st[ST_R]
+    H = st[ST_H]
+    Q = st[ST_Q]
+    a = st[ST_A]
+    done = st[ST_DONE]
+    head = st[ST_HEAD]  # smallest waiting rank (size: nobody waits)
+    now = sf[SF_NOW]
     n_arr = arrivals.shape[0]
+    status = 0
+    events = 0
     while a < n_arr or H > 0:
+        if events >= budget:
+            status = 1
+            break
+        events += 1
         t_arr = submit[arrivals[a]] if a < n_arr else np.inf
         t_end = hk[0] if H > 0 else np.inf
         now = t_arr if t_arr < t_end else t_end
@@ -273,6 +305,7 @@ def run_queue_policy(submit, limit, nodes, dur, arrivals, rank, total, mode):
             H = _heap_pop(hk, hj, H)
             R = _run_remove(re, rj, rn, R, est[j], j)
             free += nodes[j]
+            done += 1
 
         # 2. arrivals
         while a < n_arr and submit[arrivals[a]] <= now:
@@ -340,15 +373,27 @@ def run_queue_policy(submit, limit, nodes, dur, arrivals, rank, total, mode):
             if free == 0:
                 break
             c += 1
-    return begin, end, Q
+    st[ST_FREE] = free
+    st[ST_R] = R
+    st[ST_H] = H
+    st[ST_Q] = Q
+    st[ST_A] = a
+    st[ST_DONE] = done
+    st[ST_HEAD] = head
+    sf[SF_NOW] = now
+    return status
 
 
 # --- conservative: availability profile as sorted breakpoint arrays --------------------------
 # pt[lo:hi] breakpoint times (strictly increasing), pf[lo:hi] free nodes from each breakpoint
-# to the next (the last step lasts forever); ps = [lo, hi].
+# to the next (the last step lasts forever); ps = [lo, hi]. Redundant breakpoints (the same
+# free nodes as the previous one) are allowed; they are dropped when the arrays fill up.
+# (A balanced tree of breakpoint deltas with prefix-sum aggregates, O(log P) per query and
+# update, was measured slower than these flat scans at the profile sizes simulations reach --
+# hundreds to a few thousand breakpoints -- on light and heavy load alike; see RESULTS.md.)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _prof_compact(pt, pf, ps):
     """Drop redundant breakpoints (same free nodes as the previous one) and move to index 0."""
     lo = ps[0]
@@ -365,18 +410,25 @@ def _prof_compact(pt, pf, ps):
     ps[1] = w + 1
 
 
-@njit(cache=True)
-def _prof_split(pt, pf, ps, t):
-    """Index of the breakpoint at ``t`` (``t >= pt[lo]``), inserting one if needed."""
-    hi = ps[1]
+@njit(cache=True, _nrt=False, inline="always")
+def _prof_index(pt, ps, t):
+    """First index whose breakpoint time is >= ``t``."""
     a = ps[0]
-    b = hi
+    b = ps[1]
     while a < b:
         m = (a + b) >> 1
         if pt[m] < t:
             a = m + 1
         else:
             b = m
+    return a
+
+
+@njit(cache=True, _nrt=False)
+def _prof_split(pt, pf, ps, t):
+    """Index of the breakpoint at ``t`` (``t >= pt[lo]``), inserting one if needed."""
+    hi = ps[1]
+    a = _prof_index(pt, ps, t)
     if a == hi or pt[a] != t:
         for k in range(hi, a, -1):
             pt[k] = pt[k - 1]
@@ -387,9 +439,9 @@ def _prof_split(pt, pf, ps, t):
     return a
 
 
-@njit(cache=True)
-def _prof_add(pt, pf, ps, start, stop, delta):
-    """Add ``delta`` free nodes over [start, stop) (``Profile.add``)."""
+@njit(cache=True, _nrt=False)
+def _prof_occupy(pt, pf, ps, start, stop, n):
+    """``n`` nodes fewer free on [start, stop) (negative ``n``: more; ``Profile.add``)."""
     if ps[1] + 2 > pt.shape[0]:
         _prof_compact(pt, pf, ps)
     i = _prof_split(pt, pf, ps, start)
@@ -398,95 +450,10 @@ def _prof_add(pt, pf, ps, start, stop, delta):
     else:
         k = ps[1]
     for x in range(i, k):
-        pf[x] += delta
+        pf[x] -= n
 
 
-@njit(cache=True)
-def _prof_earliest_fit(pt, pf, ps, need, duration):
-    """``Profile.earliest_fit``: the earliest breakpoint with ``need`` nodes free for ``duration``."""
-    hi = ps[1]
-    i = ps[0]
-    while i < hi:
-        if pf[i] < need:
-            i += 1
-            continue
-        start = pt[i]
-        stop = start + duration
-        k = i + 1
-        ok = True
-        while k < hi and pt[k] < stop:
-            if pf[k] < need:
-                ok = False
-                break
-            k += 1
-        if ok:
-            return start
-        i = k + 1
-    return np.inf
-
-
-@njit(cache=True)
-def _prof_earlier_fit(pt, pf, ps, need, duration, old, before):
-    """Where a reserved job moves when re-placed (limits enforced): ``earliest_fit`` on the
-    profile with its own reservation ``[old, old + duration)`` taken out, among the breakpoints
-    before ``before`` (<= ``old``) only.
-
-    Returns +inf if there is none: the job then stays at ``old``, which is feasible (the profile
-    never goes below zero while limits are enforced), and the reference's remove/re-add leaves
-    the profile's function unchanged. Needs breakpoints at both ends of the reservation (the
-    driver keeps them); the job's own nodes count as free between them.
-    """
-    old_end = old + duration
-    hi = ps[1]
-    i = ps[0]
-    a = i  # candidates: the breakpoints before ``before`` (found once, so the scan reads pf only)
-    b = hi
-    while a < b:
-        m = (a + b) >> 1
-        if pt[m] < before:
-            a = m + 1
-        else:
-            b = m
-    last = a
-    while i < last:
-        if pf[i] < need:
-            i += 1
-            continue
-        start = pt[i]
-        stop = start + duration
-        k = i + 1
-        ok = True
-        while k < hi and pt[k] < stop:
-            v = pf[k]
-            if old <= pt[k] < old_end:
-                v += need
-            if v < need:
-                ok = False
-                break
-            k += 1
-        if ok:
-            return start
-        i = k + 1
-    return np.inf
-
-
-@njit(cache=True)
-def _prof_room(pt, pf, ps, slots, q, Q, res, limit):
-    """Make room for ``slots`` more breakpoints (limits enforced): when the arrays are full,
-    drop redundant breakpoints, then restore a breakpoint at both ends of every reservation
-    (``_prof_earlier_fit`` relies on them)."""
-    if ps[1] + slots <= pt.shape[0]:
-        return
-    _prof_compact(pt, pf, ps)
-    for i in range(Q):
-        j = q[i]
-        s = res[j]
-        if s == s:
-            _prof_split(pt, pf, ps, s)
-            _prof_split(pt, pf, ps, s + limit[j])
-
-
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _prof_trim(pt, pf, ps, now):
     """Make ``now`` the profile's first breakpoint (drop the past)."""
     lo = ps[0]
@@ -497,7 +464,71 @@ def _prof_trim(pt, pf, ps, now):
     ps[0] = lo
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False, inline="always")
+def _prof_first_at_least(pt, pf, ps, lo, need, before):
+    """Time of the first breakpoint at or after ``lo`` with ``need`` nodes free, if it is
+    before ``before``; else +inf."""
+    hi = ps[1]
+    i = _prof_index(pt, ps, lo)
+    while i < hi and pf[i] < need:
+        i += 1
+    if i == hi or pt[i] >= before:
+        return np.inf
+    return pt[i]
+
+
+@njit(cache=True, _nrt=False, inline="always")
+def _prof_first_below(pt, pf, ps, t, need, until):
+    """Time of the first breakpoint after ``t`` with fewer than ``need`` nodes free (+inf if
+    none), looking no further than the first breakpoint at or after ``until``: returns
+    ``(time, complete)``, ``complete`` False if the search stopped there (then at least
+    ``need`` nodes are free from ``t`` to the time returned)."""
+    hi = ps[1]
+    i = _prof_index(pt, ps, t)
+    if i < hi and pt[i] == t:
+        i += 1
+    while i < hi and pf[i] >= need:
+        if pt[i] >= until:
+            return pt[i], False
+        i += 1
+    return (pt[i] if i < hi else np.inf), True
+
+
+@njit(cache=True, _nrt=False, inline="always")
+def _prof_max_before(pt, pf, ps, t):
+    """Most free nodes at any breakpoint before ``t`` (-BIG if there is none)."""
+    best = -BIG
+    for i in range(ps[0], ps[1]):
+        if pt[i] >= t:
+            break
+        if pf[i] > best:
+            best = pf[i]
+    return best
+
+
+@njit(cache=True, _nrt=False, inline="always")
+def _prof_fit(pt, pf, ps, lo, need, duration, own, before):
+    """``Profile.earliest_fit`` from ``lo``, among the starts before ``before``; +inf if none.
+
+    ``own`` (+inf for none): the job's own reservation [own, own + duration), counted as free
+    (limits enforced: the profile never goes below 0, so with its own nodes back the job fits
+    everywhere in it; only breakpoints before ``own`` can stop it). A candidate start is the
+    first breakpoint with ``need`` free nodes; it fits unless one with fewer comes before its
+    end, which is where the next candidate is looked for.
+    """
+    t = _prof_first_at_least(pt, pf, ps, lo, need, before)
+    while t != np.inf:
+        stop = t + duration
+        if own < stop:
+            stop = own
+        k, _ = _prof_first_below(pt, pf, ps, t, need, stop)
+        if k >= stop:
+            return t
+        t = _prof_first_at_least(pt, pf, ps, k, need, before)
+    return np.inf
+
+
+@njit(cache=True, _nrt=False)
 def _prof_rebuild(pt, pf, ps, now, free, re, rn, R, q, Q, res, limit, nodes):
     """``Cluster.profile``: running jobs' releases (overdue ones right after ``now``) + reservations."""
     soon = np.nextafter(now, np.inf)
@@ -521,144 +552,332 @@ def _prof_rebuild(pt, pf, ps, now, free, re, rn, R, q, Q, res, limit, nodes):
         j = q[i]
         s = res[j]
         if s == s:  # reserved
-            _prof_add(pt, pf, ps, s, s + limit[j], -nodes[j])
+            _prof_occupy(pt, pf, ps, s, s + limit[j], nodes[j])
 
 
-@njit(cache=True)
-def run_conservative(submit, limit, nodes, dur, arrivals, rank, total, enforce):
-    """Conservative backfilling. Returns (begin, end, jobs left waiting), or -1 as the last
-    if a plan did not converge, -2 if it over-committed the machine (the reference raises)."""
-    n = submit.shape[0]
-    begin = np.full(n, np.nan)
-    end = np.full(n, np.nan)
-    est = np.full(n, np.nan)
-    res = np.full(n, np.nan)  # reserved start of each waiting job (NaN = none yet)
-    rmax = min(total, n) + 1
-    re = np.empty(rmax, np.float64)
-    rj = np.empty(rmax, np.int64)
-    rn = np.empty(rmax, np.int64)
-    hk = np.empty(rmax, np.float64)
-    hj = np.empty(rmax, np.int64)
-    q = np.empty(max(n, 1), np.int64)  # waiting jobs in priority order
-    cap = 2 * (rmax + 2 * n) + 16
-    pt = np.empty(cap, np.float64)
-    pf = np.empty(cap, np.int64)
-    ps = np.zeros(2, np.int64)
-    pt[0] = -np.inf
-    pf[0] = total
-    ps[1] = 1
-    max_rounds = 1000 + 100 * n
-    room4 = np.int64(4)  # (typed variables, not literals: one compiled helper per signature)
-    room8 = np.int64(8)
+# --- run cache: the profile's runs per job size, shared by the jobs looked at in one pass ------
+# For a size h, a *run* is a maximal interval [a, b) with at least h nodes free (a >= now). A
+# job of h nodes and limit l fits at a run's start iff b >= a + l (with its own reservation
+# counted as free: or b >= own), and never inside a run if not at its start, so its earliest
+# fit is the start of the first such run. Runs are found by scanning the profile, and
+# kept per size (slot) for the rest of the pass: every later job of that size reads them from a
+# flat array. A run's end is only looked for as far as the job at hand needs (a *partial* run:
+# at least h nodes free until b); a later, longer job scans on from b. A change of the profile
+# from x on (a move, a placement) drops the runs that end at or after x (the others are
+# unchanged); a new pass starts with no runs.
+RC_SLOTS = 64  # sizes cached at once (round robin)
+RC_RUNS = 256  # runs cached per size; a search that needs more goes on in the profile
+RC_HEIGHT = 0
+RC_STAMP = 1
+RC_COUNT = 2
+RC_PARTIAL = 3  # 1 when the last cached run's end is not known yet
 
-    free = total
-    R = 0
-    H = 0
-    Q = 0
-    n_res = 0
-    earliest = np.inf
-    a = 0
-    n_arr = arrivals.shape[0]
-    while a < n_arr or H > 0:
-        t_arr = submit[arrivals[a]] if a < n_arr else np.inf
-        t_end = hk[0] if H > 0 else np.inf
-        now = t_arr if t_arr < t_end else t_end
+
+@njit(cache=True, _nrt=False, inline="always")
+def _rc_slot(rc_i, rc_next, height_slot, active, st, h, now):
+    """The cache slot of size ``h`` for this pass (emptied if it is from an earlier one)."""
+    stamp = st[ST_STAMP]
+    s = height_slot[h]
+    if s < 0:
+        s = st[ST_VICTIM]
+        st[ST_VICTIM] = (s + 1) % RC_SLOTS
+        if rc_i[s, RC_HEIGHT] >= 0:
+            height_slot[rc_i[s, RC_HEIGHT]] = -1
+        rc_i[s, RC_HEIGHT] = h
+        height_slot[h] = s
+        if rc_i[s, RC_STAMP] == stamp:  # reused within the pass: already listed as active
+            rc_i[s, RC_COUNT] = 0
+            rc_i[s, RC_PARTIAL] = 0
+            rc_next[s] = now
+    if rc_i[s, RC_STAMP] != stamp:
+        rc_i[s, RC_STAMP] = stamp
+        rc_i[s, RC_COUNT] = 0
+        rc_i[s, RC_PARTIAL] = 0
+        rc_next[s] = now
+        active[st[ST_ACTIVE]] = s
+        st[ST_ACTIVE] += 1
+    return s
+
+
+@njit(cache=True, _nrt=False, inline="always")
+def _rc_changed(rc_i, rc_b, rc_next, active, st, x, now):
+    """The profile changed from ``x`` on: drop the cached runs that end at or after ``x``."""
+    for k in range(st[ST_ACTIVE]):
+        s = active[k]
+        c = rc_i[s, RC_COUNT]
+        while c > 0 and rc_b[s, c - 1] >= x:
+            c -= 1
+        if c < rc_i[s, RC_COUNT]:
+            rc_i[s, RC_COUNT] = c
+            rc_i[s, RC_PARTIAL] = 0  # the runs left all ended before x
+            rc_next[s] = rc_b[s, c - 1] if c > 0 else now
+
+
+@njit(cache=True, _nrt=False, inline="always")
+def _rc_new_pass(rc_i, st):
+    st[ST_STAMP] += 1
+    st[ST_ACTIVE] = 0
+
+
+@njit(cache=True, _nrt=False, inline="always")
+def _rc_fit(pt, pf, ps, st, rc_i, rc_a, rc_b, rc_next, height_slot, active, now, need, duration, own, before):
+    """``_prof_fit`` from ``now`` through the run cache of size ``need`` (same answer)."""
+    s = _rc_slot(rc_i, rc_next, height_slot, active, st, need, now)
+    i = 0
+    while True:
+        if i == rc_i[s, RC_COUNT]:
+            if i == RC_RUNS:  # cache full: go on searching the profile after the last cached run
+                return _prof_fit(pt, pf, ps, rc_b[s, i - 1], need, duration, own, before)
+            a = _prof_first_at_least(pt, pf, ps, rc_next[s], need, np.inf)
+            if a == np.inf:
+                return np.inf  # (cannot happen: the last run lasts forever)
+            rc_a[s, i] = a
+            rc_b[s, i] = a
+            rc_i[s, RC_COUNT] = i + 1
+            rc_i[s, RC_PARTIAL] = 1
+        a = rc_a[s, i]
+        if a >= before:
+            return np.inf
+        b = rc_b[s, i]
+        stop = a + duration
+        if own < stop:
+            stop = own
+        if b < stop and i == rc_i[s, RC_COUNT] - 1 and rc_i[s, RC_PARTIAL] == 1:
+            b, complete = _prof_first_below(pt, pf, ps, b, need, stop)
+            rc_b[s, i] = b
+            if complete:
+                rc_i[s, RC_PARTIAL] = 0
+                rc_next[s] = b
+        if b >= stop:
+            return a
+        i += 1
+
+
+ORDER_COMPRESS_FIRST = 0
+ORDER_INTERLEAVED = 1
+ORDER_ONE_PASS = 2
+
+
+@njit(cache=True, _nrt=False, inline="always")
+def _cons_visit(pt, pf, ps, st, sf, rc_i, rc_a, rc_b, rc_next, height_slot, active,
+                j, now, nodes, limit, res, enforce, exact, F):
+    """Re-place (or place) waiting job ``j`` as ``place`` in ``ConservativeBackfill.select``
+    does; returns whether its reservation changed. ``F``: the most free nodes at any breakpoint
+    in [now, grown) (limits enforced; see :func:`conservative_steps`)."""
+    nj = nodes[j]
+    lj = limit[j]
+    old = res[j]
+    if old != old:  # no reservation: placed at its earliest fit
         if enforce:
-            _prof_trim(pt, pf, ps, now)
-        # Right after a planning pass the plan is a fixpoint: no job can move earlier on its
-        # own. Until the next one, the profile grows only where jobs end early (here) or move
-        # (below), all before ``grown``; a job can only move to a start before that.
-        grown = -np.inf
+            start = _rc_fit(pt, pf, ps, st, rc_i, rc_a, rc_b, rc_next, height_slot, active,
+                            now, nj, lj, np.inf, np.inf)
+        else:
+            start = _prof_fit(pt, pf, ps, now, nj, lj, np.inf, np.inf)
+        if start != np.inf:
+            _prof_occupy(pt, pf, ps, start, start + lj, nj)
+            if enforce:
+                _rc_changed(rc_i, rc_b, rc_next, active, st, start, now)
+        res[j] = start
+        st[ST_NRES] += 1
+        return True
+    if not enforce:  # profile rebuilt this pass: take it out, put it back (as the reference)
+        _prof_occupy(pt, pf, ps, old, old + lj, -nj)
+        start = _prof_fit(pt, pf, ps, now, nj, lj, np.inf, np.inf)
+        _prof_occupy(pt, pf, ps, start, start + lj, nj)
+        res[j] = start
+        return start != old
+    grown = sf[SF_GROWN]
+    before = old if old < grown else grown
+    if before <= now or (not exact and nj > F):
+        return False  # provably cannot move (the argument is in conservative_steps)
+    start = _rc_fit(pt, pf, ps, st, rc_i, rc_a, rc_b, rc_next, height_slot, active,
+                    now, nj, lj, old, before)
+    if start == np.inf:
+        return False  # stays at old; the profile's function is unchanged
+    _prof_occupy(pt, pf, ps, old, old + lj, -nj)
+    _prof_occupy(pt, pf, ps, start, start + lj, nj)
+    _rc_changed(rc_i, rc_b, rc_next, active, st, start, now)
+    res[j] = start
+    if old + lj > grown:
+        sf[SF_GROWN] = old + lj
+    return True
 
-        # 1. completions
-        freed_early = False
-        while H > 0 and hk[0] <= now:
-            j = hj[0]
-            H = _heap_pop(hk, hj, H)
-            e = est[j]
-            R = _run_remove(re, rj, rn, R, e, j)
-            free += nodes[j]
-            if end[j] < e:
-                freed_early = True
-                if enforce:
-                    _prof_room(pt, pf, ps, room4, q, Q, res, limit)
-                    _prof_add(pt, pf, ps, now, e, nodes[j])
-                    if e > grown:
-                        grown = e
 
-        # 2. arrivals, inserted in priority order
-        while a < n_arr and submit[arrivals[a]] <= now:
-            j = arrivals[a]
-            a += 1
-            r = rank[j]
-            p = Q
-            while p > 0 and rank[q[p - 1]] > r:
-                q[p] = q[p - 1]
-                p -= 1
-            q[p] = j
-            Q += 1
+@njit(cache=True, _nrt=False)
+def conservative_steps(submit, limit, nodes, dur, arrivals, rank, total, enforce, order,
+                       begin, end, est, res, placed, re, rj, rn, hk, hj, q, pt, pf, ps,
+                       rc_i, rc_a, rc_b, rc_next, height_slot, active, st, sf, budget):
+    """Conservative backfilling (``ConservativeBackfill``) from state ``st``/``sf``, for about
+    ``budget`` units of work (an event, or a waiting job looked at).
 
-        if Q == 0:
-            continue
+    Which reserved jobs can move (limits enforced). Right after a plan that is a fixpoint
+    (``compress_first`` and ``interleaved`` end every pass in one; ``one_pass`` only when its
+    round moved nothing), no reserved job fits at any start before its reservation. Afterwards
+    the profile grows only on [now, e) when a job ends early at ``now`` (estimated end e) and
+    on a moved job's old slot; it never grows anywhere else (placing jobs only shrinks it).
+    ``grown`` (``sf[SF_GROWN]``) is the largest end of these regions since that fixpoint. A job
+    reserved at s that now fits at some start t < s did not fit there before, so [t, t + limit)
+    meets a grown region: t < grown. And t is a breakpoint with at least its nodes free before
+    its own slot begins, so it needs ``nodes <= F``, the most free nodes at a breakpoint in
+    [now, grown). A job failing either test keeps its reservation without a look at the
+    profile (O(1)); the others get one bounded earliest-fit search, O(log P) per hole too short
+    for them before min(s, grown). Skipped jobs are exactly those the reference re-places at
+    their old start, so the schedule and the reference's round structure are unchanged.
+    With limits not enforced the profile is rebuilt and every job re-placed at every pass, as
+    the reference does (overdue jobs release "right after now", which moves with ``now``).
+    """
+    max_rounds = 1000 + 100 * submit.shape[0]
+    free = st[ST_FREE]
+    R = st[ST_R]
+    H = st[ST_H]
+    Q = st[ST_Q]
+    a = st[ST_A]
+    done = st[ST_DONE]
+    now = sf[SF_NOW]
+    earliest = sf[SF_EARLIEST]
+    wake = sf[SF_WAKE]
+    n_arr = arrivals.shape[0]
+    status = 0
+    work = 0
+    resume = st[ST_PASS_AT] >= 0  # a compression round was cut short by the budget
+    while a < n_arr or H > 0 or (Q > 0 and wake < np.inf) or resume:
+        if resume:  # go on where the budget stopped the last call, in the same pass
+            resume = False
+            plan = True
+            compress = True
+            exact = st[ST_EXACT] == 1
+            i = st[ST_PASS_AT]
+            scan_to = st[ST_SCAN_TO]
+            last_move = st[ST_LAST_MOVE]
+            rounds = st[ST_ROUNDS]
+            st[ST_PASS_AT] = -1
+        else:
+            if work >= budget:
+                status = 1
+                break
+            work += 1
+            t_arr = submit[arrivals[a]] if a < n_arr else np.inf
+            t_end = hk[0] if H > 0 else np.inf
+            now = t_arr if t_arr < t_end else t_end
+            if wake < now:
+                now = wake
+            if enforce:
+                _prof_trim(pt, pf, ps, now)
+            if st[ST_FIXPOINT] == 1:
+                sf[SF_GROWN] = -np.inf
 
-        # 3. one pass (ConservativeBackfill.select)
-        replan = freed_early or (not enforce) or earliest < now
-        plan = True
-        if not replan and n_res == Q:
-            plan = False  # the plan stands; only start what is due
-            if earliest != now:
-                continue
-        if plan:
-            if (not enforce) or earliest < now:
-                for i in range(Q):
-                    j = q[i]
-                    if res[j] < now:
-                        res[j] = np.nan
-                        n_res -= 1
-                _prof_rebuild(pt, pf, ps, now, free, re, rn, R, q, Q, res, limit, nodes)
-                grown = np.inf  # no fixpoint to build on
-            elif ps[1] - ps[0] > 2 * (1 + R + 2 * Q) + 64:  # keep the scans short
-                _prof_room(pt, pf, ps, pt.shape[0], q, Q, res, limit)
-            scan_to = Q
-            rounds = 0
-            while True:
-                rounds += 1
-                if rounds > max_rounds:
-                    return begin, end, -1
-                last_move = -1
-                for i in range(Q):
-                    if i >= scan_to and last_move < 0:
-                        break
-                    j = q[i]
-                    nj = nodes[j]
-                    lj = limit[j]
-                    old = res[j]
-                    had = old == old
-                    if not had:
-                        start = _prof_earliest_fit(pt, pf, ps, nj, lj)
-                        n_res += 1
-                    elif not replan:
-                        continue
-                    elif enforce:
-                        start = _prof_earlier_fit(pt, pf, ps, nj, lj, old, min(old, grown))
-                        if start == np.inf:
-                            continue  # stays at old: nothing changes
-                        _prof_room(pt, pf, ps, room8, q, Q, res, limit)
-                        _prof_add(pt, pf, ps, old, old + lj, nj)
-                        if old + lj > grown:
-                            grown = old + lj
-                    else:
-                        _prof_add(pt, pf, ps, old, old + lj, nj)
-                        start = _prof_earliest_fit(pt, pf, ps, nj, lj)
+            # 1. completions
+            freed_early = False
+            while H > 0 and hk[0] <= now:
+                j = hj[0]
+                H = _heap_pop(hk, hj, H)
+                e = est[j]
+                R = _run_remove(re, rj, rn, R, e, j)
+                free += nodes[j]
+                done += 1
+                if end[j] < e:
+                    freed_early = True
                     if enforce:
-                        _prof_room(pt, pf, ps, room4, q, Q, res, limit)
-                    _prof_add(pt, pf, ps, start, start + lj, -nj)
-                    if start != old:  # (always true for a new job: old is NaN)
-                        res[j] = start
-                        last_move = i
-                if last_move < 0 or not replan:
+                        _prof_occupy(pt, pf, ps, now, e, -nodes[j])
+                        if e > sf[SF_GROWN]:
+                            sf[SF_GROWN] = e
+
+            # 2. arrivals, inserted in priority order
+            while a < n_arr and submit[arrivals[a]] <= now:
+                j = arrivals[a]
+                a += 1
+                r = rank[j]
+                p = Q
+                while p > 0 and rank[q[p - 1]] > r:
+                    q[p] = q[p - 1]
+                    p -= 1
+                q[p] = j
+                Q += 1
+
+            if Q == 0:
+                continue
+
+            # 3. one pass (ConservativeBackfill.select)
+            replan = freed_early or (not enforce) or earliest < now
+            if not replan and st[ST_NRES] == Q and earliest != now:
+                continue  # the plan stands and nothing is due
+            work += Q
+            plan = replan or st[ST_NRES] != Q  # else the plan stands; only start what is due
+            compress = replan
+            exact = False
+            if plan:
+                _rc_new_pass(rc_i, st)
+                if (not enforce) or earliest < now:
+                    for i in range(Q):
+                        j = q[i]
+                        if res[j] < now:
+                            res[j] = np.nan
+                            st[ST_NRES] -= 1
+                    _prof_rebuild(pt, pf, ps, now, free, re, rn, R, q, Q, res, limit, nodes)
+                    sf[SF_GROWN] = np.inf  # no fixpoint to build on
+                    exact = True
+                elif ps[1] - ps[0] > 2 * (1 + R + 2 * Q) + 64:  # keep the scans short
+                    _prof_compact(pt, pf, ps)
+            i = 0
+            scan_to = Q
+            last_move = -1
+            rounds = 1
+        if plan:
+            grown_seen = np.nan
+            F = np.int64(0)
+            if compress:  # compression rounds over the queue (interleaved) or the placed jobs
+                while True:
+                    while i < Q:
+                        if i >= scan_to and last_move < 0:
+                            break  # nothing before the last mover moved: the rest cannot move
+                        if work >= 4 * budget:  # a long pass: let the caller act (Ctrl-C) meanwhile
+                            st[ST_PASS_AT] = i
+                            st[ST_SCAN_TO] = scan_to
+                            st[ST_LAST_MOVE] = last_move
+                            st[ST_ROUNDS] = rounds
+                            st[ST_EXACT] = 1 if exact else 0
+                            break
+                        j = q[i]
+                        i += 1
+                        if order != ORDER_INTERLEAVED and placed[j] == 0:
+                            continue
+                        if enforce and sf[SF_GROWN] != grown_seen:  # F after every change
+                            grown_seen = sf[SF_GROWN]
+                            F = _prof_max_before(pt, pf, ps, grown_seen)
+                            work += (ps[1] - ps[0]) >> 4  # a scan of the profile
+                        work += 1
+                        old = res[j]
+                        if enforce and not exact and old == old:  # the O(1) test, inline
+                            grown = sf[SF_GROWN]
+                            if old <= now or grown <= now or nodes[j] > F:
+                                continue  # provably cannot move (see above)
+                        if _cons_visit(pt, pf, ps, st, sf, rc_i, rc_a, rc_b, rc_next, height_slot, active,
+                                       j, now, nodes, limit, res, enforce, exact, F):
+                            last_move = i - 1
+                            grown_seen = np.nan
+                    if st[ST_PASS_AT] >= 0:
+                        break
+                    if last_move < 0 or (order == ORDER_ONE_PASS):
+                        break
+                    scan_to = last_move
+                    last_move = -1
+                    i = 0
+                    rounds += 1
+                    if rounds > max_rounds:
+                        return -1
+                if st[ST_PASS_AT] >= 0:
+                    status = 1
                     break
-                scan_to = last_move
+                if order == ORDER_ONE_PASS:
+                    st[ST_FIXPOINT] = 1 if last_move < 0 else 0
+            # arrivals (every new job, in priority order)
+            for i in range(Q):
+                j = q[i]
+                if placed[j] == 0 and res[j] != res[j]:
+                    _cons_visit(pt, pf, ps, st, sf, rc_i, rc_a, rc_b, rc_next, height_slot, active,
+                                j, now, nodes, limit, res, enforce, exact, F)
+            for i in range(Q):
+                placed[q[i]] = 1
 
         # start every job whose reservation is now, in priority order
         w = 0
@@ -675,7 +894,8 @@ def run_conservative(submit, limit, nodes, dur, arrivals, rank, total, enforce):
                 H = _heap_push(hk, hj, H, end[j], j)
                 free -= nj
                 res[j] = np.nan
-                n_res -= 1
+                placed[j] = 0
+                st[ST_NRES] -= 1
             else:
                 q[w] = j
                 w += 1
@@ -683,5 +903,17 @@ def run_conservative(submit, limit, nodes, dur, arrivals, rank, total, enforce):
                     earliest = s
         Q = w
         if free < 0:  # as the reference: a plan that over-commits the machine is a bug
-            return begin, end, -2
-    return begin, end, Q
+            return -2
+        wake = np.inf
+        if order == ORDER_ONE_PASS and Q > 0 and (enforce or earliest > np.nextafter(now, np.inf)):
+            wake = earliest
+    st[ST_FREE] = free
+    st[ST_R] = R
+    st[ST_H] = H
+    st[ST_Q] = Q
+    st[ST_A] = a
+    st[ST_DONE] = done
+    sf[SF_NOW] = now
+    sf[SF_EARLIEST] = earliest
+    sf[SF_WAKE] = wake
+    return status

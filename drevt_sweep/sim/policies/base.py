@@ -292,6 +292,7 @@ class PolicyContext:
     on_reservation: ReservationHook | None = None
     backfill_order: str = "fcfs"  # EASY's candidate order: fcfs (queue order) or sjbf
     fcfs_rank: Sequence[int] = ()  # the static priority rank (FCFS for a dynamic one): sjbf's tie-break
+    compression: str = "compress_first"  # conservative backfilling's compression order
 
 
 class BackfillPolicy(Protocol):

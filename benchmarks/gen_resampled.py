@@ -1,0 +1,72 @@
+"""A workload of any size with a real trace's job mix: (nodes, run time, limit) resampled.
+
+For the conservative-backfilling growth benchmark (issue 16): each job's size, actual run time
+and time limit are drawn together (one recorded job each, with replacement, seeded) from a
+real trace -- LANL-CM5 by default: 1,024 nodes, sizes 32-1,024 in powers of two, limits as its
+users gave them -- and the arrivals are a Poisson process whose rate makes the *offered load*
+(sum of nodes x run time cut at the limit, over nodes x submit span) exactly ``load``. Submit
+times are whole seconds, so simultaneous submits happen. Unlike ``gen_workload.py`` (a
+synthetic mix), the queue this gives is the queue of a real size/limit mix at that load.
+
+``python benchmarks/gen_resampled.py N [LOAD]`` prints a summary.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+if str(HERE) not in sys.path:
+    sys.path.insert(0, str(HERE))
+LANL = HERE.parent.parent / "shared" / "traces" / "LANL-CM5-1994-4.1-cln.swf.gz"
+SEED = 20261201
+NODES = 1024
+
+
+def source_mix(path: Path = LANL, nodes: int = NODES):
+    """(nodes, run time, limit) of the trace's jobs that can run on ``nodes`` nodes."""
+    from drevt_sweep.trace import ReadOptions, read_trace
+
+    jobs = read_trace(path, ReadOptions(trace_format="swf", force_simulation=True))
+    ok = (jobs.num_nodes <= nodes) & (jobs.num_nodes >= 1) & (jobs.time_limit > 0)
+    ok &= np.isfinite(jobs.actual_run_time) & (jobs.actual_run_time >= 0)
+    return (np.asarray(jobs.num_nodes)[ok], np.asarray(jobs.actual_run_time)[ok],
+            np.asarray(jobs.time_limit)[ok])
+
+
+def generate(n_jobs: int, *, load: float = 0.95, seed: int = SEED, mix=None, nodes: int = NODES):
+    from gen_workload import job_table
+
+    size_all, run_all, limit_all = mix if mix is not None else source_mix(nodes=nodes)
+    rng = np.random.default_rng(seed)
+    n = int(n_jobs)
+    pick = rng.integers(0, size_all.shape[0], n)
+    size = size_all[pick].astype(np.int64)
+    run = run_all[pick].astype(np.float64)
+    limit = limit_all[pick].astype(np.float64)
+    work = float((size * np.minimum(run, limit)).sum())
+    span = work / (load * nodes)
+    gaps = rng.exponential(1.0, n)
+    submit = np.round(np.cumsum(gaps) * (span / gaps.sum()))
+    submit -= submit[0]
+    return job_table(submit, size, run, limit, f"<resampled from LANL-CM5 n={n} load={load} seed={seed}>", nodes)
+
+
+def mean_queue(jobs, schedule) -> float:
+    """Time-averaged number of waiting jobs (submit to begin) over the submit span."""
+    begin = np.asarray(schedule.begin)
+    ok = np.isfinite(begin)
+    wait = (begin - np.asarray(jobs.submit))[ok].sum()
+    span = float(np.nanmax(begin) - jobs.submit[0])
+    return float(wait / span) if span > 0 else 0.0
+
+
+if __name__ == "__main__":
+    count = int(sys.argv[1]) if len(sys.argv) > 1 else 100_000
+    load = float(sys.argv[2]) if len(sys.argv) > 2 else 0.95
+    table = generate(count, load=load)
+    print(f"{len(table):,} jobs on {NODES} nodes at offered load {load}, median size "
+          f"{int(np.median(table.num_nodes))}, span {(table.submit[-1]) / 86400:.1f} days")

@@ -1,0 +1,631 @@
+"""The compiled shared-node kernel: ``sim.shared``'s policies, bit for bit.
+
+Imported only through ``sim.shared`` once numba is loaded (``kernel.load``). State per node:
+free cores, GPUs and KiB of memory (int64 arrays); placement is first fit by node index.
+
+* The waiting queue is a segment tree over the static priority ranks holding, per subtree,
+  the minimum cores, GPUs, memory and time limit of the waiting jobs: a backfill candidate must
+  ask for no more than the largest free amount on any node (and, for ``easy_drevt``, end before
+  the shadow time), so whole ranges of jobs that cannot start are skipped; leaves are checked
+  exactly by first fit.
+* Running jobs are kept sorted by (estimated end, job), completions in a binary heap (the
+  helpers of ``_kernels``). EASY's shadow time releases running jobs in that order, group by
+  group of equal times, onto a copy of the free resources, keeping a count of the nodes that
+  can hold the head's per-node request; the extra-resources test takes a candidate's request
+  from that copy and checks the count (and gives it back if the head no longer fits).
+
+* ``conservative`` (:func:`run_shared_conservative`) keeps per-node timelines of intervals
+  (running jobs, reservations) *between* passes: with limits enforced and no job ended early
+  the previous plan stands and only new jobs are placed; otherwise the timelines are rebuilt
+  and every job re-placed in priority order until nothing moves, as the reference does.
+
+Integer resources and the reference's order of float operations (``now + limit``,
+``now + dur``, ``nextafter``) make the schedules identical; ``tests/test_shared.py`` compares
+them on random workloads.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from ._kernels import BIG, _heap_pop, _heap_push, _run_insert, _run_remove
+
+MODES = {"none": 0, "easy": 1, "easy_drevt": 2}
+
+
+@njit(cache=True)
+def _update(tc, tg, tm, tl, i):
+    i >>= 1
+    while i >= 1:
+        a, b = 2 * i, 2 * i + 1
+        c = min(tc[a], tc[b])
+        g = min(tg[a], tg[b])
+        m = min(tm[a], tm[b])
+        lv = min(tl[a], tl[b])
+        if c == tc[i] and g == tg[i] and m == tm[i] and lv == tl[i]:
+            break
+        tc[i], tg[i], tm[i], tl[i] = c, g, m, lv
+        i >>= 1
+
+
+@njit(cache=True)
+def _next(tc, size, p, maxc, maxg, maxm, tg, tm, tl, now, latest):
+    """Smallest rank >= p whose waiting job asks for at most the largest free amounts and has
+    ``now + limit < latest`` (+inf: no time bound; empty leaves never pass), or -1."""
+    if p >= size:
+        return -1
+    i = p + size
+    while True:
+        if tc[i] <= maxc and tg[i] <= maxg and tm[i] <= maxm and now + tl[i] < latest:
+            if i >= size:
+                return i - size
+            i = 2 * i
+        else:
+            while i & 1:
+                i >>= 1
+            if i == 0:
+                return -1
+            i += 1
+
+
+@njit(cache=True)
+def _first_fit(fc, fg, fm, k, c, g, m, pick):
+    """The k lowest-indexed nodes holding (c, g, m) into pick[:k]; whether they exist."""
+    got = 0
+    for i in range(fc.shape[0]):
+        if fc[i] >= c and fg[i] >= g and fm[i] >= m:
+            pick[got] = i
+            got += 1
+            if got == k:
+                return True
+    return False
+
+
+@njit(cache=True)
+def _shift(Fc, Fg, Fm, i, c, g, m, sign, ch, gh, mh):
+    """Add sign x (c, g, m) to node i; returns how the number of nodes that hold the head's
+    request (ch, gh, mh) changes (-1, 0 or +1)."""
+    was = Fc[i] >= ch and Fg[i] >= gh and Fm[i] >= mh
+    Fc[i] += sign * c
+    Fg[i] += sign * g
+    Fm[i] += sign * m
+    now = Fc[i] >= ch and Fg[i] >= gh and Fm[i] >= mh
+    return int(now) - int(was)
+
+
+@njit(cache=True)
+def _maxima(fc, fg, fm):
+    a = fc[0]
+    b = fg[0]
+    d = fm[0]
+    for i in range(1, fc.shape[0]):
+        if fc[i] > a:
+            a = fc[i]
+        if fg[i] > b:
+            b = fg[i]
+        if fm[i] > d:
+            d = fm[i]
+    return a, b, d
+
+
+@njit(cache=True)
+def run_shared_queue(submit, limit, nodes, dur, arrivals, rank, cores, gpus, mem,
+                     n_nodes, cap_c, cap_g, cap_m, mode):
+    """Returns (begin, end, node_start, node_list, jobs left waiting or -1 on a stall)."""
+    n = submit.shape[0]
+    begin = np.full(n, np.nan)
+    end = np.full(n, np.nan)
+    est = np.full(n, np.nan)
+    node_start = np.zeros(n + 1, np.int64)
+    for j in range(n):
+        node_start[j + 1] = node_start[j] + nodes[j]
+    node_list = np.full(node_start[n], -1, np.int64)
+    job_of_rank = np.empty(n, np.int64)
+    for j in range(n):
+        job_of_rank[rank[j]] = j
+    size = 1
+    while size < n:
+        size <<= 1
+    tc = np.full(2 * size, BIG, np.int64)
+    tg = np.full(2 * size, BIG, np.int64)
+    tm = np.full(2 * size, BIG, np.int64)
+    tl = np.full(2 * size, np.inf)
+    fc = np.full(n_nodes, cap_c, np.int64)
+    fg = np.full(n_nodes, cap_g, np.int64)
+    fm = np.full(n_nodes, cap_m, np.int64)
+    Fc = np.empty(n_nodes, np.int64)
+    Fg = np.empty(n_nodes, np.int64)
+    Fm = np.empty(n_nodes, np.int64)
+    pick = np.empty(n_nodes, np.int64)
+    rmax = min(n, n_nodes * cap_c) + 1
+    re = np.empty(rmax, np.float64)
+    rj = np.empty(rmax, np.int64)
+    rn = np.empty(rmax, np.int64)
+    hk = np.empty(rmax, np.float64)
+    hj = np.empty(rmax, np.int64)
+    strict = mode == 2
+    use_extra = mode == 1
+    head = size
+    R = 0
+    H = 0
+    Q = 0
+    a = 0
+    n_arr = arrivals.shape[0]
+    while a < n_arr or H > 0:
+        t_arr = submit[arrivals[a]] if a < n_arr else np.inf
+        t_end = hk[0] if H > 0 else np.inf
+        now = t_arr if t_arr < t_end else t_end
+        while H > 0 and hk[0] <= now:
+            j = hj[0]
+            H = _heap_pop(hk, hj, H)
+            R = _run_remove(re, rj, rn, R, est[j], j)
+            _give_back(j, fc, fg, fm, node_start, node_list, cores, gpus, mem)
+        while a < n_arr and submit[arrivals[a]] <= now:
+            j = arrivals[a]
+            a += 1
+            r = rank[j]
+            leaf = r + size
+            tc[leaf] = cores[j]
+            tg[leaf] = gpus[j]
+            tm[leaf] = mem[j]
+            tl[leaf] = limit[j]
+            _update(tc, tg, tm, tl, leaf)
+            Q += 1
+            if r < head:
+                head = r
+        if Q == 0:
+            continue
+
+        # 1. start jobs in priority order while they fit
+        h = head
+        while h >= 0:
+            j = job_of_rank[h]
+            if not _first_fit(fc, fg, fm, nodes[j], cores[j], gpus[j], mem[j], pick):
+                break
+            _start(j, now, pick, nodes, cores, gpus, mem, dur, limit, fc, fg, fm, begin, end, est,
+                   node_start, node_list)
+            R = _run_insert(re, rj, rn, R, est[j], j, 0)
+            H = _heap_push(hk, hj, H, end[j], j)
+            Q -= 1
+            _clear(tc, tg, tm, tl, h + size)
+            h = _next(tc, size, h + 1, BIG, BIG, BIG, tg, tm, tl, now, np.inf)
+        head = h if h >= 0 else size
+        if h < 0 or mode == 0:
+            continue
+        maxc, maxg, maxm = _maxima(fc, fg, fm)
+        c = _next(tc, size, h + 1, maxc, maxg, maxm, tg, tm, tl, now, np.inf)
+        if c < 0:
+            continue  # no later job could start now: no reservation needed
+
+        # 2. the head's shadow time and the free resources then
+        hj_ = job_of_rank[h]
+        kh, ch, gh, mh = nodes[hj_], cores[hj_], gpus[hj_], mem[hj_]
+        fits = 0
+        for i in range(n_nodes):
+            Fc[i] = fc[i]
+            Fg[i] = fg[i]
+            Fm[i] = fm[i]
+            if Fc[i] >= ch and Fg[i] >= gh and Fm[i] >= mh:
+                fits += 1
+        soon = np.nextafter(now, np.inf)
+        shadow = np.inf
+        r = 0
+        while r < R:
+            e = re[r]
+            t = e if e > now else soon
+            while r < R:
+                e = re[r]
+                if (e if e > now else soon) != t:
+                    break
+                j = rj[r]
+                for x in range(node_start[j], node_start[j + 1]):
+                    fits += _shift(Fc, Fg, Fm, node_list[x], cores[j], gpus[j], mem[j], 1, ch, gh, mh)
+                r += 1
+            if fits >= kh:
+                shadow = t
+                break
+        if shadow == np.inf:
+            return begin, end, node_start, node_list, -1
+
+        # 3. backfill later jobs
+        while True:
+            # easy_drevt backfills only jobs ending before the shadow time (strict)
+            c = _next(tc, size, c, maxc, maxg, maxm, tg, tm, tl, now, shadow if strict else np.inf)
+            if c < 0:
+                break
+            j = job_of_rank[c]
+            if not _first_fit(fc, fg, fm, nodes[j], cores[j], gpus[j], mem[j], pick):
+                c += 1
+                continue
+            e = now + limit[j]
+            if e < shadow or (e == shadow and not strict):
+                pass
+            elif use_extra:  # its request taken from the nodes at the shadow time
+                for x in range(nodes[j]):
+                    fits += _shift(Fc, Fg, Fm, pick[x], cores[j], gpus[j], mem[j], -1, ch, gh, mh)
+                if fits < kh:  # the head would no longer fit: give it back
+                    for x in range(nodes[j]):
+                        fits += _shift(Fc, Fg, Fm, pick[x], cores[j], gpus[j], mem[j], 1, ch, gh, mh)
+                    c += 1
+                    continue
+            else:
+                c += 1
+                continue
+            _start(j, now, pick, nodes, cores, gpus, mem, dur, limit, fc, fg, fm, begin, end, est,
+                   node_start, node_list)
+            R = _run_insert(re, rj, rn, R, est[j], j, 0)
+            H = _heap_push(hk, hj, H, end[j], j)
+            Q -= 1
+            _clear(tc, tg, tm, tl, c + size)
+            maxc, maxg, maxm = _maxima(fc, fg, fm)
+            c += 1
+    return begin, end, node_start, node_list, Q
+
+
+@njit(cache=True)
+def _give_back(j, fc, fg, fm, node_start, node_list, cores, gpus, mem):
+    """A finished job's cores, GPUs and memory back to its nodes."""
+    for x in range(node_start[j], node_start[j + 1]):
+        i = node_list[x]
+        fc[i] += cores[j]
+        fg[i] += gpus[j]
+        fm[i] += mem[j]
+
+
+@njit(cache=True)
+def _clear(tc, tg, tm, tl, leaf):
+    tc[leaf] = BIG
+    tg[leaf] = BIG
+    tm[leaf] = BIG
+    tl[leaf] = np.inf
+    _update(tc, tg, tm, tl, leaf)
+
+
+@njit(cache=True)
+def _start(j, now, pick, nodes, cores, gpus, mem, dur, limit, fc, fg, fm, begin, end, est,
+           node_start, node_list):
+    begin[j] = now
+    end[j] = now + dur[j]
+    est[j] = now + limit[j]
+    s = node_start[j]
+    for x in range(nodes[j]):
+        i = pick[x]
+        node_list[s + x] = i
+        fc[i] -= cores[j]
+        fg[i] -= gpus[j]
+        fm[i] -= mem[j]
+
+
+def run_shared(submit, limit, nodes, dur, rank, request, machine, backfill, enforce_limits=True):
+    """Begin, end, node_start, node_list as ``sim.shared._run_events``; ``machine`` is the
+    partition's (node count, cores, GPUs, KiB of memory) per node (``sim.shared.node_resources``)."""
+    cores, gpus, mem = (np.ascontiguousarray(r, dtype=np.int64) for r in request)
+    n = int(submit.shape[0])
+    if n == 0:
+        return np.empty(0), np.empty(0), np.zeros(1, np.int64), np.empty(0, np.int64)
+    submit = np.ascontiguousarray(submit, dtype=np.float64)
+    order = np.argsort(submit, kind="stable")
+    n_nodes, cap_c, cap_g, cap_m = machine
+    args = (submit, np.ascontiguousarray(limit, dtype=np.float64), np.ascontiguousarray(nodes, dtype=np.int64),
+            np.ascontiguousarray(dur, dtype=np.float64), np.ascontiguousarray(order, dtype=np.int64),
+            np.ascontiguousarray(rank, dtype=np.int64), cores, gpus, mem, np.int64(n_nodes),
+            np.int64(cap_c), np.int64(cap_g), np.int64(cap_m))
+    if backfill == "conservative":
+        begin, end, node_start, node_list, left = run_shared_conservative(*args, bool(enforce_limits))
+        if left == -1:
+            raise RuntimeError("conservative plan did not converge (shared-node kernel)")
+        if left == -2:
+            raise RuntimeError("conservative over-committed a node (shared-node kernel)")
+    else:
+        begin, end, node_start, node_list, left = run_shared_queue(*args, np.int64(MODES[backfill]))
+    if left in (-1, -3):
+        raise RuntimeError("the head job never fits its partition (shared-node kernel)")
+    if left:
+        raise RuntimeError(f"shared-node kernel stalled with {left} job(s) waiting")
+    return begin, end, node_start, node_list
+
+
+# --- conservative: per-node timelines of intervals ------------------------------------------
+# Node i holds the intervals ts[i, :cnt[i]] .. te[i, :cnt[i]] of the jobs tj[i, :cnt[i]] (running
+# jobs from -inf, reservations from their start); ``ends[:E]`` is the sorted multiset of every
+# interval's end (the candidate start times). Sums are integers, so the order of the intervals
+# on a node does not matter.
+
+
+@njit(cache=True)
+def _tl_grow(ts, te, tj):
+    cap = ts.shape[1] * 2
+    n_nodes = ts.shape[0]
+    ns = np.empty((n_nodes, cap), np.float64)
+    ne = np.empty((n_nodes, cap), np.float64)
+    nj = np.empty((n_nodes, cap), np.int64)
+    ns[:, :ts.shape[1]] = ts
+    ne[:, :ts.shape[1]] = te
+    nj[:, :ts.shape[1]] = tj
+    return ns, ne, nj
+
+
+@njit(cache=True)
+def _lower_bound(ends, E, e):
+    """First index of ends[:E] (sorted) whose value is >= e."""
+    a = 0
+    b = E
+    while a < b:
+        m = (a + b) >> 1
+        if ends[m] < e:
+            a = m + 1
+        else:
+            b = m
+    return a
+
+
+@njit(cache=True)
+def _ends_insert(ends, E, e):
+    a = _lower_bound(ends, E, e)
+    for x in range(E, a, -1):
+        ends[x] = ends[x - 1]
+    ends[a] = e
+    return E + 1
+
+
+@njit(cache=True)
+def _ends_remove(ends, E, e):
+    a = _lower_bound(ends, E, e)
+    for x in range(a, E - 1):
+        ends[x] = ends[x + 1]
+    return E - 1
+
+
+@njit(cache=True)
+def _fits_node(ts, te, tj, cnt, i, t0, t1, c, g, m, cores, gpus, mem, cap_c, cap_g, cap_m, near):
+    """Whether node i holds (c, g, m) throughout [t0, t1) (``_Timeline._fits``): the usage at
+    t0 and at every interval start inside the window, over the intervals overlapping it
+    (gathered into ``near`` first)."""
+    o = 0
+    for b in range(cnt[i]):
+        if ts[i, b] < t1 and te[i, b] > t0:
+            near[o] = b
+            o += 1
+    for a in range(-1, o):
+        if a < 0:
+            p = t0
+        else:
+            p = ts[i, near[a]]
+            if not (p > t0):
+                continue
+        uc = 0
+        ug = 0
+        um = 0
+        for x in range(o):
+            b = near[x]
+            if ts[i, b] <= p and p < te[i, b]:
+                j = tj[i, b]
+                uc += cores[j]
+                ug += gpus[j]
+                um += mem[j]
+        if cap_c - uc < c or cap_g - ug < g or cap_m - um < m:
+            return False
+    return True
+
+
+@njit(cache=True)
+def run_shared_conservative(submit, limit, nodes, dur, arrivals, rank, cores, gpus, mem,
+                            n_nodes, cap_c, cap_g, cap_m, enforce):
+    """``sim.shared._Conservative`` compiled. Returns (begin, end, node_start, node_list, status):
+    status = jobs left waiting, -1 a plan that did not converge, -2 an over-committed node."""
+    n = submit.shape[0]
+    begin = np.full(n, np.nan)
+    end = np.full(n, np.nan)
+    est = np.full(n, np.nan)
+    res = np.full(n, np.nan)  # reserved start (its nodes: node_list[node_start[j]:...])
+    node_start = np.zeros(n + 1, np.int64)
+    for j in range(n):
+        node_start[j + 1] = node_start[j] + nodes[j]
+    node_list = np.full(node_start[n], -1, np.int64)
+    fc = np.full(n_nodes, cap_c, np.int64)
+    fg = np.full(n_nodes, cap_g, np.int64)
+    fm = np.full(n_nodes, cap_m, np.int64)
+    pick = np.empty(n_nodes, np.int64)
+    rmax = min(n, n_nodes * cap_c) + 1
+    re = np.empty(rmax, np.float64)
+    rj = np.empty(rmax, np.int64)
+    rn = np.empty(rmax, np.int64)
+    hk = np.empty(rmax, np.float64)
+    hj = np.empty(rmax, np.int64)
+    q = np.empty(max(n, 1), np.int64)
+    ts = np.empty((n_nodes, 16), np.float64)
+    te = np.empty((n_nodes, 16), np.float64)
+    tj = np.empty((n_nodes, 16), np.int64)
+    cnt = np.zeros(n_nodes, np.int64)
+    ends = np.empty(n + 16, np.float64)  # one end per job (running, reserved or just ended)
+    E = 0
+    max_rounds = 1000 + 100 * n
+    stale = False
+    R = 0
+    H = 0
+    Q = 0
+    n_res = 0
+    a = 0
+    n_arr = arrivals.shape[0]
+    while a < n_arr or H > 0:
+        t_arr = submit[arrivals[a]] if a < n_arr else np.inf
+        t_end = hk[0] if H > 0 else np.inf
+        now = t_arr if t_arr < t_end else t_end
+        freed_early = False
+        while H > 0 and hk[0] <= now:
+            j = hj[0]
+            H = _heap_pop(hk, hj, H)
+            R = _run_remove(re, rj, rn, R, est[j], j)
+            _give_back(j, fc, fg, fm, node_start, node_list, cores, gpus, mem)
+            if end[j] < est[j]:
+                freed_early = True
+                stale = True  # its interval outlives it: the timelines need rebuilding
+        while a < n_arr and submit[arrivals[a]] <= now:
+            j = arrivals[a]
+            a += 1
+            r = rank[j]
+            p = Q
+            while p > 0 and rank[q[p - 1]] > r:
+                q[p] = q[p - 1]
+                p -= 1
+            q[p] = j
+            Q += 1
+        if Q == 0:
+            continue
+
+        replan = freed_early or not enforce
+        for x in range(Q):
+            j = q[x]
+            if res[j] < now:  # a reservation in the past (possible with limits not enforced)
+                replan = True
+                res[j] = np.nan
+                n_res -= 1
+        if replan or n_res < Q:
+            if replan or stale or not enforce:  # rebuild: running jobs, then the reservations
+                stale = False
+                soon = np.nextafter(now, np.inf)
+                for i in range(n_nodes):
+                    cnt[i] = 0
+                E = 0
+                for r in range(R):
+                    j = rj[r]
+                    e = re[r] if re[r] > now else soon
+                    ts, te, tj, E = _tl_add(ts, te, tj, cnt, ends, E, j, -np.inf, e,
+                                            node_list, node_start[j], nodes[j], now)
+                for x in range(Q):
+                    j = q[x]
+                    if res[j] == res[j]:
+                        ts, te, tj, E = _tl_add(ts, te, tj, cnt, ends, E, j, res[j], res[j] + limit[j],
+                                                node_list, node_start[j], nodes[j], now)
+            else:  # the previous plan's timelines hold: drop the ends in the past
+                drop = 0
+                while drop < E and ends[drop] <= now:
+                    drop += 1
+                if drop:
+                    for x in range(drop, E):
+                        ends[x - drop] = ends[x]
+                    E -= drop
+            rounds = 0
+            while True:
+                rounds += 1
+                if rounds > max_rounds:
+                    return begin, end, node_start, node_list, -1
+                moved = False
+                for x in range(Q):
+                    j = q[x]
+                    old = res[j]
+                    had = old == old
+                    if had:
+                        if not replan:
+                            continue
+                        E = _tl_remove(ts, te, tj, cnt, ends, E, j, node_list, node_start[j], nodes[j])
+                    start = _earliest_fit(ts, te, tj, cnt, ends, E, now, nodes[j], limit[j],
+                                          cores[j], gpus[j], mem[j], cores, gpus, mem,
+                                          cap_c, cap_g, cap_m, pick)
+                    if start == np.inf:
+                        return begin, end, node_start, node_list, -3
+                    for y in range(nodes[j]):
+                        node_list[node_start[j] + y] = pick[y]
+                    ts, te, tj, E = _tl_add(ts, te, tj, cnt, ends, E, j, start, start + limit[j],
+                                            node_list, node_start[j], nodes[j], now)
+                    res[j] = start
+                    if not had:
+                        n_res += 1
+                    elif start != old:
+                        moved = True
+                if not (replan and moved):
+                    break
+
+        # start every job whose reservation is now, in priority order, on its nodes
+        w = 0
+        for x in range(Q):
+            j = q[x]
+            if res[j] == now:
+                for y in range(node_start[j], node_start[j + 1]):
+                    i = node_list[y]
+                    if fc[i] < cores[j] or fg[i] < gpus[j] or fm[i] < mem[j]:
+                        return begin, end, node_start, node_list, -2
+                    fc[i] -= cores[j]
+                    fg[i] -= gpus[j]
+                    fm[i] -= mem[j]
+                begin[j] = now
+                end[j] = now + dur[j]
+                est[j] = now + limit[j]
+                R = _run_insert(re, rj, rn, R, est[j], j, 0)
+                H = _heap_push(hk, hj, H, end[j], j)
+                res[j] = np.nan
+                n_res -= 1
+            else:
+                q[w] = j
+                w += 1
+        Q = w
+    return begin, end, node_start, node_list, Q
+
+
+@njit(cache=True)
+def _tl_add(ts, te, tj, cnt, ends, E, j, s, e, node_list, first, k, now):
+    for y in range(k):
+        i = node_list[first + y]
+        if cnt[i] == ts.shape[1]:  # full: drop the intervals that ended (on-time completions)
+            w = 0
+            for x in range(cnt[i]):
+                if te[i, x] > now:
+                    ts[i, w] = ts[i, x]
+                    te[i, w] = te[i, x]
+                    tj[i, w] = tj[i, x]
+                    w += 1
+            cnt[i] = w
+            if 2 * w > ts.shape[1]:
+                ts, te, tj = _tl_grow(ts, te, tj)
+        c = cnt[i]
+        ts[i, c] = s
+        te[i, c] = e
+        tj[i, c] = j
+        cnt[i] = c + 1
+    E = _ends_insert(ends, E, e)  # (ends holds one end per job at most: never full)
+    return ts, te, tj, E
+
+
+@njit(cache=True)
+def _tl_remove(ts, te, tj, cnt, ends, E, j, node_list, first, k):
+    stop = np.nan
+    for y in range(k):
+        i = node_list[first + y]
+        c = cnt[i]
+        for x in range(c):
+            if tj[i, x] == j:
+                stop = te[i, x]
+                ts[i, x] = ts[i, c - 1]
+                te[i, x] = te[i, c - 1]
+                tj[i, x] = tj[i, c - 1]
+                cnt[i] = c - 1
+                break
+    return _ends_remove(ends, E, stop)
+
+
+@njit(cache=True)
+def _earliest_fit(ts, te, tj, cnt, ends, E, now, k, duration, c, g, m, cores, gpus, mem,
+                  cap_c, cap_g, cap_m, pick):
+    """``_Timeline.earliest_fit``: the first candidate (now, then every end after now) at which
+    k nodes each hold (c, g, m) for ``duration``; the nodes in pick[:k]."""
+    n_nodes = cnt.shape[0]
+    near = np.empty(ts.shape[1], np.int64)
+    a = _lower_bound(ends, E, np.nextafter(now, np.inf))  # the first end after now
+    x = a - 1  # -1: the candidate now
+    last = np.nan
+    while x < E:
+        t = now if x < a else ends[x]
+        x += 1
+        if t == last or t == np.inf:
+            continue
+        last = t
+        got = 0
+        for i in range(n_nodes):
+            if _fits_node(ts, te, tj, cnt, i, t, t + duration, c, g, m, cores, gpus, mem,
+                          cap_c, cap_g, cap_m, near):
+                pick[got] = i
+                got += 1
+                if got == k:
+                    return t
+    return np.inf

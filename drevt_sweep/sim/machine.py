@@ -1,0 +1,298 @@
+"""What the machine is: partitions (node pools), each with its own nodes, queue and scheduler.
+
+A :class:`Machine` is one or more :class:`Partition`\\ s. A partition has ``nodes`` identical
+nodes with ``cores``, ``gpus`` and ``memory`` (MiB) each (``None``: the resource is not
+modelled, requests for it are ignored), a sharing rule and the names of the jobs' partitions or
+queues that it serves:
+
+* ``exclusive``: a job takes whole nodes (the model of every machine before issue 14); only
+  whether a node *could* hold its per-node request matters;
+* ``shared``: jobs are packed onto nodes by cores, GPUs and memory (``sim.shared``).
+
+Partitions never exchange nodes: each is scheduled on its own, with its own waiting queue,
+priority order and backfilling, and the schedules are merged (``sim.partitioned``).
+
+Which partition serves a job (:func:`place_jobs`): the partition whose ``queues`` list the
+job's partition name (``JobTable.partition``: Slurm's Partition, SWF field 16, the simple
+format's ``partition`` column; else the queue), else the one listing its queue name, else the
+partition listing ``"*"`` (every other name). A job no partition serves is rejected
+(``no_partition``), as is one that can never fit its partition: more nodes than it has
+(``nodes``), or more cores, GPUs or memory per node than a node has (``cores``, ``gpus``,
+``memory``). Rejected jobs are counted by reason, never dropped or moved silently.
+
+Per-node requests a trace does not state: cores = a whole node (exclusive: irrelevant;
+shared: the job is not packed with others), GPUs = 0, memory = 0.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import ConfigError
+from ..jobs import JobTable
+
+SHARING = ("exclusive", "shared")
+EVERY_QUEUE = "*"
+REJECT_REASONS = ("no_partition", "nodes", "cores", "gpus", "memory")
+RESOURCES = ("nodes", "cores", "gpus", "memory")
+
+
+@dataclass(frozen=True)
+class Partition:
+    """A pool of identical nodes with its own queue (see the module docstring)."""
+
+    name: str
+    nodes: int
+    cores: int | None = None  # per node; None: not modelled
+    gpus: int | None = None
+    memory: float | None = None  # MiB per node
+    sharing: str = "exclusive"
+    queues: tuple[str, ...] = ()  # job partition/queue names served here; () = (name,)
+
+    def __post_init__(self) -> None:
+        where = f"partition {self.name!r}"
+        if not self.name or not isinstance(self.name, str):
+            raise ConfigError(f"a partition needs a name, got {self.name!r}")
+        object.__setattr__(self, "nodes", _count(self.nodes, f"{where}: nodes", least=1))
+        for resource in ("cores", "gpus"):
+            value = getattr(self, resource)
+            if value is not None:
+                object.__setattr__(self, resource, _count(value, f"{where}: {resource}",
+                                                          least=1 if resource == "cores" else 0))
+        if self.memory is not None:
+            try:
+                memory = float(self.memory)
+            except (TypeError, ValueError):
+                raise ConfigError(f"{where}: memory must be a number of MiB, got {self.memory!r}") from None
+            if not (math.isfinite(memory) and memory > 0):
+                raise ConfigError(f"{where}: memory must be > 0 MiB, got {self.memory!r}")
+            object.__setattr__(self, "memory", memory)
+        if self.sharing not in SHARING:
+            raise ConfigError(f"{where}: sharing must be one of {', '.join(SHARING)}, got {self.sharing!r}")
+        if self.sharing == "shared" and self.cores is None:
+            raise ConfigError(f"{where}: a shared partition needs cores per node")
+        queues = (self.queues,) if isinstance(self.queues, str) else tuple(str(q) for q in self.queues)
+        object.__setattr__(self, "queues", queues or (self.name,))
+
+    @property
+    def shared(self) -> bool:
+        return self.sharing == "shared"
+
+    def capacity(self, resource: str) -> float | None:
+        """Total of a resource over the partition's nodes (None: not modelled)."""
+        per_node = 1 if resource == "nodes" else getattr(self, resource)
+        return None if per_node is None else self.nodes * per_node
+
+
+@dataclass(frozen=True)
+class Machine:
+    """One or more partitions; their names and queue names are unique."""
+
+    name: str
+    partitions: tuple[Partition, ...]
+    notes: tuple[str, ...] = field(default=(), compare=False)  # sources and assumptions
+
+    def __post_init__(self) -> None:
+        parts = tuple(self.partitions)
+        if not parts:
+            raise ConfigError(f"machine {self.name!r} has no partitions")
+        object.__setattr__(self, "partitions", parts)
+        names = [p.name for p in parts]
+        if len(set(names)) != len(names):
+            raise ConfigError(f"machine {self.name!r}: partition names repeat: {', '.join(names)}")
+        served: dict[str, str] = {}
+        for p in parts:
+            for queue in p.queues:
+                if queue in served:
+                    raise ConfigError(
+                        f"machine {self.name!r}: queue {queue!r} is mapped to both partition "
+                        f"{served[queue]!r} and {p.name!r}"
+                    )
+                served[queue] = p.name
+
+    @classmethod
+    def single_pool(cls, total_nodes: int, name: str = "pool") -> Machine:
+        """Today's machine: one exclusive pool of whole nodes serving every queue."""
+        return cls(name, (Partition("all", total_nodes, queues=(EVERY_QUEUE,)),))
+
+    @property
+    def total_nodes(self) -> int:
+        return sum(p.nodes for p in self.partitions)
+
+    @property
+    def is_single_pool(self) -> bool:
+        """One exclusive partition serving every queue, no per-node resources: the engine then
+        runs exactly as before issue 14 (bit-identical schedules)."""
+        if len(self.partitions) != 1:
+            return False
+        p = self.partitions[0]
+        return (not p.shared and p.queues == (EVERY_QUEUE,)
+                and p.cores is None and p.gpus is None and p.memory is None)
+
+    @property
+    def partition_names(self) -> tuple[str, ...]:
+        return tuple(p.name for p in self.partitions)
+
+
+def _count(value, what: str, least: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        else:
+            raise ConfigError(f"{what} must be a whole number, got {value!r}")
+    if value < least:
+        raise ConfigError(f"{what} must be at least {least}, got {value}")
+    return int(value)
+
+
+# ------------------------------------------------------------------ building machines
+def machine_from_mapping(data, name: str | None = None) -> Machine:
+    """A machine from plain data (a Hydra ``system`` section or a YAML file)::
+
+        name: lassen
+        partitions:
+          - {name: pbatch, nodes: 756, cores: 44, gpus: 4, memory: 262144,
+             sharing: exclusive, queues: [pbatch, standby]}
+
+    or ``partitions`` as a mapping of name -> fields.
+    """
+    if not hasattr(data, "get"):
+        raise ConfigError(f"a machine description must be a mapping, got {type(data).__name__}")
+    parts = data.get("partitions")
+    if not parts:
+        raise ConfigError("a machine description needs 'partitions' (a list, or a mapping of name -> fields)")
+    items = []
+    if hasattr(parts, "items"):
+        for part_name, fields in parts.items():
+            items.append({"name": str(part_name), **dict(fields or {})})
+    else:
+        for fields in parts:
+            if not hasattr(fields, "items"):
+                raise ConfigError(f"each partition must be a mapping of fields, got {fields!r}")
+            items.append(dict(fields))
+    allowed = {"name", "nodes", "cores", "gpus", "memory", "sharing", "queues"}
+    partitions = []
+    for fields in items:
+        unknown = set(fields) - allowed
+        if unknown:
+            raise ConfigError(
+                f"partition {fields.get('name')!r}: unknown field(s) {', '.join(sorted(unknown))} "
+                f"(allowed: {', '.join(sorted(allowed))})"
+            )
+        if "nodes" not in fields:
+            raise ConfigError(f"partition {fields.get('name')!r} needs 'nodes'")
+        queues = fields.get("queues") or ()
+        partitions.append(Partition(
+            name=str(fields.get("name", "")),
+            nodes=fields["nodes"],
+            cores=fields.get("cores"),
+            gpus=fields.get("gpus"),
+            memory=fields.get("memory"),
+            sharing=str(fields.get("sharing", "exclusive")),
+            queues=(queues,) if isinstance(queues, str) else tuple(str(q) for q in queues),
+        ))
+    return Machine(str(name or data.get("name") or "machine"), tuple(partitions))
+
+
+_PARTITION_SPEC = re.compile(r"^\s*([^:,\s]+)\s*:\s*(\d+)\s*$")
+
+
+def parse_partitions(text: str, cores: int | None = None, gpus: int | None = None,
+                     memory: float | None = None, sharing: str = "exclusive") -> Machine:
+    """``'pbatch:756,pdebug:36'`` (name:nodes, each partition serving the queue of its name),
+    every node with the given resources."""
+    partitions = []
+    for item in text.split(","):
+        match = _PARTITION_SPEC.match(item)
+        if not match:
+            raise ConfigError(f"--partitions expects 'name:nodes,name:nodes', got {item.strip()!r}")
+        partitions.append(Partition(match.group(1), int(match.group(2)), cores, gpus, memory, sharing))
+    return Machine("partitions", tuple(partitions))
+
+
+# ------------------------------------------------------------------ jobs -> partitions
+@dataclass(frozen=True, eq=False)
+class Placement:
+    """Each job's partition and per-node request on the machine (aligned with the table)."""
+
+    partition: np.ndarray  # int32 index into machine.partitions, -1 rejected
+    reason: np.ndarray  # int8 index into REJECT_REASONS + 1 (0: accepted)
+    cores: np.ndarray  # int64 per node (resolved: unknown -> a whole node; 0 when not modelled)
+    gpus: np.ndarray  # int64 per node
+    memory: np.ndarray  # float64 MiB per node
+    unmatched: dict[str, int]  # job partition/queue names no partition serves -> jobs
+    served: np.ndarray | None = None  # int32 the partition that serves the job (also if rejected), -1 none
+
+    @property
+    def rejected(self) -> np.ndarray:
+        return self.partition < 0
+
+    def counts(self) -> dict[str, int]:
+        """Rejected jobs per reason (only reasons that occur)."""
+        found = np.bincount(self.reason, minlength=len(REJECT_REASONS) + 1)
+        return {f"rejected_{r}": int(found[i + 1]) for i, r in enumerate(REJECT_REASONS) if found[i + 1]}
+
+
+def place_jobs(jobs: JobTable, machine: Machine) -> Placement:
+    """Which partition serves each job, its resolved per-node request, and why rejected jobs
+    are rejected (see the module docstring). Vectorised: one pass per partition."""
+    n = len(jobs)
+    index_of: dict[str, int] = {}
+    wildcard = -1
+    for k, p in enumerate(machine.partitions):
+        for queue in p.queues:
+            if queue == EVERY_QUEUE:
+                wildcard = k
+            else:
+                index_of[queue] = k
+    by_partition = np.array([index_of.get(name, -1) for name in jobs.partition_names] or [-1],
+                            dtype=np.int32)[np.asarray(jobs.partition_code)]
+    by_queue = np.array([index_of.get(name, -1) for name in jobs.queue_names] or [-1],
+                        dtype=np.int32)[np.asarray(jobs.queue_code)]
+    part = np.where(by_partition >= 0, by_partition, by_queue)
+    part = np.where(part >= 0, part, wildcard).astype(np.int32)
+    reason = np.zeros(n, dtype=np.int8)
+    unmatched: dict[str, int] = {}
+    if (part < 0).any():
+        reason[part < 0] = 1 + REJECT_REASONS.index("no_partition")
+        labels = jobs.partition[part < 0]
+        names, counts = np.unique(labels.astype(str), return_counts=True)
+        unmatched = {str(a): int(b) for a, b in zip(names, counts)}
+
+    nodes = np.asarray(jobs.num_nodes, dtype=np.int64)
+    asked_cores = np.asarray(jobs.cores_per_node, dtype=np.int64)
+    asked_gpus = np.asarray(jobs.gpus_per_node, dtype=np.int64)
+    asked_memory = np.asarray(jobs.memory_per_node, dtype=np.float64)
+    cores = np.zeros(n, dtype=np.int64)
+    gpus = np.zeros(n, dtype=np.int64)
+    memory = np.zeros(n, dtype=np.float64)
+    for k, p in enumerate(machine.partitions):
+        mine = part == k
+        if not mine.any():
+            continue
+        bad = np.zeros(n, dtype=np.int8)
+
+        def flag(mask, what):
+            hit = mine & mask & (bad == 0)
+            bad[hit] = 1 + REJECT_REASONS.index(what)
+
+        flag(nodes > p.nodes, "nodes")
+        if p.cores is not None:
+            cores[mine] = np.where(asked_cores[mine] >= 1, asked_cores[mine], p.cores)
+            flag(cores > p.cores, "cores")
+        if p.gpus is not None:
+            gpus[mine] = np.maximum(asked_gpus[mine], 0)
+            flag(gpus > p.gpus, "gpus")
+        if p.memory is not None:
+            known = np.isfinite(asked_memory[mine])
+            memory[mine] = np.where(known, asked_memory[mine], 0.0)
+            flag(memory > p.memory, "memory")
+        reason = np.where(bad > 0, bad, reason).astype(np.int8)
+    served = part
+    part = np.where(reason > 0, -1, part).astype(np.int32)
+    return Placement(part, reason, cores, gpus, memory, unmatched, served)

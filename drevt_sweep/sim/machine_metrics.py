@@ -1,0 +1,85 @@
+"""Metrics of a machine with partitions: per partition and per resource.
+
+Added to ``compute_metrics`` when a schedule carries a machine (``Schedule.placement``); the
+machine-wide metrics are unchanged. All spans are the overall span (first submit to last end of
+the jobs that ran), so per-partition figures are comparable and add up over the machine.
+
+Per partition ``<p>`` (names as ``metrics.metric_key_for_queue`` makes them safe):
+``partition/<p>/<metric>`` for the job metrics (jobs simulated/rejected/killed, waits, bounded
+slowdown, queue length), plus
+
+* ``node_utilization``: node-time held over the partition's node-time. Exclusive: a job holds
+  its whole nodes. Shared: a job holds its *dominant share* of each of its nodes, the largest of
+  its cores, GPUs and memory over the node's (Ghodsi et al. 2011's dominant resource), so a
+  node filled by one resource counts as busy.
+* ``core_utilization``, ``gpu_utilization``, ``memory_utilization``: requested core-, GPU- and
+  memory-time (nodes x per-node request x run time; unknown core requests count as the whole
+  node) over the partition's capacity x span; only for resources the partition models.
+
+Machine-wide: ``utilization`` is the node-time held (as ``node_utilization``) over the
+machine's node-time (on exclusive partitions the usual nodes x run time formula; on shared ones
+a 1-core job no longer counts as a whole node), ``core_utilization`` and ``gpu_utilization``
+over every partition that models the resource.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+PARTITION_METRIC_DEFINITIONS = {
+    "core_utilization": "requested core-time (nodes x cores per node x run time) over the cores "
+    "of the partitions that model cores x makespan",
+    "gpu_utilization": "requested GPU-time over the GPUs of the partitions that model GPUs x makespan",
+    "partition/<name>/<metric>": "a machine with partitions: the job metrics of one partition, and "
+    "its node_utilization (exclusive: whole nodes held; shared: each job's dominant share of its "
+    "nodes), core_utilization, gpu_utilization and memory_utilization (requested over capacity)",
+}
+
+
+def partition_metrics(jobs, schedule, job_metrics, safe_name, span_start: float, span_end: float) -> dict:
+    """``partition/<p>/...`` and the machine-wide per-resource utilizations (see the module
+    docstring). ``job_metrics(rows)`` gives the job metrics of a set of rows."""
+    machine, placement = schedule.machine, schedule.placement
+    span = span_end - span_start
+    ran = ~np.asarray(schedule.rejected, dtype=bool)
+    run = np.where(ran, schedule.run_time, 0.0)
+    nodes = np.asarray(jobs.num_nodes, dtype=np.float64)
+    out: dict[str, float] = {}
+    totals = {"cores": [0.0, 0.0], "gpus": [0.0, 0.0]}
+    node_time_held = 0.0
+    for k, part in enumerate(machine.partitions):
+        rows = np.flatnonzero(placement.partition == k)
+        name = safe_name(part.name)
+        prefix = f"partition/{name}/"
+        metrics = job_metrics(rows)
+        metrics["jobs_rejected"] = float(((placement.served == k) & ~ran).sum())
+        node_time = nodes[rows] * run[rows]
+        use = {}
+        for resource in ("cores", "gpus", "memory"):
+            per_node = getattr(part, resource)
+            if per_node is None:
+                continue
+            asked = np.asarray(getattr(placement, resource), dtype=np.float64)[rows]
+            use[resource] = asked / per_node if per_node else np.zeros(rows.size)
+            held = float(np.dot(node_time, asked))
+            capacity = part.nodes * per_node * span
+            label = {"cores": "core", "gpus": "gpu", "memory": "memory"}[resource]
+            metrics[f"{label}_utilization"] = held / capacity if capacity > 0 else float("nan")
+            if resource in totals:
+                totals[resource][0] += held
+                totals[resource][1] += part.nodes * per_node * span
+        if part.shared and use:
+            held = float(np.dot(node_time, np.max(np.vstack(list(use.values())), axis=0)))
+        else:
+            held = float(node_time.sum())
+        node_time_held += held
+        metrics["node_utilization"] = held / (part.nodes * span) if span > 0 else float("nan")
+        for key, value in metrics.items():
+            out[prefix + key] = value
+    if span > 0:  # the machine's utilization: node-time held, shared nodes by dominant share
+        out["utilization"] = node_time_held / (machine.total_nodes * span)
+    for resource, key in (("cores", "core_utilization"), ("gpus", "gpu_utilization")):
+        held, capacity = totals[resource]
+        if capacity > 0:
+            out[key] = held / capacity
+    return out

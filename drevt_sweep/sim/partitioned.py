@@ -1,0 +1,149 @@
+"""Simulate or replay a machine with partitions: each partition on its own, schedules merged.
+
+Partitions never exchange nodes and each has its own waiting queue, so a machine's schedule is
+the union of its partitions' schedules, each computed independently:
+
+* an ``exclusive`` partition runs through the existing engine (``engine.simulate``, reference
+  or compiled kernel) on its own jobs, with the partition's node count as the machine size;
+* a ``shared`` partition runs the node-level packing engine (``sim.shared``).
+
+A job's priority rank is computed within its partition's queue (priority keys and FCFS ties
+are per-queue notions), which is what each partition's engine does on its sub-table. On a
+single pool of whole nodes (``Machine.is_single_pool``) this module calls ``engine.simulate``
+once on the whole table, so today's schedules stay bit-identical.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import ConfigError
+from ..jobs import JobTable
+from . import engine
+from .machine import Machine, Placement, place_jobs
+from .schedule import Schedule
+
+
+def simulate_machine(
+    jobs: JobTable,
+    run_time: np.ndarray,
+    machine: Machine,
+    *,
+    priority: str = "fcfs",
+    backfill: str = "easy",
+    enforce_limits: bool = True,
+    kernel: str = "auto",
+    capacity=None,
+    **policy_options,
+) -> Schedule:
+    """The schedule of ``jobs`` on ``machine`` (see the module docstring); rejected jobs keep
+    NaN times and are counted per reason in ``warnings['rejected_<reason>']``.
+    ``policy_options`` (``estimate``, ``backfill_order``, ``priority_params``, ``compression``,
+    ``progress``) go to ``engine.simulate`` for exclusive partitions; shared partitions plan with
+    the user's time limits in priority order only. ``progress`` counts the jobs of the partitions
+    already simulated as done (each partition's simulated time starts again)."""
+    if machine.is_single_pool:
+        return engine.simulate(jobs, run_time, machine.total_nodes, priority=priority,
+                               backfill=backfill, enforce_limits=enforce_limits, kernel=kernel,
+                               capacity=capacity, **policy_options)
+    progress = policy_options.pop("progress", None)
+    defaults = {"estimate": "user", "backfill_order": "fcfs", "priority_params": None,
+                "compression": "compress_first"}
+    special = {k: v for k, v in policy_options.items() if v != defaults.get(k, v)}
+    if special and any(p.shared for p in machine.partitions):
+        raise ConfigError(f"shared partitions plan with the users' time limits in priority order: "
+                          f"{', '.join(f'{k}={v}' for k, v in special.items())} applies to "
+                          f"exclusive partitions only")
+    if capacity is not None and not capacity.is_empty:
+        raise ConfigError("capacity changes and maintenance windows are defined for a single pool "
+                          "of nodes; this machine has partitions")
+    placement = place_jobs(jobs, machine)
+    n = len(jobs)
+    rt = np.asarray(run_time, dtype=np.float64)
+    if rt.shape != (n,):
+        raise ValueError(f"run_time has shape {rt.shape}, expected ({n},) to match the job table")
+    begin = np.full(n, np.nan)
+    end = np.full(n, np.nan)
+    dur = np.full(n, np.nan)
+    killed = np.zeros(n, dtype=bool)
+    done_before = 0
+    for k, part in enumerate(machine.partitions):
+        rows = np.flatnonzero(placement.partition == k)
+        if rows.size == 0:
+            continue
+        sub = jobs.take(rows)
+        if part.shared:
+            from .shared import simulate_shared
+
+            result = simulate_shared(
+                sub, rt[rows], part, placement.cores[rows], placement.gpus[rows],
+                placement.memory[rows], priority=priority, backfill=backfill,
+                enforce_limits=enforce_limits, kernel=kernel,
+            )
+        else:
+            step = None if progress is None else (
+                lambda now, done, base=done_before: progress(now, base + done))
+            result = engine.simulate(sub, rt[rows], part.nodes, priority=priority,
+                                     backfill=backfill, enforce_limits=enforce_limits, kernel=kernel,
+                                     progress=step, **policy_options)
+        done_before += rows.size
+        begin[rows] = result.begin
+        end[rows] = result.end
+        dur[rows] = result.run_time
+        killed[rows] = result.killed
+    return Schedule(
+        mode="simulation",
+        total_nodes=machine.total_nodes,
+        begin=begin,
+        end=end,
+        run_time=dur,
+        killed=killed & ~placement.rejected,
+        rejected=placement.rejected.copy(),
+        warnings={"rejected_oversized": int(placement.rejected.sum()), **placement.counts()},
+        machine=machine,
+        placement=placement,
+    )
+
+
+def replay_machine(jobs: JobTable, machine: Machine) -> Schedule:
+    """The recorded history on ``machine``: times as recorded, for every job (a replay never
+    rejects a job that ran). Over-commit is counted per partition and resource in
+    ``warnings['replay_overcommit/<partition>/<resource>']``: the distinct instants after which
+    the jobs recorded in a partition use more of a resource than its nodes have (cores, GPUs and
+    memory summed over the partition: a replay does not know which node a job ran on), and jobs
+    that fit no partition in ``warnings['replay_rejected_<reason>']``."""
+    if machine.is_single_pool:
+        return engine.replay(jobs, machine.total_nodes)
+    whole = engine.replay(jobs, machine.total_nodes)
+    placement = place_jobs(jobs, machine)
+    warnings = dict(whole.warnings)
+    warnings.pop("replay_overcommit_instants", None)
+    total_over = 0
+    for k, part in enumerate(machine.partitions):
+        rows = np.flatnonzero(placement.partition == k)
+        if rows.size == 0:
+            continue
+        for resource in ("nodes", "cores", "gpus", "memory"):
+            capacity = part.capacity(resource)
+            if capacity is None:
+                continue
+            use = _usage_per_job(jobs, placement, rows, resource)
+            over = engine._overcommit_instants(whole.begin[rows], whole.end[rows], use, capacity)
+            if over:
+                warnings[f"replay_overcommit/{part.name}/{resource}"] = over
+                total_over += over if resource == "nodes" else 0
+    warnings["replay_overcommit_instants"] = total_over
+    for key, count in placement.counts().items():
+        warnings[f"replay_{key}"] = count
+    return Schedule(
+        mode="replay", total_nodes=machine.total_nodes, begin=whole.begin, end=whole.end,
+        run_time=whole.run_time, killed=whole.killed, rejected=whole.rejected, warnings=warnings,
+        machine=machine, placement=placement,
+    )
+
+
+def _usage_per_job(jobs: JobTable, placement: Placement, rows: np.ndarray, resource: str) -> np.ndarray:
+    nodes = np.asarray(jobs.num_nodes, dtype=np.float64)[rows]
+    if resource == "nodes":
+        return nodes
+    return nodes * getattr(placement, resource)[rows].astype(np.float64)

@@ -1,0 +1,430 @@
+"""Shared nodes: jobs packed onto a partition's nodes by cores, GPUs and memory.
+
+The reference implementation (pure Python; ``sim.kernel.shared`` is the compiled version, bit
+for bit the same). A job asks for ``k`` nodes, each
+with ``c`` cores, ``g`` GPUs and ``m`` MiB; it runs on ``k`` distinct nodes that each have that
+much free. The event loop is the engine's (completions, then arrivals, then one scheduling
+pass; the scheduler plans with time limits only; limits enforced by killing).
+
+Memory is packed in whole KiB (requests and node sizes rounded up), so every resource is an
+integer count and no rounding order can differ between implementations.
+
+Placement rule: **first fit by node index**: a job starting now takes the ``k`` lowest-indexed
+nodes on which its per-node request fits.
+
+Backfilling, per resource (Lifka 1995; Mu'alem & Feitelson 2001, generalised to packed
+nodes):
+
+* ``none``: start jobs in priority order until the first that does not fit.
+* ``easy``: as ``none``, then the first job that does not fit (the head) gets a reservation at
+  the *shadow time*: the earliest estimated end of running jobs (begin + limit; an overdue job
+  right after now) after which the head fits, by first fit, on the nodes as they will be then.
+  A later job starts now if it fits now and ends by the shadow time, or if the head still fits
+  at the shadow time with this job's request taken from the nodes it takes now (its "extra
+  resources": cores, GPUs and memory the head does not need at the shadow time).
+  ``easy_drevt``: no extra-resources rule, and the time test is strict (``<``).
+* ``conservative``: every waiting job holds a reservation (a start time and its nodes) at the
+  earliest time at which ``k`` nodes can each hold its request for its whole limit, given the
+  running jobs (until their estimated ends) and every other reservation; new jobs are placed
+  in priority order. When a job ends before its estimated end (and at every pass when limits
+  are not enforced), every waiting job, in priority order, is taken out and placed again at its
+  earliest fit, repeatedly until nothing moves (compression), so with limits enforced no
+  reservation ever moves later. A job starts when its reservation is due, on its nodes.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from bisect import bisect_left, insort
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import ConfigError
+from ..jobs import JobTable
+from .machine import Partition
+from .policies import check_backfill, check_priority, priority_rank
+
+INF = math.inf
+SHARED_BACKFILLS = ("none", "easy", "easy_drevt", "conservative")
+
+
+@dataclass(frozen=True, eq=False)
+class SharedSchedule:
+    """Times per job (aligned with the partition's table) and the nodes each job ran on."""
+
+    begin: np.ndarray
+    end: np.ndarray
+    run_time: np.ndarray
+    killed: np.ndarray
+    node_start: np.ndarray  # int64, len n + 1: job i ran on node_list[node_start[i]:node_start[i+1]]
+    node_list: np.ndarray  # int64 node indices within the partition
+
+    def nodes_of(self, job: int) -> list[int]:
+        return self.node_list[self.node_start[job]:self.node_start[job + 1]].tolist()
+
+
+def simulate_shared(jobs: JobTable, run_time: np.ndarray, partition: Partition, cores: np.ndarray,
+                    gpus: np.ndarray, memory: np.ndarray, *, priority: str = "fcfs",
+                    backfill: str = "easy", enforce_limits: bool = True, kernel: str = "auto",
+                    on_reservation=None) -> SharedSchedule:
+    """Schedule every job of ``jobs`` (all served by ``partition`` and fitting one of its
+    nodes: ``machine.place_jobs`` rejects the others) with per-node requests ``cores``,
+    ``gpus`` and ``memory``. ``kernel``: ``"reference"`` (this module), ``"fast"`` (the compiled
+    kernel) or ``"auto"`` (the compiled kernel once loading numba pays off)."""
+    check_priority(priority)
+    check_backfill(backfill)
+    if backfill not in SHARED_BACKFILLS:
+        raise ConfigError(f"backfill policy {backfill!r} has no shared-node version; "
+                          f"choose one of: {', '.join(SHARED_BACKFILLS)}")
+    n = len(jobs)
+    submit = np.asarray(jobs.submit, dtype=np.float64)
+    limit = np.asarray(jobs.time_limit, dtype=np.float64)
+    nodes = np.asarray(jobs.num_nodes, dtype=np.int64)
+    rt = np.asarray(run_time, dtype=np.float64)
+    _check_inputs(jobs, submit, limit, nodes, rt, partition, cores, gpus, memory)
+    if enforce_limits:
+        killed = rt > limit
+        dur = np.where(killed, limit, rt)
+    else:
+        killed = np.zeros(n, dtype=bool)
+        dur = rt.copy()
+    rank = priority_rank(priority, submit, limit, nodes)
+    request = (np.asarray(cores, dtype=np.int64), np.asarray(gpus, dtype=np.int64),
+               _kib(np.asarray(memory, dtype=np.float64)))
+    if _use_kernel(kernel, backfill, on_reservation, n):
+        from .kernel import shared as fast
+
+        begin, end, node_start, node_list = fast.run_shared(
+            submit, limit, nodes, dur, rank, request, (partition.nodes, *node_resources(partition)), backfill,
+            bool(enforce_limits))
+    else:
+        begin, end, placed = _run_events(submit.tolist(), limit.tolist(), nodes.tolist(), dur.tolist(),
+                                         rank, [r.tolist() for r in request], partition, backfill,
+                                         bool(enforce_limits), on_reservation)
+        node_start = np.zeros(n + 1, dtype=np.int64)
+        node_start[1:] = np.cumsum([len(p) for p in placed])
+        node_list = np.array([i for p in placed for i in p], dtype=np.int64)
+        begin, end = np.array(begin, dtype=np.float64), np.array(end, dtype=np.float64)
+    return SharedSchedule(begin, end, dur, killed, node_start, node_list)
+
+
+def _use_kernel(kernel: str, backfill: str, on_reservation, n: int) -> bool:
+    import os
+
+    if kernel == "auto":
+        kernel = os.environ.get("DREVT_KERNEL", "auto") or "auto"
+    if kernel == "reference" or on_reservation is not None:
+        if kernel == "fast" and on_reservation is not None:
+            raise ConfigError("kernel='fast' cannot call an on_reservation hook")
+        return False
+    from . import kernel as fast
+
+    # the shared-node reference costs about 100x the pool reference per job (1.4 ms on Kabre)
+    if kernel == "auto" and not fast.worth_loading(backfill, 100 * n):
+        return False
+    return fast.load(warn=kernel == "auto") is not None
+
+
+def _kib(mib):
+    """MiB -> whole KiB, rounded up (see the module docstring)."""
+    return np.ceil(np.asarray(mib, dtype=np.float64) * 1024.0).astype(np.int64)
+
+
+def node_resources(partition: Partition) -> tuple[int, int, int]:
+    """A node's (cores, GPUs, KiB of memory); resources not modelled are 0 (nobody asks)."""
+    memory = int(_kib(partition.memory)) if partition.memory is not None else 0
+    return partition.cores, partition.gpus or 0, memory
+
+
+def _check_inputs(jobs, submit, limit, nodes, rt, partition, cores, gpus, memory) -> None:
+    n = len(jobs)
+    if rt.shape != (n,):
+        raise ValueError(f"run_time has shape {rt.shape}, expected ({n},) to match the job table")
+    for bad, what in (
+        (~np.isfinite(submit), "have no valid submit time"),
+        (~(np.isfinite(limit) & (limit > 0)), "have no valid time limit (must be finite and > 0)"),
+        (~(np.isfinite(rt) & (rt >= 0)), "have no valid run time (must be finite and >= 0)"),
+        ((nodes < 1) | (nodes > partition.nodes), f"do not fit partition {partition.name!r}'s node count"),
+        ((cores < 0) | (cores > partition.cores), f"ask for more cores than a node of {partition.name!r} has"),
+        ((gpus < 0) | (gpus > (partition.gpus or 0)), f"ask for more GPUs than a node of {partition.name!r} has"),
+        (~(memory >= 0) | (memory > (partition.memory if partition.memory is not None else 0.0)),
+         f"ask for more memory than a node of {partition.name!r} has"),
+    ):
+        if bad.any():
+            row = int(np.flatnonzero(bad)[0])
+            raise ConfigError(f"{int(bad.sum())} job(s) {what}, first at row {row} "
+                              f"(line {int(jobs.source_line[row])})")
+
+
+class _Nodes:
+    """Free cores/GPUs/memory per node, with first-fit placement."""
+
+    __slots__ = ("cores", "gpus", "memory")
+
+    def __init__(self, partition: Partition) -> None:
+        count = partition.nodes
+        cores, gpus, memory = node_resources(partition)
+        self.cores = [cores] * count
+        self.gpus = [gpus] * count
+        self.memory = [memory] * count
+
+    def copy(self) -> _Nodes:
+        other = _Nodes.__new__(_Nodes)
+        other.cores, other.gpus, other.memory = self.cores[:], self.gpus[:], self.memory[:]
+        return other
+
+    def first_fit(self, k: int, c: int, g: int, m: int) -> list[int] | None:
+        """The ``k`` lowest-indexed nodes that each hold (c, g, m), or None."""
+        got = []
+        fc, fg, fm = self.cores, self.gpus, self.memory
+        for i in range(len(fc)):
+            if fc[i] >= c and fg[i] >= g and fm[i] >= m:
+                got.append(i)
+                if len(got) == k:
+                    return got
+        return None
+
+    def add(self, where: list[int], c: int, g: int, m: int, sign: int) -> None:
+        fc, fg, fm = self.cores, self.gpus, self.memory
+        for i in where:
+            fc[i] += sign * c
+            fg[i] += sign * g
+            fm[i] += sign * m
+
+
+def _run_events(submit, limit, nodes, dur, rank, request, partition, backfill, enforce, hook):
+    """The event loop (as ``engine._run_events``), on per-node free resources."""
+    n = len(submit)
+    cores, gpus, memory = request
+    rank_l = rank.tolist()
+    order = sorted(range(n), key=lambda j: (submit[j], j))
+    begin = [math.nan] * n
+    end = [math.nan] * n
+    est_end = [math.nan] * n
+    placed: list[list[int]] = [[] for _ in range(n)]
+    free = _Nodes(partition)
+    running: list[tuple[float, int]] = []  # sorted (estimated end, job)
+    completions: list[tuple[float, int]] = []
+    queue: list[int] = []  # waiting jobs in priority order
+    qrank: list[int] = []
+    planner = _Conservative(partition, limit, nodes, request, hook) if backfill == "conservative" else None
+
+    def start(j, where, now):
+        begin[j] = now
+        end[j] = now + dur[j]
+        est_end[j] = now + limit[j]
+        placed[j] = where
+        if planner is not None:  # (a queue pass has taken the resources already)
+            if any(free.cores[i] < cores[j] or free.gpus[i] < gpus[j] or free.memory[i] < memory[j]
+                   for i in where):
+                raise RuntimeError(f"policy {backfill!r} over-committed a node at t={now}")
+            free.add(where, cores[j], gpus[j], memory[j], -1)
+        insort(running, (est_end[j], j))
+        heapq.heappush(completions, (end[j], j))
+
+    a = 0
+    while a < n or completions:
+        t_arr = submit[order[a]] if a < n else INF
+        t_end = completions[0][0] if completions else INF
+        now = t_arr if t_arr < t_end else t_end
+        freed_early = False
+        while completions and completions[0][0] <= now:
+            _, j = heapq.heappop(completions)
+            del running[bisect_left(running, (est_end[j], j))]
+            free.add(placed[j], cores[j], gpus[j], memory[j], +1)
+            freed_early |= end[j] < est_end[j]
+        while a < n and submit[order[a]] <= now:
+            j = order[a]
+            a += 1
+            pos = bisect_left(qrank, rank_l[j])
+            queue.insert(pos, j)
+            qrank.insert(pos, rank_l[j])
+        if not queue:
+            continue
+        if planner is not None:
+            due = planner.plan(now, queue, running, est_end, placed, freed_early or not enforce)
+        else:
+            due = _queue_pass(now, queue, free, running, placed, nodes, limit, request, backfill, hook)
+        for j, where in due:
+            start(j, where, now)
+        if due:
+            started = {j for j, _ in due}
+            keep = [i for i, j in enumerate(queue) if j not in started]
+            queue[:] = [queue[i] for i in keep]
+            qrank[:] = [qrank[i] for i in keep]
+    if queue:
+        raise RuntimeError(f"shared-node engine stalled with {len(queue)} job(s) waiting")
+    return begin, end, placed
+
+
+def _queue_pass(now, queue, free, running, placed, nodes, limit, request, backfill, hook):
+    """none / easy / easy_drevt: the jobs to start now and their nodes, in start order (their
+    resources are taken from ``free`` here)."""
+    cores, gpus, memory = request
+    due = []
+    k = 0
+    for j in queue:
+        where = free.first_fit(nodes[j], cores[j], gpus[j], memory[j])
+        if where is None:
+            break
+        free.add(where, cores[j], gpus[j], memory[j], -1)
+        due.append((j, where))
+        k += 1
+    if k < len(queue) and backfill != "none":
+        head = queue[k]
+        later = [(now + limit[j], j, where) for j, where in due]
+        shadow, at_shadow = _shadow(now, head, free, running, later, placed, nodes, request)
+        if hook is not None:
+            hook(now, head, shadow)
+        strict = backfill == "easy_drevt"
+        use_extra = backfill == "easy"
+        for j in queue[k + 1:]:
+            where = free.first_fit(nodes[j], cores[j], gpus[j], memory[j])
+            if where is None:
+                continue
+            e = now + limit[j]
+            if e < shadow or (e == shadow and not strict):
+                pass
+            elif use_extra:
+                at_shadow.add(where, cores[j], gpus[j], memory[j], -1)
+                if at_shadow.first_fit(nodes[head], cores[head], gpus[head], memory[head]) is None:
+                    at_shadow.add(where, cores[j], gpus[j], memory[j], +1)
+                    continue
+            else:
+                continue
+            free.add(where, cores[j], gpus[j], memory[j], -1)
+            due.append((j, where))
+    return due
+
+
+def _shadow(now, head, free, running, started, placed, nodes, request):
+    """The head's shadow time and the nodes' free resources then (see the module docstring)."""
+    cores, gpus, memory = request
+    future = free.copy()
+    soon = math.nextafter(now, INF)
+    releases = sorted([(e if e > now else soon, j, placed[j]) for e, j in running]
+                      + [(e, j, where) for e, j, where in started])
+    i = 0
+    while i < len(releases):
+        t = releases[i][0]
+        while i < len(releases) and releases[i][0] == t:
+            _, j, where = releases[i]
+            future.add(where, cores[j], gpus[j], memory[j], +1)
+            i += 1
+        if future.first_fit(nodes[head], cores[head], gpus[head], memory[head]) is not None:
+            return t, future
+    raise RuntimeError("the head job never fits its partition (it should have been rejected)")
+
+
+class _Conservative:
+    """Reservations (start, nodes) of the waiting jobs, kept between passes."""
+
+    def __init__(self, partition, limit, nodes, request, hook):
+        self.partition = partition
+        self.limit = limit
+        self.nodes = nodes
+        self.request = request
+        self.hook = hook
+        self.reserved: dict[int, tuple[float, list[int]]] = {}
+
+    def plan(self, now, queue, running, est_end, placed, replan):
+        limit, reserved = self.limit, self.reserved
+        if any(s < now for s, _ in reserved.values()):
+            replan = True
+            for j in [j for j, (s, _) in reserved.items() if s < now]:
+                del reserved[j]
+        if replan or len(reserved) < len(queue):
+            soon = math.nextafter(now, INF)
+            timeline = _Timeline(self.partition, self.request)
+            for e, j in running:
+                timeline.add(j, -INF, e if e > now else soon, placed[j])
+            for j, (s, where) in reserved.items():
+                timeline.add(j, s, s + limit[j], where)
+            for _ in range(1000 + 100 * len(queue)):
+                moved = False
+                for j in queue:
+                    old = reserved.get(j)
+                    if old is not None:
+                        if not replan:
+                            continue
+                        timeline.remove(j)
+                    start, where = timeline.earliest_fit(j, now, self.nodes[j], limit[j])
+                    timeline.add(j, start, start + limit[j], where)
+                    reserved[j] = (start, where)
+                    if old is None or start != old[0]:
+                        moved = old is not None or moved
+                        if self.hook is not None:
+                            self.hook(now, j, start)
+                if not (replan and moved):
+                    break
+            else:
+                raise RuntimeError(f"conservative plan did not converge at t={now}")
+        due = [(j, reserved[j][1]) for j in queue if reserved[j][0] == now]
+        for j, _ in due:
+            del reserved[j]
+        return due
+
+
+class _Timeline:
+    """Per node: the intervals ``[start, end)`` during which jobs hold (c, g, m) of it."""
+
+    def __init__(self, partition: Partition, request):
+        self.partition = partition
+        self.request = request
+        self.per_node: list[list[tuple[float, float, int]]] = [[] for _ in range(partition.nodes)]
+        self.where: dict[int, list[int]] = {}
+        self.ends: list[float] = []  # sorted interval ends (candidate start times)
+
+    def add(self, j, start, stop, where):
+        for i in where:
+            self.per_node[i].append((start, stop, j))
+        self.where[j] = where
+        insort(self.ends, stop)
+
+    def remove(self, j):
+        where = self.where.pop(j)
+        stop = None
+        for i in where:
+            row = self.per_node[i]
+            for x, item in enumerate(row):
+                if item[2] == j:
+                    stop = item[1]
+                    del row[x]
+                    break
+        del self.ends[bisect_left(self.ends, stop)]
+
+    def _fits(self, i, t0, t1, c, g, m):
+        cores, gpus, memory = self.request
+        cap_c, cap_g, cap_m = node_resources(self.partition)
+        row = [iv for iv in self.per_node[i] if iv[0] < t1 and iv[1] > t0]
+        for point in [t0] + [iv[0] for iv in row if iv[0] > t0]:
+            uc = ug = um = 0
+            for s, e, j in row:
+                if s <= point < e:
+                    uc += cores[j]
+                    ug += gpus[j]
+                    um += memory[j]
+            if cap_c - uc < c or cap_g - ug < g or cap_m - um < m:
+                return False
+        return True
+
+    def earliest_fit(self, j, now, k, duration):
+        """The earliest start >= now (now or an interval end) with ``k`` nodes that each hold
+        the job's request throughout its limit, and those nodes (lowest indices first)."""
+        cores, gpus, memory = self.request
+        c, g, m = cores[j], gpus[j], memory[j]
+        candidates = [now] + [t for t in self.ends[bisect_left(self.ends, now):] if t > now and t != INF]
+        last = None
+        for t in candidates:
+            if t == last:
+                continue
+            last = t
+            got = []
+            for i in range(self.partition.nodes):
+                if self._fits(i, t, t + duration, c, g, m):
+                    got.append(i)
+                    if len(got) == k:
+                        return t, got
+        raise RuntimeError("a job never fits its partition (it should have been rejected)")

@@ -1,0 +1,203 @@
+"""Shared nodes (issue 14): jobs packed onto nodes by cores, GPUs and memory; EASY's shadow
+time and extra resources, conservative's per-node reservations; hand-computed schedules and
+hypothesis invariants (no node over its cores/GPUs/memory; partitions never exchange nodes)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from jobtable_factory import make_jobs
+
+from drevt_sweep.sim.machine import Machine, Partition, place_jobs
+from drevt_sweep.sim.partitioned import simulate_machine
+from drevt_sweep.sim.shared import simulate_shared
+
+POLICIES = ("none", "easy", "easy_drevt", "conservative")
+
+
+def shared_run(jobs, partition, cores, gpus=None, memory=None, backfill="easy", **kw):
+    n = len(jobs)
+    return simulate_shared(
+        jobs, jobs.actual_run_time, partition, np.asarray(cores),
+        np.asarray(gpus if gpus is not None else [0] * n),
+        np.asarray(memory if memory is not None else [0.0] * n, dtype=float),
+        backfill=backfill, kernel="reference", **kw)
+
+
+def test_packing_by_cores_gpus_and_memory():
+    # One node: 4 cores, 1 GPU, 1000 MiB.
+    #  A: 2 cores, 600 MiB, 0..10 ; B: 2 cores, 300 MiB, 0..5 (both fit together)
+    #  C (t=1): 1 core, 200 MiB: cores are all taken -> waits for B (5), then 100+300 MiB free
+    #  D (t=1): 0 cores... (1 core), 1 GPU, 50 MiB: no core until B ends either; FCFS after C:
+    #  at 5 both C and D fit (cores 2 free, memory 400 free, GPU free) -> 5..
+    part = Partition("p", 1, cores=4, gpus=1, memory=1000, sharing="shared")
+    jobs = make_jobs([0, 0, 1, 1], [1] * 4, [10, 5, 10, 10], [10, 5, 10, 10])
+    for backfill in POLICIES:
+        s = shared_run(jobs, part, [2, 2, 1, 1], [0, 0, 0, 1], [600, 300, 200, 50], backfill)
+        assert s.begin.tolist() == [0, 0, 5, 5], backfill
+        assert [s.nodes_of(j) for j in range(4)] == [[0]] * 4
+    # Memory decides: C asks 500 MiB, more than the 400 free after B: waits for A (10).
+    s = shared_run(jobs, part, [2, 2, 1, 1], [0, 0, 0, 1], [600, 300, 500, 50], "none")
+    assert s.begin.tolist() == [0, 0, 10, 10]  # none: D waits behind C
+    s = shared_run(jobs, part, [2, 2, 1, 1], [0, 0, 0, 1], [600, 300, 500, 50], "easy")
+    assert s.begin.tolist() == [0, 0, 10, 5]  # EASY: D ends at 15 > shadow 10, but C still fits then
+
+
+def test_first_fit_by_node_index_over_several_nodes():
+    # 3 nodes of 4 cores: A takes 3 cores of node 0; B (2 nodes x 2 cores) skips node 0 (1 left)
+    # and takes nodes 1 and 2; C (1 core) goes back to node 0; D (2 nodes x 2) fits 1 and 2.
+    part = Partition("p", 3, cores=4, sharing="shared")
+    jobs = make_jobs([0, 0, 0, 0], [1, 2, 1, 2], [10] * 4, [10] * 4)
+    s = shared_run(jobs, part, [3, 2, 1, 2])
+    assert s.begin.tolist() == [0, 0, 0, 0]
+    assert [s.nodes_of(j) for j in range(4)] == [[0], [1, 2], [0], [1, 2]]
+
+
+def test_gpu_job_blocked_while_cores_are_free():
+    # One node: 8 cores, 1 GPU. A: 1 core + the GPU, 0..10. B (t=1): 1 core + 1 GPU: seven cores
+    # are free but no GPU: B waits for A (10). C (t=2): 1 core, no GPU, limit 100: under none it
+    # waits behind B and starts with it at 10; under EASY its core is "extra" at B's shadow
+    # time (10): it starts at 2.
+    part = Partition("p", 1, cores=8, gpus=1, sharing="shared")
+    jobs = make_jobs([0, 1, 2], [1] * 3, [10, 10, 100], [10, 10, 100])
+    args = ([1, 1, 1], [1, 1, 0])
+    assert shared_run(jobs, part, *args, backfill="none").begin.tolist() == [0, 10, 10]
+    assert shared_run(jobs, part, *args, backfill="easy").begin.tolist() == [0, 10, 2]
+    # easy_drevt has no extra-resources rule: C would end at 102 > 10, so it waits.
+    assert shared_run(jobs, part, *args, backfill="easy_drevt").begin.tolist() == [0, 10, 10]
+    assert shared_run(jobs, part, *args, backfill="conservative").begin.tolist() == [0, 10, 2]
+
+
+def _reservation_case():
+    # 2 nodes x 4 cores; run = limit for every job.
+    #  J0: node 0, 4 cores, 0..10 ; J1: node 1, 2 cores, 0..20
+    #  H (t=1): 2 nodes x 3 cores. Node 1 keeps only 2 free until J1 ends: EASY's shadow is 20
+    #     (at 10 node 0 is free but node 1 still holds J1); H runs 20..30 on nodes 0 and 1.
+    #  X (t=2): 1 node x 2 cores, limit 30: fits now on node 1, but ends at 32 > 20 and with its
+    #     2 cores taken from node 1 at the shadow time H no longer fits: not backfilled; at 10
+    #     (node 0 free) the same; it waits for H: 30..60 on node 0.
+    #  Y (t=2): 1 node x 1 core, limit 5: ends at 7 <= 20: backfilled at 2 on node 1.
+    part = Partition("p", 2, cores=4, sharing="shared")
+    jobs = make_jobs([0, 0, 1, 2, 2], [1, 1, 2, 1, 1], [10, 20, 10, 30, 5], [10, 20, 10, 30, 5])
+    return part, jobs, [4, 2, 3, 2, 1]
+
+
+@pytest.mark.parametrize("backfill", ["easy", "conservative"])
+def test_reservation_in_a_shared_partition(backfill):
+    part, jobs, cores = _reservation_case()
+    promised = []
+    s = shared_run(jobs, part, cores, backfill=backfill,
+                   on_reservation=lambda now, j, start: promised.append((now, j, start)))
+    assert s.begin.tolist() == [0, 0, 20, 30, 2]
+    assert s.nodes_of(2) == [0, 1] and s.nodes_of(4) == [1] and s.nodes_of(3) == [0]
+    assert (1.0, 2, 20.0) in promised  # the head's reservation at its shadow time
+    if backfill == "conservative":
+        assert (2.0, 3, 30.0) in promised  # X is promised its start on arrival
+    none = shared_run(jobs, part, cores, backfill="none")
+    assert none.begin.tolist() == [0, 0, 20, 30, 30]  # no backfilling: Y waits behind X
+
+
+def test_a_job_too_big_for_every_node_is_rejected_with_its_reason():
+    machine = Machine("m", (Partition("p", 2, cores=4, gpus=2, memory=1000, sharing="shared"),))
+    jobs = make_jobs([0, 0, 0, 0], [1, 1, 1, 3], [10] * 4, [10] * 4, queue=["p"] * 4)
+    jobs = jobs.replace(cores_per_node=np.array([4, 2, 5, 1]), gpus_per_node=np.array([0, 0, 0, 0]),
+                        memory_per_node=np.array([100.0, 2000.0, 10.0, 10.0]))
+    s = simulate_machine(jobs, jobs.actual_run_time, machine, kernel="reference")
+    assert s.rejected.tolist() == [False, True, True, True]
+    assert s.placement.counts() == {"rejected_nodes": 1, "rejected_cores": 1, "rejected_memory": 1}
+    assert s.begin[0] == 0
+
+
+# ------------------------------------------------------------------ properties
+@st.composite
+def shared_workloads(draw):
+    n_nodes = draw(st.integers(1, 4))
+    n = draw(st.integers(1, 25))
+    cap = (draw(st.integers(1, 8)), draw(st.integers(0, 3)), float(draw(st.integers(1, 4)) * 256))
+    submit = np.cumsum(draw(st.lists(st.integers(0, 5), min_size=n, max_size=n))).astype(float)
+    nodes = draw(st.lists(st.integers(1, n_nodes), min_size=n, max_size=n))
+    limit = draw(st.lists(st.integers(1, 20), min_size=n, max_size=n))
+    run = [draw(st.integers(0, lim + 3)) for lim in limit]
+    cores = draw(st.lists(st.integers(1, cap[0]), min_size=n, max_size=n))
+    gpus = draw(st.lists(st.integers(0, cap[1]), min_size=n, max_size=n))
+    memory = draw(st.lists(st.sampled_from([0.0, 64.0, 128.0, cap[2]]), min_size=n, max_size=n))
+    queue = draw(st.lists(st.sampled_from(["a", "b"]), min_size=n, max_size=n))
+    return n_nodes, cap, make_jobs(submit, nodes, limit, run, queue=queue), cores, gpus, memory
+
+
+def _max_use_per_node(s, jobs, cores, gpus, memory, n_nodes):
+    """Peak (cores, GPUs, memory) in use on each node, ends before starts at equal times."""
+    peaks = []
+    for node in range(n_nodes):
+        events = []
+        for j in range(len(jobs)):
+            if node in s.nodes_of(j):
+                events.append((s.end[j], 0, j))
+                events.append((s.begin[j], 1, j))
+        use = np.zeros(3)
+        peak = np.zeros(3)
+        for _, kind, j in sorted(events):
+            sign = 1 if kind else -1
+            use += sign * np.array([cores[j], gpus[j], memory[j]])
+            peak = np.maximum(peak, use)
+        peaks.append(peak)
+    return peaks
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(shared_workloads(), st.sampled_from(POLICIES), st.booleans())
+def test_no_node_is_ever_over_its_cores_gpus_or_memory(workload, backfill, enforce):
+    n_nodes, cap, jobs, cores, gpus, memory = workload
+    part = Partition("p", n_nodes, cores=cap[0], gpus=cap[1], memory=cap[2], sharing="shared")
+    s = shared_run(jobs, part, cores, gpus, memory, backfill, enforce_limits=enforce)
+    assert (s.begin >= jobs.submit).all()
+    assert np.array_equal(s.end, s.begin + s.run_time)
+    for j in range(len(jobs)):
+        where = s.nodes_of(j)
+        assert len(where) == jobs.num_nodes[j] == len(set(where))
+        assert all(0 <= i < n_nodes for i in where)
+    for peak in _max_use_per_node(s, jobs, cores, gpus, memory, n_nodes):
+        assert peak[0] <= cap[0] and peak[1] <= cap[1] and peak[2] <= cap[2]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(shared_workloads(), st.sampled_from(POLICIES))
+def test_partitions_never_exchange_nodes(workload, backfill):
+    """A partition's schedule is the one it gets alone: the other partition's jobs change
+    nothing, whatever their load."""
+    n_nodes, cap, jobs, cores, gpus, memory = workload
+    jobs = jobs.replace(cores_per_node=np.asarray(cores), gpus_per_node=np.asarray(gpus),
+                        memory_per_node=np.asarray(memory, dtype=float))
+    a = Partition("A", n_nodes, cores=cap[0], gpus=cap[1], memory=cap[2], sharing="shared", queues=("a",))
+    b = Partition("B", 1, queues=("b",))  # exclusive: jobs wider than 1 node are rejected
+    both = simulate_machine(jobs, jobs.actual_run_time, Machine("m", (a, b)), backfill=backfill,
+                            kernel="reference")
+    in_a = both.placement.partition == 0
+    alone_rows = np.flatnonzero(jobs.queue == "a")
+    if alone_rows.size:
+        alone = simulate_machine(jobs.take(alone_rows), jobs.actual_run_time[alone_rows],
+                                 Machine("m", (a,)), backfill=backfill, kernel="reference")
+        assert np.array_equal(alone.begin, both.begin[alone_rows], equal_nan=True)
+    # B's exclusive jobs never overlap on its single node
+    rows_b = np.flatnonzero(both.placement.partition == 1)
+    spans = sorted(zip(both.begin[rows_b], both.end[rows_b]))
+    assert all(e0 <= b1 for (_, e0), (b1, _) in zip(spans, spans[1:]))
+    assert not (in_a & (jobs.queue != "a")).any()
+    assert place_jobs(jobs, Machine("m", (a, b))).partition.tolist() == both.placement.partition.tolist()
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(shared_workloads(), st.sampled_from(POLICIES), st.booleans(),
+       st.sampled_from(("fcfs", "sjf", "largest")))
+def test_compiled_shared_kernel_is_the_reference_bit_for_bit(workload, backfill, enforce, priority):
+    n_nodes, cap, jobs, cores, gpus, memory = workload
+    memory = [m if m != 64.0 else 100.5 for m in memory]  # a fraction of a MiB: KiB rounding
+    part = Partition("p", n_nodes, cores=cap[0], gpus=cap[1], memory=cap[2], sharing="shared")
+    ref = shared_run(jobs, part, cores, gpus, memory, backfill, enforce_limits=enforce, priority=priority)
+    fast = simulate_shared(jobs, jobs.actual_run_time, part, np.asarray(cores), np.asarray(gpus),
+                           np.asarray(memory, dtype=float), backfill=backfill, kernel="fast",
+                           enforce_limits=enforce, priority=priority)
+    assert np.array_equal(ref.begin, fast.begin) and np.array_equal(ref.end, fast.end)
+    assert np.array_equal(ref.node_start, fast.node_start) and np.array_equal(ref.node_list, fast.node_list)
