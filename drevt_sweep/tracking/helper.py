@@ -175,7 +175,7 @@ def _log(key: tuple, handle: str, metrics, params, tags) -> None:
 
 
 def _log_trace_input(key: tuple, handle: str, *dataset) -> None:
-    _tracker(key).log_trace_input(_run(handle), *dataset)
+    _tracker(key).log_trace_input(_run(key, handle), *dataset)
 
 
 def _log_artifact(key: tuple, handle: str, path: str, folder: str | None) -> None:
