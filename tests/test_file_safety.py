@@ -220,13 +220,16 @@ def test_a_sweep_never_writes_over_its_trace(tmp_path):
     """A trace kept where the configuration writes its first seed's schedule."""
     from sweep_helpers import run_sweep
 
+    import gzip
+
     job_dir = tmp_path / "sweep" / "0"
     job_dir.mkdir(parents=True)
-    trace = job_dir / "schedule_seed0.csv"
-    trace.write_text(TRACE)
+    trace = job_dir / "schedule_seed0.csv.gz"  # the name the sweep gives its kept schedule
+    trace.write_bytes(gzip.compress(TRACE.encode(), mtime=0))
+    before = trace.read_bytes()
     proc = run_sweep(tmp_path, "policy=easy", f"trace.path={trace}", check=False)
     assert proc.returncode == 1
-    assert trace.read_text() == TRACE
+    assert trace.read_bytes() == before
     import json
 
     result = json.loads((job_dir / "result.json").read_text())

@@ -423,3 +423,16 @@ def test_the_template_escapes_what_runs_and_configs_carry(tmp_path):
     assert "&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;" in raw
     page = parse(sweep / "report.html")
     assert hostile in "".join(page.text)  # shown to the reader as the text it is
+
+
+def test_the_folder_report_reads_the_compressed_schedules_the_sweep_writes(tmp_path):
+    """A sweep keeps its schedules as schedule_seed<N>.csv.gz; a report built from the folder
+    alone (tracking off) must still find them."""
+    import gzip
+
+    sweep = small_sweep(tmp_path)
+    for path in sweep.glob("*/schedule_seed*.csv"):
+        path.with_name(path.name + ".gz").write_bytes(gzip.compress(path.read_bytes(), mtime=0))
+        path.unlink()
+    page = parse(report.build_report(sweep, per_configuration=False))
+    assert "Wait-time distributions" in page.headings["h2"]

@@ -9,7 +9,7 @@ embedded as base64 PNG, so the file travels alone) with the PNGs beside
 it in ``report_files/``. ``drevt-sweep-report SWEEP_DIR`` rebuilds it at any time.
 
 Sources, in order: the job folders (``result.json``, ``config.yaml``, ``seed_metrics.csv``,
-``schedule_seed<N>.csv``, ``.hydra/overrides.yaml``) when they exist; the MLflow store for the
+``schedule_seed<N>.csv.gz``, or ``.csv`` from older sweeps, ``.hydra/overrides.yaml``) when they exist; the MLflow store for the
 same runs, which also covers a folder that has been deleted (configs and schedules are then
 downloaded from the runs' artifacts, seeds from the child runs).
 """
@@ -280,7 +280,7 @@ def _fill_from_folder(record: ConfigRecord, job_dir: Path) -> None:
                 record.seed_metrics = frame.set_index("seed").sort_index()
         except (ValueError, pd.errors.EmptyDataError):
             pass
-    _set_schedule(record, sorted(job_dir.glob("schedule_seed*.csv")))
+    _set_schedule(record, sorted(job_dir.glob("schedule_seed*.csv.gz")) or sorted(job_dir.glob("schedule_seed*.csv")))
 
 
 def _set_schedule(record: ConfigRecord, paths: Sequence[Path]) -> None:

@@ -569,7 +569,7 @@ def _log_artifacts(tracker, parent_id, out_dir: Path, figures: list[Path], resul
     for name in ("config.yaml", "seed_metrics.csv", "rejects.csv", QUEUE_KEYS_FILE, "per_user.csv"):
         if (out_dir / name).exists():
             tracker.log_artifact(parent_id, out_dir / name)
-    for path in sorted(out_dir.glob("schedule_seed*.csv*")):
+    for path in sorted(out_dir.glob("schedule_seed*.csv.gz")):  # what _write_outputs writes
         tracker.log_artifact(parent_id, path, "schedules")
     if result["status"] == "FINISHED":
         tracker.finish(parent_id, "FINISHED")
