@@ -17,7 +17,7 @@ pytestmark = pytest.mark.slow
 def full_disk(tmp_path):
     where = tmp_path / "small"
     where.mkdir()
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(where)],
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(where)],
                              capture_output=True, text=True)
     if mounted.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
@@ -35,7 +35,7 @@ def test_outputs_on_a_full_disk_fail_cleanly_and_the_multirun_summarises(tmp_pat
     assert done.returncode == 1, out[-3000:]
     assert "Traceback" not in out and "Logging error" not in out, out[-4000:]
     errors = [line for line in out.splitlines() if "No space left on device" in line]
-    assert errors and all(f"{full_disk / 'sweep'}/" in line for line in errors)  # names the file
+    assert errors and all(f"{full_disk / 'sweep'}/" in line for line in errors), errors  # names the file
     assert "2 configuration(s) failed" in out  # the summary, for both configurations
     assert "policy=fcfs" in out and "policy=easy" in out
     found = runs(tmp_path)

@@ -335,14 +335,16 @@ def run_configuration(cfg: DictConfig) -> dict:
         try:
             (out_dir / "result.json").write_text(json.dumps(result, indent=2, default=str))
         except OSError as exc:
-            log.error("%s: %s", label, _os_error(exc))
+            log.error("%s: %s", label, _os_error(exc, out_dir / "result.json"))
     return result
 
 
-def _os_error(exc: OSError) -> str:
+def _os_error(exc: OSError, path=None) -> str:
     """One line for a file that could not be written (a full disk, a read-only or vanished
-    folder, a quota): ``cannot write PATH: No space left on device``."""
-    where = f" {exc.filename}" if exc.filename else ""
+    folder, a quota): ``cannot write PATH: No space left on device``. ``path`` names the file
+    when the error does not (a full disk is often found at write or close, not at open)."""
+    name = exc.filename or path
+    where = f" {name}" if name else ""
     return f"cannot write{where}: {exc.strerror or exc}"
 
 
@@ -631,13 +633,32 @@ def format_summary(frame) -> str:
     return table.to_string(index=False)
 
 
-def write_summary(sweep_dir: Path) -> tuple[str, list[str]]:
-    """Gather every job's result.json into summary.csv; return the table and the failures."""
-    by_folder = {str(path.parent): json.loads(path.read_text())
-                 for path in sweep_dir.glob("*/result.json")}
-    for folder, result in _results.items():  # a result.json a full disk did not take
+def _read_result(path: Path) -> dict:
+    """A job's result.json; from memory when a full disk left it empty or cut short, else a
+    FAILED entry saying so (never dropped from the summary)."""
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        known = _results.get(str(path.parent))
+        if known is not None:
+            return known
+        return {"label": path.parent.name, "status": "FAILED", "seeds": [],
+                "error": f"{path} cannot be read ({type(exc).__name__}: {exc})"}
+
+
+def job_results(sweep_dir: Path) -> dict[str, dict]:
+    """Every job folder's result under ``sweep_dir``, by folder: the result.json files, and the
+    results of this process that a full disk kept from being written."""
+    by_folder = {str(path.parent): _read_result(path) for path in sweep_dir.glob("*/result.json")}
+    for folder, result in _results.items():
         if Path(folder).parent == sweep_dir:
             by_folder.setdefault(folder, result)
+    return by_folder
+
+
+def write_summary(sweep_dir: Path) -> tuple[str, list[str]]:
+    """Gather every job's result.json into summary.csv; return the table and the failures."""
+    by_folder = job_results(sweep_dir)
     results = [by_folder[k] for k in sorted(by_folder, key=lambda f: _job_number(Path(f).name))]
     if not results:
         return "no configuration finished", []
@@ -645,7 +666,7 @@ def write_summary(sweep_dir: Path) -> tuple[str, list[str]]:
     try:
         frame.to_csv(sweep_dir / "summary.csv", index=False)
     except OSError as exc:
-        log.error(_os_error(exc))
+        log.error(_os_error(exc, sweep_dir / "summary.csv"))
     failed = [r["label"] for r in results if r.get("status") != "FINISHED"]
     return format_summary(frame), failed
 
@@ -701,6 +722,10 @@ class SweepSummaryCallback(Callback):
                 uri = config.tracking.uri or embedded_uri(config.paths.output_root)
             report = build_report(sweep_dir, uri)
             print(f"report: {report}")
+        except OSError as exc:  # a full disk: say which file
+            log.warning("report not built (rebuild with drevt-sweep-report): %s",
+                        _os_error(exc, sweep_dir / "report.html"))
+            report = None
         except Exception as exc:  # noqa: BLE001 - the runs are safe; the report can be rebuilt
             log.warning("report not built (rebuild with drevt-sweep-report): %s", exc)
             report = None
@@ -714,13 +739,13 @@ class SweepSummaryCallback(Callback):
         run_dir = Path(config.hydra.run.dir)
         result = _results.get(str(run_dir))
         if result is None and (run_dir / "result.json").exists():
-            result = json.loads((run_dir / "result.json").read_text())
+            result = _read_result(run_dir / "result.json")
         if result is not None:
             frame = summary_frame([result])
             try:
                 frame.to_csv(run_dir / "summary.csv", index=False)
             except OSError as exc:
-                log.error(_os_error(exc))
+                log.error(_os_error(exc, run_dir / "summary.csv"))
             failed = [] if result.get("status") == "FINISHED" else [result["label"]]
             _report(format_summary(frame), failed, run_dir, config)
             if config.resume:
@@ -733,7 +758,7 @@ def _log_sweep_run(config: DictConfig, sweep_dir: Path, report: Path | None) -> 
     names it in its tag ``drevt_sweep_run_id``."""
     from ..tracking.store import TAG_KIND, TAG_PRESET, TAG_SWEEP_DIR, TAG_SWEEP_RUN, TAG_DESCRIPTION
 
-    results = [json.loads(p.read_text()) for p in sweep_dir.glob("*/result.json")]
+    results = list(job_results(sweep_dir).values())
     parents = [r["parent_run_id"] for r in results if r.get("parent_run_id")]
     if not parents:
         return
@@ -760,7 +785,7 @@ def resume_note(result_files, where: Path) -> str:
     """``resume: <folder>: reused 6 seeds, ran 2`` (what ``resume=true`` did)."""
     reused = ran = 0
     for path in result_files:
-        result = json.loads(Path(path).read_text())
+        result = _read_result(Path(path))
         done = len(result.get("reused_seeds") or [])
         reused += done
         ran += len(result.get("seeds") or []) - done
