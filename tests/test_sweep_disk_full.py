@@ -1,6 +1,6 @@
 """Outputs on a full file system (issue 19 item 8): each configuration that cannot write its
 files FAILS with one line naming the file, no traceback, no run left RUNNING, and the multirun
-still prints its summary. A real 1 MiB tmpfs (needs root: mount); the store is elsewhere."""
+still prints its summary. A real 256 KiB tmpfs (needs root: mount); the store is elsewhere."""
 
 from __future__ import annotations
 
