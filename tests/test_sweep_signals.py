@@ -112,7 +112,9 @@ def test_runs_of_a_sweep_killed_by_sigkill_are_closed_by_the_next_sweep(tmp_path
         time.sleep(2.0)  # the helper notices its sweep is gone
     finally:
         cleanup(proc, tag)
-    assert {r.info.status for r in runs(tmp_path)} == {"RUNNING"}  # left behind
+    left = runs(tmp_path)
+    assert {r.info.status for r in left} == {"RUNNING"}  # left behind
+    first = {r.info.run_id for r in left}
 
     again = start(sweep_cmd(tmp_path, "again", "trace=custom", f"trace.path={TINY}",
                             "format=simple", "format.queues=[all]", "system=custom",
@@ -120,7 +122,7 @@ def test_runs_of_a_sweep_killed_by_sigkill_are_closed_by_the_next_sweep(tmp_path
     _, err = again.communicate(timeout=300)
     assert again.returncode == 0, err[-3000:]
     found = runs(tmp_path)
-    old = [r for r in found if "kth" in r.info.run_name]
+    old = [r for r in found if r.info.run_id in first]
     assert old and {r.info.status for r in old} == {"KILLED"}
     assert all("ended without closing it" in r.data.tags["drevt_error"] for r in old)
     assert {r.info.status for r in found if r not in old} == {"FINISHED"}

@@ -755,7 +755,8 @@ class SweepSummaryCallback(Callback):
 def _log_sweep_run(config: DictConfig, sweep_dir: Path, report: Path | None) -> None:
     """One run for the whole sweep (tag ``drevt_kind=sweep``) holding ``report.html`` and
     ``summary.csv`` once, instead of a copy of the report in every parent run; each parent
-    names it in its tag ``drevt_sweep_run_id``."""
+    names it in its tag ``drevt_sweep_run_id``. FAILED when any configuration failed, so the
+    runs table shows a sweep that needs a look."""
     from ..tracking.store import TAG_KIND, TAG_PRESET, TAG_SWEEP_DIR, TAG_SWEEP_RUN, TAG_DESCRIPTION
 
     results = list(job_results(sweep_dir).values())
@@ -775,7 +776,8 @@ def _log_sweep_run(config: DictConfig, sweep_dir: Path, report: Path | None) -> 
     for path in (report, sweep_dir / "summary.csv"):
         if path is not None and path.is_file():
             tracker.log_artifact(handle, path)
-    tracker.finish(handle, "FINISHED")
+    failed = any(r.get("status") != "FINISHED" for r in results)
+    tracker.finish(handle, "FAILED" if failed else "FINISHED")
     tracker.wait()
     tracker.tag_runs(parents, {TAG_SWEEP_RUN: tracker.run_id(handle)})
     tracker.wait()
