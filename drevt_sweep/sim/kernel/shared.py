@@ -312,7 +312,12 @@ def run_shared(submit, limit, nodes, dur, rank, request, machine, backfill, enfo
             np.ascontiguousarray(rank, dtype=np.int64), cores, gpus, mem, np.int64(n_nodes),
             np.int64(cap_c), np.int64(cap_g), np.int64(cap_m))
     if backfill == "conservative":
-        begin, end, node_start, node_list, left = run_shared_conservative(*args, bool(enforce_limits))
+        if enforce_limits:
+            begin, end, node_start, node_list, left = run_shared_conservative_profile(*args)
+        else:
+            begin, end, node_start, node_list, left = run_shared_conservative(*args, False)
+        if left == -4:
+            raise RuntimeError("conservative kept a reservation in the past (shared-node kernel)")
         if left == -1:
             raise RuntimeError("conservative plan did not converge (shared-node kernel)")
         if left == -2:
@@ -629,3 +634,480 @@ def _earliest_fit(ts, te, tj, cnt, ends, E, now, k, duration, c, g, m, cores, gp
                 if got == k:
                     return t
     return np.inf
+
+
+# --- conservative with limits enforced: a persistent plan on per-node free profiles ---------
+# Node i's free (cores, GPUs, KiB) is a step function: on [PT[i, b], PT[i, b + 1]) it is
+# (PC, PG, PM)[i, b] for b < PB[i] (the last segment runs to +inf; PT[i, 0] = -inf). Every
+# running job holds its nodes until its estimated end, every reserved job from its start to
+# start + limit; adjacent segments with equal free amounts are merged, so the profile is the
+# canonical form of the usage that ``_Timeline`` sums from its intervals.
+#
+# Why only a few reserved jobs are looked at (see ``run_shared_conservative_profile``):
+# ``_Timeline.earliest_fit`` is a function of the usage alone. Its candidates are now and the
+# interval ends; a window [t, t + L) that fits on a node still fits slid left to the last end at
+# or before t (usage never drops between two ends going left), so its result is the earliest
+# *real* t >= now at which k nodes each fit throughout [t, t + L), on the k lowest-indexed such
+# nodes. Hence a reserved job j placed at (s, nodes) on usage U keeps exactly that placement on
+# any later usage U' >= U (more usage anywhere, j's own slot excepted): s stays feasible and
+# nothing earlier or lower-indexed became feasible. Usage drops (a "growth" of free resources)
+# happen only where a running job ends early ([now, estimated end) on its nodes) and where a
+# re-placed job left its old slot (start or nodes changed); each is logged with a sequence
+# number. For j to move, some node i must now fit j at a start t with now <= t <= s (t = s: a
+# lower node than before) where it did not fit when j was last placed, so a growth (i, [g0, g1))
+# logged since then meets [t, t + L): g1 > now, g0 < s + L, and j's request is at most the
+# largest free amount of node i at some time in [now, g1). A job failing that for every
+# growth since its stamp is exactly where the reference re-places it; it is skipped in O(1)
+# per growth. Otherwise it is placed again exactly (one node: only its own node and the grown
+# nodes can offer an earlier or lower-indexed start; several nodes: all nodes, up to s).
+
+
+@njit(cache=True)
+def _seg(PT, PB, i, t):
+    """Node i's segment holding time t (the last breakpoint <= t; PT[i, 0] = -inf)."""
+    a = 0
+    b = PB[i]
+    while b - a > 1:
+        mid = (a + b) >> 1
+        if PT[i, mid] <= t:
+            a = mid
+        else:
+            b = mid
+    return a
+
+
+@njit(cache=True)
+def _split(PT, PC, PG, PM, PB, i, t):
+    """A breakpoint at t on node i (room for one more is there); its segment index."""
+    b = _seg(PT, PB, i, t)
+    if PT[i, b] == t:
+        return b
+    B = PB[i]
+    for x in range(B, b + 1, -1):
+        PT[i, x] = PT[i, x - 1]
+        PC[i, x] = PC[i, x - 1]
+        PG[i, x] = PG[i, x - 1]
+        PM[i, x] = PM[i, x - 1]
+    PT[i, b + 1] = t
+    PC[i, b + 1] = PC[i, b]
+    PG[i, b + 1] = PG[i, b]
+    PM[i, b + 1] = PM[i, b]
+    PB[i] = B + 1
+    return b + 1
+
+
+@njit(cache=True)
+def _merge(PT, PC, PG, PM, PB, i, b):
+    """Drop breakpoint b of node i if it separates equal free amounts."""
+    B = PB[i]
+    if b <= 0 or b >= B or PC[i, b] != PC[i, b - 1] or PG[i, b] != PG[i, b - 1] or PM[i, b] != PM[i, b - 1]:
+        return
+    for x in range(b, B - 1):
+        PT[i, x] = PT[i, x + 1]
+        PC[i, x] = PC[i, x + 1]
+        PG[i, x] = PG[i, x + 1]
+        PM[i, x] = PM[i, x + 1]
+    PB[i] = B - 1
+
+
+@njit(cache=True)
+def _prof_take(PT, PC, PG, PM, PB, i, s, e, c, g, m, sign):
+    """sign = 1: (c, g, m) of node i taken on [s, e); -1: given back."""
+    bs = _split(PT, PC, PG, PM, PB, i, s)
+    be = _split(PT, PC, PG, PM, PB, i, e)
+    for b in range(bs, be):
+        PC[i, b] -= sign * c
+        PG[i, b] -= sign * g
+        PM[i, b] -= sign * m
+    _merge(PT, PC, PG, PM, PB, i, be)
+    _merge(PT, PC, PG, PM, PB, i, bs)
+
+
+@njit(cache=True)
+def _room(PT, PC, PG, PM, PB, i, now):
+    """Whether node i has room for two more breakpoints, after dropping its past segments."""
+    cap = PT.shape[1]
+    if PB[i] + 2 <= cap:
+        return True
+    b0 = _seg(PT, PB, i, now)
+    if b0 > 0:
+        B = PB[i]
+        for x in range(b0, B):
+            PT[i, x - b0] = PT[i, x]
+            PC[i, x - b0] = PC[i, x]
+            PG[i, x - b0] = PG[i, x]
+            PM[i, x - b0] = PM[i, x]
+        PT[i, 0] = -np.inf
+        PB[i] = B - b0
+    return PB[i] + 2 <= cap
+
+
+@njit(cache=True)
+def _prof_grow(PT, PC, PG, PM):
+    n_nodes, cap = PT.shape
+    nt = np.empty((n_nodes, 2 * cap), np.float64)
+    nc = np.empty((n_nodes, 2 * cap), np.int64)
+    ng = np.empty((n_nodes, 2 * cap), np.int64)
+    nm = np.empty((n_nodes, 2 * cap), np.int64)
+    nt[:, :cap] = PT
+    nc[:, :cap] = PC
+    ng[:, :cap] = PG
+    nm[:, :cap] = PM
+    return nt, nc, ng, nm
+
+
+@njit(cache=True)
+def _node_earliest(PT, PC, PG, PM, PB, i, t, L, c, g, m, H):
+    """The earliest start in [t, H] at which node i holds (c, g, m) throughout L, or +inf."""
+    B = PB[i]
+    b = _seg(PT, PB, i, t)
+    while t <= H:
+        t1 = t + L
+        f = b
+        while f < B and PT[i, f] < t1:
+            if PC[i, f] < c or PG[i, f] < g or PM[i, f] < m:
+                break
+            f += 1
+        if f == B or PT[i, f] >= t1:  # every segment in the window holds it
+            return t
+        if f + 1 >= B:
+            return np.inf
+        b = f + 1
+        t = PT[i, b]
+    return np.inf
+
+
+@njit(cache=True)
+def _earliest_all(PT, PC, PG, PM, PB, now, k, L, c, g, m, H, pick, E):
+    """``_Timeline.earliest_fit`` on the profiles, searching starts up to H: the start (+inf if
+    none) and its k lowest-indexed nodes in pick[:k]."""
+    n_nodes = PB.shape[0]
+    if k == 1:
+        best = np.inf
+        for i in range(n_nodes):
+            e = _node_earliest(PT, PC, PG, PM, PB, i, now, L, c, g, m, min(H, best))
+            if e < best:
+                best = e
+                pick[0] = i
+                if e == now:
+                    break
+        return best
+    t = now
+    while True:
+        for i in range(n_nodes):
+            E[i] = _node_earliest(PT, PC, PG, PM, PB, i, t, L, c, g, m, H)
+        # the k-th smallest start: no k nodes fit together before it
+        nxt = -np.inf
+        below = 0
+        while below < k:
+            lo = np.inf
+            for i in range(n_nodes):
+                v = E[i]
+                if v > nxt and v < lo:
+                    lo = v
+            if lo == np.inf:
+                return np.inf
+            for i in range(n_nodes):
+                if E[i] == lo:
+                    below += 1
+            nxt = lo
+        if nxt == t:
+            got = 0
+            for i in range(n_nodes):
+                if E[i] == t:
+                    pick[got] = i
+                    got += 1
+                    if got == k:
+                        break
+            return t
+        t = nxt
+
+
+@njit(cache=True)
+def _max_free(PT, PC, PG, PM, PB, i, now, g1):
+    """The largest free cores, GPUs and KiB of node i at any time in [now, g1)."""
+    b = _seg(PT, PB, i, now)
+    B = PB[i]
+    mc = PC[i, b]
+    mg = PG[i, b]
+    mm = PM[i, b]
+    b += 1
+    while b < B and PT[i, b] < g1:
+        if PC[i, b] > mc:
+            mc = PC[i, b]
+        if PG[i, b] > mg:
+            mg = PG[i, b]
+        if PM[i, b] > mm:
+            mm = PM[i, b]
+        b += 1
+    return mc, mg, mm
+
+
+@njit(cache=True)
+def _log_add(LN, L0, L1, LP, Lcount, i, g0, g1):
+    """Log a growth of node i's free resources on [g0, g1); returns the new count (-1: full)."""
+    if Lcount == LN.shape[0]:
+        return -1
+    LN[Lcount] = i
+    L0[Lcount] = g0
+    L1[Lcount] = g1
+    LP[Lcount] = -1  # its largest free amounts not computed in this pass yet
+    return Lcount + 1
+
+
+@njit(cache=True)
+def _log_grow(LN, L0, L1, LP, LV, LC, LG, LM):
+    size = 2 * LN.shape[0]
+    nn = np.empty(size, np.int64)
+    n0 = np.empty(size, np.float64)
+    n1 = np.empty(size, np.float64)
+    npp = np.empty(size, np.int64)
+    nv = np.empty(size, np.int64)
+    nc = np.empty(size, np.int64)
+    ng = np.empty(size, np.int64)
+    nm = np.empty(size, np.int64)
+    c = LN.shape[0]
+    nn[:c] = LN
+    n0[:c] = L0
+    n1[:c] = L1
+    npp[:c] = LP
+    nv[:c] = LV
+    nc[:c] = LC
+    ng[:c] = LG
+    nm[:c] = LM
+    return nn, n0, n1, npp, nv, nc, ng, nm
+
+
+@njit(cache=True)
+def run_shared_conservative_profile(submit, limit, nodes, dur, arrivals, rank, cores, gpus, mem,
+                                    n_nodes, cap_c, cap_g, cap_m):
+    """``sim.shared._Conservative`` with limits enforced, on a plan kept between passes (see
+    the comment above ``_seg``): the reference's rounds, in which a reserved job is placed
+    again only when a growth logged since it was last placed could move it. Returns (begin,
+    end, node_start, node_list, status) as :func:`run_shared_conservative`."""
+    n = submit.shape[0]
+    begin = np.full(n, np.nan)
+    end = np.full(n, np.nan)
+    est = np.full(n, np.nan)
+    res = np.full(n, np.nan)  # reserved start (its nodes: node_list[node_start[j]:...])
+    stamp = np.zeros(n, np.int64)  # growths before this sequence number are known to j's place
+    node_start = np.zeros(n + 1, np.int64)
+    for j in range(n):
+        node_start[j + 1] = node_start[j] + nodes[j]
+    node_list = np.full(node_start[n], -1, np.int64)
+    fc = np.full(n_nodes, cap_c, np.int64)
+    fg = np.full(n_nodes, cap_g, np.int64)
+    fm = np.full(n_nodes, cap_m, np.int64)
+    pick = np.empty(n_nodes, np.int64)
+    old_nodes = np.empty(n_nodes, np.int64)
+    E = np.empty(n_nodes, np.float64)
+    cand = np.empty(n_nodes, np.int64)
+    mark = np.full(n_nodes, -1, np.int64)
+    version = np.zeros(n_nodes, np.int64)  # bumped whenever node i's profile changes
+    rmax = n + 1
+    re = np.empty(rmax, np.float64)
+    rj = np.empty(rmax, np.int64)
+    rn = np.empty(rmax, np.int64)
+    hk = np.empty(n + 1, np.float64)
+    hj = np.empty(n + 1, np.int64)
+    q = np.empty(max(n, 1), np.int64)
+    PT = np.full((n_nodes, 32), -np.inf)
+    PC = np.full((n_nodes, 32), cap_c, np.int64)
+    PG = np.full((n_nodes, 32), cap_g, np.int64)
+    PM = np.full((n_nodes, 32), cap_m, np.int64)
+    PB = np.ones(n_nodes, np.int64)
+    LN = np.empty(256, np.int64)  # the growth log: node, [L0, L1); entry x has number base + x
+    L0 = np.empty(256, np.float64)
+    L1 = np.empty(256, np.float64)
+    LP = np.empty(256, np.int64)  # pass in which LC/LG/LM (its largest free amounts) were computed
+    LV = np.empty(256, np.int64)  # ... and the node's version then
+    LC = np.empty(256, np.int64)
+    LG = np.empty(256, np.int64)
+    LM = np.empty(256, np.int64)
+    base = 0
+    Lc = 0
+    max_rounds = 1000 + 100 * n
+    pass_no = 0
+    R = 0
+    H = 0
+    Q = 0
+    n_res = 0
+    a = 0
+    n_arr = arrivals.shape[0]
+    while a < n_arr or H > 0:
+        t_arr = submit[arrivals[a]] if a < n_arr else np.inf
+        t_end = hk[0] if H > 0 else np.inf
+        now = t_arr if t_arr < t_end else t_end
+        freed_early = False
+        while H > 0 and hk[0] <= now:
+            j = hj[0]
+            H = _heap_pop(hk, hj, H)
+            R = _run_remove(re, rj, rn, R, est[j], j)
+            _give_back(j, fc, fg, fm, node_start, node_list, cores, gpus, mem)
+            if end[j] < est[j]:  # its nodes are free on [now, estimated end) from now on
+                freed_early = True
+                for y in range(node_start[j], node_start[j + 1]):
+                    i = node_list[y]
+                    while not _room(PT, PC, PG, PM, PB, i, now):
+                        PT, PC, PG, PM = _prof_grow(PT, PC, PG, PM)
+                    _prof_take(PT, PC, PG, PM, PB, i, now, est[j], cores[j], gpus[j], mem[j], -1)
+                    version[i] += 1
+                    Lc = _log_add(LN, L0, L1, LP, Lc, i, now, est[j])
+                    if Lc < 0:
+                        LN, L0, L1, LP, LV, LC, LG, LM = _log_grow(LN, L0, L1, LP, LV, LC, LG, LM)
+                        Lc = _log_add(LN, L0, L1, LP, LN.shape[0] // 2, i, now, est[j])
+        while a < n_arr and submit[arrivals[a]] <= now:
+            j = arrivals[a]
+            a += 1
+            r = rank[j]
+            p = Q
+            while p > 0 and rank[q[p - 1]] > r:
+                q[p] = q[p - 1]
+                p -= 1
+            q[p] = j
+            Q += 1
+        if Q == 0:
+            continue
+
+        replan = freed_early
+        if replan or n_res < Q:
+            pass_no += 1
+            if replan:  # forget the growths every waiting job has already been placed after
+                oldest = base + Lc
+                for x in range(Q):
+                    j = q[x]
+                    if res[j] == res[j] and stamp[j] < oldest:
+                        oldest = stamp[j]
+                drop = oldest - base
+                if drop > 0:
+                    for x in range(drop, Lc):
+                        LN[x - drop] = LN[x]
+                        L0[x - drop] = L0[x]
+                        L1[x - drop] = L1[x]
+                        LP[x - drop] = LP[x]
+                        LV[x - drop] = LV[x]
+                        LC[x - drop] = LC[x]
+                        LG[x - drop] = LG[x]
+                        LM[x - drop] = LM[x]
+                    Lc -= drop
+                    base = oldest
+            rounds = 0
+            while True:
+                rounds += 1
+                if rounds > max_rounds:
+                    return begin, end, node_start, node_list, -1
+                moved = False
+                for x in range(Q):
+                    j = q[x]
+                    k = nodes[j]
+                    c, g, m, lim = cores[j], gpus[j], mem[j], limit[j]
+                    old = res[j]
+                    if old != old:  # a new job: its earliest fit on the plan
+                        start = _earliest_all(PT, PC, PG, PM, PB, now, k, lim, c, g, m, np.inf, pick, E)
+                        if start == np.inf:
+                            return begin, end, node_start, node_list, -3
+                        for y in range(k):
+                            node_list[node_start[j] + y] = pick[y]
+                            i = pick[y]
+                            while not _room(PT, PC, PG, PM, PB, i, now):
+                                PT, PC, PG, PM = _prof_grow(PT, PC, PG, PM)
+                            _prof_take(PT, PC, PG, PM, PB, i, start, start + lim, c, g, m, 1)
+                            version[i] += 1
+                        res[j] = start
+                        n_res += 1
+                        stamp[j] = base + Lc
+                        continue
+                    if not replan:
+                        continue
+                    if old < now:
+                        return begin, end, node_start, node_list, -4
+                    # which nodes grew, since j was placed, where j might fit now
+                    n_cand = 0
+                    for y in range(max(stamp[j] - base, 0), Lc):
+                        g1 = L1[y]
+                        if g1 <= now or L0[y] >= old + lim:
+                            continue
+                        i = LN[y]
+                        if mark[i] == j:
+                            continue
+                        if LP[y] != pass_no or LV[y] != version[i]:
+                            LC[y], LG[y], LM[y] = _max_free(PT, PC, PG, PM, PB, i, now, g1)
+                            LP[y] = pass_no
+                            LV[y] = version[i]
+                        if LC[y] >= c and LG[y] >= g and LM[y] >= m:
+                            mark[i] = j
+                            cand[n_cand] = i
+                            n_cand += 1
+                    stamp[j] = base + Lc
+                    if n_cand == 0:
+                        continue  # the reference places it again exactly where it is
+                    for y in range(n_cand):
+                        mark[cand[y]] = -1
+                    first = node_start[j]
+                    for y in range(k):
+                        i = node_list[first + y]
+                        old_nodes[y] = i
+                        while not _room(PT, PC, PG, PM, PB, i, now):
+                            PT, PC, PG, PM = _prof_grow(PT, PC, PG, PM)
+                        _prof_take(PT, PC, PG, PM, PB, i, old, old + lim, c, g, m, -1)
+                    if k == 1:  # its own node fits by ``old``; only grown nodes can do better
+                        i0 = old_nodes[0]
+                        start = _node_earliest(PT, PC, PG, PM, PB, i0, now, lim, c, g, m, old)
+                        pick[0] = i0
+                        for y in range(n_cand):
+                            i = cand[y]
+                            if i == i0:
+                                continue
+                            e = _node_earliest(PT, PC, PG, PM, PB, i, now, lim, c, g, m, start)
+                            if e < start or (e == start and i < pick[0]):
+                                start = e
+                                pick[0] = i
+                    else:
+                        start = _earliest_all(PT, PC, PG, PM, PB, now, k, lim, c, g, m, old, pick, E)
+                    same = start == old
+                    for y in range(k):
+                        i = pick[y]
+                        node_list[first + y] = i
+                        same = same and i == old_nodes[y]
+                        while not _room(PT, PC, PG, PM, PB, i, now):
+                            PT, PC, PG, PM = _prof_grow(PT, PC, PG, PM)
+                        _prof_take(PT, PC, PG, PM, PB, i, start, start + lim, c, g, m, 1)
+                    if not same:  # its old slot is free for the others
+                        for y in range(k):
+                            version[old_nodes[y]] += 1
+                            version[pick[y]] += 1
+                            Lc = _log_add(LN, L0, L1, LP, Lc, old_nodes[y], old, old + lim)
+                            if Lc < 0:
+                                LN, L0, L1, LP, LV, LC, LG, LM = _log_grow(LN, L0, L1, LP, LV, LC, LG, LM)
+                                Lc = _log_add(LN, L0, L1, LP, LN.shape[0] // 2, old_nodes[y], old, old + lim)
+                        res[j] = start
+                        stamp[j] = base + Lc
+                        if start != old:
+                            moved = True
+                if not (replan and moved):
+                    break
+
+        # start every job whose reservation is now, in priority order, on its nodes
+        w = 0
+        for x in range(Q):
+            j = q[x]
+            if res[j] == now:
+                for y in range(node_start[j], node_start[j + 1]):
+                    i = node_list[y]
+                    if fc[i] < cores[j] or fg[i] < gpus[j] or fm[i] < mem[j]:
+                        return begin, end, node_start, node_list, -2
+                    fc[i] -= cores[j]
+                    fg[i] -= gpus[j]
+                    fm[i] -= mem[j]
+                begin[j] = now
+                end[j] = now + dur[j]
+                est[j] = now + limit[j]
+                R = _run_insert(re, rj, rn, R, est[j], j, 0)
+                H = _heap_push(hk, hj, H, end[j], j)
+                res[j] = np.nan
+                n_res -= 1
+            else:
+                q[w] = j
+                w += 1
+        Q = w
+    return begin, end, node_start, node_list, Q
