@@ -901,8 +901,8 @@ def run_shared_conservative_profile(submit, limit, nodes, dur, arrivals, rank, c
     pick = np.empty(n_nodes, np.int64)
     old_nodes = np.empty(n_nodes, np.int64)
     E = np.empty(n_nodes, np.float64)
-    cand = np.empty(n_nodes, np.int64)
-    mark = np.full(n_nodes, -1, np.int64)
+    mark = np.full(n_nodes, -1, np.int64)  # node i already looked at in visit mark[i]
+    visit = 0
     version = np.zeros(n_nodes, np.int64)  # bumped whenever node i's profile changes
     rmax = n + 1
     re = np.empty(rmax, np.float64)
@@ -1022,46 +1022,62 @@ def run_shared_conservative_profile(submit, limit, nodes, dur, arrivals, rank, c
                     if old < now:
                         return begin, end, node_start, node_list, -4
                     # which nodes grew, since j was placed, where j might fit now
-                    n_cand = 0
+                    visit += 1
+                    first = node_start[j]
+                    own = False  # one of its own nodes (then it is placed again exactly)
+                    grown = False  # another node that holds it from some start <= old
+                    best = np.inf  # (one node: the best such start and node)
+                    best_i = -1
                     for y in range(max(stamp[j] - base, 0), Lc):
                         g1 = L1[y]
                         if g1 <= now or L0[y] >= old + lim:
                             continue
                         i = LN[y]
-                        if mark[i] == j:
+                        if mark[i] == visit:
                             continue
                         if LP[y] != pass_no or LV[y] != version[i]:
                             LC[y], LG[y], LM[y] = _max_free(PT, PC, PG, PM, PB, i, now, g1)
                             LP[y] = pass_no
                             LV[y] = version[i]
-                        if LC[y] >= c and LG[y] >= g and LM[y] >= m:
-                            mark[i] = j
-                            cand[n_cand] = i
-                            n_cand += 1
+                        if LC[y] < c or LG[y] < g or LM[y] < m:
+                            continue
+                        mark[i] = visit
+                        mine = False
+                        for z in range(k):
+                            if node_list[first + z] == i:
+                                mine = True
+                                break
+                        if mine:
+                            own = True
+                        else:
+                            e = _node_earliest(PT, PC, PG, PM, PB, i, now, lim, c, g, m, old)
+                            if e <= old:
+                                grown = True
+                                if e < best or (e == best and i < best_i):
+                                    best = e
+                                    best_i = i
+                        if k > 1 and (own or grown):
+                            break
                     stamp[j] = base + Lc
-                    if n_cand == 0:
+                    i0 = node_list[first]
+                    if k == 1 and not own and not (best < old or (best == old and best_i < i0)):
                         continue  # the reference places it again exactly where it is
-                    for y in range(n_cand):
-                        mark[cand[y]] = -1
-                    first = node_start[j]
+                    if k > 1 and not (own or grown):
+                        continue
                     for y in range(k):
                         i = node_list[first + y]
                         old_nodes[y] = i
                         while not _room(PT, PC, PG, PM, PB, i, now):
                             PT, PC, PG, PM = _prof_grow(PT, PC, PG, PM)
                         _prof_take(PT, PC, PG, PM, PB, i, old, old + lim, c, g, m, -1)
-                    if k == 1:  # its own node fits by ``old``; only grown nodes can do better
-                        i0 = old_nodes[0]
-                        start = _node_earliest(PT, PC, PG, PM, PB, i0, now, lim, c, g, m, old)
+                    if k == 1:  # its own node (if it did not grow, it still fits from old)
+                        start = old
                         pick[0] = i0
-                        for y in range(n_cand):
-                            i = cand[y]
-                            if i == i0:
-                                continue
-                            e = _node_earliest(PT, PC, PG, PM, PB, i, now, lim, c, g, m, start)
-                            if e < start or (e == start and i < pick[0]):
-                                start = e
-                                pick[0] = i
+                        if own:
+                            start = _node_earliest(PT, PC, PG, PM, PB, i0, now, lim, c, g, m, old)
+                        if best < start or (best == start and best_i < i0):
+                            start = best
+                            pick[0] = best_i
                     else:
                         start = _earliest_all(PT, PC, PG, PM, PB, now, k, lim, c, g, m, old, pick, E)
                     same = start == old
