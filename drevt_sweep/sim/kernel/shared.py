@@ -793,9 +793,12 @@ def _earliest_all(PT, PC, PG, PM, PB, now, k, L, c, g, m, H, pick, E):
                     break
         return best
     t = now
+    for i in range(n_nodes):
+        E[i] = -np.inf
     while True:
         for i in range(n_nodes):
-            E[i] = _node_earliest(PT, PC, PG, PM, PB, i, t, L, c, g, m, H)
+            if E[i] < t:  # (an earliest start >= the last t is still the earliest >= t)
+                E[i] = _node_earliest(PT, PC, PG, PM, PB, i, t, L, c, g, m, H)
         # the k-th smallest start: no k nodes fit together before it
         nxt = -np.inf
         below = 0
@@ -902,6 +905,15 @@ def run_shared_conservative_profile(submit, limit, nodes, dur, arrivals, rank, c
     old_nodes = np.empty(n_nodes, np.int64)
     E = np.empty(n_nodes, np.float64)
     mark = np.full(n_nodes, -1, np.int64)  # node i already looked at in visit mark[i]
+    seen = np.empty(n_nodes, np.int64)
+    reach = np.empty(n_nodes, np.float64)  # the latest end of a growth of node i it may use
+    fail_p = np.full(n_nodes, -1, np.int64)  # in pass fail_p, version fail_v of node i, the request
+    fail_v = np.zeros(n_nodes, np.int64)  # (fail_c, fail_g, fail_m) for fail_l found no start
+    fail_c = np.zeros(n_nodes, np.int64)  # on it up to fail_h
+    fail_g = np.zeros(n_nodes, np.int64)
+    fail_m = np.zeros(n_nodes, np.int64)
+    fail_l = np.zeros(n_nodes, np.float64)
+    fail_h = np.zeros(n_nodes, np.float64)
     visit = 0
     version = np.zeros(n_nodes, np.int64)  # bumped whenever node i's profile changes
     rmax = n + 1
@@ -1024,16 +1036,13 @@ def run_shared_conservative_profile(submit, limit, nodes, dur, arrivals, rank, c
                     # which nodes grew, since j was placed, where j might fit now
                     visit += 1
                     first = node_start[j]
-                    own = False  # one of its own nodes (then it is placed again exactly)
-                    grown = False  # another node that holds it from some start <= old
-                    best = np.inf  # (one node: the best such start and node)
-                    best_i = -1
+                    n_seen = 0
                     for y in range(max(stamp[j] - base, 0), Lc):
                         g1 = L1[y]
                         if g1 <= now or L0[y] >= old + lim:
                             continue
                         i = LN[y]
-                        if mark[i] == visit:
+                        if mark[i] == visit and g1 <= reach[i]:
                             continue
                         if LP[y] != pass_no or LV[y] != version[i]:
                             LC[y], LG[y], LM[y] = _max_free(PT, PC, PG, PM, PB, i, now, g1)
@@ -1041,21 +1050,55 @@ def run_shared_conservative_profile(submit, limit, nodes, dur, arrivals, rank, c
                             LV[y] = version[i]
                         if LC[y] < c or LG[y] < g or LM[y] < m:
                             continue
-                        mark[i] = visit
-                        mine = False
+                        if mark[i] != visit:
+                            mark[i] = visit
+                            seen[n_seen] = i
+                            n_seen += 1
+                            reach[i] = g1
+                        else:
+                            reach[i] = g1
+                    own = False  # one of its own nodes grew (then it is placed again exactly)
+                    grown = False  # another grown node holds it from some start <= old
+                    best = np.inf  # (one node: the best such start and node)
+                    best_i = -1
+                    for y in range(n_seen):
+                        i = seen[y]
                         for z in range(k):
                             if node_list[first + z] == i:
-                                mine = True
+                                # its own node: can it start there before old without itself?
+                                h = min(np.nextafter(old, -np.inf), np.nextafter(reach[i], -np.inf))
+                                while not _room(PT, PC, PG, PM, PB, i, now):
+                                    PT, PC, PG, PM = _prof_grow(PT, PC, PG, PM)
+                                _prof_take(PT, PC, PG, PM, PB, i, old, old + lim, c, g, m, -1)
+                                e = _node_earliest(PT, PC, PG, PM, PB, i, now, lim, c, g, m, h)
+                                while not _room(PT, PC, PG, PM, PB, i, now):
+                                    PT, PC, PG, PM = _prof_grow(PT, PC, PG, PM)
+                                _prof_take(PT, PC, PG, PM, PB, i, old, old + lim, c, g, m, 1)
+                                if e < np.inf:
+                                    own = True
                                 break
-                        if mine:
-                            own = True
                         else:
-                            e = _node_earliest(PT, PC, PG, PM, PB, i, now, lim, c, g, m, old)
-                            if e <= old:
+                            # a new start must be before the end of a growth it meets
+                            h = min(old, np.nextafter(reach[i], -np.inf))
+                            if (fail_p[i] == pass_no and fail_v[i] == version[i] and c >= fail_c[i]
+                                    and g >= fail_g[i] and m >= fail_m[i] and lim >= fail_l[i]
+                                    and h <= fail_h[i]):
+                                continue  # a smaller request found no start by a later time
+                            e = _node_earliest(PT, PC, PG, PM, PB, i, now, lim, c, g, m, h)
+                            # (useful only before old, or at old below one of its nodes)
+                            if e < old or (e == old and i < node_list[first + k - 1]):
                                 grown = True
                                 if e < best or (e == best and i < best_i):
                                     best = e
                                     best_i = i
+                            elif e == np.inf:
+                                fail_p[i] = pass_no
+                                fail_v[i] = version[i]
+                                fail_c[i] = c
+                                fail_g[i] = g
+                                fail_m[i] = m
+                                fail_l[i] = lim
+                                fail_h[i] = h
                         if k > 1 and (own or grown):
                             break
                     stamp[j] = base + Lc
