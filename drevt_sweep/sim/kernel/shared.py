@@ -847,6 +847,31 @@ def _max_free(PT, PC, PG, PM, PB, i, now, g1):
 
 
 @njit(cache=True)
+def _longest_run(PT, PC, PB, i, now, reach, c):
+    """The longest time over which node i keeps at least c free cores, from a start in
+    [now, reach) (+inf: to the end of its profile)."""
+    B = PB[i]
+    b = _seg(PT, PB, i, now)
+    best = 0.0
+    while b < B and PT[i, b] < reach:
+        if PC[i, b] < c:
+            b += 1
+            continue
+        t = PT[i, b] if PT[i, b] > now else now
+        if t >= reach:
+            break
+        f = b + 1
+        while f < B and PC[i, f] >= c:
+            f += 1
+        if f == B:
+            return np.inf
+        if PT[i, f] - t > best:
+            best = PT[i, f] - t
+        b = f + 1
+    return best
+
+
+@njit(cache=True)
 def _log_add(LN, L0, L1, LP, Lcount, i, g0, g1):
     """Log a growth of node i's free resources on [g0, g1); returns the new count (-1: full)."""
     if Lcount == LN.shape[0]:
@@ -914,6 +939,10 @@ def run_shared_conservative_profile(submit, limit, nodes, dur, arrivals, rank, c
     fail_m = np.zeros(n_nodes, np.int64)
     fail_l = np.zeros(n_nodes, np.float64)
     fail_h = np.zeros(n_nodes, np.float64)
+    run_p = np.full((n_nodes, 64), -1, np.int64)  # in pass run_p, version run_v of node i, the
+    run_v = np.zeros((n_nodes, 64), np.int64)  # longest run of >= 2**q free cores from a start
+    run_r = np.zeros((n_nodes, 64), np.float64)  # before run_r is run_w
+    run_w = np.zeros((n_nodes, 64), np.float64)
     visit = 0
     version = np.zeros(n_nodes, np.int64)  # bumped whenever node i's profile changes
     rmax = n + 1
@@ -1061,6 +1090,7 @@ def run_shared_conservative_profile(submit, limit, nodes, dur, arrivals, rank, c
                     grown = False  # another grown node holds it from some start <= old
                     best = np.inf  # (one node: the best such start and node)
                     best_i = -1
+                    lo = np.inf  # no new start before the earliest on a grown node
                     for y in range(n_seen):
                         i = seen[y]
                         for z in range(k):
@@ -1076,10 +1106,23 @@ def run_shared_conservative_profile(submit, limit, nodes, dur, arrivals, rank, c
                                 _prof_take(PT, PC, PG, PM, PB, i, old, old + lim, c, g, m, 1)
                                 if e < np.inf:
                                     own = True
+                                    if e < lo:
+                                        lo = e
                                 break
                         else:
                             # a new start must be before the end of a growth it meets
                             h = min(old, np.nextafter(reach[i], -np.inf))
+                            if c >= 1:  # a window of lim with c free cores must exist (cores by powers of 2)
+                                qc = 0
+                                while (2 << qc) <= c:
+                                    qc += 1
+                                if run_p[i, qc] != pass_no or run_v[i, qc] != version[i] or run_r[i, qc] < reach[i]:
+                                    run_r[i, qc] = reach[i]
+                                    run_w[i, qc] = _longest_run(PT, PC, PB, i, now, run_r[i, qc], 1 << qc)
+                                    run_p[i, qc] = pass_no
+                                    run_v[i, qc] = version[i]
+                                if run_w[i, qc] < lim:
+                                    continue
                             if (fail_p[i] == pass_no and fail_v[i] == version[i] and c >= fail_c[i]
                                     and g >= fail_g[i] and m >= fail_m[i] and lim >= fail_l[i]
                                     and h <= fail_h[i]):
@@ -1088,6 +1131,8 @@ def run_shared_conservative_profile(submit, limit, nodes, dur, arrivals, rank, c
                             # (useful only before old, or at old below one of its nodes)
                             if e < old or (e == old and i < node_list[first + k - 1]):
                                 grown = True
+                                if e < lo:
+                                    lo = e
                                 if e < best or (e == best and i < best_i):
                                     best = e
                                     best_i = i
@@ -1099,8 +1144,6 @@ def run_shared_conservative_profile(submit, limit, nodes, dur, arrivals, rank, c
                                 fail_m[i] = m
                                 fail_l[i] = lim
                                 fail_h[i] = h
-                        if k > 1 and (own or grown):
-                            break
                     stamp[j] = base + Lc
                     i0 = node_list[first]
                     if k == 1 and not own and not (best < old or (best == old and best_i < i0)):
@@ -1122,7 +1165,7 @@ def run_shared_conservative_profile(submit, limit, nodes, dur, arrivals, rank, c
                             start = best
                             pick[0] = best_i
                     else:
-                        start = _earliest_all(PT, PC, PG, PM, PB, now, k, lim, c, g, m, old, pick, E)
+                        start = _earliest_all(PT, PC, PG, PM, PB, lo, k, lim, c, g, m, old, pick, E)
                     same = start == old
                     for y in range(k):
                         i = pick[y]
