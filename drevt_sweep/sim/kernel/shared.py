@@ -872,6 +872,26 @@ def _longest_run(PT, PC, PB, i, now, reach, c):
 
 
 @njit(cache=True)
+def _note_growth(PT, PC, PG, PM, PB, i, now, g1, AGG, AGR):
+    """Fold node i's largest free amounts in [now, g1), and its longest runs of >= 2**q free
+    cores from a start there, into the bounds AGG / AGR of every growth since the last quiet
+    round (free resources only shrink between growths, so these stay upper bounds)."""
+    mc, mg, mm = _max_free(PT, PC, PG, PM, PB, i, now, g1)
+    if mc > AGG[0]:
+        AGG[0] = mc
+    if mg > AGG[1]:
+        AGG[1] = mg
+    if mm > AGG[2]:
+        AGG[2] = mm
+    for q in range(AGR.shape[0]):
+        if (1 << q) > mc:
+            break
+        w = _longest_run(PT, PC, PB, i, now, g1, 1 << q)
+        if w > AGR[q]:
+            AGR[q] = w
+
+
+@njit(cache=True)
 def _log_add(LN, L0, L1, LP, Lcount, i, g0, g1):
     """Log a growth of node i's free resources on [g0, g1); returns the new count (-1: full)."""
     if Lcount == LN.shape[0]:
@@ -907,6 +927,14 @@ def _log_grow(LN, L0, L1, LP, LV, LC, LG, LM):
 
 
 @njit(cache=True)
+def _grown_sum(gcount, node_list, first, k):
+    t = 0
+    for y in range(k):
+        t += gcount[node_list[first + y]]
+    return t
+
+
+@njit(cache=True)
 def run_shared_conservative_profile(submit, limit, nodes, dur, arrivals, rank, cores, gpus, mem,
                                     n_nodes, cap_c, cap_g, cap_m):
     """``sim.shared._Conservative`` with limits enforced, on a plan kept between passes (see
@@ -939,6 +967,13 @@ def run_shared_conservative_profile(submit, limit, nodes, dur, arrivals, rank, c
     fail_m = np.zeros(n_nodes, np.int64)
     fail_l = np.zeros(n_nodes, np.float64)
     fail_h = np.zeros(n_nodes, np.float64)
+    nq = 0
+    while nq < 62 and (1 << nq) <= cap_c:
+        nq += 1
+    gcount = np.zeros(n_nodes, np.int64)  # growths logged on node i so far
+    own_g = np.zeros(n, np.int64)  # ... summed over job j's nodes when it was last placed
+    AGG = np.full(3, -1, np.int64)  # bounds over the growths since the last quiet round:
+    AGR = np.full(max(nq, 1), -1.0)  # largest free (cores, GPUs, KiB); longest run of 2**q cores
     run_p = np.full((n_nodes, 64), -1, np.int64)  # in pass run_p, version run_v of node i, the
     run_v = np.zeros((n_nodes, 64), np.int64)  # longest run of >= 2**q free cores from a start
     run_r = np.zeros((n_nodes, 64), np.float64)  # before run_r is run_w
@@ -993,6 +1028,8 @@ def run_shared_conservative_profile(submit, limit, nodes, dur, arrivals, rank, c
                         PT, PC, PG, PM = _prof_grow(PT, PC, PG, PM)
                     _prof_take(PT, PC, PG, PM, PB, i, now, est[j], cores[j], gpus[j], mem[j], -1)
                     version[i] += 1
+                    gcount[i] += 1
+                    _note_growth(PT, PC, PG, PM, PB, i, now, est[j], AGG, AGR)
                     Lc = _log_add(LN, L0, L1, LP, Lc, i, now, est[j])
                     if Lc < 0:
                         LN, L0, L1, LP, LV, LC, LG, LM = _log_grow(LN, L0, L1, LP, LV, LC, LG, LM)
@@ -1038,6 +1075,7 @@ def run_shared_conservative_profile(submit, limit, nodes, dur, arrivals, rank, c
                 if rounds > max_rounds:
                     return begin, end, node_start, node_list, -1
                 moved = False
+                changed = False
                 for x in range(Q):
                     j = q[x]
                     k = nodes[j]
@@ -1057,11 +1095,26 @@ def run_shared_conservative_profile(submit, limit, nodes, dur, arrivals, rank, c
                         res[j] = start
                         n_res += 1
                         stamp[j] = base + Lc
+                        own_g[j] = _grown_sum(gcount, node_list, node_start[j], nodes[j])
                         continue
                     if not replan:
                         continue
                     if old < now:
                         return begin, end, node_start, node_list, -4
+                    first = node_start[j]
+                    if c > AGG[0] or g > AGG[1] or m > AGG[2]:
+                        stamp[j] = base + Lc
+                        own_g[j] = _grown_sum(gcount, node_list, node_start[j], nodes[j])
+                        continue  # no growth since the last quiet round has room for it
+                    if c >= 1:
+                        qc = 0
+                        while (2 << qc) <= c:
+                            qc += 1
+                        if AGR[qc] < lim and own_g[j] == _grown_sum(gcount, node_list, first, k):
+                            stamp[j] = base + Lc
+                            own_g[j] = _grown_sum(gcount, node_list, node_start[j], nodes[j])
+                            continue  # ... nor a long enough run of free cores (its own nodes
+                            # did not grow: their runs would not count the job itself)
                     # which nodes grew, since j was placed, where j might fit now
                     visit += 1
                     first = node_start[j]
@@ -1145,6 +1198,7 @@ def run_shared_conservative_profile(submit, limit, nodes, dur, arrivals, rank, c
                                 fail_l[i] = lim
                                 fail_h[i] = h
                     stamp[j] = base + Lc
+                    own_g[j] = _grown_sum(gcount, node_list, node_start[j], nodes[j])
                     i0 = node_list[first]
                     if k == 1 and not own and not (best < old or (best == old and best_i < i0)):
                         continue  # the reference places it again exactly where it is
@@ -1175,17 +1229,26 @@ def run_shared_conservative_profile(submit, limit, nodes, dur, arrivals, rank, c
                             PT, PC, PG, PM = _prof_grow(PT, PC, PG, PM)
                         _prof_take(PT, PC, PG, PM, PB, i, start, start + lim, c, g, m, 1)
                     if not same:  # its old slot is free for the others
+                        changed = True
                         for y in range(k):
                             version[old_nodes[y]] += 1
                             version[pick[y]] += 1
+                            gcount[old_nodes[y]] += 1
+                            _note_growth(PT, PC, PG, PM, PB, old_nodes[y], now, old + lim, AGG, AGR)
                             Lc = _log_add(LN, L0, L1, LP, Lc, old_nodes[y], old, old + lim)
                             if Lc < 0:
                                 LN, L0, L1, LP, LV, LC, LG, LM = _log_grow(LN, L0, L1, LP, LV, LC, LG, LM)
                                 Lc = _log_add(LN, L0, L1, LP, LN.shape[0] // 2, old_nodes[y], old, old + lim)
                         res[j] = start
                         stamp[j] = base + Lc
+                        own_g[j] = _grown_sum(gcount, node_list, node_start[j], nodes[j])
                         if start != old:
                             moved = True
+                if replan and not changed:  # a quiet round: every placement holds on this plan
+                    base += Lc
+                    Lc = 0
+                    AGG[:] = -1
+                    AGR[:] = -1.0
                 if not (replan and moved):
                     break
 
