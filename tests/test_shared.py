@@ -201,3 +201,38 @@ def test_compiled_shared_kernel_is_the_reference_bit_for_bit(workload, backfill,
                            enforce_limits=enforce, priority=priority)
     assert np.array_equal(ref.begin, fast.begin) and np.array_equal(ref.end, fast.end)
     assert np.array_equal(ref.node_start, fast.node_start) and np.array_equal(ref.node_list, fast.node_list)
+
+
+@pytest.mark.parametrize("n_nodes,load,priority", [(2, 0.95, "fcfs"), (4, 1.0, "sjf"), (6, 1.2, "largest")])
+def test_conservative_plan_kept_between_passes_is_the_rebuilt_plan(n_nodes, load, priority):
+    """The kernel's persistent conservative plan (limits enforced: a job is placed again only
+    when a logged growth could move it) against the compiled rebuild of the reference's plan
+    at every early end, on 1,200 jobs with queues of tens to hundreds of jobs."""
+    pytest.importorskip("numba")
+    from drevt_sweep.sim.kernel import load as load_kernel
+    from drevt_sweep.sim.policies import priority_rank
+
+    if load_kernel(warn=False) is None:
+        pytest.skip("numba kernel unavailable")
+    from drevt_sweep.sim.kernel import shared as kernel
+
+    rng = np.random.default_rng(n_nodes)
+    n = 1200
+    cores = np.where(rng.random(n) < 0.3, 1, rng.integers(1, 17, n)).astype(np.int64)
+    width = np.where(rng.random(n) < 0.1, rng.integers(2, n_nodes + 1, n), 1).astype(np.int64)
+    gpus = np.where(rng.random(n) < 0.2, rng.integers(1, 3, n), 0).astype(np.int64)
+    mem = (cores * rng.choice([512, 1024, 2048], n)).astype(np.int64)
+    run = np.maximum(np.round(rng.lognormal(np.log(300.0), 1.2, n)), 1.0)
+    limit = np.maximum(np.ceil(run * rng.uniform(1.0, 4.0, n) / 60.0) * 60.0, 60.0)
+    span = float((width * cores * run).sum()) / (load * n_nodes * 16)
+    submit = np.round(np.cumsum(rng.exponential(1.0, n)) * span / n)
+    rank = priority_rank(priority, submit, limit, width).astype(np.int64)
+    order = np.argsort(submit, kind="stable").astype(np.int64)
+    args = (submit, limit, width, np.minimum(run, limit), order, rank, cores, gpus, mem,
+            np.int64(n_nodes), np.int64(16), np.int64(2), np.int64(16 * 2048))
+    rebuilt = kernel.run_shared_conservative(*args, True)
+    kept = kernel.run_shared_conservative_profile(*args)
+    assert rebuilt[4] == kept[4] == 0
+    for a, b in zip(rebuilt[:4], kept[:4]):
+        assert np.array_equal(a, b)
+    assert np.nanmax(kept[0] - submit) > 10 * np.median(limit)  # long waits: a real queue
