@@ -727,7 +727,7 @@ def _prof_take(PT, PC, PG, PM, PB, i, s, e, c, g, m, sign):
 def _room(PT, PC, PG, PM, PB, i, now):
     """Whether node i has room for two more breakpoints, after dropping its past segments."""
     cap = PT.shape[1]
-    if PB[i] + 2 <= cap:
+    if PB[i] + 2 <= cap and not (PB[i] >= 16 and PT[i, 8] <= now):  # (or many past segments)
         return True
     b0 = _seg(PT, PB, i, now)
     if b0 > 0:
@@ -980,10 +980,6 @@ def run_shared_conservative_profile(submit, limit, nodes, dur, arrivals, rank, c
     run_w = np.zeros((n_nodes, 64), np.float64)
     visit = 0
     version = np.zeros(n_nodes, np.int64)  # bumped whenever node i's profile changes
-    rmax = n + 1
-    re = np.empty(rmax, np.float64)
-    rj = np.empty(rmax, np.int64)
-    rn = np.empty(rmax, np.int64)
     hk = np.empty(n + 1, np.float64)
     hj = np.empty(n + 1, np.int64)
     q = np.empty(max(n, 1), np.int64)
@@ -1004,7 +1000,6 @@ def run_shared_conservative_profile(submit, limit, nodes, dur, arrivals, rank, c
     Lc = 0
     max_rounds = 1000 + 100 * n
     pass_no = 0
-    R = 0
     H = 0
     Q = 0
     n_res = 0
@@ -1018,7 +1013,6 @@ def run_shared_conservative_profile(submit, limit, nodes, dur, arrivals, rank, c
         while H > 0 and hk[0] <= now:
             j = hj[0]
             H = _heap_pop(hk, hj, H)
-            R = _run_remove(re, rj, rn, R, est[j], j)
             _give_back(j, fc, fg, fm, node_start, node_list, cores, gpus, mem)
             if end[j] < est[j]:  # its nodes are free on [now, estimated end) from now on
                 freed_early = True
@@ -1267,7 +1261,6 @@ def run_shared_conservative_profile(submit, limit, nodes, dur, arrivals, rank, c
                 begin[j] = now
                 end[j] = now + dur[j]
                 est[j] = now + limit[j]
-                R = _run_insert(re, rj, rn, R, est[j], j, 0)
                 H = _heap_push(hk, hj, H, end[j], j)
                 res[j] = np.nan
                 n_res -= 1
