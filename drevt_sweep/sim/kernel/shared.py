@@ -14,10 +14,13 @@ free cores, GPUs and KiB of memory (int64 arrays); placement is first fit by nod
   can hold the head's per-node request; the extra-resources test takes a candidate's request
   from that copy and checks the count (and gives it back if the head no longer fits).
 
-* ``conservative`` (:func:`run_shared_conservative`) keeps per-node timelines of intervals
-  (running jobs, reservations) *between* passes: with limits enforced and no job ended early
-  the previous plan stands and only new jobs are placed; otherwise the timelines are rebuilt
-  and every job re-placed in priority order until nothing moves, as the reference does.
+* ``conservative`` with limits enforced (:func:`run_shared_conservative_profile`) keeps the
+  plan between passes as per-node profiles of free cores, GPUs and memory, logs where free
+  resources grew (early ends, vacated reservations) and places a waiting job again only when
+  such a growth could move it; the argument that this is the reference's schedule is in the
+  comment above ``_seg``. With limits not enforced (:func:`run_shared_conservative`) the
+  per-node interval timelines are rebuilt and every job re-placed in priority order until
+  nothing moves, at every pass, as the reference does.
 
 Integer resources and the reference's order of float operations (``now + limit``,
 ``now + dur``, ``nextafter``) make the schedules identical; ``tests/test_shared.py`` compares
@@ -657,9 +660,17 @@ def _earliest_fit(ts, te, tj, cnt, ends, E, now, k, duration, c, g, m, cores, gp
 # lower node than before) where it did not fit when j was last placed, so a growth (i, [g0, g1))
 # logged since then meets [t, t + L): g1 > now, g0 < s + L, and j's request is at most the
 # largest free amount of node i at some time in [now, g1). A job failing that for every
-# growth since its stamp is exactly where the reference re-places it; it is skipped in O(1)
-# per growth. Otherwise it is placed again exactly (one node: only its own node and the grown
-# nodes can offer an earlier or lower-indexed start; several nodes: all nodes, up to s).
+# growth since its stamp is exactly where the reference re-places it, so it is skipped.
+# Cheaper still, in O(1): free resources only shrink between growths, so the largest free
+# amounts and the longest runs of >= 2**q free cores measured on each grown node right after
+# its growth bound every later fit that uses it (taking the latest growth the window meets);
+# their maxima over all growths since the last quiet round (a round in which nothing changed:
+# the plan is then consistent and the log is cleared) skip a job whose request or limit
+# exceeds them (the run bound only if its own nodes did not grow: on them its own slot would
+# count). Otherwise each grown node gets one bounded search, and a job that one of them (or
+# its own node without itself) can start earlier, or at s on a lower node, is placed again
+# exactly (one node: its own node and the grown ones; several nodes: all nodes, from the
+# earliest start on a grown node up to s).
 
 
 @njit(cache=True)
