@@ -300,6 +300,34 @@ def _start(j, now, pick, nodes, cores, gpus, mem, dur, limit, fc, fg, fm, begin,
         fm[i] -= mem[j]
 
 
+@njit(cache=True)
+def _enqueue(q, Q, rank, j):
+    """Job j into the waiting jobs q[:Q], kept in priority order; the new count."""
+    r = rank[j]
+    p = Q
+    while p > 0 and rank[q[p - 1]] > r:
+        q[p] = q[p - 1]
+        p -= 1
+    q[p] = j
+    return Q + 1
+
+
+@njit(cache=True)
+def _begin(j, now, node_start, node_list, cores, gpus, mem, dur, limit, fc, fg, fm, begin, end, est):
+    """Job j starts now on its reserved nodes; False if one of them lacks room (over-commit)."""
+    for y in range(node_start[j], node_start[j + 1]):
+        i = node_list[y]
+        if fc[i] < cores[j] or fg[i] < gpus[j] or fm[i] < mem[j]:
+            return False
+        fc[i] -= cores[j]
+        fg[i] -= gpus[j]
+        fm[i] -= mem[j]
+    begin[j] = now
+    end[j] = now + dur[j]
+    est[j] = now + limit[j]
+    return True
+
+
 def run_shared(submit, limit, nodes, dur, rank, request, machine, backfill, enforce_limits=True):
     """Begin, end, node_start, node_list as ``sim.shared._run_events``; ``machine`` is the
     partition's (node count, cores, GPUs, KiB of memory) per node (``sim.shared.node_resources``)."""
@@ -418,6 +446,14 @@ def _fits_node(ts, te, tj, cnt, i, t0, t1, c, g, m, cores, gpus, mem, cap_c, cap
 
 
 @njit(cache=True)
+def _next_event(submit, arrivals, a, hk, H):
+    """The time of the next arrival or completion."""
+    t_arr = submit[arrivals[a]] if a < arrivals.shape[0] else np.inf
+    t_end = hk[0] if H > 0 else np.inf
+    return t_arr if t_arr < t_end else t_end
+
+
+@njit(cache=True)
 def run_shared_conservative(submit, limit, nodes, dur, arrivals, rank, cores, gpus, mem,
                             n_nodes, cap_c, cap_g, cap_m, enforce):
     """``sim.shared._Conservative`` compiled. Returns (begin, end, node_start, node_list, status):
@@ -457,9 +493,7 @@ def run_shared_conservative(submit, limit, nodes, dur, arrivals, rank, cores, gp
     a = 0
     n_arr = arrivals.shape[0]
     while a < n_arr or H > 0:
-        t_arr = submit[arrivals[a]] if a < n_arr else np.inf
-        t_end = hk[0] if H > 0 else np.inf
-        now = t_arr if t_arr < t_end else t_end
+        now = _next_event(submit, arrivals, a, hk, H)
         freed_early = False
         while H > 0 and hk[0] <= now:
             j = hj[0]
@@ -470,15 +504,8 @@ def run_shared_conservative(submit, limit, nodes, dur, arrivals, rank, cores, gp
                 freed_early = True
                 stale = True  # its interval outlives it: the timelines need rebuilding
         while a < n_arr and submit[arrivals[a]] <= now:
-            j = arrivals[a]
+            Q = _enqueue(q, Q, rank, arrivals[a])
             a += 1
-            r = rank[j]
-            p = Q
-            while p > 0 and rank[q[p - 1]] > r:
-                q[p] = q[p - 1]
-                p -= 1
-            q[p] = j
-            Q += 1
         if Q == 0:
             continue
 
@@ -550,16 +577,9 @@ def run_shared_conservative(submit, limit, nodes, dur, arrivals, rank, cores, gp
         for x in range(Q):
             j = q[x]
             if res[j] == now:
-                for y in range(node_start[j], node_start[j + 1]):
-                    i = node_list[y]
-                    if fc[i] < cores[j] or fg[i] < gpus[j] or fm[i] < mem[j]:
-                        return begin, end, node_start, node_list, -2
-                    fc[i] -= cores[j]
-                    fg[i] -= gpus[j]
-                    fm[i] -= mem[j]
-                begin[j] = now
-                end[j] = now + dur[j]
-                est[j] = now + limit[j]
+                if not _begin(j, now, node_start, node_list, cores, gpus, mem, dur, limit, fc, fg, fm,
+                              begin, end, est):
+                    return begin, end, node_start, node_list, -2
                 R = _run_insert(re, rj, rn, R, est[j], j, 0)
                 H = _heap_push(hk, hj, H, end[j], j)
                 res[j] = np.nan
@@ -1017,9 +1037,7 @@ def run_shared_conservative_profile(submit, limit, nodes, dur, arrivals, rank, c
     a = 0
     n_arr = arrivals.shape[0]
     while a < n_arr or H > 0:
-        t_arr = submit[arrivals[a]] if a < n_arr else np.inf
-        t_end = hk[0] if H > 0 else np.inf
-        now = t_arr if t_arr < t_end else t_end
+        now = _next_event(submit, arrivals, a, hk, H)
         freed_early = False
         while H > 0 and hk[0] <= now:
             j = hj[0]
@@ -1040,15 +1058,8 @@ def run_shared_conservative_profile(submit, limit, nodes, dur, arrivals, rank, c
                         LN, L0, L1, LP, LV, LC, LG, LM = _log_grow(LN, L0, L1, LP, LV, LC, LG, LM)
                         Lc = _log_add(LN, L0, L1, LP, LN.shape[0] // 2, i, now, est[j])
         while a < n_arr and submit[arrivals[a]] <= now:
-            j = arrivals[a]
+            Q = _enqueue(q, Q, rank, arrivals[a])
             a += 1
-            r = rank[j]
-            p = Q
-            while p > 0 and rank[q[p - 1]] > r:
-                q[p] = q[p - 1]
-                p -= 1
-            q[p] = j
-            Q += 1
         if Q == 0:
             continue
 
@@ -1262,16 +1273,9 @@ def run_shared_conservative_profile(submit, limit, nodes, dur, arrivals, rank, c
         for x in range(Q):
             j = q[x]
             if res[j] == now:
-                for y in range(node_start[j], node_start[j + 1]):
-                    i = node_list[y]
-                    if fc[i] < cores[j] or fg[i] < gpus[j] or fm[i] < mem[j]:
-                        return begin, end, node_start, node_list, -2
-                    fc[i] -= cores[j]
-                    fg[i] -= gpus[j]
-                    fm[i] -= mem[j]
-                begin[j] = now
-                end[j] = now + dur[j]
-                est[j] = now + limit[j]
+                if not _begin(j, now, node_start, node_list, cores, gpus, mem, dur, limit, fc, fg, fm,
+                              begin, end, est):
+                    return begin, end, node_start, node_list, -2
                 H = _heap_push(hk, hj, H, end[j], j)
                 res[j] = np.nan
                 n_res -= 1
