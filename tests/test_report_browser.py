@@ -91,3 +91,21 @@ def test_the_report_loads_renders_and_fits(tmp_path):
     assert found["images"] >= 3 + 6 * 3 and found["broken"] == []
     assert found["tables"] >= 3 and found["too_wide"] == []
     assert found["page_width"] <= found["view"]  # no horizontal scrolling
+
+
+def test_the_partition_section_loads_and_fits(tmp_path):
+    """A machine with partitions: its tables and figure load and fit the window too."""
+    from test_report_partitions import partitioned_sweep
+
+    from drevt_sweep.report import html as report
+
+    report_path = report.build_report(partitioned_sweep(tmp_path))
+    probe = tmp_path / "probe.html"
+    probe.write_text(PROBE % {"url": report_path.as_uri(), "width": WIDTH})
+    proc = browse(probe, tmp_path / "profile", "--dump-dom")
+    match = re.search(r'<pre id="probe">(.*?)</pre>', proc.stdout)
+    assert match, proc.stderr[-2000:]
+    found = json.loads(match.group(1))
+    assert console_messages(proc.stderr) == []
+    assert found["broken"] == [] and found["too_wide"] == []
+    assert found["page_width"] <= found["view"]
