@@ -91,10 +91,11 @@ def _cell(kind: str, metric: str, value, half, unit) -> str:
 
 
 def partition_tables(frame: pd.DataFrame) -> list[dict]:
-    """One table per configuration (a row per partition); durations in one unit per column."""
+    """One table per configuration (a row per partition); durations in one unit per column,
+    the same in every table so that they compare."""
+    units = {metric: column_unit(frame[metric]) for _, metric, kind in COLUMNS if kind == "duration"}
     tables = []
     for key, rows in frame.groupby("configuration", sort=False):
-        units = {metric: column_unit(rows[metric]) for _, metric, kind in COLUMNS if kind == "duration"}
         header = ["partition", "nodes"] + [
             f"{name} ({units[metric][1]})" if metric in units else name for name, metric, _ in COLUMNS]
         body = []
