@@ -297,3 +297,49 @@ def test_hydra_system_groups_describe_the_machines(tmp_path):
     assert pool.machine is None and pool.total_nodes == 100  # today's single pool, unchanged
     spec = run_spec(custom, None)
     assert spec.machine.partitions[0] == Partition("a", 3, cores=4, sharing="shared") and spec.total_nodes == 3
+
+
+@pytest.mark.parametrize("backfill", ["none", "easy", "easy_drevt", "conservative"])
+def test_compiled_exclusive_partitions_equal_the_engine_on_each_partition(backfill):
+    """The exclusive partitions run in the kernel from the table's columns (no sub-tables):
+    bit for bit what engine.simulate gives on each partition's own sub-table, beside a shared
+    partition, killed jobs included, and progress counts every partition's jobs."""
+    kth = read_trace(KTH, ReadOptions(trace_format="swf")).take(np.arange(3000))
+    names = ("a", "b", "c")
+    codes = np.arange(len(kth)) % 3
+    codes[::7] = 0  # partitions of different sizes
+    jobs = kth.replace(queue_code=codes.astype(np.int32), queue_names=names,
+                       cores_per_node=np.full(len(kth), 2))
+    rt = np.asarray(kth.actual_run_time) * np.where(np.arange(len(kth)) % 5 == 0, 1.5, 1.0)
+    machine = Machine("m", (Partition("a", 60, queues=("a",)), Partition("b", 40, queues=("b",)),
+                            Partition("c", 30, cores=4, sharing="shared", queues=("c",))))
+    for priority in ("fcfs", "sjf", "f1"):
+        for enforce in (True, False):
+            seen = []
+            ours = simulate_machine(jobs, rt, machine, priority=priority, backfill=backfill,
+                                    enforce_limits=enforce, kernel="fast",
+                                    progress=lambda now, done: seen.append(done))
+            for k, part in enumerate(machine.partitions[:2]):
+                rows = np.flatnonzero(ours.placement.partition == k)
+                alone = engine.simulate(jobs.take(rows), rt[rows], part.nodes, priority=priority,
+                                        backfill=backfill, enforce_limits=enforce, kernel="fast")
+                assert np.array_equal(ours.begin[rows], alone.begin, equal_nan=True)
+                assert np.array_equal(ours.end[rows], alone.end, equal_nan=True)
+                assert np.array_equal(ours.run_time[rows], alone.run_time, equal_nan=True)
+                assert np.array_equal(ours.killed[rows], alone.killed)
+            assert ours.killed.any() == enforce
+            assert np.array_equal(np.isfinite(ours.begin), ~ours.rejected)  # too wide: rejected
+            if seen:
+                assert max(seen) <= int((ours.placement.partition < 2).sum())
+    reference = simulate_machine(jobs, rt, machine, backfill=backfill, kernel="reference")
+    fast = simulate_machine(jobs, rt, machine, backfill=backfill, kernel="fast")
+    assert np.array_equal(reference.begin, fast.begin, equal_nan=True)
+    assert np.array_equal(reference.end, fast.end, equal_nan=True)
+
+
+def test_compiled_exclusive_partitions_check_the_jobs_once_naming_the_table_row():
+    jobs = make_jobs([0, 0, 0], [1, 1, 1], [10, 10, 10], [5, 5, 5], queue=["a", "b", "b"])
+    rt = np.array([5.0, 5.0, np.nan])
+    machine = Machine("m", (Partition("a", 2, queues=("a",)), Partition("b", 2, queues=("b",))))
+    with pytest.raises(ConfigError, match=r"1 job\(s\) have no valid run time.*row 2"):
+        simulate_machine(jobs, rt, machine, kernel="fast")

@@ -66,10 +66,15 @@ def simulate_machine(
     end = np.full(n, np.nan)
     dur = np.full(n, np.nan)
     killed = np.zeros(n, dtype=bool)
+    rows_of = _rows_per_partition(placement.partition, len(machine.partitions))
+    compiled = _compiled_exclusive(jobs, rt, machine, placement, rows_of, priority, backfill,
+                                   enforce_limits, kernel, policy_options, progress)
+    if compiled is not None:
+        begin, end, dur, killed = compiled
     done_before = 0
     for k, part in enumerate(machine.partitions):
-        rows = np.flatnonzero(placement.partition == k)
-        if rows.size == 0:
+        rows = rows_of[k]
+        if rows.size == 0 or (compiled is not None and not part.shared):
             continue
         sub = jobs.take(rows)
         if part.shared:
@@ -103,6 +108,71 @@ def simulate_machine(
         machine=machine,
         placement=placement,
     )
+
+
+def _rows_per_partition(partition: np.ndarray, count: int) -> list[np.ndarray]:
+    """The rows of each partition's jobs, in table order (one stable sort, not a scan per
+    partition)."""
+    order = np.argsort(partition, kind="stable")
+    bounds = np.searchsorted(partition[order], np.arange(count + 1))
+    return [order[bounds[k]:bounds[k + 1]] for k in range(count)]
+
+
+def _compiled_exclusive(jobs, rt, machine, placement, rows_of, priority, backfill, enforce_limits,
+                        kernel, policy_options, progress):
+    """The exclusive partitions run in the compiled kernel straight from the table's columns:
+    the jobs are checked once for the whole machine, each partition gets only the arrays the
+    kernel reads (no sub-table, no second check), and its times are written into the machine's
+    arrays. Bit for bit what ``engine.simulate`` gives on each partition's sub-table (same
+    arrays, same ranks within the partition). Returns ``(begin, end, run_time, killed)`` with
+    the exclusive partitions' rows filled, or None where ``engine.simulate`` must run them
+    (the reference engine, dynamic priorities, estimates, another backfill order)."""
+    from .policies import check_backfill, check_priority, is_dynamic, priority_rank
+    from .policies.base import Capacity
+
+    check_priority(priority)
+    check_backfill(backfill)
+    exclusive = [k for k, part in enumerate(machine.partitions) if not part.shared and rows_of[k].size]
+    extended = (is_dynamic(priority) or policy_options.get("estimate", "user") != "user"
+                or policy_options.get("backfill_order", "fcfs") != "fcfs"
+                or policy_options.get("priority_params") is not None)
+    if not exclusive or extended or kernel not in ("auto", "fast"):
+        return None
+    compression = policy_options.get("compression", "compress_first")
+    from .policies.conservative import check_compression
+
+    check_compression(compression)
+    largest = max(machine.partitions[k].nodes for k in exclusive)
+    count = sum(rows_of[k].size for k in exclusive)
+    if not engine._use_fast_kernel(kernel, backfill, Capacity(largest), None, count):
+        return None
+    from . import kernel as fast
+
+    n = len(jobs)
+    submit = np.asarray(jobs.submit, dtype=np.float64)
+    limit = np.asarray(jobs.time_limit, dtype=np.float64)
+    nodes = np.asarray(jobs.num_nodes, dtype=np.int64)
+    runs = np.zeros(n, dtype=bool)
+    for k in exclusive:
+        runs[rows_of[k]] = True
+    engine.check_jobs(jobs, submit, limit, nodes, rt, runs)
+    killed, dur = engine.held_times(rt, limit, ~runs, enforce_limits)
+    begin = np.full(n, np.nan)
+    end = np.full(n, np.nan)
+    done_before = 0
+    for k in exclusive:
+        rows = rows_of[k]
+        sub_submit, sub_limit, sub_nodes = submit[rows], limit[rows], nodes[rows]
+        step = None if progress is None else (
+            lambda now, done, base=done_before: progress(now, base + done))
+        begin[rows], end[rows] = fast.run_events(
+            submit=sub_submit, limit=sub_limit, nodes=sub_nodes, dur=dur[rows],
+            rejected=np.zeros(rows.size, dtype=bool),
+            rank=priority_rank(priority, sub_submit, sub_limit, sub_nodes),
+            total=machine.partitions[k].nodes, backfill=backfill,
+            enforce_limits=bool(enforce_limits), compression=compression, progress=step)
+        done_before += rows.size
+    return begin, end, dur, killed
 
 
 def replay_machine(jobs: JobTable, machine: Machine) -> Schedule:
