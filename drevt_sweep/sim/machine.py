@@ -234,7 +234,7 @@ class Placement:
 
     def counts(self) -> dict[str, int]:
         """Rejected jobs per reason (only reasons that occur)."""
-        found = np.bincount(self.reason, minlength=len(REJECT_REASONS) + 1)
+        found = np.bincount(self.reason[np.flatnonzero(self.reason)], minlength=len(REJECT_REASONS) + 1)
         return {f"rejected_{r}": int(found[i + 1]) for i, r in enumerate(REJECT_REASONS) if found[i + 1]}
 
 
@@ -270,10 +270,11 @@ def place_jobs(jobs: JobTable, machine: Machine) -> Placement:
         names, counts = np.unique(labels.astype(str), return_counts=True)
         unmatched = {str(a): int(b) for a, b in zip(names, counts)}
 
-    # Each job's partition's sizes, gathered once (the last entry: no partition, no limit), so
-    # the tests below are a few whole-table operations whatever the number of partitions.
+    # Each job's partition's sizes, gathered once (the last entry, which index -1 picks: no
+    # partition, no limit), so the tests below are a few whole-table operations whatever the
+    # number of partitions.
     parts = machine.partitions
-    slot = np.where(part >= 0, part, len(parts))
+    slot = part
     nodes = np.asarray(jobs.num_nodes, dtype=np.int64)
     over = {"nodes": nodes > np.array([p.nodes for p in parts] + [np.iinfo(np.int64).max])[slot]}
     cores = np.zeros(n, dtype=np.int64)
@@ -295,8 +296,8 @@ def place_jobs(jobs: JobTable, machine: Machine) -> Placement:
         memory = np.where(modelled & np.isfinite(asked), asked, 0.0)
         over["memory"] = modelled & (memory > size)
     for what in reversed(REJECT_REASONS[1:]):  # the first reason that applies is the one given
-        if what in over:
-            reason[(part >= 0) & over[what]] = 1 + REJECT_REASONS.index(what)
+        if what in over:  # (never true for a job no partition serves: its sizes have no limit)
+            reason[over[what]] = 1 + REJECT_REASONS.index(what)
     served = part
     part = part.copy()
     part[reason > 0] = -1

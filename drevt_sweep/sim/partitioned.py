@@ -62,15 +62,16 @@ def simulate_machine(
     rt = np.asarray(run_time, dtype=np.float64)
     if rt.shape != (n,):
         raise ValueError(f"run_time has shape {rt.shape}, expected ({n},) to match the job table")
-    begin = np.full(n, np.nan)
-    end = np.full(n, np.nan)
-    dur = np.full(n, np.nan)
-    killed = np.zeros(n, dtype=bool)
     rows_of = _rows_per_partition(placement.partition, len(machine.partitions))
     compiled = _compiled_exclusive(jobs, rt, machine, placement, rows_of, priority, backfill,
                                    enforce_limits, kernel, policy_options, progress)
     if compiled is not None:
         begin, end, dur, killed = compiled
+    else:
+        begin = np.full(n, np.nan)
+        end = np.full(n, np.nan)
+        dur = np.full(n, np.nan)
+        killed = np.zeros(n, dtype=bool)
     done_before = 0
     for k, part in enumerate(machine.partitions):
         rows = rows_of[k]
@@ -96,23 +97,26 @@ def simulate_machine(
         end[rows] = result.end
         dur[rows] = result.run_time
         killed[rows] = result.killed
+    rejected = placement.rejected
     return Schedule(
         mode="simulation",
         total_nodes=machine.total_nodes,
         begin=begin,
         end=end,
         run_time=dur,
-        killed=killed & ~placement.rejected,
-        rejected=placement.rejected.copy(),
-        warnings={"rejected_oversized": int(placement.rejected.sum()), **placement.counts()},
+        killed=killed & ~rejected,
+        rejected=rejected,
+        warnings={"rejected_oversized": int(rejected.sum()), **placement.counts()},
         machine=machine,
         placement=placement,
     )
 
 
 def _rows_per_partition(partition: np.ndarray, count: int) -> list[np.ndarray]:
-    """The rows of each partition's jobs, in table order (one stable sort, not a scan per
-    partition)."""
+    """The rows of each partition's jobs, in table order (a scan per partition while there
+    are few, else one stable sort)."""
+    if count <= 8:
+        return [np.flatnonzero(partition == k) for k in range(count)]
     order = np.argsort(partition, kind="stable")
     bounds = np.searchsorted(partition[order], np.arange(count + 1))
     return [order[bounds[k]:bounds[k + 1]] for k in range(count)]
@@ -152,9 +156,12 @@ def _compiled_exclusive(jobs, rt, machine, placement, rows_of, priority, backfil
     submit = np.asarray(jobs.submit, dtype=np.float64)
     limit = np.asarray(jobs.time_limit, dtype=np.float64)
     nodes = np.asarray(jobs.num_nodes, dtype=np.int64)
-    runs = np.zeros(n, dtype=bool)
-    for k in exclusive:
-        runs[rows_of[k]] = True
+    if any(part.shared for part in machine.partitions):
+        runs = np.zeros(n, dtype=bool)
+        for k in exclusive:
+            runs[rows_of[k]] = True
+    else:
+        runs = placement.partition >= 0
     engine.check_jobs(jobs, submit, limit, nodes, rt, runs)
     killed, dur = engine.held_times(rt, limit, ~runs, enforce_limits)
     begin = np.full(n, np.nan)
