@@ -343,3 +343,39 @@ def test_compiled_exclusive_partitions_check_the_jobs_once_naming_the_table_row(
     machine = Machine("m", (Partition("a", 2, queues=("a",)), Partition("b", 2, queues=("b",))))
     with pytest.raises(ConfigError, match=r"1 job\(s\) have no valid run time.*row 2"):
         simulate_machine(jobs, rt, machine, kernel="fast")
+
+
+def test_maintenance_on_partitions_is_shared_in_proportion_hand_computed():
+    """A machine-wide window takes nodes from every partition in proportion to its size:
+    A (2 nodes, queue a) and B (2 nodes, queue b); 2 of the 4 nodes down on [10, 20) takes one
+    node of each; the whole machine down from 50 on takes both partitions whole.
+
+    A: job 0 (2 nodes, limit 20) would overlap the window with 2 nodes: it waits until 20 and
+       runs 20..25; job 1 (1 node, limit 5) backfills at 0..5.
+    B: job 2 (2 nodes, limit 5) runs 0..5; job 3 (2 nodes, submit 12) waits for the window to
+       end: 20..25; job 4 (1 node, submit 12, limit 5) fits beside the window's one node:
+       12..17; job 5 (submit 30, limit 100) never fits before 50: rejected_capacity."""
+    from drevt_sweep.sim.capacity import CapacitySchedule
+    from drevt_sweep.sim.partitioned import partition_capacities
+
+    jobs = make_jobs([0, 0, 0, 12, 12, 30], [2, 1, 2, 2, 1, 1], [20, 5, 5, 5, 5, 100],
+                     [5, 5, 5, 5, 5, 5], queue=["a", "a", "b", "b", "b", "b"])
+    machine = Machine("m", (Partition("A", 2, queues=("a",)), Partition("B", 2, queues=("b",))))
+    capacity = CapacitySchedule(reductions=((10.0, 20.0, 2), (50.0, float("inf"), 4)))
+    s = simulate_machine(jobs, jobs.actual_run_time, machine, capacity=capacity)
+    assert s.begin.tolist()[:5] == [20, 0, 0, 20, 12]
+    assert s.end.tolist()[:5] == [25, 5, 5, 25, 17]
+    assert s.rejected.tolist() == [False] * 5 + [True]
+    assert s.warnings["rejected_capacity"] == 1
+    from drevt_sweep.sim.metrics import compute_metrics
+
+    assert compute_metrics(jobs, s)["partition/B/jobs_rejected"] == 1
+    # Shares add up exactly, largest remainder first (ties to the earlier partition).
+    shares = partition_capacities(CapacitySchedule(steps=((5.0, 7),), reductions=((0.0, 1.0, 3),)),
+                                  Machine("m", (Partition("x", 6), Partition("y", 3), Partition("z", 1))))
+    assert [c.reductions for c in shares] == [((0.0, 1.0, 2),), ((0.0, 1.0, 1),), ()]  # 1.8, 0.9, 0.3
+    assert [c.steps for c in shares] == [((5.0, 4),), ((5.0, 2),), ((5.0, 1),)]  # 4.2, 2.1, 0.7
+    shared = Machine("m", (Partition("A", 2, queues=("a",)),
+                           Partition("B", 2, cores=4, sharing="shared", queues=("b",))))
+    with pytest.raises(ConfigError, match="whole nodes only; B shares its nodes"):
+        simulate_machine(jobs, jobs.actual_run_time, shared, capacity=capacity)

@@ -20,6 +20,7 @@ import numpy as np
 from ..errors import ConfigError
 from ..jobs import JobTable
 from . import engine
+from .capacity import CapacitySchedule
 from .machine import Machine, Placement, place_jobs
 from .schedule import Schedule
 
@@ -54,17 +55,22 @@ def simulate_machine(
         raise ConfigError(f"shared partitions plan with the users' time limits in priority order: "
                           f"{', '.join(f'{k}={v}' for k, v in special.items())} applies to "
                           f"exclusive partitions only")
+    capacities = [None] * len(machine.partitions)
     if capacity is not None and not capacity.is_empty:
-        raise ConfigError("capacity changes and maintenance windows are defined for a single pool "
-                          "of nodes; this machine has partitions")
+        shared = [p.name for p in machine.partitions if p.shared]
+        if shared:
+            raise ConfigError(f"capacity changes and maintenance windows are modelled on partitions of "
+                              f"whole nodes only; {', '.join(shared)} shares its nodes")
+        capacities = partition_capacities(capacity, machine)
     placement = place_jobs(jobs, machine)
     n = len(jobs)
     rt = np.asarray(run_time, dtype=np.float64)
     if rt.shape != (n,):
         raise ValueError(f"run_time has shape {rt.shape}, expected ({n},) to match the job table")
     rows_of = _rows_per_partition(placement.partition, len(machine.partitions))
-    compiled = _compiled_exclusive(jobs, rt, machine, placement, rows_of, priority, backfill,
-                                   enforce_limits, kernel, policy_options, progress)
+    compiled = None if any(capacities) else _compiled_exclusive(
+        jobs, rt, machine, placement, rows_of, priority, backfill, enforce_limits, kernel,
+        policy_options, progress)
     if compiled is not None:
         begin, end, dur, killed = compiled
     else:
@@ -72,6 +78,7 @@ def simulate_machine(
         end = np.full(n, np.nan)
         dur = np.full(n, np.nan)
         killed = np.zeros(n, dtype=bool)
+    withdrawn = np.zeros(n, dtype=bool)  # rejected by a partition's capacity (maintenance)
     done_before = 0
     for k, part in enumerate(machine.partitions):
         rows = rows_of[k]
@@ -91,13 +98,18 @@ def simulate_machine(
                 lambda now, done, base=done_before: progress(now, base + done))
             result = engine.simulate(sub, rt[rows], part.nodes, priority=priority,
                                      backfill=backfill, enforce_limits=enforce_limits, kernel=kernel,
-                                     progress=step, **policy_options)
+                                     capacity=capacities[k], progress=step, **policy_options)
+            withdrawn[rows] = result.rejected
         done_before += rows.size
         begin[rows] = result.begin
         end[rows] = result.end
         dur[rows] = result.run_time
         killed[rows] = result.killed
     rejected = placement.rejected
+    warnings = {"rejected_oversized": int(rejected.sum()), **placement.counts()}
+    if withdrawn.any():
+        rejected |= withdrawn
+        warnings["rejected_capacity"] = int(withdrawn.sum())
     return Schedule(
         mode="simulation",
         total_nodes=machine.total_nodes,
@@ -106,10 +118,36 @@ def simulate_machine(
         run_time=dur,
         killed=killed & ~rejected,
         rejected=rejected,
-        warnings={"rejected_oversized": int(rejected.sum()), **placement.counts()},
+        warnings=warnings,
         machine=machine,
         placement=placement,
     )
+
+
+def partition_capacities(capacity: CapacitySchedule, machine: Machine) -> list[CapacitySchedule]:
+    """A machine-wide capacity schedule as one per partition: every machine size and every
+    number of nodes lost is shared among the partitions in proportion to their sizes, by
+    largest remainder (ties to the earlier partition), so the shares add up to it exactly; a
+    window that takes the whole machine takes every partition whole. The recurrence of
+    maintenance is kept."""
+    sizes = [p.nodes for p in machine.partitions]
+    total = sum(sizes)
+
+    def split(count: int) -> list[int]:
+        share = [count * size // total for size in sizes]
+        left = count - sum(share)
+        by_remainder = sorted(range(len(sizes)), key=lambda k: (-(count * sizes[k] % total), k))
+        for k in by_remainder[:left]:
+            share[k] += 1
+        return share
+
+    steps = [split(size) for _, size in capacity.steps]
+    lost = [split(count) for _, _, count in capacity.reductions]
+    return [CapacitySchedule(
+        steps=tuple((t, shares[k]) for (t, _), shares in zip(capacity.steps, steps)),
+        reductions=tuple((a, b, shares[k]) for (a, b, _), shares in zip(capacity.reductions, lost)),
+        recurring_from=capacity.recurring_from, period=capacity.period)
+        for k in range(len(sizes))]
 
 
 def _rows_per_partition(partition: np.ndarray, count: int) -> list[np.ndarray]:
