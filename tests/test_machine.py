@@ -116,7 +116,7 @@ def test_machine_descriptions_and_their_errors(tmp_path):
     assert as_mapping.partitions[0] == Partition("a", 2, cores=8)
     lassen = load_machine(str(ROOT / "conf" / "system" / "lassen.yaml"))
     assert [(p.name, p.nodes, p.cores, p.gpus) for p in lassen.partitions] == [
-        ("pbatch", 756, 40, 4), ("pdebug", 36, 40, 4)]
+        ("pbatch", 752, 40, 4), ("pdebug", 36, 40, 4)]
     kabre = load_machine(str(ROOT / "conf" / "system" / "kabre.yaml"))
     assert all(p.shared for p in kabre.partitions) and len(kabre.partitions) == 5
     bad = tmp_path / "bad.yaml"
@@ -291,7 +291,7 @@ def test_hydra_system_groups_describe_the_machines(tmp_path):
         with pytest.raises(Exception, match="sharing"):
             compose("config", overrides=["system=custom", "system.total_nodes=8", *paths,
                                          "+system.partitions=[{name: a, nodes: 3, sharing: sometimes}]"])
-    assert lassen.machine.partition_names == ("pbatch", "pdebug") and lassen.total_nodes == 792
+    assert lassen.machine.partition_names == ("pbatch", "pdebug") and lassen.total_nodes == 788
     assert "standby" in lassen.machine.partitions[0].queues
     assert kabre.machine.total_nodes == kabre.total_nodes == 48
     assert pool.machine is None and pool.total_nodes == 100  # today's single pool, unchanged
