@@ -962,7 +962,8 @@ def _view(ctx: _Context) -> dict:
 
     from .partitions import partition_view
 
-    view["partitions"] = partition_view(records, ctx.figure_dir, plots)
+    view["partitions"] = partition_view(records, ctx.figure_dir, plots, fmt_metric=fmt_metric,
+                                        column_unit=column_unit, embed=_figure)
 
     view["cdfs"] = []
     for checksum, first in traces.items():  # one wait-time CDF figure per trace

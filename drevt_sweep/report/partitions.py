@@ -9,18 +9,19 @@ partition metrics and get no section.
 
 The partitions' order, sizes and sharing come from the resolved configuration (its ``system``
 section); when that is not available (a run known only from MLflow params), the partitions are
-the ones the metrics name, in their order, sizes unknown.
+the ones the metrics name, in their order, sizes unknown. The report's number formats and
+figure embedding come in from ``report.html`` (which imports this module, not the reverse).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 import pandas as pd
+import yaml
 
 from ..names import queue_key
-from .html import ConfigRecord, _figure, _yaml_load, column_unit, fmt_metric
 
 PREFIX = "partition/"
 MAX_CONFIGURATIONS = 12  # configurations drawn in the comparison figure (the tables show all)
@@ -40,7 +41,7 @@ FIGURE_METRICS = {"node_utilization": "utilization", "wait_mean": "wait_mean",
                   "wait_p95": "wait_p95", "bsld_mean": "bsld_mean"}
 
 
-def partitions_of(record: ConfigRecord) -> list[dict]:
+def partitions_of(record) -> list[dict]:
     """The record's partitions as ``{"key", "name", "nodes", "sharing"}``, in the machine's order."""
     named = []
     seen = set()
@@ -54,7 +55,7 @@ def partitions_of(record: ConfigRecord) -> list[dict]:
         return []
     described = {}
     try:
-        config = _yaml_load(record.config_text) if record.config_text else None
+        config = yaml.safe_load(record.config_text) if record.config_text else None
         parts = ((config or {}).get("system") or {}).get("partitions") or []
         for part in parts:
             name = str(part.get("name"))
@@ -68,7 +69,7 @@ def partitions_of(record: ConfigRecord) -> list[dict]:
     return ordered
 
 
-def partition_frame(records: Sequence[ConfigRecord]) -> pd.DataFrame:
+def partition_frame(records: Sequence) -> pd.DataFrame:
     """One row per configuration x partition with the metrics of ``COLUMNS`` (and ``_ci95``)."""
     rows = []
     for r in records:
@@ -83,16 +84,17 @@ def partition_frame(records: Sequence[ConfigRecord]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _cell(kind: str, metric: str, value, half, unit) -> str:
+def _cell(fmt_metric: Callable, kind: str, metric: str, value, half, unit) -> str:
     if kind == "count":
         return "–" if value != value else f"{value:,.0f}"
     return fmt_metric("utilization" if kind == "fraction" else metric, value, half,
                       unit if kind == "duration" else None)
 
 
-def partition_tables(frame: pd.DataFrame) -> list[dict]:
+def partition_tables(frame: pd.DataFrame, fmt_metric: Callable, column_unit: Callable) -> list[dict]:
     """One table per configuration (a row per partition); durations in one unit per column,
-    the same in every table so that they compare."""
+    the same in every table so that they compare (``fmt_metric``, ``column_unit``: the
+    report's formats)."""
     units = {metric: column_unit(frame[metric]) for _, metric, kind in COLUMNS if kind == "duration"}
     tables = []
     for key, rows in frame.groupby("configuration", sort=False):
@@ -104,7 +106,7 @@ def partition_tables(frame: pd.DataFrame) -> list[dict]:
             if isinstance(row["sharing"], str):
                 nodes += f" ({row['sharing']})"
             body.append([row["partition"], nodes] + [
-                _cell(kind, metric, row[metric], row[f"{metric}_ci95"], units.get(metric))
+                _cell(fmt_metric, kind, metric, row[metric], row[f"{metric}_ci95"], units.get(metric))
                 for _, metric, kind in COLUMNS])
         tables.append({"configuration": key, "header": header, "rows": body})
     return tables
@@ -123,15 +125,17 @@ def partition_figure(frame: pd.DataFrame, plots):
                                          "(utilization = the partition's node utilization)")
 
 
-def partition_view(records: Sequence[ConfigRecord], figure_dir: Path, plots) -> dict | None:
-    """The report's "Partitions" section, or None when no configuration has partitions."""
+def partition_view(records: Sequence, figure_dir: Path, plots, *, fmt_metric: Callable,
+                   column_unit: Callable, embed: Callable) -> dict | None:
+    """The report's "Partitions" section, or None when no configuration has partitions
+    (``embed(path, alt, caption)``: how the report embeds a saved figure)."""
     frame = partition_frame(records)
     if frame.empty:
         return None
-    view = {"tables": partition_tables(frame), "figure": None}
+    view = {"tables": partition_tables(frame, fmt_metric, column_unit), "figure": None}
     if frame["partition"].nunique() > 1 or frame["configuration"].nunique() > 1:
         fig = partition_figure(frame, plots)
-        view["figure"] = _figure(plots.save_figure(fig, figure_dir / "partitions.png"),
+        view["figure"] = embed(plots.save_figure(fig, figure_dir / "partitions.png"),
                                  "per-partition metrics by configuration",
                                  "Each partition's node utilization, waits and bounded slowdown, "
                                  "one colour per configuration.")
