@@ -24,15 +24,18 @@ import csv
 import io
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from ..errors import ConfigError, TraceError
 from ..files import csv_cell, write_file
 from ..jobs import JobTable, Reject, TraceMeta
 from .records import Records
 from .source import SourceText
+
+if TYPE_CHECKING:  # never imported at run time here: the SWF fast path builds tables without it
+    import pandas as pd
 
 MAX_NODES = 2**31 - 1
 MAX_DURATION = 1e10  # seconds, about 317 years: anything longer is a broken value
@@ -82,8 +85,9 @@ class ParsedTrace:
     memory_per_node: np.ndarray | None = None  # MiB
     partition_codes: np.ndarray | None = None
     partition_names: list[str] = field(default_factory=list)
-    users: pd.Series | None = None  # who submitted, as text ('' = unknown); None: no such column
-    groups: pd.Series | None = None  # the group or account, as text ('' = unknown)
+    # Who submitted, as text ('' = unknown; a pandas Series, or a clean str array); None: no such column.
+    users: pd.Series | np.ndarray | None = None
+    groups: pd.Series | np.ndarray | None = None  # the group or account, as ``users``
     mode: str | None = None  # None: replay exactly when every kept job has begin and end
     machine_nodes: int | None = None
     header_timezone: str | None = None  # the zone the file itself states (SWF TimeZoneString)
@@ -475,11 +479,15 @@ def per_node(total: np.ndarray, nodes: np.ndarray) -> np.ndarray:
         return np.where(known, np.ceil(total / np.where(known, nodes, 1)), np.nan)
 
 
-def _who(text: pd.Series | None, order: np.ndarray) -> tuple[np.ndarray | None, tuple[str, ...]]:
-    """User or group text of the kept rows -> (int32 codes into sorted names, names); '' -> -1."""
+def _who(text: pd.Series | np.ndarray | None, order) -> tuple[np.ndarray | None, tuple[str, ...]]:
+    """User or group text of the kept rows -> (int32 codes into sorted names, names); '' -> -1.
+    A numpy array is taken as already clean text (stripped, '' for unknown)."""
     if text is None:
         return None, ()
-    values = text.astype("str").str.strip().where(text.notna(), "").to_numpy(dtype=object)[order]
+    if isinstance(text, np.ndarray):
+        values = text[order]
+    else:
+        values = text.astype("str").str.strip().where(text.notna(), "").to_numpy(dtype=object)[order]
     names, codes = np.unique(values.astype(str), return_inverse=True)
     names = [str(name) for name in names]
     codes = codes.astype(np.int32)
