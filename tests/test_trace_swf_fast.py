@@ -168,3 +168,20 @@ def test_drevt_sim_on_swf_imports_no_pandas_scipy_matplotlib_numba(tmp_path):
     assert done.returncode == 0, done.stderr
     assert "HEAVY []" in done.stdout
     assert stats.exists()
+
+
+def test_wide_ranges_of_ids_read_the_same(tmp_path, monkeypatch):
+    """Queue, partition, user and group numbers far apart (coded by sorting, not by a table)."""
+    rows = [
+        "1 0 5 100 4 -1 -1 4 200 -1 1 9223372036854775807 -1 -1 3 -5 -1 -1",
+        "2 10 -1 60 2 -1 -1 2 60 -1 1 -1 9007199254740993 -1 9007199254740993 1 -1 -1",
+        "3 20 0 10 1 -1 -1 -1 100 -1 1 7 7 -1 -1 1 -1 -1",
+        "4 30 1 10 1 -1 -1 1 100 -1 1 +7 007 -1 0 1 -1 -1",
+    ]
+    path = tmp_path / "wide.swf"
+    path.write_text("; MaxNodes: 8\n" + "\n".join(rows) + "\n")
+    assert _takes_fast_path(path)
+    fast = _outcome(path, {"force_simulation": True})
+    _assert_same(fast, _pandas_path(path, {"force_simulation": True}, monkeypatch))
+    assert fast.user_names == ("7", "9223372036854775807")
+    assert fast.queue_names == ("-1", "0", "3", "9007199254740993")

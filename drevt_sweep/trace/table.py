@@ -85,9 +85,9 @@ class ParsedTrace:
     memory_per_node: np.ndarray | None = None  # MiB
     partition_codes: np.ndarray | None = None
     partition_names: list[str] = field(default_factory=list)
-    # Who submitted, as text ('' = unknown; a pandas Series, or a clean str array); None: no such column.
-    users: pd.Series | np.ndarray | None = None
-    groups: pd.Series | np.ndarray | None = None  # the group or account, as ``users``
+    # Who submitted, as text ('' = unknown; a pandas Series or a CodedText); None: no such column.
+    users: pd.Series | CodedText | None = None
+    groups: pd.Series | CodedText | None = None  # the group or account, as ``users``
     mode: str | None = None  # None: replay exactly when every kept job has begin and end
     machine_nodes: int | None = None
     header_timezone: str | None = None  # the zone the file itself states (SWF TimeZoneString)
@@ -479,15 +479,26 @@ def per_node(total: np.ndarray, nodes: np.ndarray) -> np.ndarray:
         return np.where(known, np.ceil(total / np.where(known, nodes, 1)), np.nan)
 
 
-def _who(text: pd.Series | np.ndarray | None, order) -> tuple[np.ndarray | None, tuple[str, ...]]:
-    """User or group text of the kept rows -> (int32 codes into sorted names, names); '' -> -1.
-    A numpy array is taken as already clean text (stripped, '' for unknown)."""
+@dataclass(frozen=True)
+class CodedText:
+    """A text column already coded: ``names[codes[row]]`` is row's clean text ('' = unknown);
+    the names are distinct. Cheaper than a Series of strings where a reader has the codes."""
+
+    codes: np.ndarray  # int64, one per row
+    names: list[str]
+
+
+def _who(text: pd.Series | CodedText | None, order) -> tuple[np.ndarray | None, tuple[str, ...]]:
+    """User or group text of the kept rows -> (int32 codes into sorted names, names); '' -> -1."""
     if text is None:
         return None, ()
-    if isinstance(text, np.ndarray):
-        values = text[order]
-    else:
-        values = text.astype("str").str.strip().where(text.notna(), "").to_numpy(dtype=object)[order]
+    if isinstance(text, CodedText):
+        codes, names = _used_names(text.codes[order], text.names)
+        codes = codes.astype(np.int32)
+        if names and names[0] == "":  # the unknown marker sorts first
+            return codes - 1, tuple(names[1:])
+        return codes, tuple(names)
+    values = text.astype("str").str.strip().where(text.notna(), "").to_numpy(dtype=object)[order]
     names, codes = np.unique(values.astype(str), return_inverse=True)
     names = [str(name) for name in names]
     codes = codes.astype(np.int32)
