@@ -93,3 +93,17 @@ def test_no_progress_with_quiet_or_in_ci(how):
     env = _env("fast", **({"CI": "true"} if how == "ci" else {}))
     text = _stderr_on_a_terminal(argv, env, 5.0)
     assert "simulated day" not in text
+
+
+def test_no_progress_when_stderr_is_a_pipe():
+    """A log file or a CI runner's pipe, without CI set: still no progress line."""
+    proc = subprocess.Popen([a for a in LONG_RUN if a != "--quiet"], env=_env("fast"), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    time.sleep(5.0)
+    assert proc.poll() is None, "the run ended before progress would show; make it longer"
+    proc.send_signal(signal.SIGINT)
+    try:
+        _, err = proc.communicate(timeout=10)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130 and "simulated day" not in err and "\r" not in err, err
