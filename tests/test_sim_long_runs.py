@@ -82,8 +82,9 @@ def _stderr_on_a_terminal(argv, env, seconds: float) -> str:
     return out.decode(errors="replace")
 
 
-def test_progress_shows_on_a_terminal_after_two_seconds():
-    text = _stderr_on_a_terminal([a for a in LONG_RUN if a != "--quiet"], _env("fast"), 5.5)
+@pytest.mark.parametrize("kernel", ["fast", "reference"])
+def test_progress_shows_on_a_terminal_after_two_seconds(kernel):
+    text = _stderr_on_a_terminal([a for a in LONG_RUN if a != "--quiet"], _env(kernel), 5.5)
     assert "drevt-sim: simulated day" in text and "jobs done" in text and "jobs/s" in text
 
 
