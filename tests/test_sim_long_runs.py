@@ -108,3 +108,12 @@ def test_no_progress_when_stderr_is_a_pipe():
     finally:
         proc.kill()
     assert proc.returncode == 130 and "simulated day" not in err and "\r" not in err, err
+
+
+def test_no_progress_on_a_short_run_on_a_terminal():
+    """Under 2 s of simulating (KTH-SP2 under EASY: a fraction of a second) nothing is shown."""
+    short = [sys.executable, "-m", "drevt_sweep.cli.sim", str(BUNDLED_KTH), "--trace_format", "swf",
+             "--force-simulation"]
+    text = _stderr_on_a_terminal(short, _env("reference"), 30.0)
+    assert "rows excluded" in text  # the run's own warnings reached the terminal
+    assert "simulated day" not in text
