@@ -32,6 +32,11 @@ a node (as the archive's single-processor-node machines are). Requested memory (
 per processor; -1 unknown) becomes MiB per node (x the cores per node).
 
 Values below -1 in these fields are bad rows. The default queue filter keeps every queue.
+
+Two parsers, one result: a clean file (18 fields per row, whole numbers in the fields used) is
+parsed by numpy alone (``_whole_number_columns``), so that a one-off ``drevt-sim`` run does not
+import pandas; any other file goes through pandas (``_frame_columns``), whose checks name the
+line, column and value of whatever is wrong. ``_fill`` turns either into the same table.
 """
 
 from __future__ import annotations
