@@ -377,5 +377,5 @@ def test_maintenance_on_partitions_is_shared_in_proportion_hand_computed():
     assert [c.steps for c in shares] == [((5.0, 4),), ((5.0, 2),), ((5.0, 1),)]  # 4.2, 2.1, 0.7
     shared = Machine("m", (Partition("A", 2, queues=("a",)),
                            Partition("B", 2, cores=4, sharing="shared", queues=("b",))))
-    with pytest.raises(ConfigError, match="whole nodes only; B shares its nodes"):
+    with pytest.raises(ConfigError, match="whole nodes only; shared-node partition\\(s\\): B"):
         simulate_machine(jobs, jobs.actual_run_time, shared, capacity=capacity)

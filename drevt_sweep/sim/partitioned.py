@@ -60,7 +60,7 @@ def simulate_machine(
         shared = [p.name for p in machine.partitions if p.shared]
         if shared:
             raise ConfigError(f"capacity changes and maintenance windows are modelled on partitions of "
-                              f"whole nodes only; {', '.join(shared)} shares its nodes")
+                              f"whole nodes only; shared-node partition(s): {', '.join(shared)}")
         capacities = partition_capacities(capacity, machine)
     placement = place_jobs(jobs, machine)
     n = len(jobs)
