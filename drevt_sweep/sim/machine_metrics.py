@@ -107,7 +107,8 @@ def held_per_job(part, nodes: np.ndarray, cores: np.ndarray, gpus: np.ndarray,
     ``nodes``: exclusive partitions, the job's nodes; shared ones, its nodes x its dominant
     share (the largest of cores, GPUs and memory over a node's, as ``node_utilization``),
     in units of 1/L of a node with L the least common multiple of the node's cores, GPUs and
-    KiB. ``cores``/``gpus``: nodes x per-node request; ``memory``: nodes x KiB (divisor 1024).
+    KiB. ``cores``/``gpus``: nodes x per-node request; ``memory``: nodes x KiB (divisor 1024);
+    only for resources the partition's nodes have.
     """
     nodes = np.asarray(nodes, dtype=np.int64)
     out: dict[str, tuple[np.ndarray, int]] = {}
@@ -116,7 +117,7 @@ def held_per_job(part, nodes: np.ndarray, cores: np.ndarray, gpus: np.ndarray,
     if part.memory is not None:
         amounts["memory"] = (int(memory_kib(part.memory)), memory_kib(memory))
     for resource, (per_node, asked) in amounts.items():
-        if per_node is not None:
+        if per_node:  # a resource a node has none of (gpus: 0) is never held
             out[resource] = (nodes * asked, 1024 if resource == "memory" else 1)
     if not part.shared:
         out["nodes"] = (nodes.copy(), 1)
