@@ -5,7 +5,13 @@ the union of its partitions' schedules, each computed independently:
 
 * an ``exclusive`` partition runs through the existing engine (``engine.simulate``, reference
   or compiled kernel) on its own jobs, with the partition's node count as the machine size;
+  in the compiled kernel without extensions (``_compiled_exclusive``) straight from the
+  table's columns, the jobs checked once for the machine (what ``engine.simulate`` does on a
+  sub-table, without building one);
 * a ``shared`` partition runs the node-level packing engine (``sim.shared``).
+
+A capacity schedule (maintenance, machine-size steps) is machine-wide: each exclusive
+partition gets its share, in proportion to its size (``partition_capacities``).
 
 A job's priority rank is computed within its partition's queue (priority keys and FCFS ties
 are per-queue notions), which is what each partition's engine does on its sub-table. On a
@@ -42,7 +48,9 @@ def simulate_machine(
     ``policy_options`` (``estimate``, ``backfill_order``, ``priority_params``, ``compression``,
     ``progress``) go to ``engine.simulate`` for exclusive partitions; shared partitions plan with
     the user's time limits in priority order only. ``progress`` counts the jobs of the partitions
-    already simulated as done (each partition's simulated time starts again)."""
+    already simulated as done (each partition's simulated time starts again). ``capacity`` is
+    shared among exclusive partitions (``partition_capacities``); jobs it never lets run are
+    rejected (``warnings['rejected_capacity']``); shared partitions refuse it."""
     if machine.is_single_pool:
         return engine.simulate(jobs, run_time, machine.total_nodes, priority=priority,
                                backfill=backfill, enforce_limits=enforce_limits, kernel=kernel,
