@@ -10,7 +10,8 @@ Cases and targets:
 
 * ``lassen exclusive easy``: a Lassen-shaped generated trace of 1,000,000 jobs (``lassen_shaped``:
   95 % of the jobs in pbatch on 756 nodes at offered load 0.95, 5 % small short jobs in pdebug
-  on 36 nodes), FCFS + EASY in the compiled kernel: >= 1,000,000 jobs/s, and no slower than
+  on 36 nodes; kept at the earlier preset's 756 so figures compare over time, while
+  ``conf/system/lassen.yaml`` now has 752), FCFS + EASY in the compiled kernel: >= 1,000,000 jobs/s, and no slower than
   one pool per job: at most 5 % over each partition's jobs run on a pool of its own size
   (``exclusive_rows``: minimum CPU time of 5 runs; the same jobs pooled onto 792 nodes, a
   different problem, beside it). ``--exclusive`` runs only this case.
