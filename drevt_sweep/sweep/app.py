@@ -41,6 +41,7 @@ from .seeds import (
 from ..sim.machine import Machine, machine_from_mapping
 from ..sim.runtime import RunTimeModel
 from ..trace.options import read_options, resolve_trace_path
+from ..tracking.bulk import RunRecord
 from ..tracking.store import flatten
 from ..tracking.helper import (
     TrackingError,
@@ -81,6 +82,7 @@ _failures: list[str] = []  # configurations that failed in this process (sets th
 # store of a multirun whose configurations run on this machine, for the runs left RUNNING.
 _state: dict = {"ran": False, "store": None}
 _results: dict[str, dict] = {}  # job folder -> result, as written to its result.json
+_marks: dict[str, float] = {}  # start-up instants (epoch seconds), copied into result.json
 
 
 # ---------------------------------------------------------------- config -> plain objects
@@ -223,6 +225,9 @@ def run_configuration(cfg: DictConfig) -> dict:
     tracker = parent_id = None
     started = time.perf_counter()
     timings = result["timings"] = {}  # seconds per phase, for the sweep benchmark
+    # Wall-clock instants (epoch seconds) of the phase ends, from the console script's start:
+    # with the benchmark's own start and end they give every phase, Hydra's included.
+    marks = result["marks"] = {**_marks, "configuration": time.time()}
     phase = started
     # Worker processes start while the store opens and the trace is read.
     backfill = None if cfg.policy.replay else _value(cfg.policy.backfill)
@@ -246,6 +251,7 @@ def run_configuration(cfg: DictConfig) -> dict:
 
         path = resolve_trace_path(str(cfg.trace.path), cfg.paths.root)
         jobs = load_trace(path, read_options(cfg), cache_dir=cfg.paths.cache_dir)
+        marks["trace"] = time.time()
         wspec = workload_spec(cfg.workload, cfg.system.total_nodes)
         # The first seed's transform: what each transform kept, moved or dropped, and the
         # machine size after a job-size rescaling.
@@ -270,14 +276,17 @@ def run_configuration(cfg: DictConfig) -> dict:
             seeds=seeds,
         )
         _write_rejects(jobs, out_dir)
+        marks["trace_prepared"] = time.time()
         if warming is not None:
             warming.join()
+        marks["workers"] = time.time()
         phase = _lap(timings, "read", phase)
 
         yield_to_simulation()
         # A store that does not work stops the seeds as soon as it is found out.
         results, reused = _run_or_reuse(cfg, tracker, jobs, spec, seeds, chash, label)
         phase = _lap(timings, "seeds", phase)
+        marks["seeds"] = time.time()
         ok = [r for r in results if r.ok]
         failed = [r for r in results if not r.ok]
         metrics = aggregate(results, stochastic=spec.stochastic)
@@ -293,13 +302,16 @@ def run_configuration(cfg: DictConfig) -> dict:
                            result, params, path)
         _write_outputs(out_dir, cfg, jobs, ok, result)
         phase = _lap(timings, "outputs", phase)
+        marks["outputs"] = time.time()
         figures = _configuration_figures(out_dir, jobs, spec, ok, cfg)
         phase = _lap(timings, "figures", phase)
+        marks["figures"] = time.time()
         if tracker:
             _log_artifacts(tracker, parent_id, out_dir, figures, result)
             tracker.wait()  # raises the store's first error, if any
             result["parent_run_id"] = tracker.run_id(parent_id)
             phase = _lap(timings, "tracking_wait", phase)  # all the sweep waited for MLflow
+            marks["tracking"] = time.time()
         if failed:
             raise _SeedsFailed(f"{len(failed)} of {len(results)} seeds failed: "
                                + "; ".join(f"seed {r.seed}: {r.error.splitlines()[0]}" for r in failed))
@@ -331,6 +343,7 @@ def run_configuration(cfg: DictConfig) -> dict:
                 result["parent_run_id"] = tracker.run_id(parent_id)
             except Exception:  # noqa: BLE001 - an interrupted or broken helper
                 pass
+        result["marks"]["result"] = time.time()
         _results[str(out_dir)] = result  # for the summary, should result.json not be written
         try:
             (out_dir / "result.json").write_text(json.dumps(result, indent=2, default=str))
@@ -509,26 +522,24 @@ def _log_seed_runs(tracker, parent_id, cfg, jobs, spec, chash, label, results, r
     tracker.log(parent_id, metrics=result["metrics"], params=params,
                 tags={TAG_CONFIG_HASH: chash, "trace_checksum": jobs.meta.checksum})
     overrides = list(hydra_cfg.overrides.task)
+    dataset = (_trace_name(cfg, path), jobs.meta.checksum, str(path), len(jobs))
+    common = {"total_nodes": spec.total_nodes, "trace_checksum": jobs.meta.checksum,
+              "drevt_version": __version__}
+    children = []
     for r in results:
         if r.seed in reused:
             continue
         command = reproduce_command(overrides, seed=r.seed)
-        child = tracker.start_run(
-            seed_run_name(r.seed),
-            {TAG_KIND: "seed", TAG_CONFIG_HASH: chash,
-             TAG_RUN_KEY: run_key(chash, jobs.meta.checksum, r.seed), **_sweep_tag(),
-             **_run_tags(cfg, hydra_cfg, label, description(command))},
-            parent_id=parent_id,
-        )
-        tracker.log(child, metrics=r.metrics, params={
-            **settings, "seed": r.seed, "total_nodes": spec.total_nodes,
-            "trace_checksum": jobs.meta.checksum, "drevt_version": __version__})
-        tracker.log_trace_input(child, _trace_name(cfg, path), jobs.meta.checksum, path, len(jobs))
-        if r.ok:
-            tracker.finish(child, "FINISHED")
-        else:
-            tracker.log(child, tags={TAG_ERROR: r.error[:5000]})
-            tracker.finish(child, "FAILED")
+        tags = {TAG_KIND: "seed", TAG_CONFIG_HASH: chash,
+                TAG_RUN_KEY: run_key(chash, jobs.meta.checksum, r.seed), **_sweep_tag(),
+                **_run_tags(cfg, hydra_cfg, label, description(command))}
+        if not r.ok:
+            tags[TAG_ERROR] = r.error[:5000]
+        children.append(RunRecord(
+            seed_run_name(r.seed), tags, params={**settings, "seed": r.seed, **common},
+            metrics=r.metrics, status="FINISHED" if r.ok else "FAILED", parent_id=parent_id,
+            dataset=dataset))
+    tracker.log_runs(children)  # one command, one transaction in an SQL store
 
 
 def _run_name(cfg: DictConfig, hydra_cfg) -> str:
@@ -852,6 +863,7 @@ def main() -> None:
     """Console script: exit 0 when every configuration finished, 1 when any failed, 2 on bad
     options, 128 + N when ended by signal N (SIGINT 130, SIGTERM 143, SIGHUP 129: runs in
     flight are then marked KILLED in the store and the worker processes ended)."""
+    _marks["main"] = time.time()  # Python and the app's imports are done
     if _asks_for_version(sys.argv[1:]):
         print(f"drevt-sweep {__version__}")
         return
@@ -865,6 +877,7 @@ def main() -> None:
     import pandas  # noqa: F401 - needed here anyway; imported before the fork, the helper shares it
 
     start_helper(fork=True)  # imports mlflow in the tracking helper while Hydra composes
+    _marks["helper_started"] = time.time()
     try:
         _app()
     except SystemExit as exc:

@@ -170,6 +170,24 @@ def _start_run(key: tuple, handle: str, name: str, tags: dict, parent: str | Non
     _run_ids[handle] = _tracker(key).start_run(name, {**tags, TAG_HANDLE: handle}, parent_id)
 
 
+def _log_runs(key: tuple, handles: list[str], records: list) -> None:
+    """Finished runs, all at once (``records``: :class:`~.bulk.RunRecord` whose ``parent_id``
+    is a handle). A helper started after one died completes those the dead one created."""
+    from dataclasses import replace
+
+    existing = {}
+    if _restarts:
+        for index, handle in enumerate(handles):
+            found = _run_ids.get(handle) or _tracker(key).run_with_handle(handle)
+            if found is not None:
+                existing[index] = found
+    records = [replace(r, tags={**r.tags, TAG_HANDLE: handle},
+                       parent_id=_run(key, r.parent_id) if r.parent_id else None)
+               for r, handle in zip(records, handles)]
+    run_ids = _tracker(key).log_runs(records, existing)
+    _run_ids.update(zip(handles, run_ids))
+
+
 def _log(key: tuple, handle: str, metrics, params, tags) -> None:
     _tracker(key).log(_run(key, handle), metrics=metrics, params=params, tags=tags)
 
@@ -342,6 +360,14 @@ class TrackingService:
 
     def log(self, run_id: str, metrics=None, params=None, tags=None) -> None:
         self._send(_log, self._key, run_id, metrics, params, tags)
+
+    def log_runs(self, records: list) -> list[str]:
+        """Handles of finished runs written at once (``records``: :class:`~.bulk.RunRecord`,
+        ``parent_id`` a handle): never left RUNNING, whatever happens to the helper."""
+        handles = [uuid.uuid4().hex for _ in records]
+        if records:
+            self._send(_log_runs, self._key, handles, list(records))
+        return handles
 
     def log_trace_input(self, run_id: str, name: str, checksum: str, path: str, jobs: int) -> None:
         self._send(_log_trace_input, self._key, run_id, name, checksum, str(path), jobs)
