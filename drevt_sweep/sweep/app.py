@@ -27,7 +27,7 @@ from omegaconf import DictConfig, OmegaConf
 from .. import __version__
 from .callback_policy import guard_hydra_callbacks
 from .config import register_configs
-from .interrupts import end_workers, exit_code, install_handlers, signal_name
+from .interrupts import end_idle_workers, end_workers, exit_code, install_handlers, signal_name
 from ..errors import ConfigError, DrevtError
 from .seeds import (
     Progress,
@@ -36,6 +36,7 @@ from .seeds import (
     aggregate,
     run_seeds,
     seeds_for,
+    start_figures,
     start_workers,
 )
 from ..sim.machine import Machine, machine_from_mapping
@@ -300,11 +301,12 @@ def run_configuration(cfg: DictConfig) -> dict:
         if tracker:  # written by the helper while the outputs and figures are made here
             _log_seed_runs(tracker, parent_id, cfg, jobs, spec, chash, label, results, reused,
                            result, params, path)
+        figures = _configuration_figures(out_dir, spec, ok, cfg)  # drawn beside the outputs
         _write_outputs(out_dir, cfg, jobs, ok, result)
         phase = _lap(timings, "outputs", phase)
         marks["outputs"] = time.time()
-        figures = _configuration_figures(out_dir, jobs, spec, ok, cfg)
-        phase = _lap(timings, "figures", phase)
+        figures = figures()
+        phase = _lap(timings, "figures", phase)  # what the sweep waited for them
         marks["figures"] = time.time()
         if tracker:
             _log_artifacts(tracker, parent_id, out_dir, figures, result)
@@ -468,27 +470,31 @@ def _write_outputs(out_dir: Path, cfg: DictConfig, jobs, ok: list[SeedResult], r
                 write_per_user_csv(out_dir / "per_user.csv", r.jobs, r.schedule)
 
 
-def _configuration_figures(out_dir: Path, jobs, spec: RunSpec, ok: list[SeedResult], cfg) -> list[Path]:
-    """PNG figures of the kept seed's schedule; drawing them never fails the configuration."""
+def _configuration_figures(out_dir: Path, spec: RunSpec, ok: list[SeedResult], cfg):
+    """Start drawing the PNG figures of the kept seed's schedule (in an idle worker where the
+    seeds ran on local workers); returns a function that waits for their paths. Drawing them
+    never fails the configuration."""
     kept = next((r for r in ok if r.schedule is not None), None)
     if kept is None:  # tracking.log_schedule=false, or every seed reused by resume
-        return []
-    try:
-        from ..report.html import CONFIGURATION_FIGURE_DIR, configuration_figures
-        from ..sim.engine import historical_baseline
+        return lambda: []
+    from ..report.html import CONFIGURATION_FIGURE_DIR
 
-        seed_jobs = kept.jobs if kept.jobs is not None else jobs  # the transformed table
-        # The machine's history is a reference only for the recorded run times.
-        recorded = not spec.replay and spec.run_time.mode == "actual"
-        baseline = historical_baseline(seed_jobs, spec.total_nodes) if recorded else None
-        return configuration_figures(
-            out_dir / CONFIGURATION_FIGURE_DIR, seed_jobs, kept.schedule, baseline,
-            label=f"{cfg.policy.name} · {cfg.run_time.name}",
-            seed_metrics=[r.metrics for r in ok], seed=kept.seed,
-        )
+    try:
+        wait = start_figures(_n_jobs(cfg), _value(cfg.parallel.backend),
+                             out_dir / CONFIGURATION_FIGURE_DIR, kept, spec,
+                             f"{cfg.policy.name} · {cfg.run_time.name}", [r.metrics for r in ok])
     except Exception as exc:  # noqa: BLE001 - a figure is not worth a failed configuration
         log.warning("figures not drawn: %s", exc)
-        return []
+        return lambda: []
+
+    def figures() -> list[Path]:
+        try:
+            return wait()
+        except Exception as exc:  # noqa: BLE001 - as above
+            log.warning("figures not drawn: %s", exc)
+            return []
+
+    return figures
 
 
 def _log_seed_runs(tracker, parent_id, cfg, jobs, spec, chash, label, results, reused,
@@ -880,6 +886,7 @@ def main() -> None:
     _marks["helper_started"] = time.time()
     try:
         _app()
+        end_idle_workers()  # done with them: the exit need not wait for each to wind down
     except SystemExit as exc:
         if exc.code in (0, None) or _state["ran"]:
             raise
