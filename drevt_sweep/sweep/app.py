@@ -301,11 +301,12 @@ def run_configuration(cfg: DictConfig) -> dict:
         if tracker:  # written by the helper while the outputs and figures are made here
             _log_seed_runs(tracker, parent_id, cfg, jobs, spec, chash, label, results, reused,
                            result, params, path)
-        figures = _configuration_figures(out_dir, spec, ok, cfg)  # drawn beside the outputs
+        # Drawn beside the outputs, by a worker where the seeds had some (more than one ran).
+        figures = _configuration_figures(out_dir, spec, ok, cfg, len(results) - len(reused) > 1)
         _write_outputs(out_dir, cfg, jobs, ok, result)
         phase = _lap(timings, "outputs", phase)
         marks["outputs"] = time.time()
-        figures = figures()
+        figures = figures(timings)
         phase = _lap(timings, "figures", phase)  # what the sweep waited for them
         marks["figures"] = time.time()
         if tracker:
@@ -470,26 +471,29 @@ def _write_outputs(out_dir: Path, cfg: DictConfig, jobs, ok: list[SeedResult], r
                 write_per_user_csv(out_dir / "per_user.csv", r.jobs, r.schedule)
 
 
-def _configuration_figures(out_dir: Path, spec: RunSpec, ok: list[SeedResult], cfg):
+def _configuration_figures(out_dir: Path, spec: RunSpec, ok: list[SeedResult], cfg,
+                           workers: bool):
     """Start drawing the PNG figures of the kept seed's schedule (in an idle worker where the
     seeds ran on local workers); returns a function that waits for their paths. Drawing them
     never fails the configuration."""
     kept = next((r for r in ok if r.schedule is not None), None)
     if kept is None:  # tracking.log_schedule=false, or every seed reused by resume
-        return lambda: []
+        return lambda timings: []
     from ..report.html import CONFIGURATION_FIGURE_DIR
 
     try:
-        wait = start_figures(_n_jobs(cfg), _value(cfg.parallel.backend),
+        wait = start_figures(_n_jobs(cfg) if workers else 1, _value(cfg.parallel.backend),
                              out_dir / CONFIGURATION_FIGURE_DIR, kept, spec,
                              f"{cfg.policy.name} · {cfg.run_time.name}", [r.metrics for r in ok])
     except Exception as exc:  # noqa: BLE001 - a figure is not worth a failed configuration
         log.warning("figures not drawn: %s", exc)
-        return lambda: []
+        return lambda timings: []
 
-    def figures() -> list[Path]:
+    def figures(timings: dict) -> list[Path]:
+        """The paths; ``timings`` gets what the drawing took where it ran (wall, CPU)."""
         try:
-            return wait()
+            paths, timings["figures_drawing"], timings["figures_drawing_cpu"] = wait()
+            return paths
         except Exception as exc:  # noqa: BLE001 - as above
             log.warning("figures not drawn: %s", exc)
             return []
