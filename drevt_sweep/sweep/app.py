@@ -856,6 +856,30 @@ def _tolerate_a_full_disk() -> None:
 
 
 
+def _compose_once(argv: list[str]) -> None:
+    """Hydra composes the whole config twice per command: first only to read ``hydra.mode``
+    (whether a config file asks for a multirun; ``None`` when none does), then for the run --
+    about a fifth of drevt-sweep's start-up (0.4 s of CPU, measured). No config of ours sets
+    ``hydra.mode``, so the first compose is skipped unless the command line could bring one
+    that does: a ``hydra.mode`` or search-path override, or another config directory."""
+    from hydra._internal.hydra import Hydra
+
+    original = Hydra.get_mode
+    if getattr(original, "_drevt_once", False):
+        return
+    elsewhere = any(a.startswith(("--config-dir", "-cd", "--config-path", "-cp", "--config-name",
+                                  "-cn")) for a in argv)
+
+    def get_mode(self, config_name, overrides):
+        keys = [o.split("=", 1)[0].lstrip("+~") for o in overrides]
+        if elsewhere or any(k in ("hydra.mode", "hydra.searchpath") for k in keys):
+            return original(self, config_name, overrides)
+        return None
+
+    get_mode._drevt_once = True
+    Hydra.get_mode = get_mode
+
+
 @hydra.main(version_base="1.3", config_path="pkg://drevt_sweep.conf", config_name="config")
 def _app(cfg: DictConfig) -> dict:
     if not _state["ran"]:  # a multirun checked every job before the first one (on_multirun_start)
@@ -884,6 +908,7 @@ def main() -> None:
     register_configs()
     guard_hydra_callbacks()
     _tolerate_a_full_disk()
+    _compose_once(sys.argv[1:])
     import pandas  # noqa: F401 - needed here anyway; imported before the fork, the helper shares it
 
     start_helper(fork=True)  # imports mlflow in the tracking helper while Hydra composes
