@@ -399,7 +399,7 @@ def test_the_student_t_quantile_is_scipy_stats_own():
 
 
 def test_the_sweep_s_figures_are_the_report_s(tmp_path):
-    """figures.configuration_figure_files (what the sweep draws, in a worker) writes the files
+    """figures.configuration_figure_files (what the sweep draws) writes the files
     report.html's configuration_figures writes, byte for byte."""
     jobs, schedule = jobs_and_schedule()
     baseline = historical_baseline(jobs, 4)
@@ -422,25 +422,3 @@ def test_log_axes_are_labelled_without_mathtext():
     plots.plt.close(fig)
     assert labels and not any("$" in text for text in labels)
     assert {"1", "10", "100", "1000", "10⁴", "10⁵"} <= set(labels)
-
-
-@pytest.mark.parametrize("n_jobs", [1, 2])
-def test_figures_drawn_in_a_worker_or_here_are_the_same_and_errors_come_back(tmp_path, n_jobs):
-    """sweep.seeds.start_figures: in a loky worker (n_jobs=2) or in this process (1), the
-    same files; a drawing that fails raises where the sweep waits (it then only warns)."""
-    from drevt_sweep.sim.runtime import RunTimeModel
-    from drevt_sweep.sweep.seeds import RunSpec, SeedResult, draw_figures, start_figures
-
-    jobs, schedule = jobs_and_schedule()
-    kept = SeedResult(3, metrics=compute_metrics(jobs, schedule), schedule=schedule, jobs=jobs)
-    spec = RunSpec(total_nodes=4, run_time=RunTimeModel(mode="actual"))
-    seeds = [kept.metrics, {**kept.metrics, "wait_median": 1.0}]
-    paths, wall, cpu = start_figures(n_jobs, "loky", tmp_path / "a", kept, spec, "easy", seeds)()
-    here = draw_figures(tmp_path / "b", kept, spec, "easy", seeds)
-    assert [p.name for p in paths] == [p.name for p in here] == [
-        "wait_cdf.png", "utilization_queue.png", "slowdown_by_class.png", "gantt.png"]
-    assert [p.read_bytes() for p in paths] == [p.read_bytes() for p in here]
-    assert wall > 0 and cpu > 0
-    (tmp_path / "file").write_text("not a folder")
-    with pytest.raises(OSError):
-        start_figures(n_jobs, "loky", tmp_path / "file", kept, spec, "easy", seeds)()

@@ -38,7 +38,6 @@ def seed_metrics(tmp_path: Path, name: str, overrides: list[str]) -> bytes:
     figures = sorted((folder / "0" / "figures").glob("*.png"))
     assert [p.name for p in figures] == ["slowdown_by_class.png", "utilization_queue.png",
                                          "wait_cdf.png"]
-    # Figures are drawn in an idle worker (loky) or in the sweep's process: the same files.
     return b"".join([(folder / "0" / "seed_metrics.csv").read_bytes()]
                     + [p.read_bytes() for p in figures])
 

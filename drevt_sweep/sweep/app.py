@@ -36,7 +36,6 @@ from .seeds import (
     aggregate,
     run_seeds,
     seeds_for,
-    start_figures,
     start_workers,
 )
 from ..sim.machine import Machine, machine_from_mapping
@@ -49,7 +48,6 @@ from ..tracking.helper import (
     TrackingService,
     start_helper,
     stop_helper,
-    yield_to_simulation,
 )
 from ..sim.workload import WorkloadSpec, apply_workload
 from .naming import (
@@ -283,8 +281,10 @@ def run_configuration(cfg: DictConfig) -> dict:
         marks["workers"] = time.time()
         phase = _lap(timings, "read", phase)
 
-        yield_to_simulation()
-        # A store that does not work stops the seeds as soon as it is found out.
+        # A store that does not work stops the seeds as soon as it is found out. (The helper
+        # keeps its priority: with the seed runs written in one transaction it has nothing to
+        # do while the seeds run, and lowered to nice 10 it was starved at the end on a shared
+        # machine -- 1-7 s of waiting for it, against 0.1 s at normal priority, measured.)
         results, reused = _run_or_reuse(cfg, tracker, jobs, spec, seeds, chash, label)
         phase = _lap(timings, "seeds", phase)
         marks["seeds"] = time.time()
@@ -301,13 +301,11 @@ def run_configuration(cfg: DictConfig) -> dict:
         if tracker:  # written by the helper while the outputs and figures are made here
             _log_seed_runs(tracker, parent_id, cfg, jobs, spec, chash, label, results, reused,
                            result, params, path)
-        # Drawn beside the outputs, by a worker where the seeds had some (more than one ran).
-        figures = _configuration_figures(out_dir, spec, ok, cfg, len(results) - len(reused) > 1)
         _write_outputs(out_dir, cfg, jobs, ok, result)
         phase = _lap(timings, "outputs", phase)
         marks["outputs"] = time.time()
-        figures = figures(timings)
-        phase = _lap(timings, "figures", phase)  # what the sweep waited for them
+        figures = _configuration_figures(out_dir, spec, ok, cfg, timings)
+        phase = _lap(timings, "figures", phase)
         marks["figures"] = time.time()
         if tracker:
             _log_artifacts(tracker, parent_id, out_dir, figures, result)
@@ -472,33 +470,36 @@ def _write_outputs(out_dir: Path, cfg: DictConfig, jobs, ok: list[SeedResult], r
 
 
 def _configuration_figures(out_dir: Path, spec: RunSpec, ok: list[SeedResult], cfg,
-                           workers: bool):
-    """Start drawing the PNG figures of the kept seed's schedule (in an idle worker where the
-    seeds ran on local workers); returns a function that waits for their paths. Drawing them
-    never fails the configuration."""
+                           timings: dict) -> list[Path]:
+    """PNG figures of the kept seed's schedule (``timings["figures_cpu"]``: their CPU
+    seconds), with the machine's own history as the baseline when the run times are the
+    recorded ones; drawing them never fails the configuration.
+
+    Drawn here, after the outputs: drawing them in an idle loky worker beside the outputs was
+    tried and measured slower on the 2 shared cores (the worker imports pandas and matplotlib
+    first: post-seed phase 2.95-3.5 s against 2.5-2.7 s here, benchmarks/RESULTS.md)."""
     kept = next((r for r in ok if r.schedule is not None), None)
     if kept is None:  # tracking.log_schedule=false, or every seed reused by resume
-        return lambda timings: []
-    from ..report.html import CONFIGURATION_FIGURE_DIR
-
+        return []
+    cpu = time.process_time()
     try:
-        wait = start_figures(_n_jobs(cfg) if workers else 1, _value(cfg.parallel.backend),
-                             out_dir / CONFIGURATION_FIGURE_DIR, kept, spec,
-                             f"{cfg.policy.name} · {cfg.run_time.name}", [r.metrics for r in ok])
+        from ..report.figures import configuration_figure_files, schedule_frame
+        from ..report.html import CONFIGURATION_FIGURE_DIR
+        from ..sim.engine import historical_baseline
+
+        recorded = not spec.replay and spec.run_time.mode == "actual"
+        baseline = historical_baseline(kept.jobs, spec.total_nodes) if recorded else None
+        return configuration_figure_files(
+            out_dir / CONFIGURATION_FIGURE_DIR, schedule_frame(kept.jobs, kept.schedule),
+            int(kept.schedule.total_nodes),
+            schedule_frame(kept.jobs, baseline) if baseline is not None else None,
+            label=f"{cfg.policy.name} · {cfg.run_time.name}",
+            seed_metrics=[r.metrics for r in ok], seed=kept.seed)
     except Exception as exc:  # noqa: BLE001 - a figure is not worth a failed configuration
         log.warning("figures not drawn: %s", exc)
-        return lambda timings: []
-
-    def figures(timings: dict) -> list[Path]:
-        """The paths; ``timings`` gets what the drawing took where it ran (wall, CPU)."""
-        try:
-            paths, timings["figures_drawing"], timings["figures_drawing_cpu"] = wait()
-            return paths
-        except Exception as exc:  # noqa: BLE001 - as above
-            log.warning("figures not drawn: %s", exc)
-            return []
-
-    return figures
+        return []
+    finally:
+        timings["figures_cpu"] = time.process_time() - cpu
 
 
 def _log_seed_runs(tracker, parent_id, cfg, jobs, spec, chash, label, results, reused,

@@ -317,64 +317,6 @@ def _warm_worker(backfill: str | None) -> int:
     return os.getpid()
 
 
-def draw_figures(folder, kept: SeedResult, spec: RunSpec, label: str,
-                 seed_metrics: list[dict]) -> list:
-    """The PNG figures of the kept seed's schedule in ``folder``, with the machine's own
-    history as the baseline when the run times are the recorded ones."""
-    from ..report.figures import configuration_figure_files, schedule_frame
-    from ..sim.engine import historical_baseline
-
-    recorded = not spec.replay and spec.run_time.mode == "actual"
-    baseline = historical_baseline(kept.jobs, spec.total_nodes) if recorded else None
-    return configuration_figure_files(
-        folder, schedule_frame(kept.jobs, kept.schedule), int(kept.schedule.total_nodes),
-        schedule_frame(kept.jobs, baseline) if baseline is not None else None,
-        label=label, seed_metrics=seed_metrics, seed=kept.seed)
-
-
-def _draw_timed(*args) -> tuple[list, float, float]:
-    """:func:`draw_figures`, with the wall and CPU seconds it took where it ran."""
-    wall, cpu = time.perf_counter(), time.process_time()
-    paths = draw_figures(*args)
-    return paths, time.perf_counter() - wall, time.process_time() - cpu
-
-
-def start_figures(n_jobs: int, backend: str, *args) -> Callable[[], tuple[list, float, float]]:
-    """Start :func:`draw_figures` (``args``) in one of the local workers that ran the seeds --
-    idle now, while the caller writes its outputs on the other core -- and return a function
-    that waits for the paths, with the wall and CPU seconds of the drawing (and raises what
-    the drawing raised). Where the seeds ran in this
-    process, or on a cluster, the figures are drawn here when that function is called.
-
-    Measured on 2 cores (KTH-SP2, 100 seeds): the outputs take about a second after the seeds,
-    the figures about as long again (importing matplotlib, drawing, encoding three PNGs); side
-    by side they take the longer of the two. A figure is the same file wherever it is drawn."""
-    import threading
-
-    if backend != "loky" or n_jobs == 1:
-        return lambda: _draw_timed(*args)
-    from joblib import Parallel, delayed
-
-    outcome: dict = {}
-
-    def draw() -> None:
-        try:
-            (outcome["drawn"],) = Parallel(n_jobs=n_jobs, backend=backend)([delayed(_draw_timed)(*args)])
-        except BaseException as exc:  # noqa: BLE001 - raised in the caller's thread
-            outcome["error"] = exc
-
-    thread = threading.Thread(target=draw, name="drevt-figures", daemon=True)
-    thread.start()
-
-    def wait() -> tuple[list, float, float]:
-        thread.join()
-        if "error" in outcome:
-            raise outcome["error"]
-        return outcome["drawn"]
-
-    return wait
-
-
 CHUNKS_PER_WORKER = 4  # enough to balance uneven seeds, few enough to ship the trace rarely
 
 

@@ -252,22 +252,6 @@ def start_helper(fork: bool = False) -> None:
     _helper.submit(_import_mlflow)
 
 
-def yield_to_simulation() -> None:
-    """Lower the helper process's priority for good, as the seeds start.
-
-    Until then the helper shares the cores with the sweep's start-up (importing mlflow while
-    the workers load the kernel); from then on it takes only what the seeds leave (measured
-    on 2 cores: the seed phase as fast as with tracking off, and less waiting at the end than
-    with a helper started at low priority). A process may lower its child's priority but not
-    raise it again, hence once."""
-    pid = _helper_pid.value if _helper_pid is not None and _helper is not None else 0
-    if pid:
-        try:
-            os.setpriority(os.PRIO_PROCESS, pid, 10)
-        except OSError:  # gone, or not permitted here: same priority, still correct
-            pass
-
-
 def stop_helper() -> None:
     """Stop the helper at once (tracking turned out to be off): a helper process is killed
     rather than left to finish importing mlflow on a core the sweep needs."""
