@@ -48,7 +48,7 @@ ui: $(STAMP) ## serve the MLflow UI for the embedded store on 127.0.0.1:$(UI_POR
 	$(BIN)/mlflow ui --host 127.0.0.1 --port $(UI_PORT) --backend-store-uri sqlite:///$(TRACKING_DB)
 
 test: $(STAMP) ## run the whole test suite (slow end-to-end tests included)
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q --durations=25
 
 test-fast: $(STAMP) ## run the fast tests only
 	$(BIN)/python -m pytest -q -m 'not slow'

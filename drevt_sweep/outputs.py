@@ -10,7 +10,13 @@ Schedule CSV
 Resource CSV
     ``time,free_nodes,allocated_nodes``: one row per instant at which the allocation changes
     (after all the starts and ends at that instant). ``free_nodes`` is negative where a replayed
-    trace over-commits the machine.
+    trace over-commits the machine. On a machine with partitions (``Schedule.placement``) it
+    counts what jobs hold as the metrics do: ``allocated_nodes`` is whole nodes on exclusive
+    partitions and each job's nodes x its dominant share on shared ones (a 1-core job on a
+    64-core node holds 1/64 of a node), then ``allocated_<r>,free_<r>`` for the cores, GPUs and
+    memory (MiB; requests rounded up to whole KiB as the engine packs them) of the partitions
+    that model them, and, with several partitions, ``partition/<p>/allocated_<nodes|r>`` per
+    partition. Every amount is summed in exact integer units, so idle means exactly 0.
 Statistics JSON
     ``{"metrics": {...}, ...}`` plus whatever run information the caller passes; NaN and
     infinities are written as ``null`` (JSON has no NaN).
@@ -236,7 +242,70 @@ def resource_profile(schedule: Schedule, jobs: JobTable) -> tuple[np.ndarray, np
     return instants[changed], np.cumsum(net)[changed]
 
 
+def machine_resource_profile(schedule: Schedule, jobs: JobTable) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """A machine with partitions: the instants at which anything held changes and, per column
+    of the resource CSV (see the module docstring), the amount right after each."""
+    from .names import queue_key
+    from .sim.machine_metrics import held_per_job
+
+    machine, placement = schedule.machine, schedule.placement
+    ran = np.flatnonzero(~np.asarray(schedule.rejected, dtype=bool))
+    nodes = np.asarray(jobs.num_nodes, dtype=np.int64)
+    # (column, capacity or None, rows, per-job integer amount, divisor)
+    series: list[tuple[str, float | None, np.ndarray, np.ndarray, int]] = []
+    unplaced = ran[placement.partition[ran] < 0]  # a replay runs jobs no partition serves
+    series.append(("nodes", None, unplaced, nodes[unplaced], 1))
+    for k, part in enumerate(machine.partitions):
+        rows = ran[placement.partition[ran] == k]
+        held = held_per_job(part, nodes[rows], placement.cores[rows], placement.gpus[rows],
+                            placement.memory[rows])
+        for resource in ("nodes", "cores", "gpus", "memory"):
+            if resource in held:
+                series.append((resource, part.capacity(resource), rows, *held[resource]))
+                if len(machine.partitions) > 1:
+                    series.append((f"partition/{queue_key(part.name)}/allocated_{resource}", None,
+                                   rows, *held[resource]))
+    times = np.concatenate((schedule.begin[ran], schedule.end[ran]))
+    instants, where = np.unique(times, return_inverse=True)
+    position = np.full(len(jobs), -1, dtype=np.int64)
+    position[ran] = np.arange(ran.size)
+    order = np.argsort(where, kind="stable")
+    last = np.flatnonzero(np.r_[where[order][1:] != where[order][:-1], True]) if times.size else order
+    columns: dict[str, np.ndarray] = {}
+    capacity: dict[str, float] = {}
+    for name, cap, rows, amount, divisor in series:
+        delta = np.zeros(times.size, dtype=np.int64)
+        delta[position[rows]] = amount
+        delta[ran.size + position[rows]] = -amount
+        level = np.cumsum(delta[order])[last] / divisor
+        total = name if name.startswith("partition/") else f"allocated_{name}"
+        columns[total] = columns[total] + level if total in columns else level
+        if cap is not None:
+            capacity[name] = capacity.get(name, 0.0) + cap
+    out: dict[str, np.ndarray] = {"free_nodes": machine.total_nodes - columns["allocated_nodes"],
+                                  "allocated_nodes": columns["allocated_nodes"]}
+    for resource in ("cores", "gpus", "memory"):
+        if resource in capacity:
+            out[f"allocated_{resource}"] = columns[f"allocated_{resource}"]
+            out[f"free_{resource}"] = capacity[resource] - columns[f"allocated_{resource}"]
+    out.update((name, level) for name, level in columns.items() if name.startswith("partition/"))
+    if instants.size:
+        matrix = np.vstack(list(out.values()))
+        previous = np.hstack((np.zeros((matrix.shape[0], 1)), matrix[:, :-1]))
+        changed = (matrix != previous).any(axis=0)
+        instants = instants[changed]
+        out = {name: level[changed] for name, level in out.items()}
+    return instants, out
+
+
 def resource_csv_bytes(jobs: JobTable, schedule: Schedule) -> bytes:
+    if getattr(schedule, "placement", None) is not None:
+        times, columns = machine_resource_profile(schedule, jobs)
+        header = ",".join(["time", *(_csv_field(name) for name in columns)]) + "\n"
+        parts: list = [format_number_column(times)]
+        for level in columns.values():
+            parts += [b",", format_number_column(level)]
+        return header.encode() + format_rows(parts + [b"\n"], times.size)
     times, allocated = resource_profile(schedule, jobs)
     header = ",".join(RESOURCE_COLUMNS) + "\n"
     if times.size == 0:

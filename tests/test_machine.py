@@ -116,7 +116,7 @@ def test_machine_descriptions_and_their_errors(tmp_path):
     assert as_mapping.partitions[0] == Partition("a", 2, cores=8)
     lassen = load_machine(str(ROOT / "conf" / "system" / "lassen.yaml"))
     assert [(p.name, p.nodes, p.cores, p.gpus) for p in lassen.partitions] == [
-        ("pbatch", 756, 40, 4), ("pdebug", 36, 40, 4)]
+        ("pbatch", 752, 40, 4), ("pdebug", 36, 40, 4)]
     kabre = load_machine(str(ROOT / "conf" / "system" / "kabre.yaml"))
     assert all(p.shared for p in kabre.partitions) and len(kabre.partitions) == 5
     bad = tmp_path / "bad.yaml"
@@ -291,9 +291,91 @@ def test_hydra_system_groups_describe_the_machines(tmp_path):
         with pytest.raises(Exception, match="sharing"):
             compose("config", overrides=["system=custom", "system.total_nodes=8", *paths,
                                          "+system.partitions=[{name: a, nodes: 3, sharing: sometimes}]"])
-    assert lassen.machine.partition_names == ("pbatch", "pdebug") and lassen.total_nodes == 792
+    assert lassen.machine.partition_names == ("pbatch", "pdebug") and lassen.total_nodes == 788
     assert "standby" in lassen.machine.partitions[0].queues
     assert kabre.machine.total_nodes == kabre.total_nodes == 48
     assert pool.machine is None and pool.total_nodes == 100  # today's single pool, unchanged
     spec = run_spec(custom, None)
     assert spec.machine.partitions[0] == Partition("a", 3, cores=4, sharing="shared") and spec.total_nodes == 3
+
+
+@pytest.mark.parametrize("backfill", ["none", "easy", "easy_drevt", "conservative"])
+def test_compiled_exclusive_partitions_equal_the_engine_on_each_partition(backfill):
+    """The exclusive partitions run in the kernel from the table's columns (no sub-tables):
+    bit for bit what engine.simulate gives on each partition's own sub-table, beside a shared
+    partition, killed jobs included, and progress counts every partition's jobs."""
+    kth = read_trace(KTH, ReadOptions(trace_format="swf")).take(np.arange(3000))
+    names = ("a", "b", "c")
+    codes = np.arange(len(kth)) % 3
+    codes[::7] = 0  # partitions of different sizes
+    jobs = kth.replace(queue_code=codes.astype(np.int32), queue_names=names,
+                       cores_per_node=np.full(len(kth), 2))
+    rt = np.asarray(kth.actual_run_time) * np.where(np.arange(len(kth)) % 5 == 0, 1.5, 1.0)
+    machine = Machine("m", (Partition("a", 60, queues=("a",)), Partition("b", 40, queues=("b",)),
+                            Partition("c", 30, cores=4, sharing="shared", queues=("c",))))
+    for priority in ("fcfs", "sjf", "f1"):
+        for enforce in (True, False):
+            seen = []
+            ours = simulate_machine(jobs, rt, machine, priority=priority, backfill=backfill,
+                                    enforce_limits=enforce, kernel="fast",
+                                    progress=lambda now, done: seen.append(done))
+            for k, part in enumerate(machine.partitions[:2]):
+                rows = np.flatnonzero(ours.placement.partition == k)
+                alone = engine.simulate(jobs.take(rows), rt[rows], part.nodes, priority=priority,
+                                        backfill=backfill, enforce_limits=enforce, kernel="fast")
+                assert np.array_equal(ours.begin[rows], alone.begin, equal_nan=True)
+                assert np.array_equal(ours.end[rows], alone.end, equal_nan=True)
+                assert np.array_equal(ours.run_time[rows], alone.run_time, equal_nan=True)
+                assert np.array_equal(ours.killed[rows], alone.killed)
+            assert ours.killed.any() == enforce
+            assert np.array_equal(np.isfinite(ours.begin), ~ours.rejected)  # too wide: rejected
+            if seen:
+                assert max(seen) <= int((ours.placement.partition < 2).sum())
+    reference = simulate_machine(jobs, rt, machine, backfill=backfill, kernel="reference")
+    fast = simulate_machine(jobs, rt, machine, backfill=backfill, kernel="fast")
+    assert np.array_equal(reference.begin, fast.begin, equal_nan=True)
+    assert np.array_equal(reference.end, fast.end, equal_nan=True)
+
+
+def test_compiled_exclusive_partitions_check_the_jobs_once_naming_the_table_row():
+    jobs = make_jobs([0, 0, 0], [1, 1, 1], [10, 10, 10], [5, 5, 5], queue=["a", "b", "b"])
+    rt = np.array([5.0, 5.0, np.nan])
+    machine = Machine("m", (Partition("a", 2, queues=("a",)), Partition("b", 2, queues=("b",))))
+    with pytest.raises(ConfigError, match=r"1 job\(s\) have no valid run time.*row 2"):
+        simulate_machine(jobs, rt, machine, kernel="fast")
+
+
+def test_maintenance_on_partitions_is_shared_in_proportion_hand_computed():
+    """A machine-wide window takes nodes from every partition in proportion to its size:
+    A (2 nodes, queue a) and B (2 nodes, queue b); 2 of the 4 nodes down on [10, 20) takes one
+    node of each; the whole machine down from 50 on takes both partitions whole.
+
+    A: job 0 (2 nodes, limit 20) would overlap the window with 2 nodes: it waits until 20 and
+       runs 20..25; job 1 (1 node, limit 5) backfills at 0..5.
+    B: job 2 (2 nodes, limit 5) runs 0..5; job 3 (2 nodes, submit 12) waits for the window to
+       end: 20..25; job 4 (1 node, submit 12, limit 5) fits beside the window's one node:
+       12..17; job 5 (submit 30, limit 100) never fits before 50: rejected_capacity."""
+    from drevt_sweep.sim.capacity import CapacitySchedule
+    from drevt_sweep.sim.partitioned import partition_capacities
+
+    jobs = make_jobs([0, 0, 0, 12, 12, 30], [2, 1, 2, 2, 1, 1], [20, 5, 5, 5, 5, 100],
+                     [5, 5, 5, 5, 5, 5], queue=["a", "a", "b", "b", "b", "b"])
+    machine = Machine("m", (Partition("A", 2, queues=("a",)), Partition("B", 2, queues=("b",))))
+    capacity = CapacitySchedule(reductions=((10.0, 20.0, 2), (50.0, float("inf"), 4)))
+    s = simulate_machine(jobs, jobs.actual_run_time, machine, capacity=capacity)
+    assert s.begin.tolist()[:5] == [20, 0, 0, 20, 12]
+    assert s.end.tolist()[:5] == [25, 5, 5, 25, 17]
+    assert s.rejected.tolist() == [False] * 5 + [True]
+    assert s.warnings["rejected_capacity"] == 1
+    from drevt_sweep.sim.metrics import compute_metrics
+
+    assert compute_metrics(jobs, s)["partition/B/jobs_rejected"] == 1
+    # Shares add up exactly, largest remainder first (ties to the earlier partition).
+    shares = partition_capacities(CapacitySchedule(steps=((5.0, 7),), reductions=((0.0, 1.0, 3),)),
+                                  Machine("m", (Partition("x", 6), Partition("y", 3), Partition("z", 1))))
+    assert [c.reductions for c in shares] == [((0.0, 1.0, 2),), ((0.0, 1.0, 1),), ()]  # 1.8, 0.9, 0.3
+    assert [c.steps for c in shares] == [((5.0, 4),), ((5.0, 2),), ((5.0, 1),)]  # 4.2, 2.1, 0.7
+    shared = Machine("m", (Partition("A", 2, queues=("a",)),
+                           Partition("B", 2, cores=4, sharing="shared", queues=("b",))))
+    with pytest.raises(ConfigError, match="whole nodes only; shared-node partition\\(s\\): B"):
+        simulate_machine(jobs, jobs.actual_run_time, shared, capacity=capacity)

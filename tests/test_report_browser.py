@@ -77,17 +77,32 @@ def test_the_probe_sees_console_errors_and_broken_figures(tmp_path):
     assert any('"boom"' in line for line in console_messages(proc.stderr))
 
 
-def test_the_report_loads_renders_and_fits(tmp_path):
-    run_sweep(tmp_path, "policy=fcfs,easy,conservative", "run_time=limit,normal", "replicates=3")
-    report = tmp_path / "sweep" / "report.html"
+def probe_report(report: Path, tmp_path: Path) -> dict:
+    """What the probe finds in ``report`` in a 1366-px frame (no console message allowed)."""
     probe = tmp_path / "probe.html"
     probe.write_text(PROBE % {"url": report.as_uri(), "width": WIDTH})
     proc = browse(probe, tmp_path / "profile", "--dump-dom")
     match = re.search(r'<pre id="probe">(.*?)</pre>', proc.stdout)
     assert match, proc.stderr[-2000:]
-    found = json.loads(match.group(1))
     assert console_messages(proc.stderr) == []
+    return json.loads(match.group(1))
+
+
+def test_the_report_loads_renders_and_fits(tmp_path):
+    run_sweep(tmp_path, "policy=fcfs,easy,conservative", "run_time=limit,normal", "replicates=3")
+    found = probe_report(tmp_path / "sweep" / "report.html", tmp_path)
     # comparison, CDF, paired, and the per-configuration figures of six configurations
     assert found["images"] >= 3 + 6 * 3 and found["broken"] == []
     assert found["tables"] >= 3 and found["too_wide"] == []
     assert found["page_width"] <= found["view"]  # no horizontal scrolling
+
+
+def test_the_partition_section_loads_and_fits(tmp_path):
+    """A machine with partitions: its tables and figure load and fit the window too."""
+    from test_report_partitions import partitioned_sweep
+
+    from drevt_sweep.report import html as report
+
+    found = probe_report(report.build_report(partitioned_sweep(tmp_path)), tmp_path)
+    assert found["tables"] >= 2 and found["broken"] == [] and found["too_wide"] == []
+    assert found["page_width"] <= found["view"]

@@ -82,8 +82,9 @@ def _stderr_on_a_terminal(argv, env, seconds: float) -> str:
     return out.decode(errors="replace")
 
 
-def test_progress_shows_on_a_terminal_after_two_seconds():
-    text = _stderr_on_a_terminal([a for a in LONG_RUN if a != "--quiet"], _env("fast"), 5.5)
+@pytest.mark.parametrize("kernel", ["fast", "reference"])
+def test_progress_shows_on_a_terminal_after_two_seconds(kernel):
+    text = _stderr_on_a_terminal([a for a in LONG_RUN if a != "--quiet"], _env(kernel), 5.5)
     assert "drevt-sim: simulated day" in text and "jobs done" in text and "jobs/s" in text
 
 
@@ -92,4 +93,27 @@ def test_no_progress_with_quiet_or_in_ci(how):
     argv = LONG_RUN if how == "quiet" else [a for a in LONG_RUN if a != "--quiet"]
     env = _env("fast", **({"CI": "true"} if how == "ci" else {}))
     text = _stderr_on_a_terminal(argv, env, 5.0)
+    assert "simulated day" not in text
+
+
+def test_no_progress_when_stderr_is_a_pipe():
+    """A log file or a CI runner's pipe, without CI set: still no progress line."""
+    proc = subprocess.Popen([a for a in LONG_RUN if a != "--quiet"], env=_env("fast"), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    time.sleep(5.0)
+    assert proc.poll() is None, "the run ended before progress would show; make it longer"
+    proc.send_signal(signal.SIGINT)
+    try:
+        _, err = proc.communicate(timeout=10)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130 and "simulated day" not in err and "\r" not in err, err
+
+
+def test_no_progress_on_a_short_run_on_a_terminal():
+    """Under 2 s of simulating (KTH-SP2 under EASY: a fraction of a second) nothing is shown."""
+    short = [sys.executable, "-m", "drevt_sweep.cli.sim", str(BUNDLED_KTH), "--trace_format", "swf",
+             "--force-simulation"]
+    text = _stderr_on_a_terminal(short, _env("reference"), 30.0)
+    assert "rows excluded" in text  # the run's own warnings reached the terminal
     assert "simulated day" not in text

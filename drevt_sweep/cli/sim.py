@@ -196,10 +196,22 @@ def build_parser() -> argparse.ArgumentParser:
                         help=f"print one line per job even for more than {PER_JOB_AUTO_LIMIT} jobs")
     output.add_argument("--quiet", action="store_true",
                         help="print nothing on stdout (warnings still go to stderr)")
-    from .. import __version__
-
-    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser.add_argument("--version", action=_VersionAction)
     return parser
+
+
+class _VersionAction(argparse.Action):
+    """``--version``, with the version looked up only when asked for (see ``drevt_sweep``)."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help=None):
+        super().__init__(option_strings, dest=dest, default=default, nargs=0,
+                         help=help or "show program's version number and exit")
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        from .. import __version__
+
+        parser._print_message(f"{parser.prog} {__version__}\n", sys.stdout)  # as argparse's own
+        parser.exit()
 
 
 def _positive_float(text: str) -> float:

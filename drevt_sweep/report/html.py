@@ -960,6 +960,11 @@ def _view(ctx: _Context) -> dict:
             "Each key metric by policy (x) and run-time model (colour): mean over seeds "
             "± 95% CI; the dashed line is the replay of the trace's history.")
 
+    from .partitions import partition_view
+
+    view["partitions"] = partition_view(records, ctx.figure_dir, plots, fmt_metric=fmt_metric,
+                                        column_unit=column_unit, embed=_figure)
+
     view["cdfs"] = []
     for checksum, first in traces.items():  # one wait-time CDF figure per trace
         members = [r for r in records if r.trace_checksum == checksum and not r.replay

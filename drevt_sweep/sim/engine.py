@@ -77,6 +77,43 @@ def _first_line(jobs: JobTable, mask: np.ndarray) -> str:
         return f"row {row}"
 
 
+def check_jobs(jobs: JobTable, submit, limit, nodes, rt, ok: np.ndarray) -> None:
+    """Raise a ``ConfigError`` naming the first row (and line) of the jobs to run (``ok``) that
+    have no valid submit time, node count, time limit or run time."""
+    bad = ok & ~np.isfinite(submit)
+    if bad.any():
+        raise ConfigError(f"{int(bad.sum())} job(s) have no valid submit time, first at {_first_line(jobs, bad)}")
+    bad = ok & (nodes < 1)
+    if bad.any():
+        raise ConfigError(f"{int(bad.sum())} job(s) ask for fewer than 1 node, first at {_first_line(jobs, bad)}")
+    bad = ok & ~(np.isfinite(limit) & (limit > 0))
+    if bad.any():
+        raise ConfigError(
+            f"{int(bad.sum())} job(s) have no valid time limit (must be finite and > 0), "
+            f"first at {_first_line(jobs, bad)}"
+        )
+    bad = ok & ~(np.isfinite(rt) & (rt >= 0))
+    if bad.any():
+        raise ConfigError(
+            f"{int(bad.sum())} job(s) have no valid run time (must be finite and >= 0), "
+            f"first at {_first_line(jobs, bad)}"
+        )
+
+
+def held_times(rt: np.ndarray, limit: np.ndarray, rejected: np.ndarray,
+               enforce_limits: bool) -> tuple[np.ndarray, np.ndarray]:
+    """(killed, the time each job holds its nodes): cut at the limit when limits are enforced;
+    NaN for rejected jobs."""
+    if enforce_limits:
+        killed = ~rejected & (rt > limit)
+        dur = np.where(killed, limit, rt)
+    else:
+        killed = np.zeros(rt.shape[0], dtype=bool)
+        dur = rt.copy()
+    dur[rejected] = np.nan
+    return killed, dur
+
+
 def simulate(
     jobs: JobTable,
     run_time: np.ndarray,
@@ -146,37 +183,13 @@ def simulate(
         )
     rejected = nodes > capacity.maximum
     ok = ~rejected
-    bad = ok & ~np.isfinite(submit)
-    if bad.any():
-        raise ConfigError(f"{int(bad.sum())} job(s) have no valid submit time, first at {_first_line(jobs, bad)}")
-    bad = ok & (nodes < 1)
-    if bad.any():
-        raise ConfigError(f"{int(bad.sum())} job(s) ask for fewer than 1 node, first at {_first_line(jobs, bad)}")
-    bad = ok & ~(np.isfinite(limit) & (limit > 0))
-    if bad.any():
-        raise ConfigError(
-            f"{int(bad.sum())} job(s) have no valid time limit (must be finite and > 0), "
-            f"first at {_first_line(jobs, bad)}"
-        )
-    bad = ok & ~(np.isfinite(rt) & (rt >= 0))
-    if bad.any():
-        raise ConfigError(
-            f"{int(bad.sum())} job(s) have no valid run time (must be finite and >= 0), "
-            f"first at {_first_line(jobs, bad)}"
-        )
+    check_jobs(jobs, submit, limit, nodes, rt, ok)
     deadline = None
     if capacity.variable:  # latest start per job that the capacity alone allows (NaN: never)
         deadline = schedule_of_capacity.deadlines(total, submit, nodes, limit)  # recurring maintenance too
         rejected = rejected | (ok & ~(deadline >= submit))
         ok = ~rejected
-
-    if enforce_limits:
-        killed = ok & (rt > limit)
-        dur = np.where(killed, limit, rt)
-    else:
-        killed = np.zeros(n, dtype=bool)
-        dur = rt.copy()
-    dur[rejected] = np.nan
+    killed, dur = held_times(rt, limit, rejected, enforce_limits)
 
     users = np.asarray(jobs.user_code, dtype=np.int64)
     if estimate == "user_history" and n and not (users >= 0).any():

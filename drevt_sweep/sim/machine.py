@@ -234,13 +234,13 @@ class Placement:
 
     def counts(self) -> dict[str, int]:
         """Rejected jobs per reason (only reasons that occur)."""
-        found = np.bincount(self.reason, minlength=len(REJECT_REASONS) + 1)
+        found = np.bincount(self.reason[np.flatnonzero(self.reason)], minlength=len(REJECT_REASONS) + 1)
         return {f"rejected_{r}": int(found[i + 1]) for i, r in enumerate(REJECT_REASONS) if found[i + 1]}
 
 
 def place_jobs(jobs: JobTable, machine: Machine) -> Placement:
     """Which partition serves each job, its resolved per-node request, and why rejected jobs
-    are rejected (see the module docstring). Vectorised: one pass per partition."""
+    are rejected (see the module docstring). Vectorised: a few whole-table operations."""
     n = len(jobs)
     index_of: dict[str, int] = {}
     wildcard = -1
@@ -251,11 +251,17 @@ def place_jobs(jobs: JobTable, machine: Machine) -> Placement:
             else:
                 index_of[queue] = k
     by_partition = np.array([index_of.get(name, -1) for name in jobs.partition_names] or [-1],
-                            dtype=np.int32)[np.asarray(jobs.partition_code)]
-    by_queue = np.array([index_of.get(name, -1) for name in jobs.queue_names] or [-1],
-                        dtype=np.int32)[np.asarray(jobs.queue_code)]
-    part = np.where(by_partition >= 0, by_partition, by_queue)
-    part = np.where(part >= 0, part, wildcard).astype(np.int32)
+                            dtype=np.int32)
+    by_queue = np.array([index_of.get(name, -1) for name in jobs.queue_names] or [-1], dtype=np.int32)
+    by_queue[by_queue < 0] = wildcard
+    if (by_partition >= 0).all():  # every job partition name is served: the queue never decides
+        part = by_partition[np.asarray(jobs.partition_code)]
+    elif (by_partition < 0).all():  # no job partition name is: the queue always decides
+        part = by_queue[np.asarray(jobs.queue_code)]
+    else:
+        part = by_partition[np.asarray(jobs.partition_code)]
+        miss = part < 0
+        part[miss] = by_queue[np.asarray(jobs.queue_code)[miss]]
     reason = np.zeros(n, dtype=np.int8)
     unmatched: dict[str, int] = {}
     if (part < 0).any():
@@ -264,35 +270,35 @@ def place_jobs(jobs: JobTable, machine: Machine) -> Placement:
         names, counts = np.unique(labels.astype(str), return_counts=True)
         unmatched = {str(a): int(b) for a, b in zip(names, counts)}
 
+    # Each job's partition's sizes, gathered once (the last entry, which index -1 picks: no
+    # partition, no limit), so the tests below are a few whole-table operations whatever the
+    # number of partitions.
+    parts = machine.partitions
+    slot = part
     nodes = np.asarray(jobs.num_nodes, dtype=np.int64)
-    asked_cores = np.asarray(jobs.cores_per_node, dtype=np.int64)
-    asked_gpus = np.asarray(jobs.gpus_per_node, dtype=np.int64)
-    asked_memory = np.asarray(jobs.memory_per_node, dtype=np.float64)
+    over = {"nodes": nodes > np.array([p.nodes for p in parts] + [np.iinfo(np.int64).max])[slot]}
     cores = np.zeros(n, dtype=np.int64)
     gpus = np.zeros(n, dtype=np.int64)
     memory = np.zeros(n, dtype=np.float64)
-    for k, p in enumerate(machine.partitions):
-        mine = part == k
-        if not mine.any():
-            continue
-        bad = np.zeros(n, dtype=np.int8)
-
-        def flag(mask, what):
-            hit = mine & mask & (bad == 0)
-            bad[hit] = 1 + REJECT_REASONS.index(what)
-
-        flag(nodes > p.nodes, "nodes")
-        if p.cores is not None:
-            cores[mine] = np.where(asked_cores[mine] >= 1, asked_cores[mine], p.cores)
-            flag(cores > p.cores, "cores")
-        if p.gpus is not None:
-            gpus[mine] = np.maximum(asked_gpus[mine], 0)
-            flag(gpus > p.gpus, "gpus")
-        if p.memory is not None:
-            known = np.isfinite(asked_memory[mine])
-            memory[mine] = np.where(known, asked_memory[mine], 0.0)
-            flag(memory > p.memory, "memory")
-        reason = np.where(bad > 0, bad, reason).astype(np.int8)
+    if any(p.cores is not None for p in parts):
+        size = np.array([-1 if p.cores is None else p.cores for p in parts] + [-1], dtype=np.int64)[slot]
+        asked = np.asarray(jobs.cores_per_node, dtype=np.int64)
+        cores = np.where(size >= 0, np.where(asked >= 1, asked, size), 0)
+        over["cores"] = cores > np.where(size >= 0, size, np.iinfo(np.int64).max)
+    if any(p.gpus is not None for p in parts):
+        size = np.array([-1 if p.gpus is None else p.gpus for p in parts] + [-1], dtype=np.int64)[slot]
+        gpus = np.where(size >= 0, np.maximum(np.asarray(jobs.gpus_per_node, dtype=np.int64), 0), 0)
+        over["gpus"] = (size >= 0) & (gpus > size)
+    if any(p.memory is not None for p in parts):
+        size = np.array([np.nan if p.memory is None else p.memory for p in parts] + [np.nan])[slot]
+        asked = np.asarray(jobs.memory_per_node, dtype=np.float64)
+        modelled = np.isfinite(size)
+        memory = np.where(modelled & np.isfinite(asked), asked, 0.0)
+        over["memory"] = modelled & (memory > size)
+    for what in reversed(REJECT_REASONS[1:]):  # the first reason that applies is the one given
+        if what in over:  # (never true for a job no partition serves: its sizes have no limit)
+            reason[over[what]] = 1 + REJECT_REASONS.index(what)
     served = part
-    part = np.where(reason > 0, -1, part).astype(np.int32)
+    part = part.copy()
+    part[reason > 0] = -1
     return Placement(part, reason, cores, gpus, memory, unmatched, served)

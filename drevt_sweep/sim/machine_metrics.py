@@ -24,6 +24,8 @@ over every partition that models the resource.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 PARTITION_METRIC_DEFINITIONS = {
@@ -61,7 +63,7 @@ def partition_metrics(jobs, schedule, job_metrics, safe_name, span_start: float,
                 continue
             asked = np.asarray(getattr(placement, resource), dtype=np.float64)[rows]
             use[resource] = asked / per_node if per_node else np.zeros(rows.size)
-            held = float(np.dot(node_time, asked))
+            held = _sum(node_time * asked)
             capacity = part.nodes * per_node * span
             label = {"cores": "core", "gpus": "gpu", "memory": "memory"}[resource]
             metrics[f"{label}_utilization"] = held / capacity if capacity > 0 else float("nan")
@@ -69,7 +71,7 @@ def partition_metrics(jobs, schedule, job_metrics, safe_name, span_start: float,
                 totals[resource][0] += held
                 totals[resource][1] += part.nodes * per_node * span
         if part.shared and use:
-            held = float(np.dot(node_time, np.max(np.vstack(list(use.values())), axis=0)))
+            held = _sum(node_time * np.max(np.vstack(list(use.values())), axis=0))
         else:
             held = float(node_time.sum())
         node_time_held += held
@@ -82,4 +84,53 @@ def partition_metrics(jobs, schedule, job_metrics, safe_name, span_start: float,
         held, capacity = totals[resource]
         if capacity > 0:
             out[key] = held / capacity
+    return out
+
+
+def _sum(values: np.ndarray) -> float:
+    """A sum whose order depends only on the array (not ``np.dot``: BLAS threads it; see
+    ``metrics.node_seconds``)."""
+    return float(np.add.reduce(np.ascontiguousarray(values, dtype=np.float64)))
+
+
+def memory_kib(mib) -> np.ndarray:
+    """MiB -> whole KiB, rounded up, as the shared engine packs memory."""
+    return np.ceil(np.asarray(mib, dtype=np.float64) * 1024.0).astype(np.int64)
+
+
+def held_per_job(part, nodes: np.ndarray, cores: np.ndarray, gpus: np.ndarray,
+                 memory: np.ndarray) -> dict[str, tuple[np.ndarray, int]]:
+    """What each job of a partition holds while it runs, per resource the partition models, as
+    exact integers and the divisor that turns them into nodes, cores, GPUs or MiB: sums of
+    them over time (``outputs.resource_profile``) then never drift.
+
+    ``nodes``: exclusive partitions, the job's nodes; shared ones, its nodes x its dominant
+    share (the largest of cores, GPUs and memory over a node's, as ``node_utilization``),
+    in units of 1/L of a node with L the least common multiple of the node's cores, GPUs and
+    KiB. ``cores``/``gpus``: nodes x per-node request; ``memory``: nodes x KiB (divisor 1024);
+    only for resources the partition's nodes have.
+    """
+    nodes = np.asarray(nodes, dtype=np.int64)
+    out: dict[str, tuple[np.ndarray, int]] = {}
+    amounts = {"cores": (part.cores, np.asarray(cores, dtype=np.int64)),
+               "gpus": (part.gpus, np.asarray(gpus, dtype=np.int64))}
+    if part.memory is not None:
+        amounts["memory"] = (int(memory_kib(part.memory)), memory_kib(memory))
+    for resource, (per_node, asked) in amounts.items():
+        if per_node:  # a resource a node has none of (gpus: 0) is never held
+            out[resource] = (nodes * asked, 1024 if resource == "memory" else 1)
+    if not part.shared:
+        out["nodes"] = (nodes.copy(), 1)
+        return out
+    sizes = {r: (per_node, asked) for r, (per_node, asked) in amounts.items() if per_node}
+    whole = math.lcm(*(int(per_node) for per_node, _ in sizes.values()))
+    share = np.zeros(nodes.shape, dtype=np.int64)
+    for per_node, asked in sizes.values():
+        share = np.maximum(share, asked * (whole // int(per_node)))
+    if float(np.add.reduce((share * 1.0) * nodes)) >= 2.0**62:  # too fine to sum exactly
+        whole = 1 << 20
+        share = np.zeros(nodes.shape, dtype=np.int64)
+        for per_node, asked in sizes.values():
+            share = np.maximum(share, np.round(asked / per_node * whole).astype(np.int64))
+    out["nodes"] = (nodes * share, whole)
     return out

@@ -5,7 +5,13 @@ the union of its partitions' schedules, each computed independently:
 
 * an ``exclusive`` partition runs through the existing engine (``engine.simulate``, reference
   or compiled kernel) on its own jobs, with the partition's node count as the machine size;
+  in the compiled kernel without extensions (``_compiled_exclusive``) straight from the
+  table's columns, the jobs checked once for the machine (what ``engine.simulate`` does on a
+  sub-table, without building one);
 * a ``shared`` partition runs the node-level packing engine (``sim.shared``).
+
+A capacity schedule (maintenance, machine-size steps) is machine-wide: each exclusive
+partition gets its share, in proportion to its size (``partition_capacities``).
 
 A job's priority rank is computed within its partition's queue (priority keys and FCFS ties
 are per-queue notions), which is what each partition's engine does on its sub-table. On a
@@ -20,6 +26,7 @@ import numpy as np
 from ..errors import ConfigError
 from ..jobs import JobTable
 from . import engine
+from .capacity import CapacitySchedule
 from .machine import Machine, Placement, place_jobs
 from .schedule import Schedule
 
@@ -41,7 +48,9 @@ def simulate_machine(
     ``policy_options`` (``estimate``, ``backfill_order``, ``priority_params``, ``compression``,
     ``progress``) go to ``engine.simulate`` for exclusive partitions; shared partitions plan with
     the user's time limits in priority order only. ``progress`` counts the jobs of the partitions
-    already simulated as done (each partition's simulated time starts again)."""
+    already simulated as done (each partition's simulated time starts again). ``capacity`` is
+    shared among exclusive partitions (``partition_capacities``); jobs it never lets run are
+    rejected (``warnings['rejected_capacity']``); shared partitions refuse it."""
     if machine.is_single_pool:
         return engine.simulate(jobs, run_time, machine.total_nodes, priority=priority,
                                backfill=backfill, enforce_limits=enforce_limits, kernel=kernel,
@@ -54,22 +63,34 @@ def simulate_machine(
         raise ConfigError(f"shared partitions plan with the users' time limits in priority order: "
                           f"{', '.join(f'{k}={v}' for k, v in special.items())} applies to "
                           f"exclusive partitions only")
+    capacities = [None] * len(machine.partitions)
     if capacity is not None and not capacity.is_empty:
-        raise ConfigError("capacity changes and maintenance windows are defined for a single pool "
-                          "of nodes; this machine has partitions")
+        shared = [p.name for p in machine.partitions if p.shared]
+        if shared:
+            raise ConfigError(f"capacity changes and maintenance windows are modelled on partitions of "
+                              f"whole nodes only; shared-node partition(s): {', '.join(shared)}")
+        capacities = partition_capacities(capacity, machine)
     placement = place_jobs(jobs, machine)
     n = len(jobs)
     rt = np.asarray(run_time, dtype=np.float64)
     if rt.shape != (n,):
         raise ValueError(f"run_time has shape {rt.shape}, expected ({n},) to match the job table")
-    begin = np.full(n, np.nan)
-    end = np.full(n, np.nan)
-    dur = np.full(n, np.nan)
-    killed = np.zeros(n, dtype=bool)
+    rows_of = _rows_per_partition(placement.partition, len(machine.partitions))
+    compiled = None if any(capacities) else _compiled_exclusive(
+        jobs, rt, machine, placement, rows_of, priority, backfill, enforce_limits, kernel,
+        policy_options, progress)
+    if compiled is not None:
+        begin, end, dur, killed = compiled
+    else:
+        begin = np.full(n, np.nan)
+        end = np.full(n, np.nan)
+        dur = np.full(n, np.nan)
+        killed = np.zeros(n, dtype=bool)
+    withdrawn = np.zeros(n, dtype=bool)  # rejected by a partition's capacity (maintenance)
     done_before = 0
     for k, part in enumerate(machine.partitions):
-        rows = np.flatnonzero(placement.partition == k)
-        if rows.size == 0:
+        rows = rows_of[k]
+        if rows.size == 0 or (compiled is not None and not part.shared):
             continue
         sub = jobs.take(rows)
         if part.shared:
@@ -85,24 +106,126 @@ def simulate_machine(
                 lambda now, done, base=done_before: progress(now, base + done))
             result = engine.simulate(sub, rt[rows], part.nodes, priority=priority,
                                      backfill=backfill, enforce_limits=enforce_limits, kernel=kernel,
-                                     progress=step, **policy_options)
+                                     capacity=capacities[k], progress=step, **policy_options)
+            withdrawn[rows] = result.rejected
         done_before += rows.size
         begin[rows] = result.begin
         end[rows] = result.end
         dur[rows] = result.run_time
         killed[rows] = result.killed
+    rejected = placement.rejected
+    warnings = {"rejected_oversized": int(rejected.sum()), **placement.counts()}
+    if withdrawn.any():
+        rejected |= withdrawn
+        warnings["rejected_capacity"] = int(withdrawn.sum())
     return Schedule(
         mode="simulation",
         total_nodes=machine.total_nodes,
         begin=begin,
         end=end,
         run_time=dur,
-        killed=killed & ~placement.rejected,
-        rejected=placement.rejected.copy(),
-        warnings={"rejected_oversized": int(placement.rejected.sum()), **placement.counts()},
+        killed=killed & ~rejected,
+        rejected=rejected,
+        warnings=warnings,
         machine=machine,
         placement=placement,
     )
+
+
+def partition_capacities(capacity: CapacitySchedule, machine: Machine) -> list[CapacitySchedule]:
+    """A machine-wide capacity schedule as one per partition: every machine size and every
+    number of nodes lost is shared among the partitions in proportion to their sizes, by
+    largest remainder (ties to the earlier partition), so the shares add up to it exactly; a
+    window that takes the whole machine takes every partition whole. The recurrence of
+    maintenance is kept."""
+    sizes = [p.nodes for p in machine.partitions]
+    total = sum(sizes)
+
+    def split(count: int) -> list[int]:
+        share = [count * size // total for size in sizes]
+        left = count - sum(share)
+        by_remainder = sorted(range(len(sizes)), key=lambda k: (-(count * sizes[k] % total), k))
+        for k in by_remainder[:left]:
+            share[k] += 1
+        return share
+
+    steps = [split(size) for _, size in capacity.steps]
+    lost = [split(count) for _, _, count in capacity.reductions]
+    return [CapacitySchedule(
+        steps=tuple((t, shares[k]) for (t, _), shares in zip(capacity.steps, steps)),
+        reductions=tuple((a, b, shares[k]) for (a, b, _), shares in zip(capacity.reductions, lost)),
+        recurring_from=capacity.recurring_from, period=capacity.period)
+        for k in range(len(sizes))]
+
+
+def _rows_per_partition(partition: np.ndarray, count: int) -> list[np.ndarray]:
+    """The rows of each partition's jobs, in table order (a scan per partition while there
+    are few, else one stable sort)."""
+    if count <= 8:
+        return [np.flatnonzero(partition == k) for k in range(count)]
+    order = np.argsort(partition, kind="stable")
+    bounds = np.searchsorted(partition[order], np.arange(count + 1))
+    return [order[bounds[k]:bounds[k + 1]] for k in range(count)]
+
+
+def _compiled_exclusive(jobs, rt, machine, placement, rows_of, priority, backfill, enforce_limits,
+                        kernel, policy_options, progress):
+    """The exclusive partitions run in the compiled kernel straight from the table's columns:
+    the jobs are checked once for the whole machine, each partition gets only the arrays the
+    kernel reads (no sub-table, no second check), and its times are written into the machine's
+    arrays. Bit for bit what ``engine.simulate`` gives on each partition's sub-table (same
+    arrays, same ranks within the partition). Returns ``(begin, end, run_time, killed)`` with
+    the exclusive partitions' rows filled, or None where ``engine.simulate`` must run them
+    (the reference engine, dynamic priorities, estimates, another backfill order)."""
+    from .policies import check_backfill, check_priority, is_dynamic, priority_rank
+    from .policies.base import Capacity
+
+    check_priority(priority)
+    check_backfill(backfill)
+    exclusive = [k for k, part in enumerate(machine.partitions) if not part.shared and rows_of[k].size]
+    extended = (is_dynamic(priority) or policy_options.get("estimate", "user") != "user"
+                or policy_options.get("backfill_order", "fcfs") != "fcfs"
+                or policy_options.get("priority_params") is not None)
+    if not exclusive or extended or kernel not in ("auto", "fast"):
+        return None
+    compression = policy_options.get("compression", "compress_first")
+    from .policies.conservative import check_compression
+
+    check_compression(compression)
+    largest = max(machine.partitions[k].nodes for k in exclusive)
+    count = sum(rows_of[k].size for k in exclusive)
+    if not engine._use_fast_kernel(kernel, backfill, Capacity(largest), None, count):
+        return None
+    from . import kernel as fast
+
+    n = len(jobs)
+    submit = np.asarray(jobs.submit, dtype=np.float64)
+    limit = np.asarray(jobs.time_limit, dtype=np.float64)
+    nodes = np.asarray(jobs.num_nodes, dtype=np.int64)
+    if any(part.shared for part in machine.partitions):
+        runs = np.zeros(n, dtype=bool)
+        for k in exclusive:
+            runs[rows_of[k]] = True
+    else:
+        runs = placement.partition >= 0
+    engine.check_jobs(jobs, submit, limit, nodes, rt, runs)
+    killed, dur = engine.held_times(rt, limit, ~runs, enforce_limits)
+    begin = np.full(n, np.nan)
+    end = np.full(n, np.nan)
+    done_before = 0
+    for k in exclusive:
+        rows = rows_of[k]
+        sub_submit, sub_limit, sub_nodes = submit[rows], limit[rows], nodes[rows]
+        step = None if progress is None else (
+            lambda now, done, base=done_before: progress(now, base + done))
+        begin[rows], end[rows] = fast.run_events(
+            submit=sub_submit, limit=sub_limit, nodes=sub_nodes, dur=dur[rows],
+            rejected=np.zeros(rows.size, dtype=bool),
+            rank=priority_rank(priority, sub_submit, sub_limit, sub_nodes),
+            total=machine.partitions[k].nodes, backfill=backfill,
+            enforce_limits=bool(enforce_limits), compression=compression, progress=step)
+        done_before += rows.size
+    return begin, end, dur, killed
 
 
 def replay_machine(jobs: JobTable, machine: Machine) -> Schedule:

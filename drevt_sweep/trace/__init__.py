@@ -38,19 +38,23 @@ class ReadOptions:
     swf_missing_time_limit: str = "run_time"  # "run_time" | "drop" | "fail"
 
 
-def _readers():
-    from . import lassen, simple, slurm, swf
+# format -> the module that reads it; a reader is imported only when its format is read (the
+# CSV readers import pandas, which the SWF fast path does without).
+READERS = {"simple": "simple", "lassen": "lassen", "swf": "swf", "slurm": "slurm"}
 
-    return {"simple": simple.read, "lassen": lassen.read, "swf": swf.read, "slurm": slurm.read}
+
+def _reader(trace_format: str):
+    from importlib import import_module
+
+    return import_module(f".{READERS[trace_format]}", __name__).read
 
 
 def read_trace(path, options: ReadOptions | None = None) -> JobTable:
     """Read, validate and sort one trace file; raise ``TraceError``/``ConfigError`` on bad input."""
     options = options or ReadOptions()
-    readers = _readers()
-    if options.trace_format not in readers:
+    if options.trace_format not in READERS:
         raise ConfigError(
-            f"unknown trace format '{options.trace_format}'; choose one of {', '.join(readers)}"
+            f"unknown trace format '{options.trace_format}'; choose one of {', '.join(READERS)}"
         )
     if options.timestamp_format not in TIMESTAMP_FORMATS:
         raise ConfigError(
@@ -59,4 +63,4 @@ def read_trace(path, options: ReadOptions | None = None) -> JobTable:
         )
     if options.on_bad_row not in BAD_ROW_ACTIONS:
         raise ConfigError(f"on_bad_row must be one of {', '.join(BAD_ROW_ACTIONS)}")
-    return readers[options.trace_format](str(path), options)
+    return _reader(options.trace_format)(str(path), options)

@@ -32,22 +32,29 @@ a node (as the archive's single-processor-node machines are). Requested memory (
 per processor; -1 unknown) becomes MiB per node (x the cores per node).
 
 Values below -1 in these fields are bad rows. The default queue filter keeps every queue.
+
+Two parsers, one result: a clean file (18 fields per row, whole numbers in the fields used) is
+parsed by numpy alone (``_whole_number_columns``), so that a one-off ``drevt-sim`` run does not
+import pandas; any other file goes through pandas (``_frame_columns``), whose checks name the
+line, column and value of whatever is wrong. ``_fill`` turns either into the same table.
 """
 
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from ..errors import ConfigError, TraceError
 from ..jobs import JobTable
-from . import ReadOptions, convert
-from .frame import read_frame
-from .records import scan_whitespace
+from . import ReadOptions
+from .records import Records, scan_whitespace
 from .source import located, read_source
-from .table import ParsedTrace, add_ragged_problem, build_table, per_node
+from .table import CodedText, ParsedTrace, add_ragged_problem, build_table, per_node
+
+if TYPE_CHECKING:  # pandas is imported only when the fast path declines a file
+    import pandas as pd
 
 FIELDS = 18
 MISSING_TIME_LIMIT_ACTIONS = ("run_time", "drop", "fail")
@@ -95,15 +102,7 @@ def read(path: str, options: ReadOptions) -> JobTable:
         rows = scan_whitespace(source.data, ";")
         if len(rows) == 0:
             raise TraceError("no job lines: only comments or blank lines")
-        frame = read_frame(
-            source.data,
-            rows,
-            header=None,
-            names=list(range(FIELDS)),
-            usecols=sorted({*FIELD_OF.values(), USER, GROUP}),
-            sep=r"\s+",
-            comment=";",
-        )
+        columns = _whole_number_columns(source.data, rows) or _frame_columns(source.data, rows)
         start = _header_int(header, "UnixStartTime")
         max_nodes, max_procs = _header_int(header, "MaxNodes"), _header_int(header, "MaxProcs")
         machine_nodes = max_nodes or max_procs
@@ -128,7 +127,7 @@ def read(path: str, options: ReadOptions) -> JobTable:
         add_ragged_problem(parsed, FIELDS)
         if options.timezone and stated and options.timezone != stated:
             parsed.note("timezone_overrides_header", np.ones(len(rows), dtype=bool))
-        _fill(parsed, frame, float(start or 0), options, procs_per_node)
+        _fill(parsed, columns, float(start or 0), options, procs_per_node)
         return build_table(parsed, options)
 
 
@@ -172,10 +171,10 @@ def _header_int(header, key: str) -> int | None:
     return number
 
 
-def _fill(parsed: ParsedTrace, frame: pd.DataFrame, start: float, options: ReadOptions,
-          procs_per_node: int = 1) -> None:
+def _fill(parsed: ParsedTrace, columns: _FrameColumns | _WholeNumberColumns, start: float,
+          options: ReadOptions, procs_per_node: int = 1) -> None:
     value = {
-        canon: convert.numbers(parsed, frame[index], canon)
+        canon: columns.numbers(parsed, canon, index)
         for canon, index in FIELD_OF.items()
         if canon not in ("queue", "partition")
     }
@@ -239,20 +238,115 @@ def _fill(parsed: ParsedTrace, frame: pd.DataFrame, start: float, options: ReadO
     parsed.time_limit = limit
     ids = np.where(np.isfinite(job) & (job == np.floor(job)) & (np.abs(job) < 2**62), job, -1)
     parsed.job_id = np.where(ids >= 0, ids, np.arange(1, len(parsed) + 1)).astype(np.int64)
-    queue = value_text(frame[QUEUE])
-    parsed.queue_codes, parsed.queue_names = pd.factorize(queue, sort=False)
-    parsed.queue_codes = parsed.queue_codes.astype(np.int64)
-    parsed.queue_names = [str(name) for name in parsed.queue_names]
-    partition = value_text(frame[PARTITION])
-    parsed.partition_codes, names = pd.factorize(partition, sort=False)
-    parsed.partition_codes = parsed.partition_codes.astype(np.int64)
-    parsed.partition_names = [str(name) for name in names]
-    parsed.users, parsed.groups = (value_text(frame[f]).replace("-1", "") for f in (USER, GROUP))
+    parsed.queue_codes, parsed.queue_names = columns.names(QUEUE)
+    parsed.partition_codes, parsed.partition_names = columns.names(PARTITION)
+    parsed.users, parsed.groups = columns.who(USER), columns.who(GROUP)
     parsed.mode = None  # replay exactly when every kept job has a known wait
+
+
+# The fields read; the fast path parses only these.
+USED_FIELDS = tuple(sorted({*FIELD_OF.values(), USER, GROUP}))
+# Bytes on which numpy and pandas would split or quote a line differently: whitespace other
+# than space, tab and newline (numpy splits on it, pandas does not) and the quote character.
+_SPLIT_DIFFERENTLY = (b"\x0b", b"\x0c", b"\x1c", b"\x1d", b"\x1e", b"\x1f", b'"')
+
+
+def _whole_number_columns(data: bytes, rows: Records) -> _WholeNumberColumns | None:
+    """The fast path, or None: a file whose rows all have 18 fields and whose used fields are
+    all whole numbers (``[+-]digits``, within int64) -- every archive trace -- is parsed by
+    numpy's C ``loadtxt`` without pandas (whose import alone costs more than reading KTH-SP2).
+    Anything else (a ragged row, a decimal point, text, a quote, odd whitespace, non-ASCII
+    bytes) returns None and takes the pandas path, which reports it exactly as before; on the
+    files it takes, the fast path gives the same JobTable (tests/test_trace_swf_fast.py)."""
+    if not data.isascii() or any(byte in data for byte in _SPLIT_DIFFERENTLY):
+        return None
+    if not bool((rows.field_counts == FIELDS).all()):
+        return None
+    import io
+    import warnings
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # e.g. a deprecated float-to-int parse: decline
+            matrix = np.loadtxt(io.BytesIO(data), dtype=np.int64, comments=";",
+                                usecols=USED_FIELDS, ndmin=2)
+    except (ValueError, OverflowError, Warning):
+        return None
+    if matrix.shape != (len(rows), len(USED_FIELDS)):
+        return None
+    return _WholeNumberColumns(matrix)
+
+
+class _WholeNumberColumns:
+    """The used fields as int64 (the fast path): nothing to check but what ``_fill`` checks."""
+
+    def __init__(self, matrix: np.ndarray) -> None:
+        self.matrix = matrix
+
+    def column(self, field: int) -> np.ndarray:
+        return self.matrix[:, USED_FIELDS.index(field)]
+
+    def numbers(self, parsed: ParsedTrace, canon: str, field: int) -> np.ndarray:
+        return self.column(field).astype(np.float64)
+
+    def names(self, field: int) -> tuple[np.ndarray, list[str]]:
+        """(int64 codes, names): numbers as text, as ``value_text`` writes them."""
+        values = self.column(field)
+        low, high = int(values.min()), int(values.max())
+        if high - low <= 4 * values.size + 1024:  # the usual small ids: a table, no sort
+            seen = np.zeros(high - low + 1, dtype=bool)
+            seen[values - low] = True
+            uniques = np.flatnonzero(seen) + low
+            codes = (np.cumsum(seen) - 1)[values - low]
+        else:
+            uniques, codes = np.unique(values, return_inverse=True)
+        return codes.astype(np.int64).reshape(-1), [str(number) for number in uniques.tolist()]
+
+    def who(self, field: int) -> CodedText:
+        """User/group numbers as text, '' for -1 (unknown)."""
+        codes, names = self.names(field)
+        return CodedText(codes, ["" if name == "-1" else name for name in names])
+
+
+def _frame_columns(data: bytes, rows: Records) -> _FrameColumns:
+    from .frame import read_frame
+
+    return _FrameColumns(read_frame(
+        data,
+        rows,
+        header=None,
+        names=list(range(FIELDS)),
+        usecols=list(USED_FIELDS),
+        sep=r"\s+",
+        comment=";",
+    ))
+
+
+class _FrameColumns:
+    """The general path: pandas' CSV parser, every value checked by ``convert``."""
+
+    def __init__(self, frame: pd.DataFrame) -> None:
+        self.frame = frame
+
+    def numbers(self, parsed: ParsedTrace, canon: str, field: int) -> np.ndarray:
+        from . import convert
+
+        return convert.numbers(parsed, self.frame[field], canon)
+
+    def names(self, field: int) -> tuple[np.ndarray, list[str]]:
+        import pandas as pd
+
+        codes, names = pd.factorize(value_text(self.frame[field]), sort=False)
+        return codes.astype(np.int64), [str(name) for name in names]
+
+    def who(self, field: int) -> pd.Series:
+        return value_text(self.frame[field]).replace("-1", "")
 
 
 def value_text(column: pd.Series) -> pd.Series:
     """SWF queue numbers as text (``1``, not ``1.0``)."""
+    import pandas as pd
+
     numbers = pd.to_numeric(column, errors="coerce")
     whole = numbers.notna() & (numbers == np.floor(numbers)) & (numbers.abs() < 2**53)
     text = column.astype("str").str.strip()

@@ -24,15 +24,18 @@ import csv
 import io
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from ..errors import ConfigError, TraceError
 from ..files import csv_cell, write_file
 from ..jobs import JobTable, Reject, TraceMeta
 from .records import Records
 from .source import SourceText
+
+if TYPE_CHECKING:  # never imported at run time here: the SWF fast path builds tables without it
+    import pandas as pd
 
 MAX_NODES = 2**31 - 1
 MAX_DURATION = 1e10  # seconds, about 317 years: anything longer is a broken value
@@ -82,8 +85,9 @@ class ParsedTrace:
     memory_per_node: np.ndarray | None = None  # MiB
     partition_codes: np.ndarray | None = None
     partition_names: list[str] = field(default_factory=list)
-    users: pd.Series | None = None  # who submitted, as text ('' = unknown); None: no such column
-    groups: pd.Series | None = None  # the group or account, as text ('' = unknown)
+    # Who submitted, as text ('' = unknown; a pandas Series or a CodedText); None: no such column.
+    users: pd.Series | CodedText | None = None
+    groups: pd.Series | CodedText | None = None  # the group or account, as ``users``
     mode: str | None = None  # None: replay exactly when every kept job has begin and end
     machine_nodes: int | None = None
     header_timezone: str | None = None  # the zone the file itself states (SWF TimeZoneString)
@@ -475,10 +479,25 @@ def per_node(total: np.ndarray, nodes: np.ndarray) -> np.ndarray:
         return np.where(known, np.ceil(total / np.where(known, nodes, 1)), np.nan)
 
 
-def _who(text: pd.Series | None, order: np.ndarray) -> tuple[np.ndarray | None, tuple[str, ...]]:
+@dataclass(frozen=True)
+class CodedText:
+    """A text column already coded: ``names[codes[row]]`` is row's clean text ('' = unknown);
+    the names are distinct. Cheaper than a Series of strings where a reader has the codes."""
+
+    codes: np.ndarray  # int64, one per row
+    names: list[str]
+
+
+def _who(text: pd.Series | CodedText | None, order) -> tuple[np.ndarray | None, tuple[str, ...]]:
     """User or group text of the kept rows -> (int32 codes into sorted names, names); '' -> -1."""
     if text is None:
         return None, ()
+    if isinstance(text, CodedText):
+        codes, names = _used_names(text.codes[order], text.names)
+        codes = codes.astype(np.int32)
+        if names and names[0] == "":  # the unknown marker sorts first
+            return codes - 1, tuple(names[1:])
+        return codes, tuple(names)
     values = text.astype("str").str.strip().where(text.notna(), "").to_numpy(dtype=object)[order]
     names, codes = np.unique(values.astype(str), return_inverse=True)
     names = [str(name) for name in names]

@@ -32,10 +32,14 @@ import zoneinfo
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import pandas as pd
 
 from ..errors import ConfigError
+
+if TYPE_CHECKING:  # pandas is imported where a column is parsed: resolve_zone stays cheap
+    import pandas as pd
 
 ISO_EXAMPLE = "2024-01-15T10:30:00"
 # Written without \d and \s so that pandas can hand them to pyarrow's fast RE2 engine.
@@ -83,6 +87,8 @@ class TimeColumn:
 
 def parse_times(values: pd.Series, expected: str, zone: zoneinfo.ZoneInfo) -> TimeColumn:
     """Parse one column. ``expected`` is ``auto``, ``epoch`` or ``iso``."""
+    import pandas as pd
+
     n = len(values)
     if pd.api.types.is_numeric_dtype(values.dtype) and not pd.api.types.is_bool_dtype(values):
         seconds = values.to_numpy(dtype=np.float64, na_value=np.nan)
@@ -202,6 +208,8 @@ def _arrow_times(values: pd.Series) -> tuple[np.ndarray, bool] | None:
 def _parse_iso(text: pd.Series, rows: np.ndarray, zone: zoneinfo.ZoneInfo, out: TimeColumn) -> None:
     """Fill ``out.seconds`` for the ISO rows, honouring explicit offsets once and resolving
     wall-clock times in ``zone`` with the module's DST rule."""
+    import pandas as pd
+
     subset = text if rows.all() else text[rows]
     parsed = pd.to_datetime(subset, format="ISO8601", utc=True, errors="coerce")
     bad = parsed.isna().to_numpy()
@@ -226,6 +234,8 @@ def _localize(
     wall: np.ndarray, where: np.ndarray, zone: zoneinfo.ZoneInfo, out: TimeColumn
 ) -> None:
     """Wall-clock datetime64 values (none NaT) at rows ``where`` to UTC seconds in ``out``."""
+    import pandas as pd
+
     if zone.key in _UTC_NAMES:
         out.seconds[where] = _to_seconds(wall)
         return
@@ -261,6 +271,8 @@ def _resolve_dst(wall: np.datetime64, zone: zoneinfo.ZoneInfo) -> tuple[float, f
 
     Returns (seconds, second occurrence): the second value is the ``fold=1`` reading for a
     wall time that happens twice, NaN for one in a gap."""
+    import pandas as pd
+
     naive = pd.Timestamp(wall).to_pydatetime()
     seconds = naive.replace(tzinfo=zone, fold=0).timestamp()
     round_trip = datetime.fromtimestamp(seconds, tz=timezone.utc).astimezone(zone)
