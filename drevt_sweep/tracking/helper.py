@@ -4,7 +4,8 @@ Importing mlflow and opening a store cost about 2.5 s of CPU, and each seed's ch
 25-35 ms of SQLAlchemy time; done in the sweep's own process they were 40-45% of a 100-seed
 sweep's wall time (issue 5). One helper process does all of it instead. It starts with the
 sweep and imports mlflow while Hydra composes the configuration and the workers start; the
-sweep sends it commands and goes on (the child runs are written while the figures are drawn),
+sweep sends it commands and goes on (a configuration's child runs, one command written in one
+transaction by :mod:`.bulk`, while the outputs and figures are made),
 looks between seed results whether the store failed to open (then it stops at once), and waits
 for the helper only when a configuration's result is final.
 
