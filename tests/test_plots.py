@@ -386,3 +386,39 @@ def test_seed_percentile_ci():
     ci = seed_percentile_ci(pd.DataFrame({"wait_median": [1.0, 3.0], "wait_p95": [10.0, 10.0]}))
     assert ci[0.5][0] == 2.0 and ci[0.5][1] > 0
     assert ci[0.95] == (10.0, 0.0)
+
+
+def test_the_student_t_quantile_is_scipy_stats_own():
+    """aggregate() and the figures' CI use scipy.special.stdtrit, not scipy.stats (its import
+    costs more than the figures): the same numbers, bit for bit."""
+    from scipy import stats
+    from scipy.special import stdtrit
+
+    for n in (2, 3, 8, 30, 100, 1000):
+        assert stdtrit(n - 1, 0.975) == stats.t.ppf(0.975, n - 1)
+
+
+def test_the_sweep_s_figures_are_the_report_s(tmp_path):
+    """figures.configuration_figure_files (what the sweep draws) writes the files
+    report.html's configuration_figures writes, byte for byte."""
+    jobs, schedule = jobs_and_schedule()
+    baseline = historical_baseline(jobs, 4)
+    seeds = [{"wait_median": 10.0, "wait_p90": 50.0, "wait_p95": 60.0, "wait_p99": 70.0},
+             {"wait_median": 12.0, "wait_p90": 55.0, "wait_p95": 66.0, "wait_p99": 80.0}]
+    ours = plots.configuration_figure_files(
+        tmp_path / "a", plots.schedule_frame(jobs, schedule), int(schedule.total_nodes),
+        plots.schedule_frame(jobs, baseline), label="easy · actual", seed_metrics=seeds, seed=0)
+    theirs = configuration_figures(tmp_path / "b", jobs, schedule, baseline, label="easy · actual",
+                                   seed_metrics=seeds, seed=0)
+    assert [p.name for p in ours] == [p.name for p in theirs]
+    assert [p.read_bytes() for p in ours] == [p.read_bytes() for p in theirs]
+    assert plots.seed_percentile_ci(seeds) == seed_percentile_ci(seeds)
+
+
+def test_log_axes_are_labelled_without_mathtext():
+    fig = plots.wait_cdf_figure({"a": np.array([0.0, 5.0, 50.0, 5e4, 2e5])})
+    fig.canvas.draw()
+    labels = [t.get_text() for t in fig.axes[0].get_xticklabels() if t.get_text()]
+    plots.plt.close(fig)
+    assert labels and not any("$" in text for text in labels)
+    assert {"1", "10", "100", "1000", "10⁴", "10⁵"} <= set(labels)

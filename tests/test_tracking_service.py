@@ -118,9 +118,10 @@ def test_errors_come_back_as_exceptions_that_pickle(tmp_path):
     assert str(again) == "KeyError: 'x'" and "Traceback" in again.details
 
 
-def test_the_console_helper_is_a_separate_process_that_yields_to_the_seeds(tmp_path):
+def test_the_console_helper_is_a_separate_process(tmp_path):
     """What `drevt-sweep` does first thing: fork a helper process; its runs land in the store;
-    once the seeds start it runs at a lower priority; stopping it kills it at once."""
+    it keeps the sweep's priority (at nice 10 a shared machine starved it); stopping it kills
+    it at once."""
     script = textwrap.dedent(f"""
         import os, threading
         from drevt_sweep.tracking import helper as ts
@@ -133,8 +134,6 @@ def test_the_console_helper_is_a_separate_process_that_yields_to_the_seeds(tmp_p
         pid = ts._helper_pid.value
         assert pid and pid != os.getpid(), pid
         assert os.getpriority(os.PRIO_PROCESS, pid) == os.getpriority(os.PRIO_PROCESS, 0)
-        ts.yield_to_simulation()
-        assert os.getpriority(os.PRIO_PROCESS, pid) >= 10
         print(service.run_id(run))
         ts.stop_helper()
         import time

@@ -27,7 +27,7 @@ from omegaconf import DictConfig, OmegaConf
 from .. import __version__
 from .callback_policy import guard_hydra_callbacks
 from .config import register_configs
-from .interrupts import end_workers, exit_code, install_handlers, signal_name
+from .interrupts import end_idle_workers, end_workers, exit_code, install_handlers, signal_name
 from ..errors import ConfigError, DrevtError
 from .seeds import (
     Progress,
@@ -41,13 +41,13 @@ from .seeds import (
 from ..sim.machine import Machine, machine_from_mapping
 from ..sim.runtime import RunTimeModel
 from ..trace.options import read_options, resolve_trace_path
+from ..tracking.bulk import RunRecord
 from ..tracking.store import flatten
 from ..tracking.helper import (
     TrackingError,
     TrackingService,
     start_helper,
     stop_helper,
-    yield_to_simulation,
 )
 from ..sim.workload import WorkloadSpec, apply_workload
 from .naming import (
@@ -81,6 +81,7 @@ _failures: list[str] = []  # configurations that failed in this process (sets th
 # store of a multirun whose configurations run on this machine, for the runs left RUNNING.
 _state: dict = {"ran": False, "store": None}
 _results: dict[str, dict] = {}  # job folder -> result, as written to its result.json
+_marks: dict[str, float] = {}  # start-up instants (epoch seconds), copied into result.json
 
 
 # ---------------------------------------------------------------- config -> plain objects
@@ -223,6 +224,9 @@ def run_configuration(cfg: DictConfig) -> dict:
     tracker = parent_id = None
     started = time.perf_counter()
     timings = result["timings"] = {}  # seconds per phase, for the sweep benchmark
+    # Wall-clock instants (epoch seconds) of the phase ends, from the console script's start:
+    # with the benchmark's own start and end they give every phase, Hydra's included.
+    marks = result["marks"] = {**_marks, "configuration": time.time()}
     phase = started
     # Worker processes start while the store opens and the trace is read.
     backfill = None if cfg.policy.replay else _value(cfg.policy.backfill)
@@ -246,6 +250,7 @@ def run_configuration(cfg: DictConfig) -> dict:
 
         path = resolve_trace_path(str(cfg.trace.path), cfg.paths.root)
         jobs = load_trace(path, read_options(cfg), cache_dir=cfg.paths.cache_dir)
+        marks["trace"] = time.time()
         wspec = workload_spec(cfg.workload, cfg.system.total_nodes)
         # The first seed's transform: what each transform kept, moved or dropped, and the
         # machine size after a job-size rescaling.
@@ -270,14 +275,19 @@ def run_configuration(cfg: DictConfig) -> dict:
             seeds=seeds,
         )
         _write_rejects(jobs, out_dir)
+        marks["trace_prepared"] = time.time()
         if warming is not None:
             warming.join()
+        marks["workers"] = time.time()
         phase = _lap(timings, "read", phase)
 
-        yield_to_simulation()
-        # A store that does not work stops the seeds as soon as it is found out.
+        # A store that does not work stops the seeds as soon as it is found out. (The helper
+        # keeps its priority: with the seed runs written in one transaction it has nothing to
+        # do while the seeds run, and lowered to nice 10 it was starved at the end on a shared
+        # machine -- 1-7 s of waiting for it, against 0.1 s at normal priority, measured.)
         results, reused = _run_or_reuse(cfg, tracker, jobs, spec, seeds, chash, label)
         phase = _lap(timings, "seeds", phase)
+        marks["seeds"] = time.time()
         ok = [r for r in results if r.ok]
         failed = [r for r in results if not r.ok]
         metrics = aggregate(results, stochastic=spec.stochastic)
@@ -293,13 +303,16 @@ def run_configuration(cfg: DictConfig) -> dict:
                            result, params, path)
         _write_outputs(out_dir, cfg, jobs, ok, result)
         phase = _lap(timings, "outputs", phase)
-        figures = _configuration_figures(out_dir, jobs, spec, ok, cfg)
+        marks["outputs"] = time.time()
+        figures = _configuration_figures(out_dir, spec, ok, cfg, timings)
         phase = _lap(timings, "figures", phase)
+        marks["figures"] = time.time()
         if tracker:
             _log_artifacts(tracker, parent_id, out_dir, figures, result)
             tracker.wait()  # raises the store's first error, if any
             result["parent_run_id"] = tracker.run_id(parent_id)
             phase = _lap(timings, "tracking_wait", phase)  # all the sweep waited for MLflow
+            marks["tracking"] = time.time()
         if failed:
             raise _SeedsFailed(f"{len(failed)} of {len(results)} seeds failed: "
                                + "; ".join(f"seed {r.seed}: {r.error.splitlines()[0]}" for r in failed))
@@ -331,6 +344,7 @@ def run_configuration(cfg: DictConfig) -> dict:
                 result["parent_run_id"] = tracker.run_id(parent_id)
             except Exception:  # noqa: BLE001 - an interrupted or broken helper
                 pass
+        result["marks"]["result"] = time.time()
         _results[str(out_dir)] = result  # for the summary, should result.json not be written
         try:
             (out_dir / "result.json").write_text(json.dumps(result, indent=2, default=str))
@@ -455,27 +469,37 @@ def _write_outputs(out_dir: Path, cfg: DictConfig, jobs, ok: list[SeedResult], r
                 write_per_user_csv(out_dir / "per_user.csv", r.jobs, r.schedule)
 
 
-def _configuration_figures(out_dir: Path, jobs, spec: RunSpec, ok: list[SeedResult], cfg) -> list[Path]:
-    """PNG figures of the kept seed's schedule; drawing them never fails the configuration."""
+def _configuration_figures(out_dir: Path, spec: RunSpec, ok: list[SeedResult], cfg,
+                           timings: dict) -> list[Path]:
+    """PNG figures of the kept seed's schedule (``timings["figures_cpu"]``: their CPU
+    seconds), with the machine's own history as the baseline when the run times are the
+    recorded ones; drawing them never fails the configuration.
+
+    Drawn here, after the outputs: drawing them in an idle loky worker beside the outputs was
+    tried and measured slower on the 2 shared cores (the worker imports pandas and matplotlib
+    first: post-seed phase 2.95-3.5 s against 2.5-2.7 s here, benchmarks/RESULTS.md)."""
     kept = next((r for r in ok if r.schedule is not None), None)
     if kept is None:  # tracking.log_schedule=false, or every seed reused by resume
         return []
+    cpu = time.process_time()
     try:
-        from ..report.html import CONFIGURATION_FIGURE_DIR, configuration_figures
+        from ..report.figures import configuration_figure_files, schedule_frame
+        from ..report.html import CONFIGURATION_FIGURE_DIR
         from ..sim.engine import historical_baseline
 
-        seed_jobs = kept.jobs if kept.jobs is not None else jobs  # the transformed table
-        # The machine's history is a reference only for the recorded run times.
         recorded = not spec.replay and spec.run_time.mode == "actual"
-        baseline = historical_baseline(seed_jobs, spec.total_nodes) if recorded else None
-        return configuration_figures(
-            out_dir / CONFIGURATION_FIGURE_DIR, seed_jobs, kept.schedule, baseline,
+        baseline = historical_baseline(kept.jobs, spec.total_nodes) if recorded else None
+        return configuration_figure_files(
+            out_dir / CONFIGURATION_FIGURE_DIR, schedule_frame(kept.jobs, kept.schedule),
+            int(kept.schedule.total_nodes),
+            schedule_frame(kept.jobs, baseline) if baseline is not None else None,
             label=f"{cfg.policy.name} · {cfg.run_time.name}",
-            seed_metrics=[r.metrics for r in ok], seed=kept.seed,
-        )
+            seed_metrics=[r.metrics for r in ok], seed=kept.seed)
     except Exception as exc:  # noqa: BLE001 - a figure is not worth a failed configuration
         log.warning("figures not drawn: %s", exc)
         return []
+    finally:
+        timings["figures_cpu"] = time.process_time() - cpu
 
 
 def _log_seed_runs(tracker, parent_id, cfg, jobs, spec, chash, label, results, reused,
@@ -509,26 +533,24 @@ def _log_seed_runs(tracker, parent_id, cfg, jobs, spec, chash, label, results, r
     tracker.log(parent_id, metrics=result["metrics"], params=params,
                 tags={TAG_CONFIG_HASH: chash, "trace_checksum": jobs.meta.checksum})
     overrides = list(hydra_cfg.overrides.task)
+    dataset = (_trace_name(cfg, path), jobs.meta.checksum, str(path), len(jobs))
+    common = {"total_nodes": spec.total_nodes, "trace_checksum": jobs.meta.checksum,
+              "drevt_version": __version__}
+    children = []
     for r in results:
         if r.seed in reused:
             continue
         command = reproduce_command(overrides, seed=r.seed)
-        child = tracker.start_run(
-            seed_run_name(r.seed),
-            {TAG_KIND: "seed", TAG_CONFIG_HASH: chash,
-             TAG_RUN_KEY: run_key(chash, jobs.meta.checksum, r.seed), **_sweep_tag(),
-             **_run_tags(cfg, hydra_cfg, label, description(command))},
-            parent_id=parent_id,
-        )
-        tracker.log(child, metrics=r.metrics, params={
-            **settings, "seed": r.seed, "total_nodes": spec.total_nodes,
-            "trace_checksum": jobs.meta.checksum, "drevt_version": __version__})
-        tracker.log_trace_input(child, _trace_name(cfg, path), jobs.meta.checksum, path, len(jobs))
-        if r.ok:
-            tracker.finish(child, "FINISHED")
-        else:
-            tracker.log(child, tags={TAG_ERROR: r.error[:5000]})
-            tracker.finish(child, "FAILED")
+        tags = {TAG_KIND: "seed", TAG_CONFIG_HASH: chash,
+                TAG_RUN_KEY: run_key(chash, jobs.meta.checksum, r.seed), **_sweep_tag(),
+                **_run_tags(cfg, hydra_cfg, label, description(command))}
+        if not r.ok:
+            tags[TAG_ERROR] = r.error[:5000]
+        children.append(RunRecord(
+            seed_run_name(r.seed), tags, params={**settings, "seed": r.seed, **common},
+            metrics=r.metrics, status="FINISHED" if r.ok else "FAILED", parent_id=parent_id,
+            dataset=dataset))
+    tracker.log_runs(children)  # one command, one transaction in an SQL store
 
 
 def _run_name(cfg: DictConfig, hydra_cfg) -> str:
@@ -835,6 +857,30 @@ def _tolerate_a_full_disk() -> None:
 
 
 
+def _compose_once(argv: list[str]) -> None:
+    """Hydra composes the whole config twice per command: first only to read ``hydra.mode``
+    (whether a config file asks for a multirun; ``None`` when none does), then for the run --
+    about a fifth of drevt-sweep's start-up (0.4 s of CPU, measured). No config of ours sets
+    ``hydra.mode``, so the first compose is skipped unless the command line could bring one
+    that does: a ``hydra.mode`` or search-path override, or another config directory."""
+    from hydra._internal.hydra import Hydra
+
+    original = Hydra.get_mode
+    if getattr(original, "_drevt_once", False):
+        return
+    elsewhere = any(a.startswith(("--config-dir", "-cd", "--config-path", "-cp", "--config-name",
+                                  "-cn")) for a in argv)
+
+    def get_mode(self, config_name, overrides):
+        keys = [o.split("=", 1)[0].lstrip("+~") for o in overrides]
+        if elsewhere or any(k in ("hydra.mode", "hydra.searchpath") for k in keys):
+            return original(self, config_name, overrides)
+        return None
+
+    get_mode._drevt_once = True
+    Hydra.get_mode = get_mode
+
+
 @hydra.main(version_base="1.3", config_path="pkg://drevt_sweep.conf", config_name="config")
 def _app(cfg: DictConfig) -> dict:
     if not _state["ran"]:  # a multirun checked every job before the first one (on_multirun_start)
@@ -852,6 +898,7 @@ def main() -> None:
     """Console script: exit 0 when every configuration finished, 1 when any failed, 2 on bad
     options, 128 + N when ended by signal N (SIGINT 130, SIGTERM 143, SIGHUP 129: runs in
     flight are then marked KILLED in the store and the worker processes ended)."""
+    _marks["main"] = time.time()  # Python and the app's imports are done
     if _asks_for_version(sys.argv[1:]):
         print(f"drevt-sweep {__version__}")
         return
@@ -862,11 +909,14 @@ def main() -> None:
     register_configs()
     guard_hydra_callbacks()
     _tolerate_a_full_disk()
+    _compose_once(sys.argv[1:])
     import pandas  # noqa: F401 - needed here anyway; imported before the fork, the helper shares it
 
     start_helper(fork=True)  # imports mlflow in the tracking helper while Hydra composes
+    _marks["helper_started"] = time.time()
     try:
         _app()
+        end_idle_workers()  # done with them: the exit need not wait for each to wind down
     except SystemExit as exc:
         if exc.code in (0, None) or _state["ran"]:
             raise

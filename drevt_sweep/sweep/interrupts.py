@@ -49,6 +49,20 @@ def install_handlers() -> None:
         signal.signal(signum, _on_signal)
 
 
+def end_idle_workers() -> None:
+    """Kill joblib's reusable loky workers once the sweep is done with them, instead of
+    letting the interpreter's exit wait for each to shut itself down (tearing down numba,
+    numpy, pandas: about a second of a 100-seed sweep's wall time on 2 cores, measured)."""
+    try:
+        from joblib.externals.loky import reusable_executor
+
+        executor = reusable_executor._executor  # no public accessor that does not create one
+        if executor is not None:
+            executor.shutdown(wait=True, kill_workers=True)
+    except Exception:  # noqa: BLE001 - only quicker: the exit ends them anyway
+        pass
+
+
 def end_workers(grace: float = 2.0) -> None:
     """End every process this sweep started that is still running: joblib's reusable loky
     workers first (killed, as joblib itself does on an error), then whatever else descends
@@ -56,14 +70,7 @@ def end_workers(grace: float = 2.0) -> None:
     tracking helper): SIGTERM, then SIGKILL after ``grace`` seconds. Resource trackers are
     left alone: they still clean up after the killed workers, and leave when this process
     exits (a tracker killed first is restarted by loky, with a traceback per leaked lock)."""
-    try:
-        from joblib.externals.loky import reusable_executor
-
-        executor = reusable_executor._executor  # no public accessor that does not create one
-        if executor is not None:
-            executor.shutdown(wait=True, kill_workers=True)
-    except Exception:  # noqa: BLE001 - the sweep of descendants below still runs
-        pass
+    end_idle_workers()
     for signum, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 0.0)):
         left = [pid for pid in descendants(os.getpid()) if not _is_resource_tracker(pid)]
         for pid in left:

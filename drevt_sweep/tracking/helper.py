@@ -4,7 +4,8 @@ Importing mlflow and opening a store cost about 2.5 s of CPU, and each seed's ch
 25-35 ms of SQLAlchemy time; done in the sweep's own process they were 40-45% of a 100-seed
 sweep's wall time (issue 5). One helper process does all of it instead. It starts with the
 sweep and imports mlflow while Hydra composes the configuration and the workers start; the
-sweep sends it commands and goes on (the child runs are written while the figures are drawn),
+sweep sends it commands and goes on (a configuration's child runs, one command written in one
+transaction by :mod:`.bulk`, while the outputs and figures are made),
 looks between seed results whether the store failed to open (then it stops at once), and waits
 for the helper only when a configuration's result is final.
 
@@ -170,6 +171,24 @@ def _start_run(key: tuple, handle: str, name: str, tags: dict, parent: str | Non
     _run_ids[handle] = _tracker(key).start_run(name, {**tags, TAG_HANDLE: handle}, parent_id)
 
 
+def _log_runs(key: tuple, handles: list[str], records: list) -> None:
+    """Finished runs, all at once (``records``: :class:`~.bulk.RunRecord` whose ``parent_id``
+    is a handle). A helper started after one died completes those the dead one created."""
+    from dataclasses import replace
+
+    existing = {}
+    if _restarts:
+        for index, handle in enumerate(handles):
+            found = _run_ids.get(handle) or _tracker(key).run_with_handle(handle)
+            if found is not None:
+                existing[index] = found
+    records = [replace(r, tags={**r.tags, TAG_HANDLE: handle},
+                       parent_id=_run(key, r.parent_id) if r.parent_id else None)
+               for r, handle in zip(records, handles)]
+    run_ids = _tracker(key).log_runs(records, existing)
+    _run_ids.update(zip(handles, run_ids))
+
+
 def _log(key: tuple, handle: str, metrics, params, tags) -> None:
     _tracker(key).log(_run(key, handle), metrics=metrics, params=params, tags=tags)
 
@@ -232,22 +251,6 @@ def start_helper(fork: bool = False) -> None:
     else:
         _helper = cf.ThreadPoolExecutor(max_workers=1, thread_name_prefix="drevt-tracking")
     _helper.submit(_import_mlflow)
-
-
-def yield_to_simulation() -> None:
-    """Lower the helper process's priority for good, as the seeds start.
-
-    Until then the helper shares the cores with the sweep's start-up (importing mlflow while
-    the workers load the kernel); from then on it takes only what the seeds leave (measured
-    on 2 cores: the seed phase as fast as with tracking off, and less waiting at the end than
-    with a helper started at low priority). A process may lower its child's priority but not
-    raise it again, hence once."""
-    pid = _helper_pid.value if _helper_pid is not None and _helper is not None else 0
-    if pid:
-        try:
-            os.setpriority(os.PRIO_PROCESS, pid, 10)
-        except OSError:  # gone, or not permitted here: same priority, still correct
-            pass
 
 
 def stop_helper() -> None:
@@ -342,6 +345,14 @@ class TrackingService:
 
     def log(self, run_id: str, metrics=None, params=None, tags=None) -> None:
         self._send(_log, self._key, run_id, metrics, params, tags)
+
+    def log_runs(self, records: list) -> list[str]:
+        """Handles of finished runs written at once (``records``: :class:`~.bulk.RunRecord`,
+        ``parent_id`` a handle): never left RUNNING, whatever happens to the helper."""
+        handles = [uuid.uuid4().hex for _ in records]
+        if records:
+            self._send(_log_runs, self._key, handles, list(records))
+        return handles
 
     def log_trace_input(self, run_id: str, name: str, checksum: str, path: str, jobs: int) -> None:
         self._send(_log_trace_input, self._key, run_id, name, checksum, str(path), jobs)

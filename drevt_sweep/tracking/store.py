@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Iterable, Iterator, Mapping
 
 from ..errors import ConfigError
+from .bulk import RunRecord
 
 # Tag keys carry no dots so that they can be used in MLflow filter strings unquoted.
 TAG_KIND = "drevt_kind"  # "configuration" (parent) or "seed" (child)
@@ -257,16 +258,39 @@ class Tracker:
                         jobs: int) -> None:
         """The trace as the run's dataset input (the UI's Dataset column): digest = its sha256
         (cut to MLflow's 36 characters; the profile has all of it), source = its file."""
-        from mlflow.entities import Dataset, DatasetInput, InputTag
+        from .bulk import trace_dataset
 
-        dataset = Dataset(
-            name=name, digest=checksum[:DIGEST_LENGTH], source_type="local",
-            source=json.dumps({"uri": Path(path).resolve().as_uri()}),
-            profile=json.dumps({"num_rows": jobs, "sha256": checksum}),
-        )
-        entry = DatasetInput(dataset, [InputTag("mlflow.data.context", "trace")])
+        entry = trace_dataset(name, checksum, path, jobs, DIGEST_LENGTH)
         with _store_lock(self.uri):
             self.client.log_inputs(run_id, datasets=[entry])
+
+    def log_runs(self, records: list[RunRecord], existing: Mapping[int, str] | None = None) -> list[str]:
+        """Create, fill and close many runs (a configuration's seeds); returns their ids.
+
+        An SQL store takes them in one transaction (:mod:`.bulk`: about 1 ms a run instead of
+        25-35 ms through the client); other stores, run by run through the client.
+        ``existing`` maps a record's index to a run created for it earlier (by a helper that
+        died): that run is completed rather than created twice."""
+        from .bulk import bulk_writer
+
+        existing = dict(existing or {})
+        write = bulk_writer(self.client) if not existing else None
+        if write is not None:
+            with _store_lock(self.uri):
+                return write(self.experiment_id, records, DIGEST_LENGTH)
+        run_ids = []
+        for index, record in enumerate(records):
+            run_id = existing.get(index)
+            if run_id is not None and self.client.get_run(run_id).info.status != "RUNNING":
+                run_ids.append(run_id)  # written whole before the helper died
+                continue
+            run_id = run_id or self.start_run(record.name, record.tags, record.parent_id)
+            self.log(run_id, metrics=record.metrics, params=record.params)
+            if record.dataset is not None:
+                self.log_trace_input(run_id, *record.dataset)
+            self.finish(run_id, record.status)
+            run_ids.append(run_id)
+        return run_ids
 
     def log_artifact(self, run_id: str, path: str | os.PathLike, folder: str | None = None) -> None:
         with _store_lock(self.uri):
