@@ -21,6 +21,11 @@ RECORD = RunRecord(
     metrics={"wait_mean": 12.5, "wait_p95": math.nan, "bsld_max": math.inf, "zero": 0.0},
     dataset=("kth_sp2", "f" * 64, "/tmp/trace.swf", 28467),
 )
+INSTALLED = ".".join(__import__("mlflow").__version__.split(".")[:2])
+# On an MLflow release the bulk path was not tested with, the sweep uses the client instead;
+# the tests below of the bulk path itself then have nothing to test.
+needs_bulk = pytest.mark.skipif(INSTALLED not in TESTED,
+                                reason=f"MLflow {INSTALLED}: bulk path off, the client writes runs")
 VOLATILE_TAGS = ("mlflow.parentRunId",)  # differs by design (each store's own parent)
 
 
@@ -60,13 +65,14 @@ def tracker(tmp_path):
     return Tracker.open(f"sqlite:///{tmp_path / 'mlflow.db'}", "exp", str(tmp_path / "artifacts"))
 
 
-def test_the_bulk_path_is_used_for_an_sql_store_of_a_tested_version(tracker):
-    import mlflow
+def test_the_bulk_path_is_used_only_for_an_sql_store_of_a_tested_version(tracker):
+    if INSTALLED in TESTED:
+        assert bulk_writer(tracker.client) is not None
+    else:
+        assert bulk_writer(tracker.client) is None
 
-    assert ".".join(mlflow.__version__.split(".")[:2]) in TESTED
-    assert bulk_writer(tracker.client) is not None
 
-
+@needs_bulk
 def test_bulk_runs_are_the_runs_the_client_writes(tracker):
     parent_a = tracker.start_run("config a", {"drevt_kind": "configuration"})
     parent_b = tracker.start_run("config b", {"drevt_kind": "configuration"})
@@ -88,6 +94,7 @@ def test_bulk_runs_are_the_runs_the_client_writes(tracker):
         exp, f"tags.mlflow.parentRunId = '{parent_b}'", order_by=["attributes.run_name"])] == bulk_ids
 
 
+@needs_bulk
 def test_mlflow_search_runs_sees_the_same_table(tracker):
     import mlflow
 
@@ -105,6 +112,7 @@ def test_mlflow_search_runs_sees_the_same_table(tracker):
     assert a[a.notna()].equals(b[b.notna()])
 
 
+@needs_bulk
 def test_a_run_written_whole_before_a_helper_died_is_not_written_again(tracker):
     (first,) = tracker.log_runs([RECORD])
     again = tracker.log_runs([RECORD, replace(RECORD, name="seed 9")], existing={0: first})
@@ -114,6 +122,7 @@ def test_a_run_written_whole_before_a_helper_died_is_not_written_again(tracker):
     assert [m.value for m in client.get_metric_history(first, "wait_mean")] == [12.5]
 
 
+@needs_bulk
 def test_a_bad_record_writes_no_run_at_all(tracker):
     from mlflow.exceptions import MlflowException
 
