@@ -259,12 +259,15 @@ ST_FIXPOINT = 7  # 1 when the plan is a fixpoint (every reservation at its earli
 ST_STAMP = 8  # run cache: number of the current planning pass
 ST_ACTIVE = 9  # run cache: slots in use in this pass
 ST_VICTIM = 10  # run cache: next slot to reuse
-ST_PASS_AT = 11  # a compression round cut short: next queue index (-1: none)
-ST_SCAN_TO = 12  # ... and that round's scan_to, last_move, round count and exact flag
+ST_PASS_AT = 11  # a pass cut short by the budget: next queue index (-1: none)
+ST_SCAN_TO = 12  # ... and its round's scan_to, last_move, round count and exact flag
 ST_LAST_MOVE = 13
 ST_ROUNDS = 14
 ST_EXACT = 15
-ST_SIZE = 16
+ST_PHASE = 16  # ... and where: PHASE_COMPRESS (a compression round) or PHASE_PLACE (placing arrivals)
+ST_SIZE = 17
+PHASE_COMPRESS = 0
+PHASE_PLACE = 1
 SF_NOW = 0  # simulated time reached
 SF_EARLIEST = 1  # earliest reservation
 SF_GROWN = 2  # end of the region where the profile grew since the last fixpoint
@@ -816,14 +819,16 @@ def conservative_steps(submit, limit, nodes, dur, arrivals, rank, total, enforce
     n_arr = arrivals.shape[0]
     status = 0
     work = 0
-    resume = st[ST_PASS_AT] >= 0  # a compression round was cut short by the budget
+    resume = st[ST_PASS_AT] >= 0  # a pass was cut short by the budget
+    place_from = 0  # where this pass's arrival placement starts
     while a < n_arr or H > 0 or (Q > 0 and wake < np.inf) or resume:
         if resume:  # go on where the budget stopped the last call, in the same pass
             resume = False
             plan = True
-            compress = True
+            compress = st[ST_PHASE] == PHASE_COMPRESS
             exact = st[ST_EXACT] == 1
             i = st[ST_PASS_AT]
+            place_from = 0 if compress else i
             scan_to = st[ST_SCAN_TO]
             last_move = st[ST_LAST_MOVE]
             rounds = st[ST_ROUNDS]
@@ -899,6 +904,7 @@ def conservative_steps(submit, limit, nodes, dur, arrivals, rank, total, enforce
             scan_to = Q
             last_move = -1
             rounds = 1
+            place_from = 0
         if plan:
             grown_seen = np.nan
             F = np.int64(0)
@@ -913,6 +919,7 @@ def conservative_steps(submit, limit, nodes, dur, arrivals, rank, total, enforce
                             st[ST_LAST_MOVE] = last_move
                             st[ST_ROUNDS] = rounds
                             st[ST_EXACT] = 1 if exact else 0
+                            st[ST_PHASE] = PHASE_COMPRESS
                             break
                         j = q[i]
                         i += 1
@@ -948,11 +955,20 @@ def conservative_steps(submit, limit, nodes, dur, arrivals, rank, total, enforce
                 if order == ORDER_ONE_PASS:
                     st[ST_FIXPOINT] = 1 if last_move < 0 else 0
             # arrivals (every new job, in priority order)
-            for i in range(Q):
+            for i in range(place_from, Q):
                 j = q[i]
                 if placed[j] == 0 and res[j] != res[j]:
+                    if work >= 4 * budget:  # many arrivals at once: let the caller act meanwhile
+                        st[ST_PASS_AT] = i
+                        st[ST_EXACT] = 1 if exact else 0
+                        st[ST_PHASE] = PHASE_PLACE
+                        break
+                    work += 1 + ((ps[1] - ps[0]) >> 6)  # a placement scans part of the profile
                     _cons_visit(pt, pf, pb, ps, st, sf, rc_i, rc_a, rc_b, rc_next, height_slot, active,
                                 j, now, nodes, limit, res, enforce, exact, F)
+            if st[ST_PASS_AT] >= 0:
+                status = 1
+                break
             for i in range(Q):
                 placed[q[i]] = 1
 
