@@ -22,10 +22,11 @@ Two drivers share the engine's event loop (completions, then arrivals, then one 
 * :func:`conservative_steps` for ``conservative`` (every compression order). The waiting queue
   is an array in priority order; the availability profile is kept *between* passes (sorted
   breakpoint arrays, updated when a job ends early or a reservation moves) instead of rebuilt
-  at every pass. Re-planning replays the reference's rounds exactly, but a reserved job that
-  provably cannot move (the argument is in the docstring of :func:`conservative_steps`) is
-  passed over in O(1), and the others search the profile through a cache of its runs per job
-  size shared by the whole pass. With limits not enforced the profile is rebuilt at every pass
+  at every pass, with the most / fewest free nodes per block of 32 breakpoints so that its
+  scans step over whole blocks. Re-planning replays the reference's rounds exactly, but a
+  reserved job that provably cannot move (the argument is in the docstring of
+  :func:`conservative_steps`) is passed over in O(1), and the others search the profile
+  through a cache of its runs per job size shared by the whole pass. With limits not enforced the profile is rebuilt at every pass
   and every job re-placed, as the reference does (overdue jobs release "right after now",
   which moves with ``now``).
 
@@ -805,6 +806,11 @@ def conservative_steps(submit, limit, nodes, dur, arrivals, rank, total, enforce
     their old start, so the schedule and the reference's round structure are unchanged.
     With limits not enforced the profile is rebuilt and every job re-placed at every pass, as
     the reference does (overdue jobs release "right after now", which moves with ``now``).
+
+    Slices. A compression round and the placement of a pass's arrivals both stop when the work
+    done in this call reaches 4 x ``budget`` and go on at the next call from the saved queue
+    index (``ST_PASS_AT``, ``ST_PHASE``, the round's state; the run cache stays valid, as it
+    belongs to the pass); the remaining loops of a pass are O(queue) with O(1) bodies.
     """
     max_rounds = 1000 + 100 * submit.shape[0]
     free = st[ST_FREE]
