@@ -109,6 +109,9 @@ def _growth_rows(quick: bool) -> list[dict]:
     sizes = tuple(n // 10 for n in GROWTH_SIZES) if quick else GROWTH_SIZES
     rows = []
     prev = None
+    # a small run first, so that numba's cache is warm and no timed subprocess (nor its peak
+    # RSS) includes compiling the kernel
+    subprocess.run([sys.executable, "-c", _ONE_RUN.format(here=str(HERE), n=1000)], capture_output=True, cwd=REPO)
     for n in sizes:
         done = subprocess.run([sys.executable, "-c", _ONE_RUN.format(here=str(HERE), n=n)],
                               capture_output=True, text=True, cwd=REPO)
