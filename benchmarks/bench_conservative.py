@@ -124,7 +124,7 @@ def _growth_rows(quick: bool) -> list[dict]:
         met = (ratio is None or ratio <= TARGET_DOUBLING) and (not last or got["cpu"] <= TARGET_1M_SECONDS)
         met = met and got["queue"] >= TARGET_QUEUE
         rows.append({
-            "benchmark": f"conservative LANL-CM5 mix, load 0.95, {n:,} jobs", "jobs": n,
+            "benchmark": f"conservative LANL-CM5 mix and arrivals, load 0.95, {n:,} jobs", "jobs": n,
             "seconds": round(got["cpu"], 3), "wall_seconds": round(got["wall"], 3), "jobs_per_s": int(n / got["cpu"]),
             "target": (f"<= {TARGET_1M_SECONDS:g} s, " if last else "") + f"<= {TARGET_DOUBLING}x per doubling, "
                       f"queue >= {TARGET_QUEUE}",
