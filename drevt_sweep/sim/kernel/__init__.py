@@ -184,7 +184,9 @@ def run_events(*, submit, limit, nodes, dur, rejected, rank, total, backfill, en
             np.int64(_COMPRESSION_ORDERS[compression]),
             begin, end, est, np.full(n, np.nan), np.zeros(n, np.int8), *running, *heap,
             np.empty(n, np.int64),  # the waiting queue in priority order
-            profile_t, profile_free, np.array([0, 1], np.int64),  # the profile, -inf on: all free
+            profile_t, profile_free,  # the profile, -inf on: all free
+            np.full((2, (cap >> kernels.PB_SHIFT) + 1), total, np.int64),  # its blocks' most / fewest free nodes
+            np.array([0, 1, 0], np.int64),  # its first and end index, its first stale block
             np.full((kernels.RC_SLOTS, 4), -1, np.int64),  # run cache: height, stamp, count, partial per slot
             np.empty((kernels.RC_SLOTS, kernels.RC_RUNS)), np.empty((kernels.RC_SLOTS, kernels.RC_RUNS)),
             np.empty(kernels.RC_SLOTS), np.full(int(total) + 1, -1, np.int64), np.empty(kernels.RC_SLOTS, np.int64),

@@ -22,10 +22,11 @@ Two drivers share the engine's event loop (completions, then arrivals, then one 
 * :func:`conservative_steps` for ``conservative`` (every compression order). The waiting queue
   is an array in priority order; the availability profile is kept *between* passes (sorted
   breakpoint arrays, updated when a job ends early or a reservation moves) instead of rebuilt
-  at every pass. Re-planning replays the reference's rounds exactly, but a reserved job that
-  provably cannot move (the argument is in the docstring of :func:`conservative_steps`) is
-  passed over in O(1), and the others search the profile through a cache of its runs per job
-  size shared by the whole pass. With limits not enforced the profile is rebuilt at every pass
+  at every pass, with the most / fewest free nodes per block of 32 breakpoints so that its
+  scans step over whole blocks. Re-planning replays the reference's rounds exactly, but a
+  reserved job that provably cannot move (the argument is in the docstring of
+  :func:`conservative_steps`) is passed over in O(1), and the others search the profile
+  through a cache of its runs per job size shared by the whole pass. With limits not enforced the profile is rebuilt at every pass
   and every job re-placed, as the reference does (overdue jobs release "right after now",
   which moves with ``now``).
 
@@ -259,12 +260,15 @@ ST_FIXPOINT = 7  # 1 when the plan is a fixpoint (every reservation at its earli
 ST_STAMP = 8  # run cache: number of the current planning pass
 ST_ACTIVE = 9  # run cache: slots in use in this pass
 ST_VICTIM = 10  # run cache: next slot to reuse
-ST_PASS_AT = 11  # a compression round cut short: next queue index (-1: none)
-ST_SCAN_TO = 12  # ... and that round's scan_to, last_move, round count and exact flag
+ST_PASS_AT = 11  # a pass cut short by the budget: next queue index (-1: none)
+ST_SCAN_TO = 12  # ... and its round's scan_to, last_move, round count and exact flag
 ST_LAST_MOVE = 13
 ST_ROUNDS = 14
 ST_EXACT = 15
-ST_SIZE = 16
+ST_PHASE = 16  # ... and where: PHASE_COMPRESS (a compression round) or PHASE_PLACE (placing arrivals)
+ST_SIZE = 17
+PHASE_COMPRESS = 0
+PHASE_PLACE = 1
 SF_NOW = 0  # simulated time reached
 SF_EARLIEST = 1  # earliest reservation
 SF_GROWN = 2  # end of the region where the profile grew since the last fixpoint
@@ -388,13 +392,69 @@ def queue_policy_steps(submit, limit, nodes, dur, arrivals, rank, total, mode,
 # pt[lo:hi] breakpoint times (strictly increasing), pf[lo:hi] free nodes from each breakpoint
 # to the next (the last step lasts forever); ps = [lo, hi]. Redundant breakpoints (the same
 # free nodes as the previous one) are allowed; they are dropped when the arrays fill up.
+# pb[0, k] / pb[1, k]: the most / fewest free nodes over the block pf[32k:32k + 32] (whatever
+# the entries outside [lo, hi) hold; a scan uses a block only when it lies inside [lo, hi)).
+# Blocks from ps[2] on may be stale: a write to pf at index x lowers ps[2] to x's block (a
+# write changes nothing before x), and a scan refreshes the stale blocks it needs when it
+# needs them. The scans below step over whole blocks that cannot stop them, so a long
+# profile of P breakpoints is scanned in O(P / 32 + 32) instead of O(P), and a short one
+# (light load) pays nothing for the blocks.
 # (A balanced tree of breakpoint deltas with prefix-sum aggregates, O(log P) per query and
 # update, was measured slower than these flat scans at the profile sizes simulations reach --
 # hundreds to a few thousand breakpoints -- on light and heavy load alike; see RESULTS.md.)
 
 
+PB_SHIFT = 5
+PB_SIZE = 1 << PB_SHIFT
+
+
+@njit(cache=True, _nrt=False, inline="always")
+def _pb_stale(ps, x):
+    """pf changed at index ``x`` (and maybe after it)."""
+    k = x >> PB_SHIFT
+    if k < ps[2]:
+        ps[2] = k
+
+
 @njit(cache=True, _nrt=False)
-def _prof_compact(pt, pf, ps):
+def _pb_refresh(pf, pb, ps, last):
+    """Make the blocks up to ``last`` current."""
+    n = pf.shape[0]
+    for k in range(ps[2], last + 1):
+        a = k << PB_SHIFT
+        b = a + PB_SIZE
+        if b > n:
+            b = n
+        mx = pf[a]
+        mn = pf[a]
+        for x in range(a + 1, b):
+            v = pf[x]
+            if v > mx:
+                mx = v
+            if v < mn:
+                mn = v
+        pb[0, k] = mx
+        pb[1, k] = mn
+    if last + 1 > ps[2]:
+        ps[2] = last + 1
+
+
+@njit(cache=True, _nrt=False, inline="always")
+def _pb_max(pf, pb, ps, k):
+    if k >= ps[2]:
+        _pb_refresh(pf, pb, ps, k)
+    return pb[0, k]
+
+
+@njit(cache=True, _nrt=False, inline="always")
+def _pb_min(pf, pb, ps, k):
+    if k >= ps[2]:
+        _pb_refresh(pf, pb, ps, k)
+    return pb[1, k]
+
+
+@njit(cache=True, _nrt=False)
+def _prof_compact(pt, pf, pb, ps):
     """Drop redundant breakpoints (same free nodes as the previous one) and move to index 0."""
     lo = ps[0]
     hi = ps[1]
@@ -408,6 +468,7 @@ def _prof_compact(pt, pf, ps):
             pf[w] = pf[k]
     ps[0] = 0
     ps[1] = w + 1
+    ps[2] = 0
 
 
 @njit(cache=True, _nrt=False, inline="always")
@@ -425,7 +486,7 @@ def _prof_index(pt, ps, t):
 
 
 @njit(cache=True, _nrt=False)
-def _prof_split(pt, pf, ps, t):
+def _prof_split(pt, pf, pb, ps, t):
     """Index of the breakpoint at ``t`` (``t >= pt[lo]``), inserting one if needed."""
     hi = ps[1]
     a = _prof_index(pt, ps, t)
@@ -436,25 +497,27 @@ def _prof_split(pt, pf, ps, t):
         pt[a] = t
         pf[a] = pf[a - 1]
         ps[1] = hi + 1
+        _pb_stale(ps, a)
     return a
 
 
 @njit(cache=True, _nrt=False)
-def _prof_occupy(pt, pf, ps, start, stop, n):
+def _prof_occupy(pt, pf, pb, ps, start, stop, n):
     """``n`` nodes fewer free on [start, stop) (negative ``n``: more; ``Profile.add``)."""
     if ps[1] + 2 > pt.shape[0]:
-        _prof_compact(pt, pf, ps)
-    i = _prof_split(pt, pf, ps, start)
+        _prof_compact(pt, pf, pb, ps)
+    i = _prof_split(pt, pf, pb, ps, start)
     if stop != np.inf:
-        k = _prof_split(pt, pf, ps, stop)
+        k = _prof_split(pt, pf, pb, ps, stop)
     else:
         k = ps[1]
     for x in range(i, k):
         pf[x] -= n
+    _pb_stale(ps, i)
 
 
 @njit(cache=True, _nrt=False)
-def _prof_trim(pt, pf, ps, now):
+def _prof_trim(pt, pf, pb, ps, now):
     """Make ``now`` the profile's first breakpoint (drop the past)."""
     lo = ps[0]
     hi = ps[1]
@@ -465,20 +528,23 @@ def _prof_trim(pt, pf, ps, now):
 
 
 @njit(cache=True, _nrt=False, inline="always")
-def _prof_first_at_least(pt, pf, ps, lo, need, before):
+def _prof_first_at_least(pt, pf, pb, ps, lo, need, before):
     """Time of the first breakpoint at or after ``lo`` with ``need`` nodes free, if it is
     before ``before``; else +inf."""
     hi = ps[1]
     i = _prof_index(pt, ps, lo)
     while i < hi and pf[i] < need:
         i += 1
+        if (i & (PB_SIZE - 1)) == 0:  # step over whole blocks with fewer than need free
+            while i + PB_SIZE <= hi and _pb_max(pf, pb, ps, i >> PB_SHIFT) < need:
+                i += PB_SIZE
     if i == hi or pt[i] >= before:
         return np.inf
     return pt[i]
 
 
 @njit(cache=True, _nrt=False, inline="always")
-def _prof_first_below(pt, pf, ps, t, need, until):
+def _prof_first_below(pt, pf, pb, ps, t, need, until):
     """Time of the first breakpoint after ``t`` with fewer than ``need`` nodes free (+inf if
     none), looking no further than the first breakpoint at or after ``until``: returns
     ``(time, complete)``, ``complete`` False if the search stopped there (then at least
@@ -491,23 +557,37 @@ def _prof_first_below(pt, pf, ps, t, need, until):
         if pt[i] >= until:
             return pt[i], False
         i += 1
+        if (i & (PB_SIZE - 1)) == 0:  # step over whole blocks with need free, all before until
+            while (i + PB_SIZE <= hi and pt[i + PB_SIZE - 1] < until
+                   and _pb_min(pf, pb, ps, i >> PB_SHIFT) >= need):
+                i += PB_SIZE
     return (pt[i] if i < hi else np.inf), True
 
 
 @njit(cache=True, _nrt=False, inline="always")
-def _prof_max_before(pt, pf, ps, t):
+def _prof_max_before(pt, pf, pb, ps, t):
     """Most free nodes at any breakpoint before ``t`` (-BIG if there is none)."""
     best = -BIG
-    for i in range(ps[0], ps[1]):
-        if pt[i] >= t:
-            break
+    e = _prof_index(pt, ps, t)
+    i = ps[0]
+    while i < e and (i & (PB_SIZE - 1)) != 0:
         if pf[i] > best:
             best = pf[i]
+        i += 1
+    while i + PB_SIZE <= e:
+        m = _pb_max(pf, pb, ps, i >> PB_SHIFT)
+        if m > best:
+            best = m
+        i += PB_SIZE
+    while i < e:
+        if pf[i] > best:
+            best = pf[i]
+        i += 1
     return best
 
 
 @njit(cache=True, _nrt=False, inline="always")
-def _prof_fit(pt, pf, ps, lo, need, duration, own, before):
+def _prof_fit(pt, pf, pb, ps, lo, need, duration, own, before):
     """``Profile.earliest_fit`` from ``lo``, among the starts before ``before``; +inf if none.
 
     ``own`` (+inf for none): the job's own reservation [own, own + duration), counted as free
@@ -516,20 +596,20 @@ def _prof_fit(pt, pf, ps, lo, need, duration, own, before):
     first breakpoint with ``need`` free nodes; it fits unless one with fewer comes before its
     end, which is where the next candidate is looked for.
     """
-    t = _prof_first_at_least(pt, pf, ps, lo, need, before)
+    t = _prof_first_at_least(pt, pf, pb, ps, lo, need, before)
     while t != np.inf:
         stop = t + duration
         if own < stop:
             stop = own
-        k, _ = _prof_first_below(pt, pf, ps, t, need, stop)
+        k, _ = _prof_first_below(pt, pf, pb, ps, t, need, stop)
         if k >= stop:
             return t
-        t = _prof_first_at_least(pt, pf, ps, k, need, before)
+        t = _prof_first_at_least(pt, pf, pb, ps, k, need, before)
     return np.inf
 
 
 @njit(cache=True, _nrt=False)
-def _prof_rebuild(pt, pf, ps, now, free, re, rn, R, q, Q, res, limit, nodes):
+def _prof_rebuild(pt, pf, pb, ps, now, free, re, rn, R, q, Q, res, limit, nodes):
     """``Cluster.profile``: running jobs' releases (overdue ones right after ``now``) + reservations."""
     soon = np.nextafter(now, np.inf)
     pt[0] = now
@@ -548,11 +628,12 @@ def _prof_rebuild(pt, pf, ps, now, free, re, rn, R, q, Q, res, limit, nodes):
             m += 1
     ps[0] = 0
     ps[1] = m
+    ps[2] = 0
     for i in range(Q):
         j = q[i]
         s = res[j]
         if s == s:  # reserved
-            _prof_occupy(pt, pf, ps, s, s + limit[j], nodes[j])
+            _prof_occupy(pt, pf, pb, ps, s, s + limit[j], nodes[j])
 
 
 # --- run cache: the profile's runs per job size, shared by the jobs looked at in one pass ------
@@ -620,15 +701,15 @@ def _rc_new_pass(rc_i, st):
 
 
 @njit(cache=True, _nrt=False, inline="always")
-def _rc_fit(pt, pf, ps, st, rc_i, rc_a, rc_b, rc_next, height_slot, active, now, need, duration, own, before):
+def _rc_fit(pt, pf, pb, ps, st, rc_i, rc_a, rc_b, rc_next, height_slot, active, now, need, duration, own, before):
     """``_prof_fit`` from ``now`` through the run cache of size ``need`` (same answer)."""
     s = _rc_slot(rc_i, rc_next, height_slot, active, st, need, now)
     i = 0
     while True:
         if i == rc_i[s, RC_COUNT]:
             if i == RC_RUNS:  # cache full: go on searching the profile after the last cached run
-                return _prof_fit(pt, pf, ps, rc_b[s, i - 1], need, duration, own, before)
-            a = _prof_first_at_least(pt, pf, ps, rc_next[s], need, np.inf)
+                return _prof_fit(pt, pf, pb, ps, rc_b[s, i - 1], need, duration, own, before)
+            a = _prof_first_at_least(pt, pf, pb, ps, rc_next[s], need, np.inf)
             if a == np.inf:
                 return np.inf  # (cannot happen: the last run lasts forever)
             rc_a[s, i] = a
@@ -643,7 +724,7 @@ def _rc_fit(pt, pf, ps, st, rc_i, rc_a, rc_b, rc_next, height_slot, active, now,
         if own < stop:
             stop = own
         if b < stop and i == rc_i[s, RC_COUNT] - 1 and rc_i[s, RC_PARTIAL] == 1:
-            b, complete = _prof_first_below(pt, pf, ps, b, need, stop)
+            b, complete = _prof_first_below(pt, pf, pb, ps, b, need, stop)
             rc_b[s, i] = b
             if complete:
                 rc_i[s, RC_PARTIAL] = 0
@@ -659,7 +740,7 @@ ORDER_ONE_PASS = 2
 
 
 @njit(cache=True, _nrt=False, inline="always")
-def _cons_visit(pt, pf, ps, st, sf, rc_i, rc_a, rc_b, rc_next, height_slot, active,
+def _cons_visit(pt, pf, pb, ps, st, sf, rc_i, rc_a, rc_b, rc_next, height_slot, active,
                 j, now, nodes, limit, res, enforce, exact, F):
     """Re-place (or place) waiting job ``j`` as ``place`` in ``ConservativeBackfill.select``
     does; returns whether its reservation changed. ``F``: the most free nodes at any breakpoint
@@ -669,33 +750,33 @@ def _cons_visit(pt, pf, ps, st, sf, rc_i, rc_a, rc_b, rc_next, height_slot, acti
     old = res[j]
     if old != old:  # no reservation: placed at its earliest fit
         if enforce:
-            start = _rc_fit(pt, pf, ps, st, rc_i, rc_a, rc_b, rc_next, height_slot, active,
+            start = _rc_fit(pt, pf, pb, ps, st, rc_i, rc_a, rc_b, rc_next, height_slot, active,
                             now, nj, lj, np.inf, np.inf)
         else:
-            start = _prof_fit(pt, pf, ps, now, nj, lj, np.inf, np.inf)
+            start = _prof_fit(pt, pf, pb, ps, now, nj, lj, np.inf, np.inf)
         if start != np.inf:
-            _prof_occupy(pt, pf, ps, start, start + lj, nj)
+            _prof_occupy(pt, pf, pb, ps, start, start + lj, nj)
             if enforce:
                 _rc_changed(rc_i, rc_b, rc_next, active, st, start, now)
         res[j] = start
         st[ST_NRES] += 1
         return True
     if not enforce:  # profile rebuilt this pass: take it out, put it back (as the reference)
-        _prof_occupy(pt, pf, ps, old, old + lj, -nj)
-        start = _prof_fit(pt, pf, ps, now, nj, lj, np.inf, np.inf)
-        _prof_occupy(pt, pf, ps, start, start + lj, nj)
+        _prof_occupy(pt, pf, pb, ps, old, old + lj, -nj)
+        start = _prof_fit(pt, pf, pb, ps, now, nj, lj, np.inf, np.inf)
+        _prof_occupy(pt, pf, pb, ps, start, start + lj, nj)
         res[j] = start
         return start != old
     grown = sf[SF_GROWN]
     before = old if old < grown else grown
     if before <= now or (not exact and nj > F):
         return False  # provably cannot move (the argument is in conservative_steps)
-    start = _rc_fit(pt, pf, ps, st, rc_i, rc_a, rc_b, rc_next, height_slot, active,
+    start = _rc_fit(pt, pf, pb, ps, st, rc_i, rc_a, rc_b, rc_next, height_slot, active,
                     now, nj, lj, old, before)
     if start == np.inf:
         return False  # stays at old; the profile's function is unchanged
-    _prof_occupy(pt, pf, ps, old, old + lj, -nj)
-    _prof_occupy(pt, pf, ps, start, start + lj, nj)
+    _prof_occupy(pt, pf, pb, ps, old, old + lj, -nj)
+    _prof_occupy(pt, pf, pb, ps, start, start + lj, nj)
     _rc_changed(rc_i, rc_b, rc_next, active, st, start, now)
     res[j] = start
     if old + lj > grown:
@@ -705,7 +786,7 @@ def _cons_visit(pt, pf, ps, st, sf, rc_i, rc_a, rc_b, rc_next, height_slot, acti
 
 @njit(cache=True, _nrt=False)
 def conservative_steps(submit, limit, nodes, dur, arrivals, rank, total, enforce, order,
-                       begin, end, est, res, placed, re, rj, rn, hk, hj, q, pt, pf, ps,
+                       begin, end, est, res, placed, re, rj, rn, hk, hj, q, pt, pf, pb, ps,
                        rc_i, rc_a, rc_b, rc_next, height_slot, active, st, sf, budget):
     """Conservative backfilling (``ConservativeBackfill``) from state ``st``/``sf``, for about
     ``budget`` units of work (an event, or a waiting job looked at).
@@ -725,6 +806,11 @@ def conservative_steps(submit, limit, nodes, dur, arrivals, rank, total, enforce
     their old start, so the schedule and the reference's round structure are unchanged.
     With limits not enforced the profile is rebuilt and every job re-placed at every pass, as
     the reference does (overdue jobs release "right after now", which moves with ``now``).
+
+    Slices. A compression round and the placement of a pass's arrivals both stop when the work
+    done in this call reaches 4 x ``budget`` and go on at the next call from the saved queue
+    index (``ST_PASS_AT``, ``ST_PHASE``, the round's state; the run cache stays valid, as it
+    belongs to the pass); the remaining loops of a pass are O(queue) with O(1) bodies.
     """
     max_rounds = 1000 + 100 * submit.shape[0]
     free = st[ST_FREE]
@@ -739,14 +825,16 @@ def conservative_steps(submit, limit, nodes, dur, arrivals, rank, total, enforce
     n_arr = arrivals.shape[0]
     status = 0
     work = 0
-    resume = st[ST_PASS_AT] >= 0  # a compression round was cut short by the budget
+    resume = st[ST_PASS_AT] >= 0  # a pass was cut short by the budget
+    place_from = 0  # where this pass's arrival placement starts
     while a < n_arr or H > 0 or (Q > 0 and wake < np.inf) or resume:
         if resume:  # go on where the budget stopped the last call, in the same pass
             resume = False
             plan = True
-            compress = True
+            compress = st[ST_PHASE] == PHASE_COMPRESS
             exact = st[ST_EXACT] == 1
             i = st[ST_PASS_AT]
+            place_from = 0 if compress else i
             scan_to = st[ST_SCAN_TO]
             last_move = st[ST_LAST_MOVE]
             rounds = st[ST_ROUNDS]
@@ -762,7 +850,7 @@ def conservative_steps(submit, limit, nodes, dur, arrivals, rank, total, enforce
             if wake < now:
                 now = wake
             if enforce:
-                _prof_trim(pt, pf, ps, now)
+                _prof_trim(pt, pf, pb, ps, now)
             if st[ST_FIXPOINT] == 1:
                 sf[SF_GROWN] = -np.inf
 
@@ -778,7 +866,7 @@ def conservative_steps(submit, limit, nodes, dur, arrivals, rank, total, enforce
                 if end[j] < e:
                     freed_early = True
                     if enforce:
-                        _prof_occupy(pt, pf, ps, now, e, -nodes[j])
+                        _prof_occupy(pt, pf, pb, ps, now, e, -nodes[j])
                         if e > sf[SF_GROWN]:
                             sf[SF_GROWN] = e
 
@@ -813,15 +901,16 @@ def conservative_steps(submit, limit, nodes, dur, arrivals, rank, total, enforce
                         if res[j] < now:
                             res[j] = np.nan
                             st[ST_NRES] -= 1
-                    _prof_rebuild(pt, pf, ps, now, free, re, rn, R, q, Q, res, limit, nodes)
+                    _prof_rebuild(pt, pf, pb, ps, now, free, re, rn, R, q, Q, res, limit, nodes)
                     sf[SF_GROWN] = np.inf  # no fixpoint to build on
                     exact = True
                 elif ps[1] - ps[0] > 2 * (1 + R + 2 * Q) + 64:  # keep the scans short
-                    _prof_compact(pt, pf, ps)
+                    _prof_compact(pt, pf, pb, ps)
             i = 0
             scan_to = Q
             last_move = -1
             rounds = 1
+            place_from = 0
         if plan:
             grown_seen = np.nan
             F = np.int64(0)
@@ -836,6 +925,7 @@ def conservative_steps(submit, limit, nodes, dur, arrivals, rank, total, enforce
                             st[ST_LAST_MOVE] = last_move
                             st[ST_ROUNDS] = rounds
                             st[ST_EXACT] = 1 if exact else 0
+                            st[ST_PHASE] = PHASE_COMPRESS
                             break
                         j = q[i]
                         i += 1
@@ -843,7 +933,7 @@ def conservative_steps(submit, limit, nodes, dur, arrivals, rank, total, enforce
                             continue
                         if enforce and sf[SF_GROWN] != grown_seen:  # F after every change
                             grown_seen = sf[SF_GROWN]
-                            F = _prof_max_before(pt, pf, ps, grown_seen)
+                            F = _prof_max_before(pt, pf, pb, ps, grown_seen)
                             work += (ps[1] - ps[0]) >> 4  # a scan of the profile
                         work += 1
                         old = res[j]
@@ -851,7 +941,7 @@ def conservative_steps(submit, limit, nodes, dur, arrivals, rank, total, enforce
                             grown = sf[SF_GROWN]
                             if old <= now or grown <= now or nodes[j] > F:
                                 continue  # provably cannot move (see above)
-                        if _cons_visit(pt, pf, ps, st, sf, rc_i, rc_a, rc_b, rc_next, height_slot, active,
+                        if _cons_visit(pt, pf, pb, ps, st, sf, rc_i, rc_a, rc_b, rc_next, height_slot, active,
                                        j, now, nodes, limit, res, enforce, exact, F):
                             last_move = i - 1
                             grown_seen = np.nan
@@ -871,11 +961,20 @@ def conservative_steps(submit, limit, nodes, dur, arrivals, rank, total, enforce
                 if order == ORDER_ONE_PASS:
                     st[ST_FIXPOINT] = 1 if last_move < 0 else 0
             # arrivals (every new job, in priority order)
-            for i in range(Q):
+            for i in range(place_from, Q):
                 j = q[i]
                 if placed[j] == 0 and res[j] != res[j]:
-                    _cons_visit(pt, pf, ps, st, sf, rc_i, rc_a, rc_b, rc_next, height_slot, active,
+                    if work >= 4 * budget:  # many arrivals at once: let the caller act meanwhile
+                        st[ST_PASS_AT] = i
+                        st[ST_EXACT] = 1 if exact else 0
+                        st[ST_PHASE] = PHASE_PLACE
+                        break
+                    work += 1 + ((ps[1] - ps[0]) >> 6)  # a placement scans part of the profile
+                    _cons_visit(pt, pf, pb, ps, st, sf, rc_i, rc_a, rc_b, rc_next, height_slot, active,
                                 j, now, nodes, limit, res, enforce, exact, F)
+            if st[ST_PASS_AT] >= 0:
+                status = 1
+                break
             for i in range(Q):
                 placed[q[i]] = 1
 
