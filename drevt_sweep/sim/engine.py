@@ -307,8 +307,10 @@ def _use_fast_kernel(kernel: str, backfill: str, capacity: Capacity, on_reservat
     return False
 
 
-# The reference loop calls ``progress`` once per this many events.
-PROGRESS_EVERY_EVENTS = 4096
+# The reference loop calls ``progress`` once per this many events: few enough that a heavy
+# conservative run (an event can take milliseconds with a long queue) still reports every
+# second or so; the callback itself only reads a clock.
+PROGRESS_EVERY_EVENTS = 128
 
 
 def _run_events(*, submit, limit, nodes, dur, rejected, rank, capacity, backfill, enforce_limits, on_reservation,
