@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import base64
 import json
-import math
 import os
 import re
 import shlex
@@ -46,7 +45,6 @@ CONFIGURATION_FIGURE_DIR = "figures"  # where the sweep writes a job's figures (
 FIGURE_NAMES = ("wait_cdf.png", "utilization_queue.png", "slowdown_by_class.png", "gantt.png")
 KEY_METRICS = ("wait_mean", "wait_p95", "bsld_mean", "utilization")
 PAIRED_METRICS = ("wait_mean", "wait_p95", "bsld_mean", "utilization")
-SEED_PERCENTILES = {0.5: "wait_median", 0.9: "wait_p90", 0.95: "wait_p95", 0.99: "wait_p99"}
 # Config sections that are bookkeeping, not part of what decides results.
 BOOKKEEPING_SECTIONS = ("parallel", "tracking", "paths", "hydra")
 LOAD_FACTOR = "workload.load_factor"
@@ -63,75 +61,24 @@ class ReportError(DrevtError):
 
 # =============================================================================== per configuration
 def seed_percentile_ci(seed_metrics) -> dict[float, tuple[float, float]]:
-    """Mean and 95% CI half-width over seeds of the wait percentiles (median, p90, p95, p99).
+    """Mean and 95% CI half-width over seeds of the wait percentiles (``figures.seed_percentile_ci``)."""
+    from . import figures
 
-    ``seed_metrics`` is a DataFrame with one row per seed or a list of per-seed metric dicts.
-    Empty with fewer than two seeds (one seed has no spread to show).
-    """
-    if seed_metrics is None:
-        return {}
-    frame = seed_metrics if isinstance(seed_metrics, pd.DataFrame) else pd.DataFrame(list(seed_metrics))
-    if len(frame) < 2:
-        return {}
-    from scipy import stats
-
-    out = {}
-    t = stats.t.ppf(0.975, len(frame) - 1)
-    for q, name in SEED_PERCENTILES.items():
-        if name in frame:
-            values = frame[name].to_numpy(dtype=float)
-            values = values[np.isfinite(values)]
-            if values.size >= 2:
-                out[q] = (float(values.mean()), float(t * values.std(ddof=1) / math.sqrt(values.size)))
-    return out
+    return figures.seed_percentile_ci(seed_metrics)
 
 
-def frame_figures(
-    out_dir: Path,
-    frame: pd.DataFrame,
-    total_nodes: int,
-    baseline: pd.DataFrame | None = None,
-    *,
-    label: str = "simulated",
-    seed_metrics=None,
-    seed: int | None = None,
-    gantt_max_jobs: int | None = None,
-) -> list[Path]:
-    """The per-configuration figures of a schedule frame (see ``plots.schedule_frame``)."""
-    from . import figures as plots
+def frame_figures(out_dir: Path, frame: pd.DataFrame, total_nodes: int,
+                  baseline: pd.DataFrame | None = None, *, label: str = "simulated",
+                  seed_metrics=None, seed: int | None = None,
+                  gantt_max_jobs: int | None = None) -> list[Path]:
+    """The per-configuration figures of a schedule frame: the same files the sweep draws
+    (``figures.configuration_figure_files``)."""
+    from . import figures
 
-    out_dir = Path(out_dir)
-    gantt_max_jobs = plots.GANTT_MAX_JOBS if gantt_max_jobs is None else gantt_max_jobs
-    which = f" (seed {seed})" if seed is not None else ""
-    paths = [
-        plots.save_figure(
-            plots.wait_cdf_figure({label: frame}, baseline,
-                                  seed_percentiles={label: seed_percentile_ci(seed_metrics)},
-                                  title=f"Wait-time distribution: {label}{which}"),
-            out_dir / "wait_cdf.png",
-        ),
-        plots.save_figure(
-            plots.usage_figure(frame, total_nodes, baseline=baseline, label=label,
-                               title=f"Utilization and queue length: {label}{which}"),
-            out_dir / "utilization_queue.png",
-        ),
-    ]
-    frames = {label: frame}
-    styles = {}
-    if baseline is not None:
-        frames[plots.REPLAY_LABEL] = baseline
-        styles[plots.REPLAY_LABEL] = {"color": "white", "edgecolor": "black", "hatch": "//"}
-    paths.append(plots.save_figure(
-        plots.slowdown_figure(frames, styles=styles, title=f"Bounded slowdown by job class: {label}{which}"),
-        out_dir / "slowdown_by_class.png",
-    ))
-    if 0 < len(frame) <= gantt_max_jobs:
-        paths.append(plots.save_figure(
-            plots.gantt_figure(frame, total_nodes, max_jobs=gantt_max_jobs,
-                               title=f"Schedule of {label}{which}"),
-            out_dir / "gantt.png",
-        ))
-    return paths
+    gantt_max_jobs = figures.GANTT_MAX_JOBS if gantt_max_jobs is None else gantt_max_jobs
+    return figures.configuration_figure_files(out_dir, frame, total_nodes, baseline, label=label,
+                                              seed_metrics=seed_metrics, seed=seed,
+                                              gantt_max_jobs=gantt_max_jobs)
 
 
 def configuration_figures(
