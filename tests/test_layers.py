@@ -1,4 +1,4 @@
-"""The package's layers, as the README's Architecture section draws them, checked on the code:
+"""The package's layers, as docs/architecture.md draws them, checked on the code:
 every import (at module level or deferred inside a function) goes downwards, and no two
 modules import each other in a circle."""
 
