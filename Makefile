@@ -3,6 +3,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
+TEST_STAMP := $(VENV)/.installed-test-stamp
 NAME   ?= policy_comparison
 UI_PORT ?= 5000
 TRACKING_DB := $(CURDIR)/outputs/mlflow.db
@@ -11,15 +12,26 @@ TRACKING_DB := $(CURDIR)/outputs/mlflow.db
 .PHONY: help install run sweep experiment fetch search-nodes search-load report ui server test test-fast bench clean
 
 help: ## list the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}' \
+	  | sed -e 's/$$(UI_PORT)/$(UI_PORT)/g' -e 's/$$(SERVER_PORT)/$(SERVER_PORT)/g'
 
+# Running needs the package alone; the test extra (Ray, dask, PostgreSQL's driver, hypothesis,
+# submitit: ~1 GB more) is installed by the test targets only. A test install is also a run install.
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@echo "installing drevt-sweep and what it needs to run into $(VENV) (a few minutes the first time)"
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[test]'
+	$(BIN)/python -m pip install --progress-bar off -e .
 	@touch $(STAMP)
 
-install: $(STAMP) ## create .venv (if missing) and install the project with its test tools
+$(TEST_STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@echo "installing drevt-sweep with its test tools into $(VENV)"
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install --progress-bar off -e '.[test]'
+	@touch $(STAMP) $(TEST_STAMP)
+
+install: $(STAMP) ## create .venv (if missing) and install the project with what running needs (make test adds its tools)
 
 run: $(STAMP) ## run the default sweep on the bundled KTH-SP2 trace and say where to look
 	$(BIN)/drevt-sweep -m policy=fcfs,easy,conservative run_time=actual,lognormal replicates=4
@@ -47,10 +59,10 @@ report: $(STAMP) ## rebuild report.html of a finished sweep: make report SWEEP=o
 ui: $(STAMP) ## serve the MLflow UI for the embedded store on 127.0.0.1:$(UI_PORT)
 	$(BIN)/mlflow ui --host 127.0.0.1 --port $(UI_PORT) --backend-store-uri sqlite:///$(TRACKING_DB)
 
-test: $(STAMP) ## run the whole test suite (slow end-to-end tests included)
+test: $(TEST_STAMP) ## run the whole test suite (slow end-to-end tests included)
 	$(BIN)/python -m pytest -q --durations=25
 
-test-fast: $(STAMP) ## run the fast tests only
+test-fast: $(TEST_STAMP) ## run the fast tests only
 	$(BIN)/python -m pytest -q -m 'not slow'
 
 bench: $(STAMP) ## run the benchmarks and update benchmarks/RESULTS.md

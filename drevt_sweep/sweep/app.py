@@ -29,6 +29,7 @@ from .callback_policy import guard_hydra_callbacks
 from .config import register_configs
 from .interrupts import end_idle_workers, end_workers, exit_code, install_handlers, signal_name
 from ..errors import ConfigError, DrevtError
+from .first_run import compile_if_cold
 from .seeds import (
     Progress,
     RunSpec,
@@ -885,6 +886,8 @@ def _compose_once(argv: list[str]) -> None:
 def _app(cfg: DictConfig) -> dict:
     if not _state["ran"]:  # a multirun checked every job before the first one (on_multirun_start)
         raise_problems(check_config(cfg))
+    if not cfg.policy.replay:
+        compile_if_cold()  # a fresh install: say so while numba compiles, instead of 2 min of silence
     if _value(cfg.search.kind) != "none":  # a question (bisection, Optuna) instead of one configuration
         from .search import AppHooks, run_search
 
