@@ -436,3 +436,38 @@ def test_the_folder_report_reads_the_compressed_schedules_the_sweep_writes(tmp_p
         path.unlink()
     page = parse(report.build_report(sweep, per_configuration=False))
     assert "Wait-time distributions" in page.headings["h2"]
+
+
+MATH_NAME = r"$\frac$ trace_$x^2$"  # mathtext that matplotlib cannot parse (issue 29 item 3)
+
+
+def test_a_mathtext_trace_name_is_drawn_as_plain_text(tmp_path, capsys):
+    """A trace named like mathtext used to stop the report ("ParseSyntaxException ... \\frac",
+    exit 1): every text of every figure is plain text, whatever the user's names."""
+    sweep = make_sweep(tmp_path, extras=False)
+    for config in sweep.glob("*/config.yaml"):
+        cfg = yaml.safe_load(config.read_text())
+        cfg["trace"]["name"] = MATH_NAME
+        config.write_text(yaml.safe_dump(cfg, sort_keys=False))
+    assert report.main([str(sweep)]) == 0, capsys.readouterr().err
+    page = parse(sweep / "report.html")
+    assert_embedded_pngs(page)
+    assert f"wait-time CDF on {MATH_NAME}" in {image["alt"] for image in page.images}
+
+
+def test_no_figure_text_is_parsed_as_math():
+    from drevt_sweep.report import figures, search
+
+    fig = figures.wait_cdf_figure({MATH_NAME: np.array([0.0, 5.0, 50.0])}, title=MATH_NAME)
+    texts = [fig.axes[0].title, *fig.legends[0].get_texts()]
+    assert all(not t.get_parse_math() for t in texts)
+    fig.savefig(io.BytesIO(), format="png")  # drawing it raised before
+    result = {"question": {"metric": "wait_p95", "target": 10.0, "direction": "below",
+                           "param": MATH_NAME, "low": 1, "high": 5},
+              "probes": [{"value": v, "mean": m, "ci95": 1.0, "side": "pass", "n_seeds": 2}
+                         for v, m in ((1, 1.0), (3, 100.0), (5, 1000.0))],
+              "runs": 6, "answer": None, "bracket": [1, 5]}
+    fig = search.threshold_figure(result)
+    fig.canvas.draw()
+    ticks = [t.get_text() for t in fig.axes[0].get_yticklabels()]
+    assert ticks and not any("$" in t for t in ticks)  # log ticks as plain text too

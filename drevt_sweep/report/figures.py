@@ -3,7 +3,8 @@
 Nothing here knows of MLflow or Hydra. Every ``*_figure`` function returns a
 ``matplotlib.figure.Figure`` (inspect it in tests, or save it with ``save_figure``, which writes
 a PNG and closes the figure). The Agg backend is selected before pyplot is imported, so this
-works on machines without a display and in worker processes.
+works on machines without a display and in worker processes. Mathtext and TeX are off for
+the same reason of robustness: labels come from user data (see below the imports).
 
 Schedules come in as a *schedule frame*: a pandas DataFrame with the columns of the schedule CSV
 (``outputs.SCHEDULE_COLUMNS``: ``job_id, job_submit_time, begin_time, end_time, num_nodes,
@@ -33,6 +34,15 @@ import matplotlib.ticker  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
+
+# Every text drawn here can carry user data (trace and queue names, override values, labels):
+# with mathtext on, a name such as ``$\\frac$`` is parsed as math and the figure fails to draw
+# (issue 29 item 3). Text objects read these settings when they are created, so turning both
+# off once, before any figure exists, covers every title, label, legend and tick of every
+# figure of the report and of search.html. No figure of ours uses mathtext
+# (``PlainLogFormatter`` writes log ticks as plain text).
+matplotlib.rcParams["text.parse_math"] = False
+matplotlib.rcParams["text.usetex"] = False
 
 from ..sim.metrics import BSLD_TAU, bounded_slowdown, node_seconds  # noqa: E402
 

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 from ..files import write_file
-from .figures import plt, save_figure
+from .figures import log_scale, plt, save_figure
 
 TEMPLATE = "search.html.j2"
 
@@ -73,7 +73,7 @@ def _draw_probes(ax, result: dict, probes: list[dict], legend: bool) -> None:
         ax.set_xlim(min(p["value"] for p in probes) - _pad(probes), max(p["value"] for p in probes) + _pad(probes))
     means = [p["mean"] for p in probes] + [q["target"]]
     if min(means) > 0 and max(means) / min(means) > 30:  # e.g. waits from minutes to days
-        ax.set_yscale("log")
+        log_scale(ax, "y")
     ax.set_xlabel(q["param"])
     ax.set_ylabel(q["metric"])
     if legend:
