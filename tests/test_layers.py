@@ -26,10 +26,10 @@ ALLOWED = {
     # the Python API (notebooks): one call from a trace to metrics, from a sweep to a frame
     "api": {"core", "trace", "sim", "sweep", "tracking", "report"},
 }
-# names (queue names as keys) and files (how inputs are read and outputs written) are pure
-# helpers of that vocabulary; sim uses names only, never files.
+# names (queue names as keys), units (how each metric is shown) and files (how inputs are read
+# and outputs written) are pure helpers of that vocabulary; sim uses names only, never files.
 CORE = {"drevt_sweep", "drevt_sweep.errors", "drevt_sweep.jobs", "drevt_sweep.names",
-        "drevt_sweep.files"}
+        "drevt_sweep.units", "drevt_sweep.files"}
 
 
 def layer_of(module: str) -> str:

@@ -338,25 +338,31 @@ def test_paired_figure_rows_and_legend(tmp_path):
     fig = plots.paired_figure(table)
     assert fig.axes[0].get_title() == "mean wait" and fig.axes[1].get_title() == "utilization"
     assert [t.get_text() for t in fig.axes[0].get_yticklabels()] == ["easy − fcfs · lognormal"]
-    assert fig.axes[0].get_xlabel() == "B − A (h)" and fig.axes[2].get_xlabel() == "B − A (s)"
+    # one unit per metric (units.py), whatever the size of the difference
+    assert fig.axes[0].get_xlabel() == "B − A (h)" and fig.axes[2].get_xlabel() == "B − A (h)"
     texts = legend_texts(fig)
     assert texts[0].startswith("paired 95% CI") and texts[1].startswith("unpaired 95% CI")
     assert_png(plots.save_figure(fig, tmp_path / "paired.png"))
 
 
-def test_load_factor_figure(tmp_path):
+def test_metric_curves_figure(tmp_path):
     rows = []
     for policy in ("fcfs", "easy"):
         for f in (0.8, 1.0, 1.2):
-            rows.append({"load_factor": f, "line": policy, "wait_mean": 100 * f * (3 if policy == "fcfs" else 1),
-                         "wait_mean_ci95": 5.0, "bsld_mean": 2 * f, "bsld_mean_ci95": 0.1,
+            rows.append({"load_factor": f, "line": policy, "wait_mean": 3600 * f * (3 if policy == "fcfs" else 1),
+                         "wait_mean_ci95": 360.0, "bsld_mean": 2 * f, "bsld_mean_ci95": 0.1,
                          "utilization": 0.6 * f, "utilization_ci95": 0.01})
-    fig = plots.load_factor_figure(pd.DataFrame(rows), line="line")
+    fig = plots.metric_curves_figure(pd.DataFrame(rows), x="load_factor", x_label="workload.load_factor",
+                                     metrics=("wait_mean", "bsld_mean", "utilization"))
     assert [ax.get_xlabel() for ax in fig.axes] == ["workload.load_factor"] * 3
-    assert fig.axes[0].get_title() == "mean wait"
+    assert fig.axes[0].get_title() == "mean wait" and fig.axes[0].get_ylabel() == "mean wait (h)"
+    assert fig.axes[2].get_ylabel() == "utilization (%)"
     assert legend_texts(fig) == ["fcfs", "easy"]
     line = fig.axes[0].get_lines()[0]
     assert line.get_xdata().tolist() == [0.8, 1.0, 1.2]
+    assert line.get_ydata().tolist() == pytest.approx([2.4, 3.0, 3.6])  # hours
+    bands = [c for c in fig.axes[0].collections]
+    assert len(bands) == 2  # one CI band per line
     assert_png(plots.save_figure(fig, tmp_path / "load.png"))
 
 

@@ -75,7 +75,7 @@ class Page(HTMLParser):
             self.headings[current].append(data.strip())
 
     def table(self, cls: str) -> list[list[str]]:
-        return next(t["rows"] for t in self.tables if t["class"] == cls)
+        return next(t["rows"] for t in self.tables if cls in t["class"].split())
 
 
 def parse(path: Path) -> Page:
@@ -201,7 +201,7 @@ def test_report_from_a_sweep_folder(tmp_path):
     page = parse(path)
     assert page.title == "drevt-sweep report: sweep"
     assert page.headings["h1"] == ["drevt-sweep report: sweep"]
-    assert page.headings["h2"] == ["Summary", "Comparison", "Wait-time distributions",
+    assert page.headings["h2"] == ["Headline", "Summary", "Comparison", "Wait-time distributions",
                                    "Paired comparisons (common random numbers)", "Configurations",
                                    "How to reproduce"]
     assert page.headings["h3"] == ["fcfs · actual", "fcfs · normal", "easy · actual", "easy · normal",
@@ -219,8 +219,8 @@ def test_report_from_a_sweep_folder(tmp_path):
     assert "backfill: easy" in text  # the resolved configs are embedded
     paired = page.table("paired")
     comparisons = {(row[0], row[1]) for row in paired[1:]}
-    assert ("easy − fcfs · normal", "mean wait") in comparisons
-    assert ("easy − fcfs · actual", "mean wait") in comparisons
+    assert ("easy − fcfs · normal", "mean wait (h)") in comparisons  # the unit beside the metric
+    assert ("easy − fcfs · actual", "mean wait (h)") in comparisons
     exact = next(row for row in paired[1:] if row[0] == "easy − fcfs · actual")
     assert exact[6] == "exact"
     files = sorted(p.relative_to(sweep / "report_files").as_posix()
@@ -241,17 +241,21 @@ def test_rebuilding_replaces_stale_figures(tmp_path):
     assert not stale.exists()
 
 
-def test_load_factor_section_when_the_sweep_varies_it(tmp_path):
+def test_a_swept_number_gets_its_curves(tmp_path):
     sweep = make_sweep(tmp_path, workload_factors=[0.8, 1.2], models=("normal",), extras=False)
     page = parse(report.build_report(sweep, per_configuration=False))
-    assert "Load factor" in page.headings["h2"]
-    assert (sweep / "report_files" / "load_factor.png").is_file()
+    assert "Metrics against the swept values" in page.headings["h2"]
+    assert (sweep / "report_files" / "curves_workload.load_factor.png").is_file()
+    assert "metrics against workload.load_factor" in {image["alt"] for image in page.images}
     assert page.headings["h3"] == ["fcfs · normal · workload.load_factor=0.8", "easy · normal · workload.load_factor=0.8",
                                    "fcfs · normal · workload.load_factor=1.2", "easy · normal · workload.load_factor=1.2"]
     records, _ = report.load_folder(sweep)
     report.describe(records)
     assert {r.line for r in records} == {"fcfs · normal", "easy · normal"}  # one line per policy
-    assert report.load_factor_table(records)["load_factor"].tolist() == [0.8, 0.8, 1.2, 1.2]
+    assert report.numeric_keys(records) == ["workload.load_factor"]
+    summary = page.table("summary")
+    assert summary[0][2] == "load_factor"  # the swept number has a column of its own, to sort by
+    assert [row[2] for row in summary[1:]] == ["0.8", "0.8", "1.2", "1.2"]
 
 
 def test_labels_describe_what_varies():
@@ -272,11 +276,16 @@ def test_labels_describe_what_varies():
 
 
 def test_fmt_metric_units():
-    assert report.fmt_metric("wait_mean", 90.0, 10.0) == "90.0 ± 10.0 s"
-    assert report.fmt_metric("wait_mean", 4074.1, 396.1) == "67.9 ± 6.6 min"  # one unit for both
-    assert report.fmt_metric("wait_mean", 7200.0) == "120.0 min"
-    assert report.fmt_metric("utilization", 0.6971, 0.002) == "69.7% ± 0.2%"
+    """One unit per metric (hours for waits, % for utilization) whatever the value's size;
+    the header names it, the cell holds plain numbers with three significant digits."""
+    assert report.fmt_metric("wait_mean", 90.0, 10.0) == "0.0250 ± 0.0028"
+    assert report.fmt_metric("wait_mean", 4074.1, 396.1) == "1.13 ± 0.11"
+    assert report.fmt_metric("wait_mean", 7200.0) == "2.00"
+    assert report.fmt_metric("wait_mean", 7200.0, places=0) == "2"  # a column's decimals
+    assert report.fmt_metric("wait_mean", 3.6e9) == "1,000,000"  # never 1e+06
+    assert report.fmt_metric("utilization", 0.6971, 0.002) == "69.7 ± 0.2"
     assert report.fmt_metric("bsld_mean", float("nan")) == "–"
+    assert report.column_places("wait_mean", [36.0, 3600.0, 360000.0]) == 2  # the median's 1.00 h
 
 
 @pytest.mark.parametrize("make, message", [
@@ -419,7 +428,8 @@ def test_the_template_escapes_what_runs_and_configs_carry(tmp_path):
     write_job(sweep, 1, config_dict("sjf", "none", "actual"), ["policy=sjf", f"+note={hostile}"],
               tiny_jobs(), None, [0], status="FAILED", error=f"{hostile}\nsecond line")
     raw = report.build_report(sweep).read_text()
-    assert "<script>" not in raw
+    assert '<script>alert' not in raw  # the page's own script (sortable tables) is the only one
+    assert raw.count("<script>") == 1
     assert "&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;" in raw
     page = parse(sweep / "report.html")
     assert hostile in "".join(page.text)  # shown to the reader as the text it is
@@ -436,3 +446,38 @@ def test_the_folder_report_reads_the_compressed_schedules_the_sweep_writes(tmp_p
         path.unlink()
     page = parse(report.build_report(sweep, per_configuration=False))
     assert "Wait-time distributions" in page.headings["h2"]
+
+
+MATH_NAME = r"$\frac$ trace_$x^2$"  # mathtext that matplotlib cannot parse (issue 29 item 3)
+
+
+def test_a_mathtext_trace_name_is_drawn_as_plain_text(tmp_path, capsys):
+    """A trace named like mathtext used to stop the report ("ParseSyntaxException ... \\frac",
+    exit 1): every text of every figure is plain text, whatever the user's names."""
+    sweep = make_sweep(tmp_path, extras=False)
+    for config in sweep.glob("*/config.yaml"):
+        cfg = yaml.safe_load(config.read_text())
+        cfg["trace"]["name"] = MATH_NAME
+        config.write_text(yaml.safe_dump(cfg, sort_keys=False))
+    assert report.main([str(sweep)]) == 0, capsys.readouterr().err
+    page = parse(sweep / "report.html")
+    assert_embedded_pngs(page)
+    assert f"wait-time CDF on {MATH_NAME}" in {image["alt"] for image in page.images}
+
+
+def test_no_figure_text_is_parsed_as_math():
+    from drevt_sweep.report import figures, search
+
+    fig = figures.wait_cdf_figure({MATH_NAME: np.array([0.0, 5.0, 50.0])}, title=MATH_NAME)
+    texts = [fig.axes[0].title, *fig.legends[0].get_texts()]
+    assert all(not t.get_parse_math() for t in texts)
+    fig.savefig(io.BytesIO(), format="png")  # drawing it raised before
+    result = {"question": {"metric": "wait_p95", "target": 10.0, "direction": "below",
+                           "param": MATH_NAME, "low": 1, "high": 5},
+              "probes": [{"value": v, "mean": m, "ci95": 1.0, "side": "pass", "n_seeds": 2}
+                         for v, m in ((1, 1.0), (3, 100.0), (5, 1000.0))],
+              "runs": 6, "answer": None, "bracket": [1, 5]}
+    fig = search.threshold_figure(result)
+    fig.canvas.draw()
+    ticks = [t.get_text() for t in fig.axes[0].get_yticklabels()]
+    assert ticks and not any("$" in t for t in ticks)  # log ticks as plain text too

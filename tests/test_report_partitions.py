@@ -50,12 +50,13 @@ def test_the_report_shows_each_partition_of_each_configuration(tmp_path):
     tables = [t["rows"] for t in page.tables if t["class"] == "partitions"]
     assert len(tables) == 2  # one per configuration
     header, batch, dbg = tables[0]
-    assert header == ["partition", "nodes", "jobs", "rejected", "node utilization", "core utilization",
-                      "GPU utilization", "mean wait (s)", "p95 wait (s)", "mean bounded slowdown"]
+    assert header == ["partition", "nodes", "jobs", "rejected", "node utilization (%)", "core utilization (%)",
+                      "GPU utilization (%)", "mean wait (h)", "p95 wait (h)", "mean bounded slowdown"]
     # batch: (2 x 100 + 1 x 50) node-s of 2 x 150; waits 0, 100 (p95 95); slowdowns 1, 150/50
-    assert batch == ["batch", "2 (exclusive)", "2", "0", "83.3%", "–", "–", "50.0", "95.0", "2.00"]
+    # (one unit per metric: 50 s = 0.0139 h, 95 s = 0.0264 h)
+    assert batch == ["batch", "2 (exclusive)", "2", "0", "83.3", "–", "–", "0.0139", "0.0264", "2.00"]
     # dbg: dominant shares 2/4 x 10 s + 4/4 x 10 s over 1 x 150; cores 60 of 600; waits 0, 10
-    assert dbg == [HOSTILE, "1 (shared)", "2", "0", "10.0%", "10.0%", "–", "5.0", "9.5", "1.50"]
+    assert dbg == [HOSTILE, "1 (shared)", "2", "0", "10.0", "10.0", "–", "0.0014", "0.0026", "1.50"]
     assert any(image["alt"] == "per-partition metrics by configuration" for image in page.images)
     assert_embedded_pngs(page)
 

@@ -3,7 +3,8 @@
 Nothing here knows of MLflow or Hydra. Every ``*_figure`` function returns a
 ``matplotlib.figure.Figure`` (inspect it in tests, or save it with ``save_figure``, which writes
 a PNG and closes the figure). The Agg backend is selected before pyplot is imported, so this
-works on machines without a display and in worker processes.
+works on machines without a display and in worker processes. Mathtext and TeX are off for
+the same reason of robustness: labels come from user data (see below the imports).
 
 Schedules come in as a *schedule frame*: a pandas DataFrame with the columns of the schedule CSV
 (``outputs.SCHEDULE_COLUMNS``: ``job_id, job_submit_time, begin_time, end_time, num_nodes,
@@ -34,6 +35,16 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
+# Every text drawn here can carry user data (trace and queue names, override values, labels):
+# with mathtext on, a name such as ``$\\frac$`` is parsed as math and the figure fails to draw
+# (issue 29 item 3). Text objects read these settings when they are created, so turning both
+# off once, before any figure exists, covers every title, label, legend and tick of every
+# figure of the report and of search.html. No figure of ours uses mathtext
+# (``PlainLogFormatter`` writes log ticks as plain text).
+matplotlib.rcParams["text.parse_math"] = False
+matplotlib.rcParams["text.usetex"] = False
+
+from .. import units  # noqa: E402
 from ..sim.metrics import BSLD_TAU, bounded_slowdown, node_seconds  # noqa: E402
 
 MAX_BINS = 2000
@@ -618,16 +629,6 @@ def gantt_figure(
 
 
 # --------------------------------------------------------------------------- sweep comparison
-def _wait_scale(values: np.ndarray) -> TimeUnit:
-    finite = values[np.isfinite(values)]
-    top = float(finite.max()) if finite.size else 0.0
-    if top < 600:
-        return _UNITS[0]
-    if top < 3 * 3600:
-        return _UNITS[1]
-    return _UNITS[2]
-
-
 def _axis_name(kind: str, unit_name: str) -> str:
     return {"wait": "wait", "fraction": "utilization", "ratio": "slowdown"}.get(kind, "value") + unit_name
 
@@ -668,12 +669,8 @@ def comparison_figure(
         half = table[half_col].to_numpy(dtype=float) if half_col in table else np.zeros(len(table))
         ref = reference if reference is not None and len(reference) else None
         ref_mean = ref[metric].to_numpy(dtype=float) if ref is not None and metric in ref else np.zeros(0)
-        scale, unit_name = 1.0, ""
-        if kind == "wait":
-            unit = _wait_scale(np.concatenate((mean, ref_mean)))
-            scale, unit_name = unit.seconds, f" ({unit.name})"
-        elif kind == "fraction":
-            scale, unit_name = 0.01, " (%)"
+        display = units.unit(metric)  # the tables' unit, whatever the values' size
+        scale, unit_name = display.scale, f" ({display.name})" if display.name else ""
         for i, h in enumerate(hues):
             rows = np.flatnonzero(table[hue].astype(str).to_numpy() == h)
             pos = np.array([xs.index(str(v)) for v in table[x].astype(str).to_numpy()[rows]], dtype=float)
@@ -750,7 +747,7 @@ def paired_difference(a: Mapping[int, float] | pd.Series, b: Mapping[int, float]
     (the same drawn run times), so its CI is far tighter than Welch's CI for two independent
     means. With one common seed the CIs are NaN (exact for deterministic configurations).
     """
-    from scipy import stats
+    from scipy.special import stdtrit  # scipy.stats.t.ppf's own quantile, without importing scipy.stats
 
     sa = pd.Series(a, dtype=float).dropna()
     sb = pd.Series(b, dtype=float).dropna()
@@ -764,13 +761,13 @@ def paired_difference(a: Mapping[int, float] | pd.Series, b: Mapping[int, float]
     n = len(seeds)
     if n < 2:
         return PairedDifference(n, float(xa.mean()), float(xb.mean()), float(d.mean()), nan, nan)
-    t = stats.t.ppf(0.975, n - 1)
+    t = stdtrit(n - 1, 0.975)
     paired = float(t * d.std(ddof=1) / math.sqrt(n))
     va, vb = xa.var(ddof=1) / n, xb.var(ddof=1) / n
     se = math.sqrt(va + vb)
     if se > 0:
         df = (va + vb) ** 2 / ((va**2 + vb**2) / (n - 1)) if (va > 0 or vb > 0) else n - 1
-        unpaired = float(stats.t.ppf(0.975, df) * se)
+        unpaired = float(stdtrit(df, 0.975) * se)
     else:
         unpaired = 0.0
     return PairedDifference(n, float(xa.mean()), float(xb.mean()), float(d.mean()), paired, unpaired)
@@ -808,13 +805,9 @@ def paired_figure(
                 ax.set_xticks([])
                 continue
             row = match.iloc[0]
-            scale, unit_name = 1.0, ""
-            if kind == "wait" or metric.startswith(("wait_", "turnaround")):
-                widths = [row["difference"], row["paired_ci95"], row["unpaired_ci95"]]
-                unit = _wait_scale(np.abs(np.asarray(widths, dtype=float)))
-                scale, unit_name = unit.seconds, f" ({unit.name})"
-            elif kind == "fraction":
-                scale, unit_name = 0.01, " (pp)"
+            display = units.unit(metric)
+            scale = display.scale
+            unit_name = f" ({display.difference_name})" if display.difference_name else ""
             diff = row["difference"] / scale
             paired = row["paired_ci95"] / scale
             unpaired = row["unpaired_ci95"] / scale
@@ -841,49 +834,67 @@ def paired_figure(
     return fig
 
 
-# --------------------------------------------------------------------------- load-factor curves
-def load_factor_figure(
+# --------------------------------------------------------------------------- metric curves
+MAX_LEGEND_LINES = 16  # a legend with more entries hides the panels
+
+
+def metric_curves_figure(
     table: pd.DataFrame,
     *,
-    x: str = "load_factor",
-    line: str = "policy",
-    metrics: Sequence[str] = ("wait_mean", "bsld_mean", "utilization"),
-    legend_title: str | None = "policy · model",
-    title: str = "Metrics vs offered load (workload.load_factor): mean ± 95% CI over seeds",
+    x: str,
+    line: str = "line",
+    metrics: Sequence[str] = ("wait_mean", "wait_p95", "bsld_mean", "utilization"),
+    x_label: str | None = None,
+    legend_title: str | None = None,
+    title: str = "mean over seeds ± 95% CI",
 ) -> Figure:
-    """One panel per metric, ``x`` on the horizontal axis, one line (with a CI band) per ``line``."""
-    fig, axes = _new_figure(4.6 * len(metrics), 4.2, ncols=len(metrics), squeeze=False)
-    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    """One panel per metric against the swept number ``x``, one line (with its seed CI as a
+    band) per value of ``line``. Values in the metric's display unit (``units.unit``), the same
+    as the report's tables; a panel spanning more than a factor 30 uses a log axis."""
+    from .. import units
+
+    ncols = min(len(metrics), 3)
+    nrows = math.ceil(len(metrics) / ncols)
     groups = list(dict.fromkeys(table[line].astype(str)))
+    legend_rows = math.ceil(len(groups) / 3) if len(groups) <= MAX_LEGEND_LINES else 1
+    fig, axes = _new_figure(4.6 * ncols, 3.8 * nrows + 0.25 * legend_rows, nrows=nrows, ncols=ncols,
+                            squeeze=False)
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    styles = ["-", "--", ":", "-."]
     for k, metric in enumerate(metrics):
-        ax = axes[0][k]
-        panel_title, kind = COMPARISON_METRICS.get(metric, (METRIC_LABELS.get(metric, metric), "ratio"))
-        all_values = table[metric].to_numpy(dtype=float) if metric in table else np.zeros(0)
-        scale, unit_name = 1.0, ""
-        if kind == "wait":
-            unit = _wait_scale(all_values)
-            scale, unit_name = unit.seconds, f" ({unit.name})"
-        elif kind == "fraction":
-            scale, unit_name = 0.01, " (%)"
+        ax = axes[k // ncols][k % ncols]
+        label = METRIC_LABELS.get(metric, metric.replace("_", " "))
+        all_values = table[metric].to_numpy(dtype=float) / units.unit(metric).scale
         for i, g in enumerate(groups):
             rows = table[table[line].astype(str) == g].sort_values(x)
             xv = rows[x].to_numpy(dtype=float)
-            y = rows[metric].to_numpy(dtype=float) / scale
+            y = rows[metric].to_numpy(dtype=float) / units.unit(metric).scale
             half_col = f"{metric}_ci95"
-            half = rows[half_col].to_numpy(dtype=float) / scale if half_col in rows else np.zeros(y.size)
+            half = (rows[half_col].to_numpy(dtype=float) / units.unit(metric).scale
+                    if half_col in rows else np.zeros(y.size))
             half = np.where(np.isfinite(half), half, 0.0)
             color = colors[i % len(colors)]
-            ax.plot(xv, y, marker="o", color=color, label=g)
-            ax.fill_between(xv, y - half, y + half, color=color, alpha=0.2, linewidth=0)
+            ax.plot(xv, y, marker="o" if xv.size <= 30 else None, markersize=3,
+                    linestyle=styles[(i // len(colors)) % len(styles)], color=color, label=g)
+            if half.any():
+                ax.fill_between(xv, y - half, y + half, color=color, alpha=0.18, linewidth=0)
         positive = all_values[np.isfinite(all_values) & (all_values > 0)]
-        log = kind != "fraction" and positive.size > 0 and positive.max() / positive.min() > 30
-        if log:
+        if units.unit(metric) is not units.PERCENT and positive.size and positive.max() / positive.min() > 30:
             log_scale(ax, "y")
-        ax.set_xlabel(f"workload.{x}" if not x.startswith("workload.") else x)
-        ax.set_ylabel(f"{panel_title}{unit_name}" + (", log scale" if log else ""), fontsize=9)
-        ax.set_title(panel_title, fontsize=10)
+        ax.set_xlabel(x_label or x)
+        ax.set_ylabel(units.header(metric, label), fontsize=9)
+        ax.set_title(label, fontsize=10)
         ax.grid(True, alpha=0.3)
-    axes[0][0].legend(fontsize=8, title=legend_title or line)
+    for k in range(len(metrics), nrows * ncols):
+        axes[k // ncols][k % ncols].set_visible(False)
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    if handles and len(handles) <= MAX_LEGEND_LINES:
+        fig.legend(handles, labels, loc="outside lower center", ncols=min(len(labels), 3), fontsize=8,
+                   title=legend_title)
+    elif handles:
+        fig.legend([], [], loc="outside lower center", fontsize=8,
+                   title=f"{len(handles)} lines ({legend_title}): too many for a legend; "
+                         "the sortable table holds every configuration")
     fig.suptitle(title, fontsize=11)
     return fig
 

@@ -36,7 +36,10 @@ import pandas as pd
 
 from .. import __version__
 from ..errors import DrevtError
+from .. import units
 from ..tracking.store import flatten
+from .factors import as_number, numeric_keys, others_label, short_key, swept_keys
+from .headline import headline_view, offered_load_view
 
 PROG = "drevt-sweep-report"
 REPORT_NAME = "report.html"
@@ -53,6 +56,13 @@ LOAD_FACTOR = "workload.load_factor"
 # bookkeeping).
 CONFIG_SECTIONS = ("trace", "format", "timezone", "run_time", "policy", "system", "workload")
 MAX_CDF_CURVES = 12  # more curves than this on one CDF are unreadable
+PAIRED_OPEN_MAX = 60  # a longer paired table starts folded (<details>): the headline sums it up
+MAX_PAIRED_FIGURE_ROWS = 12  # comparisons in the forest plot (the table holds every one)
+MAX_COMPARISON_HUES = 12  # more run-time models x settings than this: the curves show them instead
+# Per-configuration sections (details, config, four figures each) up to this many
+# configurations; above it only on request (``--per-configuration all``): at 1,000
+# configurations they would be ~1,000 figures, minutes of drawing and hundreds of MB.
+PER_CONFIGURATION_MAX = 50
 
 
 class ReportError(DrevtError):
@@ -126,6 +136,7 @@ class ConfigRecord:
     run_id: str | None = None
     error: str | None = None
     config_text: str | None = None  # the resolved YAML
+    config: dict | None = None  # config_text parsed (once)
     overrides: list[str] | None = None  # the job's Hydra overrides
     schedule_path: Path | None = None
     schedule_seed: int | None = None
@@ -160,9 +171,11 @@ def config_params(config: Mapping) -> dict[str, str]:
 
 
 def _yaml_load(text: str):
+    """``yaml.safe_load`` through libyaml when PyYAML has it (~10x faster: a 1,000-configuration
+    sweep's configs took 23 s to parse in pure Python)."""
     import yaml
 
-    return yaml.safe_load(text)
+    return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
 
 
 def _job_order(path: Path) -> tuple[int, str]:
@@ -210,7 +223,8 @@ def _fill_from_folder(record: ConfigRecord, job_dir: Path) -> None:
         if path.is_file() and record.config_text is None:
             record.config_text = path.read_text()
             try:
-                record.params = config_params(_yaml_load(record.config_text) or {})
+                record.config = _yaml_load(record.config_text) or {}
+                record.params = config_params(record.config)
             except Exception:  # noqa: BLE001 - a damaged file only costs the params
                 pass
     overrides = job_dir / ".hydra" / "overrides.yaml"
@@ -222,12 +236,36 @@ def _fill_from_folder(record: ConfigRecord, job_dir: Path) -> None:
     metrics_csv = job_dir / "seed_metrics.csv"
     if metrics_csv.is_file() and metrics_csv.stat().st_size > 1:
         try:
-            frame = pd.read_csv(metrics_csv)
+            frame = read_seed_metrics(metrics_csv)
             if "seed" in frame:
                 record.seed_metrics = frame.set_index("seed").sort_index()
-        except (ValueError, pd.errors.EmptyDataError):
+        except (ValueError, pd.errors.EmptyDataError, pd.errors.ParserError):
             pass
     _set_schedule(record, sorted(job_dir.glob("schedule_seed*.csv.gz")) or sorted(job_dir.glob("schedule_seed*.csv")))
+
+
+def read_seed_metrics(path: Path) -> pd.DataFrame:
+    """A ``seed_metrics.csv`` (a header and a few rows of numbers) as a frame: parsed by the
+    csv module, since ``pd.read_csv``'s ~5 ms of set-up per file was 5 s of a 1,000-configuration
+    report; anything that is not plain numbers goes through ``pd.read_csv`` as before."""
+    import csv
+
+    with open(path, newline="") as handle:
+        rows = list(csv.reader(handle))
+    if not rows:
+        raise pd.errors.EmptyDataError(f"{path}: empty")
+    header, body = rows[0], rows[1:]
+    try:
+        columns = {name: [float(row[i]) if row[i] != "" else np.nan for row in body]
+                   for i, name in enumerate(header)}
+        if any(len(row) != len(header) for row in body) or len(set(header)) != len(header):
+            raise ValueError("not a plain table")
+    except (ValueError, IndexError):
+        return pd.read_csv(path)
+    frame = pd.DataFrame(columns, columns=header)
+    if "seed" in frame and body:
+        frame["seed"] = frame["seed"].astype(np.int64)
+    return frame
 
 
 def _set_schedule(record: ConfigRecord, paths: Sequence[Path]) -> None:
@@ -249,7 +287,7 @@ def discover_uri(records: Sequence[ConfigRecord]) -> str | None:
         if not record.config_text:
             continue
         try:
-            config = _yaml_load(record.config_text) or {}
+            config = record.config if record.config is not None else _yaml_load(record.config_text) or {}
         except Exception:  # noqa: BLE001
             continue
         tracking = config.get("tracking") or {}
@@ -414,6 +452,13 @@ def describe(records: Sequence[ConfigRecord]) -> None:
     values = {k: [r.params.get(k, "—") for r in records] for k in keys}
     varying = [k for k in keys if len(set(values[k])) > 1]
 
+    # per sub-key, the values it takes under each option's name (one pass, not one per record)
+    under_name: dict[tuple[str, str], set] = {}
+    for r in records:
+        for k in varying:
+            name_key = f"{k.split('.', 1)[0]}.name"
+            under_name.setdefault((k, r.params.get(name_key)), set()).add(r.params.get(k, "—"))
+
     def parts(record: ConfigRecord, group: str) -> list[str]:
         name_key = f"{group}.name"
         out = []
@@ -423,8 +468,7 @@ def describe(records: Sequence[ConfigRecord]) -> None:
             if not k.startswith(group + ".") or k == name_key or k not in record.params:
                 continue
             # a sub-key that only follows the option's name is implied by it
-            same_name = [r for r in records if r.params.get(name_key) == record.params.get(name_key)]
-            if len({r.params.get(k, "—") for r in same_name}) > 1:
+            if len(under_name[(k, record.params.get(name_key))]) > 1:
                 short = k.split(".", 1)[1] if group in ("policy", "run_time") else k
                 out.append(f"{short}={record.params[k]}")
         return out
@@ -524,74 +568,23 @@ def paired_table(records: Sequence[ConfigRecord], metrics: Sequence[str] = PAIRE
     return pd.DataFrame(rows)
 
 
-def load_factor_table(records: Sequence[ConfigRecord]) -> pd.DataFrame:
-    rows = []
-    for r in records:
-        if r.replay or LOAD_FACTOR not in r.params or not r.metrics:
-            continue
-        try:
-            factor = float(r.params[LOAD_FACTOR])
-        except ValueError:
-            continue
-        row = {"load_factor": factor, "line": r.line}
-        for m in KEY_METRICS:
-            row[m] = r.metrics.get(m, np.nan)
-            row[f"{m}_ci95"] = r.metrics.get(f"{m}_ci95", np.nan)
-        rows.append(row)
-    frame = pd.DataFrame(rows)
-    if frame.empty or frame["load_factor"].nunique() < 2:
-        return pd.DataFrame()
-    return frame
-
-
 # =============================================================================== formatting
-def _duration_unit(seconds: float) -> tuple[float, str, int]:
-    size = abs(seconds)
-    if size < 600:
-        return 1.0, "s", 1
-    if size < 3 * 3600:
-        return 60.0, "min", 1
-    if size < 3 * 86400:
-        return 3600.0, "h", 2
-    return 86400.0, "days", 2
+def column_places(metric: str, values: Iterable[float]) -> int:
+    """The decimals of a whole table column of ``metric`` (``units.decimals``): one unit per
+    metric (``units.unit``), named in the header, the same precision in every cell."""
+    return units.decimals(metric, [v for v in values if v is not None])
 
 
-def _fmt_duration(seconds: float, half: float | None = None) -> str:
-    """A duration in a readable unit; ``half`` (a CI half-width) in the same unit."""
-    if seconds is None or not np.isfinite(seconds):
-        return "–"
-    scale, name, digits = _duration_unit(seconds)
-    text = f"{seconds / scale:,.{digits}f}"
-    if half is not None:
-        text += f" ± {half / scale:,.{digits}f}"
-    return f"{text} {name}"
-
-
-def _is_duration(metric: str) -> bool:
-    return metric.startswith(("wait", "turnaround", "makespan", "user_wait"))
-
-
-def column_unit(values: Iterable[float]) -> tuple[float, str, int]:
-    """One duration unit for a whole table column: the one that suits its median value."""
-    finite = [abs(v) for v in values if v is not None and np.isfinite(v)]
-    return _duration_unit(float(np.median(finite)) if finite else 0.0)
-
-
-def fmt_metric(metric: str, value, half=None, unit: tuple[float, str, int] | None = None) -> str:
-    """A metric value (± its CI half-width) in a readable unit; ``unit`` (a duration's
-    ``column_unit``) fixes the unit and leaves its name to the column's header."""
+def fmt_metric(metric: str, value, half=None, places: int | None = None) -> str:
+    """A metric value (± its CI half-width) in the metric's display unit, without the unit's
+    name (the column's header names it); ``places``: the column's decimals."""
     if value is None or not np.isfinite(value):
         return "–"
-    has_half = half is not None and np.isfinite(half) and half > 0
-    if _is_duration(metric) and unit is not None:
-        scale, _, digits = unit
-        return f"{value / scale:,.{digits}f}" + (f" ± {half / scale:,.{digits}f}" if has_half else "")
-    if _is_duration(metric):
-        return _fmt_duration(value, half if has_half else None)
-    if metric == "utilization":
-        return f"{value:.1%}" + (f" ± {half:.1%}" if has_half else "")
-    digits = 2 if abs(value) < 100 else 1
-    return f"{value:,.{digits}f}" + (f" ± {half:,.{digits}f}" if has_half else "")
+    places = units.decimals(metric, [value]) if places is None else places
+    text = units.number(metric, value, places)
+    if half is not None and np.isfinite(half) and half > 0:
+        text += " ± " + units.number(metric, half, places)
+    return text
 
 
 def _command(args: Sequence[str], multirun: bool = False) -> str:
@@ -637,7 +630,8 @@ class _Context:
     source: str
     notes: list[str]
     uri: str | None
-    per_configuration: bool = True
+    per_configuration: bool = True  # figures in the per-configuration sections
+    sections: bool = True  # per-configuration sections at all
 
 
 def build_report(
@@ -645,7 +639,8 @@ def build_report(
     tracking_uri: str | None = None,
     *,
     log_to_mlflow: bool = False,
-    per_configuration: bool = True,
+    per_configuration: bool | None = None,
+    sections: bool | None = None,
 ) -> Path:
     """Write ``report.html`` (and ``report_files/*.png``) into ``sweep_dir``; return its path.
 
@@ -653,8 +648,11 @@ def build_report(
     configs name, when it exists) — the parent runs tagged ``drevt_sweep_dir`` = this folder —
     or, when no store answers, from the folder's ``result.json`` files. ``log_to_mlflow`` also
     attaches the report to the sweep's own run (``drevt_kind=sweep``; created if missing);
-    ``per_configuration=False`` leaves out the per-configuration figures (for very large sweeps:
-    four figures per configuration add up). Raises ``ReportError`` when neither source knows the sweep.
+    ``sections``: one section per configuration (its details, resolved config and figures);
+    default for sweeps of at most ``PER_CONFIGURATION_MAX`` configurations. Larger sweeps get
+    the headline, the sortable table and the curves only, and build in seconds.
+    ``per_configuration=False`` keeps the sections but leaves out their figures (four per
+    configuration add up); default: figures wherever there are sections. Raises ``ReportError`` when neither source knows the sweep.
     """
     sweep_dir = Path(sweep_dir).expanduser().absolute()
     if sweep_dir.exists() and not sweep_dir.is_dir():
@@ -693,7 +691,11 @@ def build_report(
         if figure_dir.is_dir():
             shutil.rmtree(figure_dir)
         figure_dir.mkdir(parents=True)
-        context = _Context(sweep_dir, figure_dir, records, source, notes, uri, per_configuration)
+        if sections is None:
+            sections = len(records) <= PER_CONFIGURATION_MAX
+        context = _Context(sweep_dir, figure_dir, records, source, notes, uri,
+                           per_configuration=sections if per_configuration is None else per_configuration,
+                           sections=sections)
         document = _render(context)
     target = sweep_dir / REPORT_NAME
     tmp = target.with_name(f".{REPORT_NAME}.tmp")
@@ -864,32 +866,16 @@ def _view(ctx: _Context) -> dict:
         "bsld_tau": f"{plots.BSLD_TAU:g}",
     }
 
-    columns = {"wait_mean": "mean wait", "wait_p95": "p95 wait", "bsld_mean": "mean bounded slowdown",
-               "utilization": "utilization", "makespan": "makespan",
-               "user_wait_mean_max": "worst user's mean wait",
-               "user_bsld_jain": "Jain's index (users' slowdown)"}
-    units = {m: column_unit(r.metrics.get(m) for r in records) for m in columns if _is_duration(m)}
-    summary_rows = []
-    for r in records:
-        m = r.metrics
-        summary_rows.append({
-            "key": r.key, "label": r.label, "status": r.status,
-            "error": r.error.splitlines()[0] if r.error else "",
-            "cells": [
-                str(len(r.seeds)), f"{r.jobs:,}" if isinstance(r.jobs, int) else "–",
-                *(fmt_metric(metric, m.get(metric), m.get(f"{metric}_ci95"), units.get(metric))
-                  for metric in columns),
-            ],
-        })
-    view["summary"] = {
-        "header": ["configuration", "status", "seeds", "jobs",
-                   *(f"{name} ({units[m][1]})" if m in units else name for m, name in columns.items())],
-        "rows": summary_rows,
-    }
+    swept = swept_keys(records)
+    numeric = numeric_keys(records, swept)
+    view["summary"] = _summary_view(records, swept)
+    view["headline"] = headline_view(records, swept, numeric)
+    view["offered_load"] = offered_load_view(records, figures.frame)
 
     view["comparison"] = None
     simulated, reference = comparison_table(records)
-    if not simulated.empty:
+    hues = simulated["model"].nunique() if not simulated.empty else 0
+    if not simulated.empty and hues <= MAX_COMPARISON_HUES:  # else the curves show it
         if reference.empty and len(traces) == 1:  # no replay configuration: the trace's history
             sims = [r for r in records if not r.replay and r.metrics and r.recorded_run_times]
             baseline, _ = figures.baseline(sims[0]) if sims else (None, "")
@@ -910,12 +896,12 @@ def _view(ctx: _Context) -> dict:
     from .partitions import partition_view
 
     view["partitions"] = partition_view(records, ctx.figure_dir, plots, fmt_metric=fmt_metric,
-                                        column_unit=column_unit, embed=_figure)
+                                        column_places=column_places, embed=_figure)
 
     view["cdfs"] = []
     for checksum, first in traces.items():  # one wait-time CDF figure per trace
-        members = [r for r in records if r.trace_checksum == checksum and not r.replay
-                   and figures.frame(r) is not None][:MAX_CDF_CURVES]
+        members = _first_with(records, MAX_CDF_CURVES, lambda r: r.trace_checksum == checksum and not r.replay
+                              and figures.frame(r) is not None)
         if not members:
             continue
         recorded = [r for r in members if r.recorded_run_times]
@@ -925,22 +911,22 @@ def _view(ctx: _Context) -> dict:
             {r.key: figures.frame(r) for r in members}, baseline, styles=line_styles(members),
             title=f"Wait-time distribution on {name} (one seed per configuration)",
         )
+        shown = "" if len(members) < MAX_CDF_CURVES else f" At most {MAX_CDF_CURVES} curves: the first configurations."
         view["cdfs"].append(_figure(plots.save_figure(fig, ctx.figure_dir / f"wait_cdf_{checksum[:12]}.png"),
                                     f"wait-time CDF on {name}",
-                                    "The CDF of each configuration from the schedule of the seed it kept."))
+                                    "The CDF of each configuration from the schedule of the seed it kept." + shown))
 
     view["per_user"] = _per_user_view(records, ctx, plots)
 
     view["paired"] = _paired_view(records, ctx, plots)
+    view["paired_open_max"] = PAIRED_OPEN_MAX
 
-    view["load_factor"] = None
-    load = load_factor_table(records)
-    if not load.empty:
-        fig = plots.load_factor_figure(load, line="line")
-        view["load_factor"] = _figure(plots.save_figure(fig, ctx.figure_dir / "load_factor.png"),
-                                      "metrics versus load factor", "One line per policy and model.")
+    view["curves"] = _curves_view(records, swept, numeric, ctx, plots)
 
-    view["configurations"] = [_configuration_view(r, index, ctx, figures) for index, r in enumerate(records)]
+    view["sections"] = ctx.sections
+    view["per_configuration_max"] = PER_CONFIGURATION_MAX
+    view["configurations"] = ([_configuration_view(r, index, ctx, figures) for index, r in enumerate(records)]
+                              if ctx.sections else [])
 
     view["sweep_command"] = sweep_command(ctx.sweep_dir)
     view["traces"] = [{"name": r.params.get("trace.name", "?"), "path": r.params.get("trace.path", "?"),
@@ -977,6 +963,101 @@ def _per_user_view(records: Sequence[ConfigRecord], ctx: _Context, plots) -> dic
                    "(Σx)²/(n Σx²) over the users' mean bounded slowdowns (1 = all equal).")
 
 
+def _first_with(records: Sequence[ConfigRecord], count: int, wanted) -> list[ConfigRecord]:
+    """The first ``count`` records for which ``wanted(record)`` holds, testing no more (a test
+    may read a schedule: a 1,000-configuration sweep must not read them all for 12 curves)."""
+    out = []
+    for r in records:
+        if len(out) >= count:
+            break
+        if wanted(r):
+            out.append(r)
+    return out
+
+
+SUMMARY_METRICS = {"wait_mean": "mean wait", "wait_p95": "p95 wait", "bsld_mean": "mean bounded slowdown",
+                   "utilization": "utilization", "makespan": "makespan",
+                   "user_wait_mean_max": "worst user's mean wait",
+                   "user_bsld_jain": "Jain's index (users' slowdown)"}
+
+
+def _cell(text: str, value=None) -> dict:
+    """A table cell: its text and the number it sorts by (none: it sorts as text)."""
+    number = float(value) if isinstance(value, (int, float)) and np.isfinite(value) else None
+    return {"text": text, "v": "" if number is None else repr(number)}
+
+
+def _summary_view(records: Sequence[ConfigRecord], swept: Sequence[str]) -> dict:
+    """The sortable table of every configuration: the swept numbers as their own columns (sort
+    by machine size, load ...), jobs run, rejected jobs when any configuration rejected some,
+    and the metrics in one unit per column, named in its header (``units``)."""
+    numeric = [k for k in numeric_keys(records, swept)]
+    rejected = any(r.metrics.get("jobs_rejected", 0) > 0 for r in records)
+    metrics = [m for m in SUMMARY_METRICS if any(m in r.metrics for r in records)] or list(SUMMARY_METRICS)[:4]
+    places = {m: column_places(m, [r.metrics.get(m) for r in records]) for m in metrics}
+    header = ["configuration", "status", *(short_key(k) for k in numeric), "seeds", "jobs run"]
+    header += ["rejected jobs"] if rejected else []
+    header += [units.header(m, SUMMARY_METRICS[m]) for m in metrics]
+    rows = []
+    for r in records:
+        m = r.metrics
+        ran = m.get("jobs_simulated", r.jobs if isinstance(r.jobs, int) else None)
+        cells = [_cell(r.params.get(k, "–"), as_number(r.params.get(k))) for k in numeric]
+        cells += [_cell(str(len(r.seeds)), len(r.seeds)),
+                  _cell(f"{ran:,.0f}" if ran is not None else "–", ran)]
+        if rejected:
+            cells.append(_cell(f"{m['jobs_rejected']:,.0f}" if "jobs_rejected" in m else "–",
+                               m.get("jobs_rejected")))
+        cells += [_cell(fmt_metric(metric, m.get(metric), m.get(f"{metric}_ci95"), places[metric]),
+                        m.get(metric)) for metric in metrics]
+        rows.append({"key": r.key, "label": r.label, "status": r.status,
+                     "error": r.error.splitlines()[0] if r.error else "", "cells": cells})
+    return {"header": header, "rows": rows, "rejected": rejected}
+
+
+CURVE_METRICS = ("wait_mean", "wait_p95", "bsld_mean", "utilization")
+
+
+def _curves_view(records: Sequence[ConfigRecord], swept: Sequence[str], numeric: Sequence[str],
+                 ctx: _Context, plots) -> list[dict]:
+    """For each swept number: the headline metrics against it, one line per combination of the
+    other swept keys, the seed CI as a band (and the rejected jobs when some were)."""
+    out = []
+    simulated = [r for r in records if not r.replay and r.metrics and r.status == "FINISHED"]
+    if not simulated:
+        return out
+    rejected = any(r.metrics.get("jobs_rejected", 0) > 0 for r in simulated)
+    metrics = [m for m in CURVE_METRICS if any(m in r.metrics for r in simulated)]
+    metrics += ["jobs_rejected"] if rejected else []
+    for key in numeric:
+        others = [k for k in swept if k != key]
+        rows = []
+        for r in simulated:
+            x = as_number(r.params.get(key))
+            if x is None:
+                continue
+            row = {"x": x, "line": others_label(r, others)}
+            for m in metrics:
+                row[m] = r.metrics.get(m, np.nan)
+                row[f"{m}_ci95"] = r.metrics.get(f"{m}_ci95", np.nan)
+            rows.append(row)
+        table = pd.DataFrame(rows)
+        if table.empty or table["x"].nunique() < 2:
+            continue
+        lines = table["line"].nunique()
+        fig = plots.metric_curves_figure(
+            table, x="x", x_label=key, metrics=metrics,
+            legend_title=" · ".join(short_key(k) for k in others) or None,
+            title=f"Against {key}: mean over seeds ± 95% CI (band), one line per "
+                  + ("combination of the other swept keys" if others else "sweep"))
+        name = f"curves_{re.sub(r'[^A-Za-z0-9_.-]', '_', key)}.png"
+        out.append(_figure(plots.save_figure(fig, ctx.figure_dir / name), f"metrics against {key}",
+                           f"{table['x'].nunique()} values of {key}, {lines} line(s) "
+                           f"({' · '.join(others) if others else 'nothing else swept'}); units as in the "
+                           "summary table."))
+    return out
+
+
 def _paired_view(records: Sequence[ConfigRecord], ctx: _Context, plots) -> dict:
     """The paired-comparison table (and its figure when some pair has two or more seeds)."""
     paired = paired_table(records)
@@ -985,8 +1066,10 @@ def _paired_view(records: Sequence[ConfigRecord], ctx: _Context, plots) -> dict:
                        "unpaired 95% CI", "unpaired / paired", "verdict"]}
     if paired.empty:
         return view
+    places_of = {m: column_places(m, list(rows["mean_a"]) + list(rows["mean_b"]))
+                 for m, rows in paired.groupby("metric")}
     stochastic = paired[paired["seeds"] >= 2]
-    if not stochastic.empty:
+    if not stochastic.empty and stochastic["comparison"].nunique() <= MAX_PAIRED_FIGURE_ROWS:
         headline = stochastic["metric"].isin(("wait_mean", "bsld_mean"))
         fig = plots.paired_figure(stochastic[headline] if headline.any() else stochastic)
         view["figure"] = _figure(plots.save_figure(fig, ctx.figure_dir / "paired.png"),
@@ -994,27 +1077,50 @@ def _paired_view(records: Sequence[ConfigRecord], ctx: _Context, plots) -> dict:
                                  "Thick: paired 95% CI of the per-seed difference; thin grey: unpaired CI.")
     for _, p in paired.iterrows():
         metric = p["metric"]
+        places = places_of[metric]
         if p["seeds"] < 2:
             paired_text = unpaired_text = "exact" if p["deterministic"] else "– (one seed)"
             ratio = "–"
             verdict = "–"
             if p["deterministic"]:
-                verdict = ("equal within rounding"
-                           if abs(p["difference"]) < _resolution(metric, p["mean_a"], p["mean_b"])
-                           else "B lower" if p["difference"] < 0 else "B higher")
+                verdict = ("equal within rounding" if _rounds_to_zero(metric, p["difference"], places)
+                           else _better_or_worse(metric, p["difference"]))
         else:
-            paired_text = "± " + _fmt_diff(metric, p["paired_ci95"], signed=False)
-            unpaired_text = "± " + _fmt_diff(metric, p["unpaired_ci95"], signed=False)
+            paired_text = "± " + units.number(metric, p["paired_ci95"], places)
+            unpaired_text = "± " + units.number(metric, p["unpaired_ci95"], places)
             ratio = f"{p['ratio']:.1f}×" if np.isfinite(p["ratio"]) else "–"
             lo, hi = p["difference"] - p["paired_ci95"], p["difference"] + p["paired_ci95"]
-            verdict = ("B lower" if hi < 0 else "B higher" if lo > 0
+            verdict = (_better_or_worse(metric, p["difference"]) if hi < 0 or lo > 0
                        else "equal" if lo == hi == 0 else "not resolved")
         view["rows"].append([
-            p["comparison"], plots.METRIC_LABELS.get(metric, metric), str(int(p["seeds"])),
-            fmt_metric(metric, p["mean_a"]), fmt_metric(metric, p["mean_b"]),
-            _fmt_diff(metric, p["difference"]), paired_text, unpaired_text, ratio, verdict,
+            p["comparison"], _metric_row_label(metric), str(int(p["seeds"])),
+            units.number(metric, p["mean_a"], places), units.number(metric, p["mean_b"], places),
+            units.number(metric, p["difference"], places, signed=True), paired_text, unpaired_text,
+            ratio, verdict,
         ])
     return view
+
+
+def _metric_row_label(metric: str) -> str:
+    """A metric's name and unit for a table that mixes metrics row by row."""
+    from .figures import METRIC_LABELS
+
+    u = units.unit(metric)
+    label = METRIC_LABELS.get(metric, metric)
+    if u.difference_name != u.name:
+        return f"{label} ({u.name}; B − A in {u.difference_name})"
+    return units.header(metric, label)
+
+
+def _better_or_worse(metric: str, difference: float) -> str:
+    """The verdict on B − A in plain words: "B better" or "B worse"."""
+    better = difference < 0 if units.lower_is_better(metric) else difference > 0
+    return "B better" if better else "B worse"
+
+
+def _rounds_to_zero(metric: str, difference: float, places: int) -> bool:
+    """A difference that the table's rounding shows as zero is no finding, whatever its sign."""
+    return abs(units.shown(metric, difference)) < 0.5 * 10.0 ** -places
 
 
 def _configuration_view(r: ConfigRecord, index: int, ctx: _Context, figures: _Figures) -> dict:
@@ -1077,31 +1183,6 @@ def history_metrics(frame: pd.DataFrame, total_nodes: int) -> dict[str, float]:
     }
 
 
-def _resolution(metric: str, a: float, b: float) -> float:
-    """The smallest difference the report shows for two values of a metric (its rounding):
-    a smaller one is no finding, whatever its sign."""
-    if metric == "utilization":
-        return 0.001  # 0.1 percentage points
-    size = max(abs(a), abs(b)) if np.isfinite(a) and np.isfinite(b) else 0.0
-    if _is_duration(metric):
-        scale, _, digits = _duration_unit(size)
-        return scale * 10.0 ** -digits
-    return 10.0 ** -(2 if size < 100 else 1)
-
-
-def _fmt_diff(metric: str, value, signed: bool = True) -> str:
-    """A difference (signed, with a real minus sign) or a CI half-width (``signed=False``)."""
-    if value is None or not np.isfinite(value):
-        return "–"
-    sign = ("+" if value > 0 else "−" if value < 0 else "") if signed else ""
-    size = abs(value)
-    if metric == "utilization":
-        return f"{sign}{size * 100:.2f} pp"
-    if _is_duration(metric):
-        return sign + _fmt_duration(size)
-    return f"{sign}{size:,.2f}"
-
-
 # =============================================================================== command line
 def main(argv: Sequence[str] | None = None) -> int:
     """``drevt-sweep-report SWEEP_DIR [--tracking-uri URI]``: 0 done, 2 bad input, 1 a bug."""
@@ -1115,12 +1196,18 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="MLflow store (default: the one the sweep's configs name, if it exists)")
     parser.add_argument("--log-to-mlflow", action="store_true",
                         help="also attach report.html to the sweep's own MLflow run")
+    parser.add_argument("--per-configuration", choices=("auto", "all", "none"), default="auto",
+                        help="one section (details, config, figures) per configuration: auto = only "
+                        f"for sweeps of at most {PER_CONFIGURATION_MAX} configurations (default), "
+                        "all = always, none = never")
     parser.add_argument("--sweep-figures-only", action="store_true",
-                        help="leave out the per-configuration figures (very large sweeps)")
+                        help="keep the per-configuration sections but draw none of their figures")
     args = parser.parse_args(argv)
+    sections = {"auto": None, "all": True, "none": False}[args.per_configuration]
     try:
         path = build_report(Path(args.sweep_dir), args.tracking_uri, log_to_mlflow=args.log_to_mlflow,
-                            per_configuration=not args.sweep_figures_only)
+                            per_configuration=False if args.sweep_figures_only else None,
+                            sections=sections)
     except DrevtError as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return 2

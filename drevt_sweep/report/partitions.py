@@ -21,6 +21,7 @@ from typing import Callable, Sequence
 import pandas as pd
 import yaml
 
+from .. import units
 from ..names import queue_key
 
 PREFIX = "partition/"
@@ -84,29 +85,28 @@ def partition_frame(records: Sequence) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _cell(fmt_metric: Callable, kind: str, metric: str, value, half, unit) -> str:
+def _cell(fmt_metric: Callable, kind: str, metric: str, value, half, places) -> str:
     if kind == "count":
         return "–" if value != value else f"{value:,.0f}"
-    return fmt_metric("utilization" if kind == "fraction" else metric, value, half,
-                      unit if kind == "duration" else None)
+    return fmt_metric(metric, value, half, places)
 
 
-def partition_tables(frame: pd.DataFrame, fmt_metric: Callable, column_unit: Callable) -> list[dict]:
-    """One table per configuration (a row per partition); durations in one unit per column,
-    the same in every table so that they compare (``fmt_metric``, ``column_unit``: the
-    report's formats)."""
-    units = {metric: column_unit(frame[metric]) for _, metric, kind in COLUMNS if kind == "duration"}
+def partition_tables(frame: pd.DataFrame, fmt_metric: Callable, column_places: Callable) -> list[dict]:
+    """One table per configuration (a row per partition); each metric in its one unit
+    (``units``, named in the header) with the same decimals in every table so that they
+    compare (``fmt_metric``, ``column_places``: the report's formats)."""
+    places = {metric: column_places(metric, frame[metric]) for _, metric, kind in COLUMNS if kind != "count"}
     tables = []
     for key, rows in frame.groupby("configuration", sort=False):
         header = ["partition", "nodes"] + [
-            f"{name} ({units[metric][1]})" if metric in units else name for name, metric, _ in COLUMNS]
+            name if kind == "count" else units.header(metric, name) for name, metric, kind in COLUMNS]
         body = []
         for _, row in rows.iterrows():
             nodes = "–" if row["nodes"] is None or row["nodes"] != row["nodes"] else f"{int(row['nodes']):,}"
             if isinstance(row["sharing"], str):
                 nodes += f" ({row['sharing']})"
             body.append([row["partition"], nodes] + [
-                _cell(fmt_metric, kind, metric, row[metric], row[f"{metric}_ci95"], units.get(metric))
+                _cell(fmt_metric, kind, metric, row[metric], row[f"{metric}_ci95"], places.get(metric))
                 for _, metric, kind in COLUMNS])
         tables.append({"configuration": key, "header": header, "rows": body})
     return tables
@@ -126,13 +126,13 @@ def partition_figure(frame: pd.DataFrame, plots):
 
 
 def partition_view(records: Sequence, figure_dir: Path, plots, *, fmt_metric: Callable,
-                   column_unit: Callable, embed: Callable) -> dict | None:
+                   column_places: Callable, embed: Callable) -> dict | None:
     """The report's "Partitions" section, or None when no configuration has partitions
     (``embed(path, alt, caption)``: how the report embeds a saved figure)."""
     frame = partition_frame(records)
     if frame.empty:
         return None
-    view = {"tables": partition_tables(frame, fmt_metric, column_unit), "figure": None}
+    view = {"tables": partition_tables(frame, fmt_metric, column_places), "figure": None}
     if frame["partition"].nunique() > 1 or frame["configuration"].nunique() > 1:
         fig = partition_figure(frame, plots)
         view["figure"] = embed(plots.save_figure(fig, figure_dir / "partitions.png"),
