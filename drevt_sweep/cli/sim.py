@@ -455,6 +455,7 @@ def _report_reading(jobs, options) -> None:
 _REPORTED_ABOVE = ("rejected_oversized", "rejected_capacity")  # reported with the jobs' rows instead
 _REJECT_TEXT = {  # drevt_sweep.sim.machine.REJECT_REASONS
     "no_partition": "their queue/partition maps to no partition",
+    "unknown_partition": "their partition is not one the machine has",
     "nodes": "more nodes than their partition has",
     "cores": "more cores per node than a node has",
     "gpus": "more GPUs per node than a node has",
