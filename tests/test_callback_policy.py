@@ -18,18 +18,16 @@ from drevt_sweep.sweep.callback_policy import ALLOW_ENV, CallbackRefused, check_
 from sweep_helpers import TINY
 
 
-def preset(tmp_path: Path, marker: Path) -> Path:
-    """A user's experiment preset whose callback would create ``marker`` when instantiated."""
+def preset(tmp_path: Path, marker: Path, section: str = "callbacks", key: str = "_target_",
+           target: str = "os.makedirs") -> Path:
+    """A user's experiment preset whose callback (or logging factory) would create ``marker``
+    when instantiated."""
     conf = tmp_path / "conf" / "experiment"
     conf.mkdir(parents=True)
-    (conf / "evil.yaml").write_text(textwrap.dedent(f"""\
-        # @package _global_
-        hydra:
-          callbacks:
-            evil:
-              _target_: os.makedirs
-              name: {marker}
-        """))
+    node = {"evil": {key: target, "name": str(marker)}}
+    for name in reversed(section.split(".")):
+        node = {name: node}
+    (conf / "evil.yaml").write_text("# @package _global_\n" + OmegaConf.to_yaml({"hydra": node}))
     return tmp_path / "conf"
 
 
@@ -53,6 +51,24 @@ def test_a_callback_from_a_preset_is_refused_before_it_runs(tmp_path):
     assert not (tmp_path / "sweep").exists()
 
 
+@pytest.mark.parametrize("section, key, target", [
+    # issue 27 item 4: names under an allowed prefix that resolve, by attribute, to os.makedirs
+    ("callbacks", "_target_", "drevt_sweep.sweep.app.os.makedirs"),
+    ("job_logging.formatters", "()", "logging.os.makedirs"),
+    ("job_logging.handlers", "class", "logging.os.makedirs"),
+    ("hydra_logging.formatters", "()", "logging.os.makedirs"),  # applied while Hydra composes
+])
+def test_a_name_that_only_looks_allowed_is_refused_before_it_runs(tmp_path, section, key, target):
+    marker = tmp_path / "ran"
+    done = sweep(tmp_path, preset(tmp_path, marker, section, key, target), env={ALLOW_ENV: ""})
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert f"hydra.{section}.evil.{key} is '{target}': a config may only name" in done.stderr
+    assert f"{ALLOW_ENV}={target}" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert not marker.exists()
+    assert not (tmp_path / "sweep").exists()
+
+
 @pytest.mark.slow
 def test_a_callback_allowed_in_the_environment_runs(tmp_path):
     marker = tmp_path / "ran"
@@ -72,8 +88,24 @@ def test_own_callbacks_plugins_and_standard_logging_are_allowed(monkeypatch):
         launcher: {_target_: hydra_plugins.hydra_joblib_launcher.joblib_launcher.JoblibLauncher}
         sweeper: {_target_: hydra._internal.core_plugins.basic_sweeper.BasicSweeper}
         callbacks: {summary: {_target_: drevt_sweep.sweep.app.SweepSummaryCallback}}
-        job_logging: {handlers: {file: {class: logging.FileHandler, filename: x.log}}}
+        job_logging: {handlers: {file: {class: logging.FileHandler, filename: x.log},
+                                 out: {class: logging.StreamHandler, stream: 'ext://sys.stdout'},
+                                 mail: {class: logging.handlers.RotatingFileHandler, filename: y}},
+                      formatters: {f: {'()': logging.Formatter}}, filters: {g: {'()': logging.Filter}}}
         """))
+
+
+def test_hydras_own_logging_configs_are_allowed(monkeypatch):
+    """Every job_logging/hydra_logging preset that Hydra ships passes the check."""
+    import hydra
+
+    monkeypatch.delenv(ALLOW_ENV, raising=False)
+    shipped = Path(hydra.__file__).parent / "conf" / "hydra"
+    files = sorted(shipped.glob("*_logging/*.yaml"))
+    assert len(files) >= 4
+    for path in files:
+        node = path.parent.name
+        check_hydra_targets(OmegaConf.create({node: OmegaConf.load(path)}))
 
 
 @pytest.mark.parametrize("text, where", [
@@ -83,6 +115,17 @@ def test_own_callbacks_plugins_and_standard_logging_are_allowed(monkeypatch):
      "hydra.launcher.additional_parameters.p._target_"),
     ("job_logging: {formatters: {f: {'()': os.system}}}", "hydra.job_logging.formatters.f.() is"),
     ("hydra_logging: {handlers: {h: {class: subprocess.Popen}}}", "hydra.hydra_logging.handlers.h.class"),
+    ("callbacks: {x: {_target_: drevt_sweep.sweep.app.shutil.copyfile}}", "hydra.callbacks.x._target_"),
+    ("callbacks: {x: {_target_: drevt_sweep.sweep.app.SweepSummaryCallback.__init__}}", "callbacks.x._target_"),
+    ("callbacks: {x: {_target_: drevt_sweep.jobs.JobTable}}", "hydra.callbacks.x._target_"),  # not a Callback
+    ("callbacks: {x: {_target_: drevt_sweep.__main__.main}}", "hydra.callbacks.x._target_"),  # never imported
+    ("callbacks: {x: {_target_: drevt_sweep.no.such.Thing}}", "hydra.callbacks.x._target_"),
+    ("job_logging: {formatters: {f: {'()': logging.handlers.os.system}}}", "formatters.f.() is"),
+    ("job_logging: {formatters: {f: {'()': logging.StreamHandler}}}", "formatters.f.() is"),  # wrong kind
+    ("job_logging: {handlers: {h: {class: logging.config.dictConfig}}}", "handlers.h.class is"),
+    ("job_logging: {handlers: {h: {class: logging.StreamHandler, stream: 'ext://os.system'}}}",
+     "handlers.h.stream is 'ext://os.system'"),
+    ("job_logging: {filters: {f: {'()': logging.makeLogRecord}}}", "filters.f.() is"),
 ])
 def test_code_nested_anywhere_under_hydra_is_refused(monkeypatch, text, where):
     monkeypatch.delenv(ALLOW_ENV, raising=False)

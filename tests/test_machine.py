@@ -98,6 +98,30 @@ def test_a_job_partition_wins_over_its_queue_and_star_takes_the_rest():
     assert place_jobs(jobs, machine).partition.tolist() == [0, 1, 2]
 
 
+def test_a_job_naming_a_partition_the_machine_lacks_is_rejected_not_sent_to_star():
+    """Issue 27 item 3: Slurm refuses a job whose partition does not exist. Jobs 0-3 state a
+    partition of their own: gpu (listed: served), "gpux" (a typo: rejected, though queue q1 is
+    served and "*" exists), "-1" (SWF's unknown: the queue decides), and the queue's own name
+    (an unlisted *queue*: "*" serves it, as documented)."""
+    jobs = make_jobs([0] * 4, [1] * 4, [10] * 4, [1] * 4, queue=["q1", "q1", "q2", "q3"])
+    jobs = jobs.replace(partition_code=np.array([0, 1, 2, 3], dtype=np.int32),
+                        partition_names=("gpu", "gpux", "-1", "q3"))
+    machine = Machine("m", (Partition("gpu", 1), Partition("cpu", 1, queues=("q1",)),
+                            Partition("rest", 1, queues=("*",))))
+    placement = place_jobs(jobs, machine)
+    assert placement.partition.tolist() == [0, -1, 2, 2]
+    assert placement.counts() == {"rejected_unknown_partition": 1}
+    assert placement.unmatched == {"gpux": 1}
+    s = simulate_machine(jobs, jobs.actual_run_time, machine)
+    assert s.rejected.tolist() == [False, True, False, False]
+    assert s.warnings["rejected_unknown_partition"] == 1
+    from drevt_sweep.sim.metrics import compute_metrics
+
+    metrics = compute_metrics(jobs, s)
+    assert metrics["rejected/unknown_partition"] == 1.0 and metrics["jobs_rejected"] == 1.0
+    assert "rejected/no_partition" not in metrics
+
+
 def test_machine_descriptions_and_their_errors(tmp_path):
     m = parse_partitions("pbatch:756, pdebug:36", cores=44, gpus=4)
     assert m.partition_names == ("pbatch", "pdebug") and m.total_nodes == 792

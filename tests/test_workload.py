@@ -346,12 +346,78 @@ def test_the_readmes_daily_maintenance_on_kth_rejects_instead_of_waiting_for_the
             capture_output=True, text=True, timeout=300)
         assert proc.returncode == 0, proc.stderr
         metrics = json.loads(stats.read_text())["metrics"]
-    # 4 jobs of 64-80 nodes asking for 24 h or more: no 24 h gap follows their submission
-    assert metrics["jobs_rejected"] == 4
-    assert "4 jobs can never run within the machine's capacity schedule" in proc.stderr
+    # 6 jobs of 64-80 nodes asking for 24 h or more: no regular 23 h gap fits them; 5 of them
+    # would fit the 24 h gap of an autumn DST night (issue 27 item 7: job 2396 waited 149.6 days)
+    assert metrics["jobs_rejected"] == 6
+    assert "6 jobs can never run within the machine's capacity schedule" in proc.stderr
+    assert "5 of them would fit only the longer gap between two maintenance windows of a DST day" in proc.stderr
     assert metrics["makespan"] == 28_763_776  # the trace's span, as without maintenance
-    assert metrics["wait_max"] < 150 * 86400  # the longest waits for the spring DST gap (25 h)
+    assert metrics["wait_max"] < 7 * 86400  # no job waits for a DST night
     assert "maintenance windows end" not in proc.stderr
+
+
+# --- daily maintenance across DST (issue 27 item 7) ---------------------------------------------
+
+def _la(text: str) -> float:
+    from datetime import datetime
+    from zoneinfo import ZoneInfo
+
+    return datetime.fromisoformat(text).replace(tzinfo=ZoneInfo("America/Los_Angeles")).timestamp()
+
+
+def test_the_gaps_of_a_dst_day_beyond_the_regular_one():
+    # daily 02:00-03:00 in Los Angeles: the regular gap is 23 h. 2024-03-10 has no 02:00 (the
+    # clocks go from 02:00 PST to 03:00 PDT): no window that day, so from the end of the 9th's
+    # (03:00 PST = 11:00Z) to the 11th's start (02:00 PDT = 09:00Z) 46 h pass; filled up to
+    # 23 h before the 11th's start = 10:00Z on the 10th. 2024-11-03 gains an hour: from the
+    # 2nd's end (03:00 PDT = 10:00Z) to the 3rd's start (02:00 PST = 10:00Z) 24 h, 1 h filled.
+    from zoneinfo import ZoneInfo
+
+    m = Maintenance.parse("daily 02:00-03:00 5")
+    zone = ZoneInfo("America/Los_Angeles")
+    hour = 3600.0
+    assert m.irregular_gaps(_la("2024-03-01T00:00"), _la("2024-03-20T00:00"), zone) == [
+        (_la("2024-03-09T03:00"), _la("2024-03-09T03:00") + 23 * hour)]
+    assert m.irregular_gaps(_la("2024-10-25T00:00"), _la("2024-11-10T00:00"), zone) == [
+        (_la("2024-11-02T03:00"), _la("2024-11-02T03:00") + hour)]
+    assert m.irregular_gaps(_la("2024-05-01T00:00"), _la("2024-06-01T00:00"), zone) == []
+    assert m.irregular_gaps(1704067200, 1704067200 + 365 * 86400, ZoneInfo("UTC")) == []
+    # a weekly window: the week with the change has a 7 d + 1 h gap
+    weekly = Maintenance.parse("fri 02:00-03:00 5")
+    assert weekly.irregular_gaps(_la("2024-10-25T00:00"), _la("2024-11-10T00:00"), zone) == [
+        (_la("2024-11-01T03:00"), _la("2024-11-01T04:00"))]
+
+
+@pytest.mark.parametrize("backfill", ["easy", "conservative"])
+@pytest.mark.parametrize("zone, submit", [
+    ("UTC", "2024-03-01T12:00"),
+    ("America/Los_Angeles", "2024-02-27T12:00"),  # waited 11.6 days for the 10th of March
+    ("America/Los_Angeles", "2024-04-15T12:00"),  # waited 201 days for the 2nd of November
+])
+def test_a_job_that_fits_only_a_dst_days_longer_gap_is_rejected_in_every_zone(backfill, zone, submit):
+    """10 nodes, 5 down daily 02:00-03:00 (wall clock): J0 needs 6 nodes for 23.5 h, more than
+    the 23 h between two windows: rejected at once, as in UTC, and counted as only a DST
+    gap's job. J1 (6 nodes, 22 h) fits a regular gap: it starts at the next 03:00. J2 (1 node
+    in December) keeps the calendar open over the autumn change."""
+    from datetime import datetime
+    from zoneinfo import ZoneInfo
+
+    tz = ZoneInfo(zone)
+    t0 = datetime.fromisoformat(submit).replace(tzinfo=tz).timestamp()
+    december = datetime(2024, 12, 1, 12, tzinfo=tz).timestamp()
+    jobs = in_zone(make_jobs([t0, t0, december], [6, 6, 1], [84600, 79200, 60], [84600, 79200, 60]),
+                   zone=zone)
+    out, cap, _ = apply_workload(jobs, WorkloadSpec(maintenance=("daily 02:00-03:00 5",)))
+    s = simulate(out, out.actual_run_time, 10, backfill=backfill, capacity=cap)
+    assert s.rejected.tolist() == [True, False, False]
+    assert s.warnings["rejected_capacity"] == 1
+    assert s.warnings.get("rejected_capacity_irregular_gap", 0) == (0 if zone == "UTC" else 1)
+    next_0300 = datetime.fromisoformat(submit[:10] + "T03:00").replace(tzinfo=tz).timestamp() + 86400
+    assert s.begin[1] == next_0300
+    # The scheduler still sees the real windows: without the rule J0 would fit the DST gap.
+    real = dataclasses.replace(cap, irregular=())
+    assert math.isnan(cap.deadlines(10, out.submit, out.num_nodes, out.time_limit)[0])
+    assert (zone == "UTC") == math.isnan(real.deadlines(10, out.submit, out.num_nodes, out.time_limit)[0])
 
 
 # --- job-size rescaling -----------------------------------------------------------------------------

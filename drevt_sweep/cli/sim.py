@@ -455,6 +455,7 @@ def _report_reading(jobs, options) -> None:
 _REPORTED_ABOVE = ("rejected_oversized", "rejected_capacity")  # reported with the jobs' rows instead
 _REJECT_TEXT = {  # drevt_sweep.sim.machine.REJECT_REASONS
     "no_partition": "their queue/partition maps to no partition",
+    "unknown_partition": "their partition is not one the machine has",
     "nodes": "more nodes than their partition has",
     "cores": "more cores per node than a node has",
     "gpus": "more GPUs per node than a node has",
@@ -471,6 +472,8 @@ _WARNING_TEXT = {
 
 def _report_schedule(jobs, schedule) -> None:
     import numpy as np
+
+    from ..sim.capacity import IRREGULAR_GAP
 
     rejected = np.flatnonzero(schedule.rejected)
     if rejected.size:
@@ -492,6 +495,11 @@ def _report_schedule(jobs, schedule) -> None:
             f"{rejected.size} jobs {what} and were rejected (never run, left out of the "
             f"statistics): {listed}{more}"
         )
+        dst = schedule.warnings.get(IRREGULAR_GAP, 0)
+        if dst:
+            _warn(f"{dst} of them would fit only the longer gap between two maintenance windows "
+                  f"of a DST day (25 h between daily windows, or a day without its window); only "
+                  f"the regular gaps count")
     killed = np.flatnonzero(np.asarray(schedule.killed) & ~np.asarray(schedule.rejected))
     if killed.size:
         listed = ", ".join(f"job {i}" for i in killed[:MAX_LISTED].tolist())

@@ -28,13 +28,16 @@ maintenance). What the engine does with it (see ``drevt_sweep.engine.simulate``)
   ``t >= submit`` offers it enough nodes (``rejected_oversized`` when it is larger than the
   largest capacity ever, ``rejected_capacity`` otherwise), or -- while it waits -- once the last
   such interval has begun without it (``latest_starts``; also ``rejected_capacity``). Jobs larger
-  than the smallest capacity are only delayed.
+  than the smallest capacity are only delayed. Recurring maintenance is judged by its regular
+  gaps only (``irregular``: a DST day's longer gap fits nobody; counted in
+  ``warnings[IRREGULAR_GAP]``). The latest starts are computed before the event loop, from the
+  capacity alone, so every kernel and partition layout rejects the same jobs.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Iterable
 
 import numpy as np
@@ -42,6 +45,8 @@ import numpy as np
 from ..errors import ConfigError
 
 INF = math.inf
+# The warning counting the rejected jobs that only a DST day's longer gap would have fitted.
+IRREGULAR_GAP = "rejected_capacity_irregular_gap"
 
 
 def _whole(value, what: str, minimum: int) -> int:
@@ -59,6 +64,19 @@ def _time(value, what: str, allow_inf: bool = False) -> float:
     return value
 
 
+def _reductions(items, what: str) -> tuple[tuple[float, float, int], ...]:
+    out = []
+    for start, end, n in items:
+        start = _time(start, f"{what} start")
+        end = _time(end, f"{what} end", allow_inf=True)
+        n = _whole(n, f"{what} nodes", 0)
+        if not end > start:
+            raise ConfigError(f"{what} ends ({end!r}) before it starts ({start!r})")
+        if n:
+            out.append((start, end, n))
+    return tuple(sorted(out))
+
+
 @dataclass(frozen=True)
 class CapacitySchedule:
     """Machine-size steps and node reductions over time (see the module docstring)."""
@@ -69,6 +87,11 @@ class CapacitySchedule:
     # this ``period`` (seconds): see :meth:`deadlines`. ``inf``: nothing recurs.
     recurring_from: float = INF
     period: float = 0.0
+    # Recurring windows are wall-clock times, so a DST day makes a longer gap between two of
+    # them (25 h, or a window that does not exist that day). These ``(start, end, nodes)``
+    # intervals fill each gap down to the regular one; they count only when judging which
+    # jobs can ever run (:meth:`deadlines`), not in the capacity the scheduler plans with.
+    irregular: tuple[tuple[float, float, int], ...] = ()
 
     def __post_init__(self) -> None:
         steps = tuple(
@@ -79,19 +102,11 @@ class CapacitySchedule:
         for (t1, _), (t2, _) in zip(steps, steps[1:]):
             if t1 == t2:
                 raise ConfigError(f"two capacity steps at the same time {t1!r}")
-        reductions = []
-        for start, end, n in self.reductions:
-            start = _time(start, "capacity reduction start")
-            end = _time(end, "capacity reduction end", allow_inf=True)
-            n = _whole(n, "capacity reduction nodes", 0)
-            if not end > start:
-                raise ConfigError(f"capacity reduction ends ({end!r}) before it starts ({start!r})")
-            if n:
-                reductions.append((start, end, n))
         object.__setattr__(self, "recurring_from", float(self.recurring_from))
         object.__setattr__(self, "period", float(self.period))
         object.__setattr__(self, "steps", steps)
-        object.__setattr__(self, "reductions", tuple(sorted(reductions)))
+        object.__setattr__(self, "reductions", _reductions(self.reductions, "capacity reduction"))
+        object.__setattr__(self, "irregular", _reductions(self.irregular, "irregular maintenance gap"))
 
     @classmethod
     def from_steps(cls, steps: Iterable[tuple[float, int]]) -> CapacitySchedule:
@@ -111,6 +126,7 @@ class CapacitySchedule:
             self.reductions + other.reductions,
             recurring_from=min(self.recurring_from, other.recurring_from),
             period=max(self.period, other.period),
+            irregular=self.irregular + other.irregular,
         )
 
     def deadlines(self, total_nodes: int, submit, nodes, limit) -> np.ndarray:
@@ -123,8 +139,16 @@ class CapacitySchedule:
         complete) can always wait for a later gap (``inf``); any other job may only use the
         calendar itself, so one that never fits between two windows gets NaN and is rejected
         at once, instead of waiting for the end of a synthetic calendar.
+
+        Only the regular gaps count: a job that would fit only in the longer gap of a DST day
+        (25 h between two daily windows, or a day whose window does not exist) is rejected
+        like one that never fits (NaN), as it is in a zone without DST. Waiting for that day
+        is not what an operator's "down every night" means: it left a 24 h job waiting 150 days
+        on KTH-SP2 for the autumn change, and made a job's fate depend on the time zone and
+        on the date the calendar was cut. Judged on the calendar with those gaps filled
+        (``irregular``); the scheduler itself still sees the real windows.
         """
-        times, levels = self.levels(total_nodes)
+        times, levels = self.levels(total_nodes, regular=True)
         if self.recurring_from == INF or self.period <= 0:
             return latest_starts(times, levels, submit, nodes, limit)
         end = self.recurring_from
@@ -141,8 +165,18 @@ class CapacitySchedule:
         always = np.asarray(nodes) <= min(levels[first:cut])  # never affected by a window
         return np.where(fits | always, INF, calendar)
 
-    def levels(self, total_nodes: int) -> tuple[list[float], list[int]]:
-        """The effective capacity as a step function on a machine of ``total_nodes``.
+    def irregular_only(self, total_nodes: int, submit, nodes, limit) -> np.ndarray:
+        """Per job, whether it could run only in a gap longer than the regular one (a DST
+        day; see :meth:`deadlines`), so the regular calendar rejects it."""
+        if not self.irregular:
+            return np.zeros(np.asarray(submit).shape[0], dtype=bool)
+        regular = self.deadlines(total_nodes, submit, nodes, limit)
+        real = replace(self, irregular=()).deadlines(total_nodes, submit, nodes, limit)
+        return np.isnan(regular) & ~np.isnan(real)
+
+    def levels(self, total_nodes: int, regular: bool = False) -> tuple[list[float], list[int]]:
+        """The effective capacity as a step function on a machine of ``total_nodes``
+        (``regular``: with the irregular gaps of DST days filled, see ``irregular``).
 
         Returns ``(times, nodes)`` with ``times[0] = -inf``: ``nodes[i]`` nodes on
         ``[times[i], times[i+1])``, the last level forever. Neighbouring levels differ.
@@ -153,7 +187,7 @@ class CapacitySchedule:
         for t, n in self.steps:
             deltas[t] = deltas.get(t, 0) + n - size
             size = n
-        for start, end, n in self.reductions:
+        for start, end, n in self.reductions + (self.irregular if regular else ()):
             deltas[start] = deltas.get(start, 0) - n
             if end != INF:
                 deltas[end] = deltas.get(end, 0) + n

@@ -35,7 +35,7 @@ from typing import Callable
 
 import numpy as np
 
-from .capacity import CapacitySchedule
+from .capacity import IRREGULAR_GAP, CapacitySchedule
 from ..errors import ConfigError, DrevtError
 from ..jobs import JobTable
 from .estimates import MIN_PLAN, check_estimate
@@ -249,6 +249,9 @@ def simulate(
         dur[withdrawn] = np.nan
         oversized = int((nodes > capacity.maximum).sum())
         warnings = {"rejected_oversized": oversized, "rejected_capacity": int(rejected.sum()) - oversized}
+        if schedule_of_capacity.irregular:  # of those, the jobs only a DST day's longer gap fits
+            warnings[IRREGULAR_GAP] = int(
+                schedule_of_capacity.irregular_only(total, submit, nodes, limit).sum())
     return Schedule(
         mode="simulation",
         total_nodes=total,

@@ -16,7 +16,9 @@ Which partition serves a job (:func:`place_jobs`): the partition whose ``queues`
 job's partition name (``JobTable.partition``: Slurm's Partition, SWF field 16, the simple
 format's ``partition`` column; else the queue), else the one listing its queue name, else the
 partition listing ``"*"`` (every other name). A job no partition serves is rejected
-(``no_partition``), as is one that can never fit its partition: more nodes than it has
+(``no_partition``), and so is a job that names a partition of its own (a partition column
+distinct from its queue) that no partition lists (``unknown_partition``: Slurm refuses it at
+submission; ``"*"`` does not take it), as is one that can never fit its partition: more nodes than it has
 (``nodes``), or more cores, GPUs or memory per node than a node has (``cores``, ``gpus``,
 ``memory``). Rejected jobs are counted by reason, never dropped or moved silently.
 
@@ -38,7 +40,8 @@ from ..jobs import JobTable
 
 SHARING = ("exclusive", "shared")
 EVERY_QUEUE = "*"
-REJECT_REASONS = ("no_partition", "nodes", "cores", "gpus", "memory")
+REJECT_REASONS = ("no_partition", "unknown_partition", "nodes", "cores", "gpus", "memory")
+UNSTATED = ("", "-1")  # a partition name that says nothing (SWF field 16 unknown, or empty)
 RESOURCES = ("nodes", "cores", "gpus", "memory")
 
 
@@ -238,6 +241,22 @@ class Placement:
         return {f"rejected_{r}": int(found[i + 1]) for i, r in enumerate(REJECT_REASONS) if found[i + 1]}
 
 
+def _unknown_partition(jobs: JobTable, index_of: dict[str, int]) -> np.ndarray:
+    """Per job, whether it names a partition of its own (not empty, not its queue's name) that
+    no partition lists: Slurm rejects such a job at submission, so it is rejected here too
+    rather than served by its queue or ``"*"`` (which stays the home of unlisted *queues*)."""
+    names = jobs.partition_names
+    listed = np.array([name in index_of or name in UNSTATED for name in names] or [True])
+    if listed.all():
+        return np.zeros(len(jobs), dtype=bool)
+    code = np.asarray(jobs.partition_code)
+    candidate = ~listed[code]
+    queue = np.asarray(jobs.queue_names, dtype=object)[np.asarray(jobs.queue_code)[candidate]]
+    own = np.asarray(names, dtype=object)[code[candidate]] != queue
+    candidate[np.flatnonzero(candidate)[~own]] = False
+    return candidate
+
+
 def place_jobs(jobs: JobTable, machine: Machine) -> Placement:
     """Which partition serves each job, its resolved per-node request, and why rejected jobs
     are rejected (see the module docstring). Vectorised: a few whole-table operations."""
@@ -263,9 +282,12 @@ def place_jobs(jobs: JobTable, machine: Machine) -> Placement:
         miss = part < 0
         part[miss] = by_queue[np.asarray(jobs.queue_code)[miss]]
     reason = np.zeros(n, dtype=np.int8)
+    unknown = _unknown_partition(jobs, index_of)
+    part[unknown] = -1
     unmatched: dict[str, int] = {}
     if (part < 0).any():
         reason[part < 0] = 1 + REJECT_REASONS.index("no_partition")
+        reason[unknown] = 1 + REJECT_REASONS.index("unknown_partition")
         labels = jobs.partition[part < 0]
         names, counts = np.unique(labels.astype(str), return_counts=True)
         unmatched = {str(a): int(b) for a, b in zip(names, counts)}

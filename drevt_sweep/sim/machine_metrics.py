@@ -16,7 +16,8 @@ slowdown, queue length), plus
   memory-time (nodes x per-node request x run time; unknown core requests count as the whole
   node) over the partition's capacity x span; only for resources the partition models.
 
-Machine-wide: ``utilization`` is the node-time held (as ``node_utilization``) over the
+Machine-wide: ``rejected/<reason>``, the jobs rejected for each reason that occurs
+(``Placement.counts``); ``utilization`` is the node-time held (as ``node_utilization``) over the
 machine's node-time (on exclusive partitions the usual nodes x run time formula; on shared ones
 a 1-core job no longer counts as a whole node), ``core_utilization`` and ``gpu_utilization``
 over every partition that models the resource.
@@ -32,6 +33,9 @@ PARTITION_METRIC_DEFINITIONS = {
     "core_utilization": "requested core-time (nodes x cores per node x run time) over the cores "
     "of the partitions that model cores x makespan",
     "gpu_utilization": "requested GPU-time over the GPUs of the partitions that model GPUs x makespan",
+    "rejected/<reason>": "a machine with partitions: jobs rejected for one reason, when any is "
+    "(no_partition, unknown_partition: a partition the machine does not have, nodes, cores, "
+    "gpus, memory: more than a node or its partition has)",
     "partition/<name>/<metric>": "a machine with partitions: the job metrics of one partition, and "
     "its node_utilization (exclusive: whole nodes held; shared: each job's dominant share of its "
     "nodes), core_utilization, gpu_utilization and memory_utilization (requested over capacity)",
@@ -78,6 +82,8 @@ def partition_metrics(jobs, schedule, job_metrics, safe_name, span_start: float,
         metrics["node_utilization"] = held / (part.nodes * span) if span > 0 else float("nan")
         for key, value in metrics.items():
             out[prefix + key] = value
+    for key, count in placement.counts().items():  # rejected_<reason>
+        out["rejected/" + key[len("rejected_"):]] = float(count)
     if span > 0:  # the machine's utilization: node-time held, shared nodes by dominant share
         out["utilization"] = node_time_held / (machine.total_nodes * span)
     for resource, key in (("cores", "core_utilization"), ("gpus", "gpu_utilization")):

@@ -26,7 +26,7 @@ import numpy as np
 from ..errors import ConfigError
 from ..jobs import JobTable
 from . import engine
-from .capacity import CapacitySchedule
+from .capacity import IRREGULAR_GAP, CapacitySchedule
 from .machine import Machine, Placement, place_jobs
 from .schedule import Schedule
 
@@ -87,6 +87,7 @@ def simulate_machine(
         dur = np.full(n, np.nan)
         killed = np.zeros(n, dtype=bool)
     withdrawn = np.zeros(n, dtype=bool)  # rejected by a partition's capacity (maintenance)
+    irregular = 0  # of those, the jobs only a DST day's longer gap would fit
     done_before = 0
     for k, part in enumerate(machine.partitions):
         rows = rows_of[k]
@@ -108,6 +109,7 @@ def simulate_machine(
                                      backfill=backfill, enforce_limits=enforce_limits, kernel=kernel,
                                      capacity=capacities[k], progress=step, **policy_options)
             withdrawn[rows] = result.rejected
+            irregular += result.warnings.get(IRREGULAR_GAP, 0)
         done_before += rows.size
         begin[rows] = result.begin
         end[rows] = result.end
@@ -118,6 +120,8 @@ def simulate_machine(
     if withdrawn.any():
         rejected |= withdrawn
         warnings["rejected_capacity"] = int(withdrawn.sum())
+        if any(c is not None and c.irregular for c in capacities):
+            warnings[IRREGULAR_GAP] = irregular
     return Schedule(
         mode="simulation",
         total_nodes=machine.total_nodes,
@@ -151,10 +155,12 @@ def partition_capacities(capacity: CapacitySchedule, machine: Machine) -> list[C
 
     steps = [split(size) for _, size in capacity.steps]
     lost = [split(count) for _, _, count in capacity.reductions]
+    gaps = [split(count) for _, _, count in capacity.irregular]
     return [CapacitySchedule(
         steps=tuple((t, shares[k]) for (t, _), shares in zip(capacity.steps, steps)),
         reductions=tuple((a, b, shares[k]) for (a, b, _), shares in zip(capacity.reductions, lost)),
-        recurring_from=capacity.recurring_from, period=capacity.period)
+        recurring_from=capacity.recurring_from, period=capacity.period,
+        irregular=tuple((a, b, shares[k]) for (a, b, _), shares in zip(capacity.irregular, gaps)))
         for k in range(len(sizes))]
 
 

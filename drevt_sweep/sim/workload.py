@@ -48,7 +48,9 @@ Transforms, applied in this order:
    periods (a day, or a week when one is weekly); overlapping reductions add up). The windows
    do not stop at the end of this calendar: a job that can never fit between two windows is
    rejected (``rejected_capacity``) rather than left waiting for the calendar to run out, and a
-   job that fits between them can always wait (``CapacitySchedule.deadlines``). See
+   job that fits between them can always wait (``CapacitySchedule.deadlines``). Only the
+   regular gap between two windows counts: the longer one of a DST day
+   (:meth:`Maintenance.irregular_gaps`) fits no job that a regular one does not. See
    ``drevt_sweep.capacity`` for how the engine treats them.
 7. **Input shaking** (Tsafrir, Ouaknine & Feitelson): each submit moves by ``U(-shake, +shake)``
    seconds, drawn from the ``input_shaking`` stream of the seed (``runtime.stream_rng``:
@@ -183,11 +185,35 @@ class Maintenance:
 
     def occurrences(self, lo: float, hi: float, zone) -> list[tuple[float, float]]:
         """``(start, end)`` epoch seconds of every occurrence overlapping ``[lo, hi)``."""
+        return [(a, b) for a, b in self._windows(lo, hi, zone) if b > lo and a < hi]
+
+    def irregular_gaps(self, lo: float, hi: float, zone) -> list[tuple[float, float]]:
+        """The time between two occurrences beyond the regular gap, as intervals ``(a, b)``
+        overlapping ``[lo, hi)``: on a DST day the gap after a daily window is 25 h (or 23 h),
+        and a window whose wall-clock times do not exist that day is missing. Regularised,
+        each window lasts at least its nominal length and is followed by at most the regular
+        gap (period - length); what that adds is returned. In UTC, nothing."""
+        length = self._length()
+        regular = (DAY if self.weekday is None else 7 * DAY) - length
+        windows = self._windows(lo, hi, zone, margin=8)
+        out = []
+        for (a, b), (a_next, _) in zip(windows, windows[1:]):
+            end = max(b, a + length, a_next - regular)
+            if end > b and end > lo and b < hi:
+                out.append((b, end))
+        return out
+
+    def _length(self) -> float:
         start_s = _clock_seconds(self.start, "maintenance start")
         end_s = _clock_seconds(self.end, "maintenance end")
-        if end_s <= start_s:
-            end_s += DAY
-        first = datetime.fromtimestamp(lo, tz=timezone.utc).astimezone(zone).date() - timedelta(days=2)
+        return end_s - start_s if end_s > start_s else end_s + DAY - start_s
+
+    def _windows(self, lo: float, hi: float, zone, margin: int = 2) -> list[tuple[float, float]]:
+        """Every occurrence of the days from ``margin`` days before ``lo`` to one after ``hi``
+        (wall clock resolved with ``fold=0``; one whose times do not exist that day is none)."""
+        start_s = _clock_seconds(self.start, "maintenance start")
+        end_s = start_s + self._length()
+        first = datetime.fromtimestamp(lo, tz=timezone.utc).astimezone(zone).date() - timedelta(days=margin)
         last = datetime.fromtimestamp(hi, tz=timezone.utc).astimezone(zone).date() + timedelta(days=1)
         out = []
         day = first
@@ -195,7 +221,7 @@ class Maintenance:
             if self.weekday is None or day.weekday() == self.weekday:
                 a = _wall_to_epoch(day, start_s, zone)
                 b = _wall_to_epoch(day, end_s, zone)
-                if b > lo and a < hi and b > a:
+                if b > a:
                     out.append((a, b))
             day += timedelta(days=1)
         return out
@@ -478,11 +504,13 @@ def apply_workload(
         # of the calendar; beyond it the windows recur (CapacitySchedule.deadlines).
         hi = max((float(submit.max()) if submit.size else lo) + spec.maintenance_horizon,
                  lo + 2 * period)
+        irregular = []
         for m in spec.maintenance:
             for a, b in m.occurrences(lo, hi, zone):
                 reductions.append((a, b, m.nodes))
                 report["maintenance_windows"] += 1
-        recurring = {"recurring_from": hi, "period": period}
+            irregular.extend((a, b, m.nodes) for a, b in m.irregular_gaps(lo, hi, zone))
+        recurring = {"recurring_from": hi, "period": period, "irregular": tuple(irregular)}
     else:
         recurring = {}
     capacity = CapacitySchedule(steps=steps, reductions=tuple(reductions), **recurring)
