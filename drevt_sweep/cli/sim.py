@@ -43,6 +43,11 @@ COMPRESSION_ORDERS = ("compress_first", "interleaved", "one_pass")
 RUN_TIME_MODES = ("actual", "limit", "distribution")
 DISTRIBUTIONS = ("normal", "lognormal", "uniform")
 MAX_LISTED = 5  # jobs named in a warning before "..."
+# Every option that names a file the run reads, and how a refusal calls it; no output option
+# may name one of these files (``_check_paths``). A new input option is added here, and
+# tests/test_file_safety.py checks that every file option is either here or in OUTPUT_OPTIONS.
+INPUT_OPTIONS = {"trace": "the input trace", "system": "the --system file"}
+OUTPUT_OPTIONS = ("output", "resource_trace", "stats", "rejects")
 QUEUE_LABEL_LIMIT = 60  # characters of a queue name in the per-queue table
 
 
@@ -353,11 +358,10 @@ def load_machine(path: str):
     from ..errors import ConfigError
     from ..sim.machine import machine_from_mapping
 
+    from ..files import read_input
+
     try:
-        with open(path, encoding="utf-8") as handle:
-            data = yaml.safe_load(handle)
-    except OSError as exc:
-        raise ConfigError(f"cannot read the machine description {path}: {exc.strerror or exc}") from None
+        data = yaml.safe_load(read_input(path, INPUT_OPTIONS["system"], noun="machine description"))
     except yaml.YAMLError as exc:
         raise ConfigError(f"{path}: not valid YAML: {exc}") from None
     try:
@@ -419,14 +423,14 @@ def _priority_params(items: list[str]) -> dict:
 
 
 def _check_paths(args: argparse.Namespace) -> None:
-    """The trace must be a regular, readable file, and no output may name it (or another)."""
+    """The trace must be a regular, readable file, and no output may name an input
+    (``INPUT_OPTIONS``) or the same file as another output."""
     from ..files import check_input, check_outputs
 
     check_input(args.trace)
     check_outputs(
-        {"--output": args.output, "--resource_trace": args.resource_trace,
-         "--stats": args.stats, "--rejects": args.rejects},
-        inputs=(args.trace,),
+        {f"--{name}": getattr(args, name) for name in OUTPUT_OPTIONS},
+        inputs={what: getattr(args, name) for name, what in INPUT_OPTIONS.items()},
     )
 
 
