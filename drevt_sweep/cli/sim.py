@@ -678,8 +678,14 @@ def _table(title: str, first: str, names, key, columns) -> list[str]:
     return lines
 
 
-def statistics_text(metrics: dict[str, float], heading: str, queue_names=(), partition_names=()) -> str:
-    """The aligned, human-readable statistics block."""
+def statistics_text(metrics: dict[str, float], heading: str, queue_names=(), partition_names=(),
+                    queue_keys=None) -> str:
+    """The aligned, human-readable statistics block; ``queue_keys`` is the run's key registry
+    (``names.run_queue_keys``; default: one of ``queue_names``)."""
+    from ..names import QueueKeys
+
+    queue_keys = queue_keys or QueueKeys(queue_names)
+    partition_keys = QueueKeys(partition_names)
     lines = [heading]
     label_width = max(len(label) for _, label, _ in _STAT_ROWS)
     values = [_format_value(key, metrics.get(key, math.nan), unit) for key, _, unit in _STAT_ROWS]
@@ -697,12 +703,12 @@ def statistics_text(metrics: dict[str, float], heading: str, queue_names=(), par
 
         table = [["queue", *[title for _, title in _QUEUE_COLUMNS]]]
         for name in queue_names:
-            if metric_key_for_queue(name, "jobs_simulated") not in metrics:
+            if metric_key_for_queue(name, "jobs_simulated", queue_keys) not in metrics:
                 continue
-            row = [display_name(name, QUEUE_LABEL_LIMIT)]
+            row = [display_name(name, QUEUE_LABEL_LIMIT, queue_keys(name))]
             for key, _ in _QUEUE_COLUMNS:
                 unit = "%" if key == "utilization" else ""
-                row.append(_format_value(key, metrics[metric_key_for_queue(name, key)], unit))
+                row.append(_format_value(key, metrics[metric_key_for_queue(name, key, queue_keys)], unit))
             table.append(row)
         widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
         lines.append("")
@@ -716,7 +722,7 @@ def statistics_text(metrics: dict[str, float], heading: str, queue_names=(), par
         from ..sim.metrics import metric_key_for_queue
 
         def partition_value(name, metric):
-            safe = metric_key_for_queue(name, metric).replace("queue/", "partition/", 1)
+            safe = metric_key_for_queue(name, metric, partition_keys).replace("queue/", "partition/", 1)
             return metrics.get(safe)
 
         lines.extend(_table("per partition", "partition", partition_names, partition_value,
@@ -756,9 +762,10 @@ def _heading(jobs, schedule, args, backfill, model) -> str:
 
 def _run_info(jobs, schedule, args, backfill, model) -> dict:
     from .. import __version__
-    from ..names import excluded_key, queue_key_map
+    from ..names import excluded_key, run_queue_keys
 
     meta = jobs.meta
+    keys = run_queue_keys(jobs)
     simulated = schedule.mode != "replay"
     return {
         "tool": PROG,
@@ -774,10 +781,8 @@ def _run_info(jobs, schedule, args, backfill, model) -> dict:
             "rows_read": meta.rows_read,
             "rows_kept": meta.rows_kept,
             "jobs": len(jobs),
-            "excluded": {excluded_key(reason): count for reason, count in meta.excluded.items()},
-            "queue_keys": queue_key_map(
-                [*jobs.queue_names, *(r[6:] for r in meta.excluded if r.startswith("queue:"))]
-            ),
+            "excluded": {excluded_key(reason, keys): count for reason, count in meta.excluded.items()},
+            "queue_keys": keys.key_map(),
             "rows_skipped": len(meta.rejects),
         },
         "run": {
@@ -885,7 +890,9 @@ def run(args: argparse.Namespace) -> int:
         present = [jobs.queue_names[c] for c in np.unique(jobs.queue_code).tolist()]
         heading = _heading(jobs, schedule, args, backfill, model)
         parts = schedule.machine.partition_names if schedule.machine is not None else ()
-        chunks.append(statistics_text(metrics, heading, present, parts))
+        from ..names import run_queue_keys
+
+        chunks.append(statistics_text(metrics, heading, present, parts, run_queue_keys(jobs)))
         sys.stdout.write("".join(chunks))
         sys.stdout.flush()
     return 0
