@@ -44,6 +44,12 @@ def _read_umask() -> int:
 _UMASK = _read_umask()  # once, at import: os.umask is process-wide and not thread-safe
 
 
+def new_file_mode() -> int:
+    """The mode a new file gets by default (0666 minus the umask): what our outputs and
+    downloads get instead of ``tempfile``'s 0600."""
+    return 0o666 & ~_UMASK
+
+
 # --------------------------------------------------------------------------- inputs
 
 
@@ -255,7 +261,7 @@ def _write_atomic(target: Path, data: bytes) -> None:
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
-        os.chmod(tmp, 0o666 & ~_UMASK)
+        os.chmod(tmp, new_file_mode())
         os.replace(tmp, target)
     except BaseException:
         try:
