@@ -170,6 +170,14 @@ def format_number_column(values: np.ndarray) -> np.ndarray:
     return _float_bytes(values)
 
 
+def format_id_column(values: np.ndarray) -> np.ndarray:
+    """Job ids as written: int64 ids exactly, text ids (``12345_7``) as CSV fields."""
+    values = np.asarray(values)
+    if np.issubdtype(values.dtype, np.integer):
+        return _int_bytes(values)
+    return _text_bytes([_csv_field(str(value)) for value in values.tolist()])
+
+
 def format_number(value: float) -> str:
     """One number as ``format_number_column`` writes it (integral floats without ``.0``)."""
     value = float(value)
@@ -199,7 +207,7 @@ def schedule_csv_bytes(jobs: JobTable, schedule: Schedule) -> bytes:
         return header.encode()
     body = format_rows(
         [
-            format_number_column(jobs.job_id[ran]),
+            format_id_column(jobs.job_id[ran]),
             b",",
             format_number_column(jobs.submit[ran]),
             b",",

@@ -68,7 +68,7 @@ class ParsedTrace:
     timestamp_format: str
     default_queues: tuple[str, ...] | None  # None: keep every queue by default
     # The columns start empty: each reader fills them in once it has parsed the rows.
-    job_id: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
+    job_id: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))  # or str (text ids)
     submit: np.ndarray = field(default_factory=lambda: np.empty(0))  # float64 seconds
     num_nodes: np.ndarray = field(default_factory=lambda: np.empty(0))  # float64, validated then cast
     time_limit: np.ndarray = field(default_factory=lambda: np.empty(0))  # float64 seconds
@@ -431,7 +431,7 @@ def _assemble(parsed: ParsedTrace, options, order, excluded, rejects) -> JobTabl
     user_code, user_names = _who(parsed.users, order)
     group_code, group_names = _who(parsed.groups, order)
     return JobTable(
-        job_id=_owned(parsed.job_id[order], np.int64),
+        job_id=_owned(parsed.job_id[order], np.int64 if parsed.job_id.dtype.kind in "iu" else str),
         source_line=_owned(parsed.rows.lines[order], np.int64),
         submit=_owned(parsed.submit[order], np.float64),
         begin=_owned(begin, np.float64),
