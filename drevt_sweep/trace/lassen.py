@@ -98,7 +98,7 @@ HEADERLESS = {  # the first accepted name that the 33-column CSM layout has
 
 def read(path: str, options: ReadOptions) -> JobTable:
     zone = resolve_zone(options.timezone or DEFAULT_TIMEZONE)
-    source = read_source(path)
+    source = read_source(path, options.on_bad_row)
     with located(path):
         records = scan_delimited(source.data, ",", '"')
         first = [name.strip().lower() for name in records.fields(0)]

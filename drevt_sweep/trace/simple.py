@@ -73,7 +73,7 @@ REQUEST_COLUMNS = {  # optional, per node (memory in MiB)
 
 def read(path: str, options: ReadOptions) -> JobTable:
     zone = resolve_zone(options.timezone or DEFAULT_TIMEZONE)
-    source = read_source(path)
+    source = read_source(path, options.on_bad_row)
     with located(path):
         records = scan_delimited(source.data, ",", '"')
         header = [name.strip().lower() for name in records.fields(0)]

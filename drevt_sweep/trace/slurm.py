@@ -100,7 +100,7 @@ _DURATION = (
 
 def read(path: str, options: ReadOptions) -> JobTable:
     zone = resolve_zone(options.timezone or DEFAULT_TIMEZONE)
-    source = read_source(path)
+    source = read_source(path, options.on_bad_row)
     with located(path):
         records = scan_delimited(source.data, "|", None)
         header = [name.strip().lower() for name in records.fields(0)]

@@ -96,7 +96,7 @@ def read(path: str, options: ReadOptions) -> JobTable:
             f"unknown swf_missing_time_limit '{options.swf_missing_time_limit}'; choose one of "
             f"{', '.join(MISSING_TIME_LIMIT_ACTIONS)}"
         )
-    source = read_source(path)
+    source = read_source(path, options.on_bad_row)
     with located(path):
         header = read_header(source.data)
         rows = scan_whitespace(source.data, ";")
