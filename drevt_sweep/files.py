@@ -1,14 +1,15 @@
 """Where inputs come from and outputs go: the file-system rules every reader and writer follows.
 
-Inputs (``open_input``): a trace must be a regular file. Every other case gets its own message
+Inputs (``read_input``): a trace must be a regular file. Every other case gets its own message
 (a missing file, a broken symbolic link, a symbolic-link loop, a folder on the path that cannot
 be entered, a directory, a FIFO, a device such as ``/dev/zero``, an unreadable file), so that
 nothing hangs (a FIFO with no writer), reads for ever (``/dev/zero``) or is misreported as
 "no such file". Every input read is remembered by its device and inode.
 
-Outputs (``write_file``): an output never replaces an input read by this process (the same
-file by device and inode: also through symbolic links and hard links) -- a ``ConfigError``,
-exit code 2. A regular file (or a new path) is written atomically: a temporary file in the
+Outputs (``write_file``): an output never replaces an input of this process -- a file read
+(``read_input``) or named as an input (``protect_input``, ``check_outputs``): the trace, a
+``--system`` YAML, any file a run reads -- compared by device and inode, so also through
+symbolic links and hard links; a ``ConfigError``, exit code 2. A regular file (or a new path) is written atomically: a temporary file in the
 target's folder renamed onto it, through a symbolic link to its target (the link stays). A
 special file -- anything under ``/dev`` or ``/proc`` (``/dev/stdout``, ``/dev/fd/N``) or an
 existing path that is not a regular file (``/dev/null``, a FIFO, a terminal) -- is opened and
@@ -30,7 +31,7 @@ from pathlib import Path
 
 from .errors import ConfigError, TraceError
 
-_INPUTS: dict[tuple[int, int], str] = {}  # (st_dev, st_ino) -> path, of every input read here
+_INPUTS: dict[tuple[int, int], str] = {}  # (st_dev, st_ino) -> "the input trace 'x.csv'", of every input
 _SPECIAL_ROOTS = ("/dev/", "/proc/")
 
 
@@ -43,22 +44,28 @@ def _read_umask() -> int:
 _UMASK = _read_umask()  # once, at import: os.umask is process-wide and not thread-safe
 
 
+def new_file_mode() -> int:
+    """The mode a new file gets by default (0666 minus the umask): what our outputs and
+    downloads get instead of ``tempfile``'s 0600."""
+    return 0o666 & ~_UMASK
+
+
 # --------------------------------------------------------------------------- inputs
 
 
-def _kind(mode: int) -> str | None:
-    """Why a file of this mode is not a trace file (None for a regular file)."""
+def _kind(mode: int, noun: str = "trace file") -> str | None:
+    """Why a file of this mode cannot be a ``noun`` (None for a regular file)."""
     if stat.S_ISREG(mode):
         return None
     if stat.S_ISDIR(mode):
-        return "is a directory, not a trace file"
+        return f"is a directory, not a {noun}"
     if stat.S_ISFIFO(mode):
-        return ("is a named pipe (FIFO), not a regular file: a trace is read more than once "
+        return (f"is a named pipe (FIFO), not a regular file: a {noun} is read more than once "
                 "(its checksum, then its rows); save the data to a file first")
     if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "is a device (like /dev/zero), not a trace file"
+        return f"is a device (like /dev/zero), not a {noun}"
     if stat.S_ISSOCK(mode):
-        return "is a socket, not a trace file"
+        return f"is a socket, not a {noun}"
     return "is not a regular file"
 
 
@@ -101,13 +108,15 @@ def _stat_error(path: str, exc: OSError) -> TraceError:
     return TraceError(f"cannot read the file: {exc.strerror or exc}", path=path)
 
 
-def check_input(path: str) -> os.stat_result:
-    """The ``stat`` of a trace file, or a ``TraceError`` saying exactly why it cannot be one."""
+def check_input(path: str, noun: str = "trace file") -> os.stat_result:
+    """The ``stat`` of an input file (a trace, a machine description), or a ``TraceError``
+    saying exactly why it cannot be one. The one check of ``drevt-sim`` and of the sweep's
+    up-front configuration check."""
     try:
         info = os.stat(path)
     except OSError as exc:
         raise _stat_error(path, exc) from None
-    reason = _kind(info.st_mode)
+    reason = _kind(info.st_mode, noun)
     if reason:
         raise TraceError(reason, path=path)
     if not os.access(path, os.R_OK):
@@ -115,29 +124,35 @@ def check_input(path: str) -> os.stat_result:
     return info
 
 
-def read_input(path: str) -> bytes:
-    """A trace file's bytes as stored; the file is remembered as an input (never overwritten)."""
-    check_input(path)
+def _described(what: str, path) -> str:
+    return f"{what} '{path}'"
+
+
+def read_input(path: str, what: str = "the input trace", noun: str = "trace file") -> bytes:
+    """An input file's bytes as stored (``check_input``'s rules); the file is remembered as an
+    input, ``what`` naming it in a refusal, so that no output replaces it."""
+    check_input(path, noun)
     try:
         with open(path, "rb") as handle:
             info = os.fstat(handle.fileno())
-            if _kind(info.st_mode):  # replaced between the check and the open
-                raise TraceError(_kind(info.st_mode), path=path)
+            if _kind(info.st_mode, noun):  # replaced between the check and the open
+                raise TraceError(_kind(info.st_mode, noun), path=path)
             data = handle.read()
     except OSError as exc:
         raise _stat_error(path, exc) from None
-    _INPUTS[(info.st_dev, info.st_ino)] = path
+    _INPUTS.setdefault((info.st_dev, info.st_ino), _described(what, path))
     return data
 
 
-def protect_input(path: str) -> None:
-    """Remember ``path`` as an input without reading it (a file that outputs must not replace)."""
+def protect_input(path, what: str = "an input file") -> None:
+    """Remember ``path`` as an input without reading it (a file that outputs must not replace);
+    ``what`` names it in the refusal ("the --system file")."""
     try:
         info = os.stat(path)
     except OSError:
         return
     if stat.S_ISREG(info.st_mode):
-        _INPUTS[(info.st_dev, info.st_ino)] = str(path)
+        _INPUTS.setdefault((info.st_dev, info.st_ino), _described(what, path))
 
 
 # --------------------------------------------------------------------------- outputs
@@ -158,14 +173,16 @@ def input_behind(path) -> str | None:
     return _INPUTS.get((info.st_dev, info.st_ino))
 
 
-def check_outputs(outputs: dict[str, str | None], inputs: tuple[str, ...] = ()) -> None:
+def check_outputs(outputs: dict[str, str | None], inputs: dict[str, str | None] | None = None) -> None:
     """Refuse an output option that names an input file or the same file as another output.
 
-    ``outputs`` maps an option (``--stats``) to its path (None: not given); ``inputs`` are
-    protected first, so the check can run before anything is read.
+    ``outputs`` maps an option (``--stats``) to its path (None: not given); ``inputs`` maps how
+    an input is named ("the input trace", "the --system file") to its path, every input of the
+    run: they are protected first, so the check can run before anything is read.
     """
-    for path in inputs:
-        protect_input(path)
+    for what, path in (inputs or {}).items():
+        if path:
+            protect_input(path, what)
     seen: dict[tuple[int, int] | str, str] = {}
     for option, path in outputs.items():
         if not path:
@@ -173,8 +190,8 @@ def check_outputs(outputs: dict[str, str | None], inputs: tuple[str, ...] = ()) 
         source = input_behind(path)
         if source is not None:
             raise ConfigError(
-                f"{option} '{path}' is the input trace '{source}' (the same file): an output "
-                "never replaces an input; choose another path"
+                f"{option} '{path}' is {source} (the same file): an output never replaces an "
+                "input; choose another path"
             )
         info = _existing(Path(path))
         special = _is_special(Path(path), info)
@@ -204,8 +221,8 @@ def write_file(path, data: bytes, what: str = "output file") -> Path:
     path = Path(path)
     source = input_behind(path)
     if source is not None:
-        raise ConfigError(f"{what} '{path}' is the input trace '{source}': an output never "
-                          "replaces an input; choose another path")
+        raise ConfigError(f"{what} '{path}' is {source}: an output never replaces an input; "
+                          "choose another path")
     info = _existing(path)
     try:
         if info is not None and stat.S_ISDIR(info.st_mode):
@@ -244,7 +261,7 @@ def _write_atomic(target: Path, data: bytes) -> None:
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
-        os.chmod(tmp, 0o666 & ~_UMASK)
+        os.chmod(tmp, new_file_mode())
         os.replace(tmp, target)
     except BaseException:
         try:

@@ -2,7 +2,8 @@
 
 Columns are numpy arrays, one row per job, stably sorted by submit time (file order breaks
 ties). Times are float64 seconds since the Unix epoch (UTC); unknown values are NaN (floats)
-or -1 (integers). Who submitted a job is a code into a tuple of names, as the queue is:
+or -1 (integers). Job ids are exact (never through float64): int64, or text where a trace's ids
+are not all integers (Slurm array tasks ``12345_7``). Who submitted a job is a code into a tuple of names, as the queue is:
 ``user_code`` into ``user_names`` and ``group_code`` (the group or account) into
 ``group_names``; -1 = unknown (a trace without those columns leaves every job unknown).
 The table is immutable by convention: transforms return new tables.
@@ -64,7 +65,9 @@ class TraceMeta:
 class JobTable:
     """Validated jobs in columnar form (see the module docstring for units)."""
 
-    job_id: np.ndarray  # int64, the trace's own id where it has one, else the row number
+    # The trace's own id where it has one, else the row number, exact: int64, or (a trace whose
+    # ids are not all integers: Slurm array tasks "12345_7") a numpy str array of the ids' text.
+    job_id: np.ndarray
     source_line: np.ndarray  # int64, 1-based line in the file where the job was read
     submit: np.ndarray  # float64
     begin: np.ndarray  # float64, historical start (NaN when unknown)

@@ -170,6 +170,14 @@ def format_number_column(values: np.ndarray) -> np.ndarray:
     return _float_bytes(values)
 
 
+def format_id_column(values: np.ndarray) -> np.ndarray:
+    """Job ids as written: int64 ids exactly, text ids (``12345_7``) as CSV fields."""
+    values = np.asarray(values)
+    if np.issubdtype(values.dtype, np.integer):
+        return _int_bytes(values)
+    return _text_bytes([_csv_field(str(value)) for value in values.tolist()])
+
+
 def format_number(value: float) -> str:
     """One number as ``format_number_column`` writes it (integral floats without ``.0``)."""
     value = float(value)
@@ -199,7 +207,7 @@ def schedule_csv_bytes(jobs: JobTable, schedule: Schedule) -> bytes:
         return header.encode()
     body = format_rows(
         [
-            format_number_column(jobs.job_id[ran]),
+            format_id_column(jobs.job_id[ran]),
             b",",
             format_number_column(jobs.submit[ran]),
             b",",
@@ -245,10 +253,11 @@ def resource_profile(schedule: Schedule, jobs: JobTable) -> tuple[np.ndarray, np
 def machine_resource_profile(schedule: Schedule, jobs: JobTable) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     """A machine with partitions: the instants at which anything held changes and, per column
     of the resource CSV (see the module docstring), the amount right after each."""
-    from .names import queue_key
+    from .names import QueueKeys
     from .sim.machine_metrics import held_per_job
 
     machine, placement = schedule.machine, schedule.placement
+    partition_key = QueueKeys(machine.partition_names)  # the keys of the partition metrics
     ran = np.flatnonzero(~np.asarray(schedule.rejected, dtype=bool))
     nodes = np.asarray(jobs.num_nodes, dtype=np.int64)
     # (column, capacity or None, rows, per-job integer amount, divisor)
@@ -263,7 +272,7 @@ def machine_resource_profile(schedule: Schedule, jobs: JobTable) -> tuple[np.nda
             if resource in held:
                 series.append((resource, part.capacity(resource), rows, *held[resource]))
                 if len(machine.partitions) > 1:
-                    series.append((f"partition/{queue_key(part.name)}/allocated_{resource}", None,
+                    series.append((f"partition/{partition_key(part.name)}/allocated_{resource}", None,
                                    rows, *held[resource]))
     times = np.concatenate((schedule.begin[ran], schedule.end[ran]))
     instants, where = np.unique(times, return_inverse=True)

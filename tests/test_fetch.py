@@ -8,9 +8,12 @@ import hashlib
 import http.server
 import os
 import shutil
+import signal
+import stat
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -19,6 +22,8 @@ from drevt_sweep.trace.catalogue import CATALOGUE, data_dir, locate
 from drevt_sweep.cli.fetch import main as fetch_main
 
 LANL = CATALOGUE["lanl_cm5"]
+KTH = CATALOGUE["kth_sp2"]
+BUNDLED_KTH = Path(__file__).resolve().parents[1] / "drevt_sweep" / "data" / "traces" / KTH.file
 
 
 @pytest.fixture
@@ -121,3 +126,112 @@ def test_trace_lanl_cm5_works_after_one_fetch(server, tmp_path, shared_traces):
     after = subprocess.run(sweep, capture_output=True, text=True, env=env, timeout=600)
     assert after.returncode == 0, after.stderr[-2000:]
     assert "FINISHED" in after.stdout
+
+
+# ----------------------------------------------------------------- issue 28 item 4, issue 29 item 11
+
+class _SlowHandler(http.server.BaseHTTPRequestHandler):
+    """Serves ``size`` bytes in 64 KiB pieces, ``pause`` seconds apart (``length``: announce
+    the size in Content-Length)."""
+
+    size = LANL.size
+    pause = 0.2
+    length = True
+
+    def do_GET(self):
+        self.send_response(200)
+        if self.length:
+            self.send_header("Content-Length", str(self.size))
+        self.end_headers()
+        sent = 0
+        try:
+            while sent < self.size:
+                piece = min(1 << 16, self.size - sent)
+                self.wfile.write(b"\0" * piece)
+                self.wfile.flush()
+                sent += piece
+                time.sleep(self.pause)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def slow_server():
+    """A server on 127.0.0.1 that serves slowly; yields a function(size, pause, length) -> URL."""
+    servers = []
+
+    def start(size=LANL.size, pause=0.2, length=True):
+        handler = type("Handler", (_SlowHandler,), {"size": size, "pause": pause, "length": length})
+        httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        httpd.daemon_threads = True
+        threading.Thread(target=httpd.serve_forever, daemon=True).start()
+        servers.append(httpd)
+        return f"http://127.0.0.1:{httpd.server_address[1]}/{LANL.file}"
+
+    yield start
+    for httpd in servers:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def _fetch_process(tmp_path, url):
+    env = {k: v for k, v in os.environ.items() if k != "DREVT_TRACE_DIR"}
+    env["XDG_DATA_HOME"] = str(tmp_path / "xdg")
+    return subprocess.Popen([sys.executable, "-m", "drevt_sweep.cli.fetch", "lanl_cm5", "--url", url],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT])
+def test_a_signal_mid_download_leaves_no_partial_file(tmp_path, user_data, slow_server, signum):
+    process = _fetch_process(tmp_path, slow_server())
+    deadline = time.monotonic() + 60
+    partials = []
+    while time.monotonic() < deadline and not partials:  # wait until the download is under way
+        partials = [p for p in user_data.glob(f".{LANL.file}.*") if p.stat().st_size > 0] \
+            if user_data.exists() else []
+        time.sleep(0.05)
+    assert partials, "the download never started"
+    process.send_signal(signum)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 128 + signum, err
+    assert "nothing was kept" in err and "Traceback" not in err
+    assert list(user_data.iterdir()) == []
+
+
+def test_a_partial_file_of_a_dead_fetch_is_removed_by_the_next_one(tmp_path, user_data, server):
+    root, base = server
+    shutil.copy(BUNDLED_KTH, root / LANL.file)
+    user_data.mkdir(parents=True)
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True).stdout.strip()
+    killed = user_data / f".{KTH.file}.{dead}.abc123.part"  # a fetch that got SIGKILL
+    killed.write_bytes(b"x" * 1000)
+    old_style = user_data / f".{KTH.file}.k2j4h5"  # the partial names before this change
+    old_style.write_bytes(b"y")
+    os.utime(old_style, (time.time() - 3600,) * 2)
+    running = user_data / f".{KTH.file}.{os.getpid()}.zzz.part"  # a fetch still running: kept
+    running.write_bytes(b"z")
+    assert fetch_main(["kth_sp2", "--url", f"{base}/{LANL.file}"]) == 0
+    assert sorted(p.name for p in user_data.iterdir()) == sorted([KTH.file, running.name])
+
+
+@pytest.mark.parametrize("announced", [True, False], ids=["content-length", "streamed"])
+def test_a_download_larger_than_the_catalogue_says_is_stopped(tmp_path, user_data, slow_server, capsys,
+                                                             announced):
+    url = slow_server(size=LANL.size + (1 << 20), pause=0.0, length=announced)
+    assert fetch_main(["lanl_cm5", "--url", url]) == 2
+    err = capsys.readouterr().err
+    assert f"larger than the cap of {LANL.size:,} bytes" in err and "--max_bytes" in err
+    assert list(user_data.iterdir()) == []
+
+
+def test_the_fetched_file_has_the_normal_mode_of_a_new_file(server, user_data):
+    root, base = server
+    shutil.copy(BUNDLED_KTH, root / KTH.file)
+    assert fetch_main(["kth_sp2", "--url", f"{base}/{KTH.file}"]) == 0
+    umask = os.umask(0o022)
+    os.umask(umask)
+    assert stat.S_IMODE((user_data / KTH.file).stat().st_mode) == 0o666 & ~umask

@@ -234,3 +234,32 @@ def test_a_sweep_never_writes_over_its_trace(tmp_path):
 
     result = json.loads((job_dir / "result.json").read_text())
     assert result["status"] == "FAILED" and "is the input trace" in result["error"]
+
+
+# ----------------------------------------------------------------- issue 28 item 1: every input
+
+@pytest.mark.parametrize("option", ["--stats", "--output", "--resource_trace"])
+@pytest.mark.parametrize("how", ["same", "symlink", "hardlink"])
+def test_an_output_naming_the_system_yaml_is_refused(trace, tmp_path, option, how):
+    system = tmp_path / "machine.yaml"
+    system.write_text("partitions:\n  pbatch: {nodes: 4, queues: [pbatch]}\n")
+    before = system.read_bytes()
+    target = system
+    if how != "same":
+        target = tmp_path / "alias.yaml"
+        (os.symlink if how == "symlink" else os.link)(system, target)
+    proc = sim(trace, "--system", system, option, target)
+    assert proc.returncode == 2, proc.stderr
+    assert f"{option} '{target}' is the --system file '{system}'" in proc.stderr
+    assert system.read_bytes() == before
+
+
+def test_every_file_option_of_drevt_sim_is_a_declared_input_or_output():
+    """A new option naming a file must be listed, so that the "never an input" check covers it."""
+    from drevt_sweep.cli.sim import INPUT_OPTIONS, OUTPUT_OPTIONS, build_parser
+
+    file_metavars = {"CSV", "JSON", "YAML", "CONF", "FILE", "PATH"}
+    named = {action.dest for action in build_parser()._actions
+             if not action.option_strings and action.dest != "help" or action.metavar in file_metavars}
+    assert named == set(INPUT_OPTIONS) | set(OUTPUT_OPTIONS)
+    assert not set(INPUT_OPTIONS) & set(OUTPUT_OPTIONS)

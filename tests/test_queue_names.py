@@ -98,3 +98,76 @@ def test_a_sweep_tracks_awkward_queue_names(tmp_path):
     assert mapping == {queue_key(n): n for n in ("a+b", "..", "gpu+debug")}
     artifacts = {a.path for a in client.list_artifacts(parent.info.run_id)}
     assert "queue_keys.json" in artifacts
+
+
+# Two distinct names with one 8-digit key (issue 28 item 3). Found by a birthday search over
+# names that all sanitise to the same text: 'q' + format(i, 'b') with 0 -> '#' and 1 -> '!',
+# for i = 0, 1, 2, ...; the first repeated queue_key came at i = 200394 (and
+# test_the_colliding_pair_was_found_by_a_birthday_search repeats the search).
+COLLIDING = ("q!##!##!!!!!!##!#!!", "q!!####!!!#!!##!#!#")
+
+
+def _birthday_search(limit: int = 300_000) -> tuple[str, str]:
+    seen: dict[str, str] = {}
+    for i in range(limit):
+        name = "q" + format(i, "b").replace("0", "#").replace("1", "!")
+        key = queue_key(name)
+        if key in seen:
+            return seen[key], name
+        seen[key] = name
+    raise AssertionError("no collision found")
+
+
+def test_the_colliding_pair_was_found_by_a_birthday_search():
+    assert _birthday_search() == COLLIDING
+    assert queue_key(COLLIDING[0]) == queue_key(COLLIDING[1])
+
+
+def test_a_runs_registry_gives_colliding_names_distinct_keys():
+    from drevt_sweep.names import QueueKeys
+
+    keys = QueueKeys([*COLLIDING, "pbatch", "a+b"])
+    first, second = keys(COLLIDING[0]), keys(COLLIDING[1])
+    assert first != second and VALID.match(first) and len(first) <= KEY_LIMIT
+    assert first.endswith(tuple("0123456789abcdef")) and len(first.rsplit("_x", 1)[1]) == 16
+    # every other name keeps its stable key; one name alone keeps its short key
+    assert keys("pbatch") == "pbatch" and keys("a+b") == queue_key("a+b")
+    assert QueueKeys([COLLIDING[0]])(COLLIDING[0]) == queue_key(COLLIDING[0])
+    assert keys.key_map() == {first: COLLIDING[0], second: COLLIDING[1], queue_key("a+b"): "a+b"}
+    assert excluded_key("queue:" + COLLIDING[1], keys) == "queue:" + second
+
+
+def test_drevt_sim_keeps_the_metrics_of_two_colliding_queues_apart(tmp_path):
+    trace = _trace(tmp_path, [COLLIDING[0]] * 2 + [COLLIDING[1]] * 3 + ["pbatch"])
+    stats = tmp_path / "stats.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "drevt_sweep.cli.sim", str(trace), "--queues", "all",
+         "--total_nodes", "3", "--stats", str(stats)],
+        capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    document = json.loads(stats.read_text())
+    mapping = document["trace"]["queue_keys"]
+    assert sorted(mapping.values()) == sorted(COLLIDING) and len(mapping) == 2
+    by_name = {name: key for key, name in mapping.items()}
+    metrics = document["metrics"]
+    assert metrics[f"queue/{by_name[COLLIDING[0]]}/jobs_simulated"] == 2
+    assert metrics[f"queue/{by_name[COLLIDING[1]]}/jobs_simulated"] == 3
+    table = {line.split()[0]: int(line.split()[1]) for line in
+             proc.stdout.split("per queue:")[1].strip().splitlines()[1:]}
+    assert table == {COLLIDING[0]: 2, COLLIDING[1]: 3, "pbatch": 1}
+
+
+@pytest.mark.slow
+def test_a_sweep_logs_two_colliding_queues_under_two_keys(tmp_path):
+    from mlflow.tracking import MlflowClient
+
+    trace = _trace(tmp_path, [COLLIDING[0]] * 2 + [COLLIDING[1]] * 3 + ["pbatch"])
+    run_sweep(tmp_path, "policy=easy", f"trace.path={trace}", "format.queues=[all]")
+    result = json.loads((tmp_path / "sweep" / "0" / "result.json").read_text())
+    assert result["status"] == "FINISHED", result.get("error")
+    mapping = json.loads((tmp_path / "sweep" / "0" / "queue_keys.json").read_text())
+    by_name = {name: key for key, name in mapping.items()}
+    client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'out' / 'mlflow.db'}")
+    metrics = client.get_run(result["parent_run_id"]).data.metrics
+    assert metrics[f"queue/{by_name[COLLIDING[0]]}/jobs_simulated"] == 2
+    assert metrics[f"queue/{by_name[COLLIDING[1]]}/jobs_simulated"] == 3

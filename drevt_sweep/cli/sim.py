@@ -43,6 +43,11 @@ COMPRESSION_ORDERS = ("compress_first", "interleaved", "one_pass")
 RUN_TIME_MODES = ("actual", "limit", "distribution")
 DISTRIBUTIONS = ("normal", "lognormal", "uniform")
 MAX_LISTED = 5  # jobs named in a warning before "..."
+# Every option that names a file the run reads, and how a refusal calls it; no output option
+# may name one of these files (``_check_paths``). A new input option is added here, and
+# tests/test_file_safety.py checks that every file option is either here or in OUTPUT_OPTIONS.
+INPUT_OPTIONS = {"trace": "the input trace", "system": "the --system file"}
+OUTPUT_OPTIONS = ("output", "resource_trace", "stats", "rejects")
 QUEUE_LABEL_LIMIT = 60  # characters of a queue name in the per-queue table
 
 
@@ -353,11 +358,10 @@ def load_machine(path: str):
     from ..errors import ConfigError
     from ..sim.machine import machine_from_mapping
 
+    from ..files import read_input
+
     try:
-        with open(path, encoding="utf-8") as handle:
-            data = yaml.safe_load(handle)
-    except OSError as exc:
-        raise ConfigError(f"cannot read the machine description {path}: {exc.strerror or exc}") from None
+        data = yaml.safe_load(read_input(path, INPUT_OPTIONS["system"], noun="machine description"))
     except yaml.YAMLError as exc:
         raise ConfigError(f"{path}: not valid YAML: {exc}") from None
     try:
@@ -419,14 +423,14 @@ def _priority_params(items: list[str]) -> dict:
 
 
 def _check_paths(args: argparse.Namespace) -> None:
-    """The trace must be a regular, readable file, and no output may name it (or another)."""
+    """The trace must be a regular, readable file, and no output may name an input
+    (``INPUT_OPTIONS``) or the same file as another output."""
     from ..files import check_input, check_outputs
 
     check_input(args.trace)
     check_outputs(
-        {"--output": args.output, "--resource_trace": args.resource_trace,
-         "--stats": args.stats, "--rejects": args.rejects},
-        inputs=(args.trace,),
+        {f"--{name}": getattr(args, name) for name in OUTPUT_OPTIONS},
+        inputs={what: getattr(args, name) for name, what in INPUT_OPTIONS.items()},
     )
 
 
@@ -682,8 +686,14 @@ def _table(title: str, first: str, names, key, columns) -> list[str]:
     return lines
 
 
-def statistics_text(metrics: dict[str, float], heading: str, queue_names=(), partition_names=()) -> str:
-    """The aligned, human-readable statistics block."""
+def statistics_text(metrics: dict[str, float], heading: str, queue_names=(), partition_names=(),
+                    queue_keys=None) -> str:
+    """The aligned, human-readable statistics block; ``queue_keys`` is the run's key registry
+    (``names.run_queue_keys``; default: one of ``queue_names``)."""
+    from ..names import QueueKeys
+
+    queue_keys = queue_keys or QueueKeys(queue_names)
+    partition_keys = QueueKeys(partition_names)
     lines = [heading]
     label_width = max(len(label) for _, label, _ in _STAT_ROWS)
     values = [_format_value(key, metrics.get(key, math.nan), unit) for key, _, unit in _STAT_ROWS]
@@ -701,12 +711,12 @@ def statistics_text(metrics: dict[str, float], heading: str, queue_names=(), par
 
         table = [["queue", *[title for _, title in _QUEUE_COLUMNS]]]
         for name in queue_names:
-            if metric_key_for_queue(name, "jobs_simulated") not in metrics:
+            if metric_key_for_queue(name, "jobs_simulated", queue_keys) not in metrics:
                 continue
-            row = [display_name(name, QUEUE_LABEL_LIMIT)]
+            row = [display_name(name, QUEUE_LABEL_LIMIT, queue_keys(name))]
             for key, _ in _QUEUE_COLUMNS:
                 unit = "%" if key == "utilization" else ""
-                row.append(_format_value(key, metrics[metric_key_for_queue(name, key)], unit))
+                row.append(_format_value(key, metrics[metric_key_for_queue(name, key, queue_keys)], unit))
             table.append(row)
         widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
         lines.append("")
@@ -720,7 +730,7 @@ def statistics_text(metrics: dict[str, float], heading: str, queue_names=(), par
         from ..sim.metrics import metric_key_for_queue
 
         def partition_value(name, metric):
-            safe = metric_key_for_queue(name, metric).replace("queue/", "partition/", 1)
+            safe = metric_key_for_queue(name, metric, partition_keys).replace("queue/", "partition/", 1)
             return metrics.get(safe)
 
         lines.extend(_table("per partition", "partition", partition_names, partition_value,
@@ -760,9 +770,10 @@ def _heading(jobs, schedule, args, backfill, model) -> str:
 
 def _run_info(jobs, schedule, args, backfill, model) -> dict:
     from .. import __version__
-    from ..names import excluded_key, queue_key_map
+    from ..names import excluded_key, run_queue_keys
 
     meta = jobs.meta
+    keys = run_queue_keys(jobs)
     simulated = schedule.mode != "replay"
     return {
         "tool": PROG,
@@ -778,10 +789,8 @@ def _run_info(jobs, schedule, args, backfill, model) -> dict:
             "rows_read": meta.rows_read,
             "rows_kept": meta.rows_kept,
             "jobs": len(jobs),
-            "excluded": {excluded_key(reason): count for reason, count in meta.excluded.items()},
-            "queue_keys": queue_key_map(
-                [*jobs.queue_names, *(r[6:] for r in meta.excluded if r.startswith("queue:"))]
-            ),
+            "excluded": {excluded_key(reason, keys): count for reason, count in meta.excluded.items()},
+            "queue_keys": keys.key_map(),
             "rows_skipped": len(meta.rejects),
         },
         "run": {
@@ -889,7 +898,9 @@ def run(args: argparse.Namespace) -> int:
         present = [jobs.queue_names[c] for c in np.unique(jobs.queue_code).tolist()]
         heading = _heading(jobs, schedule, args, backfill, model)
         parts = schedule.machine.partition_names if schedule.machine is not None else ()
-        chunks.append(statistics_text(metrics, heading, present, parts))
+        from ..names import run_queue_keys
+
+        chunks.append(statistics_text(metrics, heading, present, parts, run_queue_keys(jobs)))
         sys.stdout.write("".join(chunks))
         sys.stdout.flush()
     return 0

@@ -19,7 +19,7 @@ import numpy as np
 
 from ..jobs import JobTable
 from .machine_metrics import partition_metrics  # PARTITION_METRIC_DEFINITIONS documents them
-from ..names import queue_key
+from ..names import QueueKeys, queue_key, run_queue_keys
 from .schedule import Schedule
 
 BSLD_TAU = 10.0  # seconds: the bounded-slowdown threshold for very short jobs
@@ -57,9 +57,11 @@ METRIC_DEFINITIONS: dict[str, str] = {
 _WAIT_PERCENTILES = (50.0, 90.0, 95.0, 99.0)
 
 
-def metric_key_for_queue(queue: str, metric: str) -> str:
-    """The flat key of a per-queue metric, e.g. ``queue/pbatch/wait_mean``."""
-    return f"queue/{queue_key(queue)}/{metric}"
+def metric_key_for_queue(queue: str, metric: str, keys=queue_key) -> str:
+    """The flat key of a per-queue metric, e.g. ``queue/pbatch/wait_mean``; ``keys`` is the
+    run's registry (``names.run_queue_keys``), which differs from ``queue_key`` only where two
+    of the run's names would share a key."""
+    return f"queue/{keys(queue)}/{metric}"
 
 
 def bounded_slowdown(wait: np.ndarray, run_time: np.ndarray, tau: float = BSLD_TAU) -> np.ndarray:
@@ -196,7 +198,8 @@ def compute_metrics(jobs: JobTable, schedule: Schedule) -> dict[str, float]:
             del out["utilization"]  # the partition's node_utilization replaces it
             return out
 
-        metrics.update(partition_metrics(jobs, schedule, of_rows, queue_key, span_start, span_end))
+        partition_keys = QueueKeys(schedule.machine.partition_names)
+        metrics.update(partition_metrics(jobs, schedule, of_rows, partition_keys, span_start, span_end))
 
     # Per queue: sort the jobs by queue once and slice contiguous segments.
     codes_all = np.asarray(jobs.queue_code)
@@ -208,6 +211,7 @@ def compute_metrics(jobs: JobTable, schedule: Schedule) -> dict[str, float]:
     sorted_codes = codes_ran[order]
     rejected_per_code = np.bincount(codes_all[rejected], minlength=len(jobs.queue_names))
     killed_per_code = np.bincount(codes_all[killed & ran], minlength=len(jobs.queue_names))
+    keys = run_queue_keys(jobs)
     for code in present.tolist():
         lo, hi = np.searchsorted(sorted_codes, [code, code + 1])
         idx = order[lo:hi]
@@ -230,7 +234,7 @@ def compute_metrics(jobs: JobTable, schedule: Schedule) -> dict[str, float]:
         )
         for key in _ORDER:
             if key in queue_metrics:
-                metrics[metric_key_for_queue(jobs.queue_names[code], key)] = queue_metrics[key]
+                metrics[metric_key_for_queue(jobs.queue_names[code], key, keys)] = queue_metrics[key]
     return metrics
 
 

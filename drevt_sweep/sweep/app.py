@@ -519,12 +519,12 @@ def _log_seed_runs(tracker, parent_id, cfg, jobs, spec, chash, label, results, r
         "n_seeds": len(results),
         "drevt_version": __version__,
     }
-    from ..names import excluded_key
+    from ..names import excluded_key, run_queue_keys
 
     if jobs.meta.header_timezone:  # what the file says, beside the zone used (timezone.name)
         params["trace_timezone_header"] = jobs.meta.header_timezone
     for name, count in jobs.meta.excluded.items():  # queue names made valid, unique, stable
-        params[f"excluded.{excluded_key(name)}"] = count
+        params[f"excluded.{excluded_key(name, run_queue_keys(jobs))}"] = count
     for part in (spec.machine.partitions if spec.machine is not None else ()):
         for field in ("nodes", "cores", "gpus", "memory", "sharing"):
             params[f"partition.{part.name}.{field}"] = getattr(part, field)

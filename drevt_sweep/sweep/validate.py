@@ -12,7 +12,6 @@ from __future__ import annotations
 import difflib
 import functools
 import math
-from pathlib import Path
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
@@ -195,23 +194,10 @@ def _extra_keys(node, schema, prefix: str) -> list[str]:
 
 
 def check_trace_file(cfg: DictConfig) -> list[str]:
-    """The trace file exists (a catalogue trace that is missing says how to fetch it)."""
-    from ..trace.options import resolve_trace_path
+    """The trace file exists, is a regular file and, for a catalogue trace, is its file."""
+    from ..trace.options import trace_file_problems
 
-    try:
-        raw = cfg.trace.path
-    except Exception:  # noqa: BLE001 - ??? is Hydra's own, clearer message
-        return []
-    path = resolve_trace_path(str(raw), str(cfg.paths.root))
-    if path.is_file() or str(raw).startswith(("http://", "https://")):
-        return []
-    from ..trace.catalogue import CATALOGUE, missing_hint
-
-    name = str(cfg.trace.name)
-    if name in CATALOGUE:
-        return [f"trace={name}: {missing_hint(name)}"]
-    return [f"trace.path={raw}: no such file" + ("" if Path(str(raw)).is_absolute()
-                                                  else f" (relative to paths.root={cfg.paths.root})")]
+    return trace_file_problems(cfg)
 
 
 def sweep_job_configs(config: DictConfig):

@@ -39,7 +39,7 @@ from .source import checksum_of, read_bytes
 from .table import write_rejects
 
 CACHE_ENV = "DREVT_TRACE_CACHE"
-FORMAT_VERSION = 3  # 2: entries carry the sha256 of their content; 3: per-node requests, partitions
+FORMAT_VERSION = 4  # 2: entries carry the sha256 of their content; 3: per-node requests, partitions; 4: exact (int64 or text) job ids
 
 
 def default_cache_dir() -> Path:
@@ -92,7 +92,7 @@ def _code_fingerprint() -> str:
 
 
 _NAMES = ("queue_names", "user_names", "group_names", "partition_names")  # the code columns' names, stored as text
-_DTYPES = {  # the dtype kind of every JobTable column: i(nt) or f(loat)
+_DTYPES = {  # the dtype kind of every JobTable column: i(nt) or f(loat); job_id may also be U (text ids)
     "job_id": "i", "source_line": "i", "submit": "f", "begin": "f", "end": "f",
     "num_nodes": "i", "time_limit": "f", "actual_run_time": "f", "queue_code": "i",
     "exit_status": "i", "user_code": "i", "group_code": "i",
@@ -193,7 +193,7 @@ def _check_columns(columns: dict[str, np.ndarray], names: dict[str, tuple], meta
         column = columns[name]
         if column.ndim != 1 or column.shape != n:
             raise _Invalid(f"column {name} has shape {column.shape}, not {n}")
-        if column.dtype.kind != kind:
+        if column.dtype.kind != kind and not (name == "job_id" and column.dtype.kind == "U"):
             raise _Invalid(f"column {name} has dtype {column.dtype}")
     if meta.get("rows_kept") != n[0]:
         raise _Invalid(f"{n[0]} rows, but its metadata says {meta.get('rows_kept')}")

@@ -6,15 +6,27 @@ downloads it there: ``~/.local/share/drevt-sweep/traces`` on Linux, per ``platfo
 in ``$DREVT_TRACE_DIR``. The configs resolve ``${drevt_trace:NAME}`` through :func:`locate`.
 The checksums are of the files as the Parallel Workloads Archive serves them, verified on the
 copies this project is developed with.
+
+A file found under a catalogue trace's name is verified against its sha256 before a sweep
+runs (``verify``): a wrong file (another trace copied under that name, a truncated download)
+is refused with what to do, unless ``$DREVT_TRACE_VERIFY=0``. The result is remembered in
+``verified.json`` of the trace cache folder, keyed by the file's device, inode, size and
+modification time (as the trace cache trusts a file it has read), so an unchanged file is
+hashed once, not once per run.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 TRACE_DIR_ENV = "DREVT_TRACE_DIR"
+VERIFY_ENV = "DREVT_TRACE_VERIFY"  # 0: use a catalogue trace whose checksum differs
+VERIFIED_FILE = "verified.json"
 PWA = "https://www.cs.huji.ac.il/labs/parallel/workload"
 PWA_CITATION = ("D. G. Feitelson, D. Tsafrir and D. Krakov, \"Experience with using the Parallel "
                 "Workloads Archive\", J. Parallel Distrib. Comput. 74(10), 2967-2982, 2014")
@@ -106,3 +118,73 @@ def missing_hint(name: str) -> str:
     how = (f"fetch it once with `drevt-sweep-fetch {name}`" if entry.url
            else f"it has no public download ({entry.note})")
     return f"{entry.file} is not in {looked}{env}; {how}"
+
+
+def _identity(info: os.stat_result) -> str:
+    return f"{info.st_dev}:{info.st_ino}:{info.st_size}:{info.st_mtime_ns}"
+
+
+def file_sha256(path, cache_dir=None) -> str:
+    """The sha256 of a file's bytes, remembered in ``cache_dir/verified.json`` by the file's
+    identity (device, inode, size, mtime): an unchanged file is hashed once."""
+    from .cache import default_cache_dir
+
+    path = Path(path)
+    identity = _identity(os.stat(path))
+    store = Path(cache_dir) if cache_dir else default_cache_dir()
+    known = _read_verified(store)
+    key = os.path.realpath(path)
+    if known.get(key, {}).get("identity") == identity:
+        return known[key]["sha256"]
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    known[key] = {"identity": identity, "sha256": digest.hexdigest()}
+    _write_verified(store, known)
+    return digest.hexdigest()
+
+
+def _read_verified(store: Path) -> dict:
+    try:
+        data = json.loads((store / VERIFIED_FILE).read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _write_verified(store: Path, known: dict) -> None:
+    """Best effort (a read-only cache only costs a hash next time), atomic (concurrent runs)."""
+    try:
+        store.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=store, prefix=f".{VERIFIED_FILE}.", suffix=".tmp")
+        with os.fdopen(fd, "w") as handle:
+            json.dump(known, handle, indent=0, sort_keys=True)
+        os.replace(tmp, store / VERIFIED_FILE)
+    except OSError:
+        try:
+            os.unlink(tmp)
+        except (OSError, UnboundLocalError):
+            pass
+
+
+def verify(name: str, path, cache_dir=None) -> str | None:
+    """None when ``path`` is catalogue trace ``name``'s file (or is not under its file name, or
+    ``$DREVT_TRACE_VERIFY=0``), else what is wrong and what to do."""
+    entry = CATALOGUE.get(name)
+    if entry is None or entry.sha256 is None or Path(path).name != entry.file:
+        return None
+    if os.environ.get(VERIFY_ENV, "").strip().lower() in ("0", "false", "no", "off"):
+        return None
+    try:
+        found = file_sha256(path, cache_dir)
+        size = os.stat(path).st_size
+    except OSError:
+        return None  # the file check reports what is wrong with the path itself
+    if found == entry.sha256:
+        return None
+    how = (f"`drevt-sweep-fetch {name}` replaces it with the catalogue's file"
+           if entry.url else f"put the catalogue's file there ({entry.note})")
+    return (f"{path} is not the catalogue's {entry.file}: sha256 {found[:16]}... ({size:,} bytes), "
+            f"expected {entry.sha256[:16]}... ({entry.size:,} bytes); {how}, or set "
+            f"{VERIFY_ENV}=0 to use this file anyway")

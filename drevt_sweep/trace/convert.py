@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import TraceError
-from .numeric import parse_numbers, whole_numbers
+from .numeric import parse_numbers
 from .table import ParsedTrace
 from .timestamps import parse_times
 
@@ -19,20 +19,75 @@ def numbers(parsed: ParsedTrace, column: pd.Series, canon: str) -> np.ndarray:
     return parsed_column.values
 
 
-def whole(parsed: ParsedTrace, column: pd.Series, canon: str, missing_as: int = -1) -> np.ndarray:
-    """int64 values for an id/status column; empty -> ``missing_as``."""
-    values = numbers(parsed, column, canon)
-    with np.errstate(invalid="ignore"):
-        parsed.problem(np.isinf(values), canon, "not_finite", "not a finite number")
-        parsed.problem(
-            np.isfinite(values) & (values != np.floor(values)),
-            canon,
-            "not_whole",
-            f"{parsed.labels.get(canon, canon)} must be a whole number",
-        )
-        parsed.problem(np.abs(values) > 2**62, canon, "too_large", "number is too large")
-    safe = np.where(np.isfinite(values) & (np.abs(values) <= 2**62), np.floor(values), np.nan)
-    return whole_numbers(safe, missing_as)
+INT64_MAX = 2**63 - 1
+_INTEGER = r"[+-]?\d+"
+# Ids that are not integers but name one job: Slurm array tasks (123_4) and heterogeneous-job
+# components (123+1).
+_TEXT_ID = r"\d+(?:_\d+|\+\d+)"
+
+
+def exact_whole(parsed: ParsedTrace, column: pd.Series, canon: str, missing_as: int = -1) -> np.ndarray:
+    """int64 values of an id/status column, every digit kept (no float64 on the way, which
+    would make 2**53 + 1 into 2**53); empty -> ``missing_as``. A value above the int64 range is
+    a problem naming it; a whole number written with a decimal point or exponent (``5.0``) is
+    accepted when float64 holds it exactly (below 2**53)."""
+    values, _ = _exact(parsed, column, canon, missing_as, text_ids=False)
+    return values
+
+
+def job_ids(parsed: ParsedTrace, column: pd.Series, canon: str) -> tuple[np.ndarray, np.ndarray]:
+    """A job-id column: (ids, missing mask). The ids are int64 when every id is an integer;
+    when some are array tasks or job components (``123_4``, ``123+1``) all of them are kept
+    as their text (a numpy str array), so every id stays exact and distinct."""
+    return _exact(parsed, column, canon, -1, text_ids=True)
+
+
+def ids_or_rows(ids: np.ndarray, missing: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """Job ids with the row numbers ``rows`` where an id is missing (or, as integers, -1)."""
+    if ids.dtype == np.int64:
+        return np.where(missing | (ids < 0), rows, ids)
+    return np.where(missing, rows.astype(str), ids)
+
+
+def _exact(parsed, column, canon, missing_as, text_ids):
+    n = len(column)
+    if column.dtype == np.int64:
+        return column.to_numpy(dtype=np.int64), np.zeros(n, dtype=bool)
+    text = column.astype("str").str.strip().where(column.notna(), "")
+    missing = (text == "").to_numpy(dtype=bool)
+    integer = text.str.fullmatch(_INTEGER).to_numpy(dtype=bool)
+    digits = text.str.lstrip("+-").str.lstrip("0")
+    length = digits.str.len().to_numpy()
+    too_large = integer & ((length > 19) | ((length == 19) & (digits > str(INT64_MAX)).to_numpy(dtype=bool)))
+    label = parsed.labels.get(canon, canon)
+    parsed.problem(too_large, canon, "too_large",
+                   f"{label} is larger than the largest 64-bit integer ({INT64_MAX})")
+    values = np.full(n, missing_as, dtype=np.int64)
+    fits = integer & ~too_large
+    if fits.any():
+        values[fits] = text[fits].to_numpy(dtype=str).astype(np.int64)
+    rest = ~integer & ~missing
+    if text_ids and rest.any():
+        is_text_id = text.str.fullmatch(_TEXT_ID).to_numpy(dtype=bool)
+        if is_text_id.any():
+            parsed.problem(rest & ~is_text_id, canon, "not_an_id",
+                           f"not a job id (an integer, or an array task such as 123_4)")
+            return text.to_numpy(dtype=str), missing
+    if rest.any():
+        floats = pd.to_numeric(text.where(rest, None), errors="coerce").to_numpy(dtype=np.float64)
+        with np.errstate(invalid="ignore"):
+            parsed.problem(rest & np.isnan(floats), canon, "not_a_number", "not a number")
+            parsed.problem(np.isinf(floats), canon, "not_finite", "not a finite number")
+            whole = np.isfinite(floats) & (floats == np.floor(floats))
+            parsed.problem(np.isfinite(floats) & ~whole, canon, "not_whole",
+                           f"{label} must be a whole number")
+            inexact = whole & (np.abs(floats) >= 2**53)
+            parsed.problem(inexact, canon, "not_exact",
+                           f"{label} is too large to be written with a decimal point or exponent "
+                           "(above 2**53 only integer digits are exact)")
+        ok = whole & ~inexact
+        values[ok] = floats[ok].astype(np.int64)
+    return values, missing
 
 
 def times(parsed: ParsedTrace, columns: dict[str, pd.Series], timestamp_format: str, zone) -> None:

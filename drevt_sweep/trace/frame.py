@@ -18,13 +18,15 @@ from ..files import csv_uncell
 from .records import Records
 
 
-def read_frame(data: bytes, records: Records, text_columns=(), **options) -> pd.DataFrame:
+def read_frame(data: bytes, records: Records, text_columns=(), exact_columns=(), **options) -> pd.DataFrame:
     """Parse ``data`` with ``pd.read_csv`` (plus ``options``); one frame row per data record.
 
     ``records`` are the data records (header excluded) the frame must line up with.
     ``text_columns`` must keep their exact text (queue names like ``01``); they are re-read as
     text only when pandas inferred numbers for them, because forcing ``dtype=str`` up front
-    costs more than the rest of a column's parsing.
+    costs more than the rest of a column's parsing. ``exact_columns`` (job ids) must keep
+    every digit: they are re-read as text unless pandas read them as int64 (a float64 column
+    -- any empty cell makes one -- holds integers exactly only up to 2**53).
     """
     settings = dict(
         engine="c",
@@ -36,6 +38,8 @@ def read_frame(data: bytes, records: Records, text_columns=(), **options) -> pd.
     settings.update(options)
     frame = _read_csv(data, settings)
     numeric = [name for name in text_columns if not _is_text(frame[name])]
+    numeric += [name for name in exact_columns
+                if not _is_text(frame[name]) and frame[name].dtype != np.int64 and name not in numeric]
     if numeric:
         again = dict(settings, usecols=numeric, dtype={name: str for name in numeric})
         as_text = _read_csv(data, again)

@@ -98,7 +98,7 @@ HEADERLESS = {  # the first accepted name that the 33-column CSM layout has
 
 def read(path: str, options: ReadOptions) -> JobTable:
     zone = resolve_zone(options.timezone or DEFAULT_TIMEZONE)
-    source = read_source(path)
+    source = read_source(path, options.on_bad_row)
     with located(path):
         records = scan_delimited(source.data, ",", '"')
         first = [name.strip().lower() for name in records.fields(0)]
@@ -125,6 +125,7 @@ def read(path: str, options: ReadOptions) -> JobTable:
             names=[f"f{i}" for i in range(width)],
             usecols=[f"f{i}" for i in sorted(set(columns.values()))],
             text_columns=[f"f{columns[c]}" for c in ("queue", "user", "group") if c in columns],
+            exact_columns=[f"f{columns[c]}" for c in ("job_id", "exit_status") if c in columns],
         )
         column_of = {canon: frame[f"f{index}"] for canon, index in columns.items()}
         parsed = ParsedTrace(
@@ -147,11 +148,11 @@ def read(path: str, options: ReadOptions) -> JobTable:
         parsed.time_limit = convert.numbers(parsed, column_of["time_limit"], "time_limit")
         parsed.queue_codes, parsed.queue_names = factorize_names(column_of["queue"])
         if "exit_status" in column_of:
-            parsed.exit_status = convert.whole(parsed, column_of["exit_status"], "exit_status")
+            parsed.exit_status = convert.exact_whole(parsed, column_of["exit_status"], "exit_status")
         _requests(parsed, column_of)
         if "job_id" in column_of:
-            ids = convert.whole(parsed, column_of["job_id"], "job_id")
-            parsed.job_id = np.where(ids >= 0, ids, parsed.job_id)
+            ids, missing = convert.job_ids(parsed, column_of["job_id"], "job_id")
+            parsed.job_id = convert.ids_or_rows(ids, missing, parsed.job_id)
         end_missing = np.isnan(parsed.end) & ~convert.flagged(parsed, "end")
         parsed.exclude("not_finished", end_missing & np.isfinite(parsed.begin))
         parsed.exclude("zero_run_time", parsed.end == parsed.begin)

@@ -1,7 +1,8 @@
 """Numeric columns to float64 arrays, vectorised, remembering which values were not numbers.
 
 Readers keep every number as float64 until validation (so that NaN can mark a missing value);
-the table builder checks ranges and whole numbers and only then casts counts to int64.
+the table builder checks ranges and whole numbers and only then casts counts to int64. Ids and
+statuses never go through float64 (``convert.exact_whole``): 2**53 + 1 would become 2**53.
 """
 
 from __future__ import annotations
@@ -30,11 +31,3 @@ def parse_numbers(values: pd.Series) -> NumberColumn:
         dtype=np.float64, na_value=np.nan
     )
     return NumberColumn(floats, missing, np.isnan(floats) & ~missing)
-
-
-def whole_numbers(values: np.ndarray, missing_as: int = -1) -> np.ndarray:
-    """float64 to int64 for values already checked to be whole and in range."""
-    out = np.full(values.shape, missing_as, dtype=np.int64)
-    ok = np.isfinite(values)
-    out[ok] = values[ok].astype(np.int64)
-    return out

@@ -7,6 +7,7 @@ below both, so that neither imports the other.
 
 from __future__ import annotations
 
+import os
 from importlib import resources
 from pathlib import Path
 
@@ -45,3 +46,31 @@ def read_options(cfg) -> ReadOptions:
         force_simulation=not cfg.policy.replay,
         swf_missing_time_limit=_value(cfg.format.swf_missing_time_limit),
     )
+
+
+def trace_file_problems(cfg) -> list[str]:
+    """What is wrong with a configuration's trace file, before anything runs: the checks
+    ``drevt-sim`` makes (``files.check_input``: a directory, a FIFO, a device, a broken link
+    ... each with its own message), a catalogue trace that is missing (how to fetch it) or is
+    not the catalogue's file (``catalogue.verify``)."""
+    from ..errors import TraceError
+    from ..files import check_input
+    from .catalogue import CATALOGUE, missing_hint, verify
+
+    try:
+        raw = cfg.trace.path
+    except Exception:  # noqa: BLE001 - ??? is Hydra's own, clearer message
+        return []
+    if str(raw).startswith(("http://", "https://")):
+        return []
+    path = resolve_trace_path(str(raw), str(cfg.paths.root))
+    name = str(cfg.trace.name)
+    try:
+        check_input(str(path))
+    except TraceError as exc:
+        if name in CATALOGUE and not os.path.lexists(path):
+            return [f"trace={name}: {missing_hint(name)}"]
+        where = "" if Path(str(raw)).is_absolute() else f" (relative to paths.root={cfg.paths.root})"
+        return [f"trace.path={raw}: {exc.reason}{where}"]
+    wrong = verify(name, path)
+    return [f"trace={name}: {wrong}"] if wrong else []

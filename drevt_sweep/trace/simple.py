@@ -73,7 +73,7 @@ REQUEST_COLUMNS = {  # optional, per node (memory in MiB)
 
 def read(path: str, options: ReadOptions) -> JobTable:
     zone = resolve_zone(options.timezone or DEFAULT_TIMEZONE)
-    source = read_source(path)
+    source = read_source(path, options.on_bad_row)
     with located(path):
         records = scan_delimited(source.data, ",", '"')
         header = [name.strip().lower() for name in records.fields(0)]
@@ -89,6 +89,7 @@ def read(path: str, options: ReadOptions) -> JobTable:
             names=[f"f{i}" for i in range(len(header))],
             usecols=[f"f{i}" for i in sorted(set(columns.values()))],
             text_columns=[f"f{columns[c]}" for c in ("queue", "user", "group", "partition") if c in columns],
+            exact_columns=[f"f{columns[c]}" for c in ("job_id", "exit_status") if c in columns],
         )
         column_of = {canon: frame[f"f{index}"] for canon, index in columns.items()}
         parsed = ParsedTrace(
@@ -182,10 +183,12 @@ def _fill(parsed: ParsedTrace, column_of, mode: str, options: ReadOptions, zone)
     if "partition" in column_of:
         parsed.partition_codes, parsed.partition_names = factorize_names(column_of["partition"])
     if "job_id" in column_of:
-        parsed.job_id = convert.whole(parsed, column_of["job_id"], "job_id")
-        parsed.problem(parsed.job_id < 0, "job_id", "missing", "missing or negative job_id")
+        parsed.job_id, missing = convert.job_ids(parsed, column_of["job_id"], "job_id")
+        if parsed.job_id.dtype == np.int64:
+            missing = missing | (parsed.job_id < 0)
+        parsed.problem(missing, "job_id", "missing", "missing or negative job_id")
     if "exit_status" in column_of:
-        parsed.exit_status = convert.whole(parsed, column_of["exit_status"], "exit_status")
+        parsed.exit_status = convert.exact_whole(parsed, column_of["exit_status"], "exit_status")
 
     if mode == "replay":
         parsed.required |= {"begin", "end"}

@@ -16,8 +16,10 @@ Columns (names matched case-insensitively, first present wins):
   TIMEOUT jobs ran for their limit, so ``k = round(median(CPUTimeRAW / (ReqCPUS x limit)))``
   over them, at least 1 (1 with fewer than ``MIN_TIMEOUT_JOBS`` of them). In the Kabre export
   ``k = 2``: two hardware threads per requested core.
-* ``JobIDRaw``/``JobID``: the leading number is the job id (array tasks ``123_4`` and
-  heterogeneous components ``123+1`` keep their base id); without one, the row number.
+* ``JobIDRaw``/``JobID``: the job id, exact: int64 when every id is an integer (an id above
+  the int64 range is a bad row); when some are array tasks ``123_4`` or heterogeneous
+  components ``123+1`` (``JobID``), every id is kept as its text, so that each task keeps an
+  id of its own; an empty id becomes the row number.
 * ``Partition`` -> queue (every partition is kept by default); ``ExitCode`` ``N:S`` -> N.
 * Requests per node (optional columns): cores = ``ReqCPUS`` (else ``AllocCPUS``/``NCPUS``)
   / nodes, rounded up; memory from ``ReqMem`` (else ``AllocMem``): a number with an optional
@@ -98,7 +100,7 @@ _DURATION = (
 
 def read(path: str, options: ReadOptions) -> JobTable:
     zone = resolve_zone(options.timezone or DEFAULT_TIMEZONE)
-    source = read_source(path)
+    source = read_source(path, options.on_bad_row)
     with located(path):
         records = scan_delimited(source.data, "|", None)
         header = [name.strip().lower() for name in records.fields(0)]
@@ -178,10 +180,10 @@ def _fill(parsed: ParsedTrace, column_of, options: ReadOptions, zone) -> None:
     n = len(parsed)
     if "job_id" in column_of:
         ids = _text(column_of["job_id"])
-        parsed.exclude("job_step", ids.str.contains(".", regex=False).to_numpy(dtype=bool))
-        base = pd.to_numeric(ids.str.extract(r"^(\d{1,18})", expand=False), errors="coerce")
-        base = base.to_numpy(dtype=np.float64, na_value=np.nan)
-        parsed.job_id = np.where(np.isnan(base), parsed.job_id, base).astype(np.int64)
+        step = ids.str.contains(".", regex=False)
+        parsed.exclude("job_step", step.to_numpy(dtype=bool))
+        values, missing = convert.job_ids(parsed, ids.where(~step, ""), "job_id")
+        parsed.job_id = convert.ids_or_rows(values, missing, parsed.job_id)
 
     state = _text(column_of["state"]).str.upper() if "state" in column_of else None
     replay = "begin" in column_of

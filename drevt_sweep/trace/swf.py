@@ -96,7 +96,7 @@ def read(path: str, options: ReadOptions) -> JobTable:
             f"unknown swf_missing_time_limit '{options.swf_missing_time_limit}'; choose one of "
             f"{', '.join(MISSING_TIME_LIMIT_ACTIONS)}"
         )
-    source = read_source(path)
+    source = read_source(path, options.on_bad_row)
     with located(path):
         header = read_header(source.data)
         rows = scan_whitespace(source.data, ";")
@@ -176,13 +176,14 @@ def _fill(parsed: ParsedTrace, columns: _FrameColumns | _WholeNumberColumns, sta
     value = {
         canon: columns.numbers(parsed, canon, index)
         for canon, index in FIELD_OF.items()
-        if canon not in ("queue", "partition")
+        if canon not in ("queue", "partition", "job_id")
     }
+    job = columns.ids(parsed, JOB)  # int64, exact (never through float64)
+    parsed.problem(job < -1, "job_id", "negative", "negative value (only -1 means unknown)")
     for canon, values in value.items():
         with np.errstate(invalid="ignore"):
             parsed.problem(values < -1, canon, "negative", "negative value (only -1 means unknown)")
-    job, submit, wait, run = (
-        value["job_id"],
+    submit, wait, run = (
         value["submit"],
         value["wait"],
         value["actual_run_time"],
@@ -236,8 +237,7 @@ def _fill(parsed: ParsedTrace, columns: _FrameColumns | _WholeNumberColumns, sta
         parsed.memory_per_node = np.where(memory >= 0, memory * procs_on_node / 1024.0, np.nan)
     parsed.num_nodes = nodes
     parsed.time_limit = limit
-    ids = np.where(np.isfinite(job) & (job == np.floor(job)) & (np.abs(job) < 2**62), job, -1)
-    parsed.job_id = np.where(ids >= 0, ids, np.arange(1, len(parsed) + 1)).astype(np.int64)
+    parsed.job_id = np.where(job >= 0, job, np.arange(1, len(parsed) + 1, dtype=np.int64))
     parsed.queue_codes, parsed.queue_names = columns.names(QUEUE)
     parsed.partition_codes, parsed.partition_names = columns.names(PARTITION)
     parsed.users, parsed.groups = columns.who(USER), columns.who(GROUP)
@@ -289,6 +289,9 @@ class _WholeNumberColumns:
     def numbers(self, parsed: ParsedTrace, canon: str, field: int) -> np.ndarray:
         return self.column(field).astype(np.float64)
 
+    def ids(self, parsed: ParsedTrace, field: int) -> np.ndarray:
+        return self.column(field).copy()
+
     def names(self, field: int) -> tuple[np.ndarray, list[str]]:
         """(int64 codes, names): numbers as text, as ``value_text`` writes them."""
         values = self.column(field)
@@ -319,6 +322,7 @@ def _frame_columns(data: bytes, rows: Records) -> _FrameColumns:
         usecols=list(USED_FIELDS),
         sep=r"\s+",
         comment=";",
+        exact_columns=[JOB],
     ))
 
 
@@ -332,6 +336,11 @@ class _FrameColumns:
         from . import convert
 
         return convert.numbers(parsed, self.frame[field], canon)
+
+    def ids(self, parsed: ParsedTrace, field: int) -> np.ndarray:
+        from . import convert
+
+        return convert.exact_whole(parsed, self.frame[field], "job_id")
 
     def names(self, field: int) -> tuple[np.ndarray, list[str]]:
         import pandas as pd

@@ -68,7 +68,7 @@ class ParsedTrace:
     timestamp_format: str
     default_queues: tuple[str, ...] | None  # None: keep every queue by default
     # The columns start empty: each reader fills them in once it has parsed the rows.
-    job_id: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
+    job_id: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))  # or str (text ids)
     submit: np.ndarray = field(default_factory=lambda: np.empty(0))  # float64 seconds
     num_nodes: np.ndarray = field(default_factory=lambda: np.empty(0))  # float64, validated then cast
     time_limit: np.ndarray = field(default_factory=lambda: np.empty(0))  # float64 seconds
@@ -97,6 +97,7 @@ class ParsedTrace:
     problems: list[Problem] = field(default_factory=list)
     exclusions: list[tuple[str, np.ndarray]] = field(default_factory=list)
     note_masks: dict[str, np.ndarray] = field(default_factory=dict)
+    extra_notes: dict[str, int] = field(default_factory=dict)  # counts that are not of rows
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -166,6 +167,7 @@ def build_table(parsed: ParsedTrace, options) -> JobTable:
     ``options.on_bad_row == 'skip'``."""
     n = len(parsed)
     excluded: dict[str, int] = {}
+    _damaged_text(parsed)
     problems = list(parsed.problems)
     structural = np.zeros(n, dtype=bool)
     for problem in problems:
@@ -212,6 +214,58 @@ def build_table(parsed: ParsedTrace, options) -> JobTable:
     if kept.size == 0:
         raise TraceError(_nothing_left(n, excluded), path=parsed.source.path)
     return _assemble(parsed, options, _submit_order(parsed.submit, kept), excluded, rejects)
+
+
+REPLACEMENT = "\ufffd"  # what source.read_source put in place of bytes that are not UTF-8
+
+
+def _damaged_text(parsed: ParsedTrace) -> None:
+    """Rows on lines where bytes that are not UTF-8 were replaced (skip mode): a row whose
+    queue, partition, user or group name holds a replacement is a bad row (two damaged names
+    could otherwise merge into one); numbers and times that hold one fail their own checks;
+    a row damaged only in a field no one reads is kept, counted in
+    ``notes['non_utf8_text_replaced']`` (and lines outside the rows, such as SWF comments, in
+    ``notes['non_utf8_lines_outside_rows']``)."""
+    lines = parsed.source.replaced_lines
+    if not lines.size:
+        return
+    rows = parsed.rows
+    row = np.searchsorted(rows.lines, lines, side="right") - 1  # the last row starting at or before
+    known = row >= 0
+    row, line = row[known], lines[known]
+    last_line = np.array([rows.lines[i] + rows.data.count(b"\n", int(rows.starts[i]), int(rows.ends[i]))
+                          for i in row.tolist()], dtype=np.int64)
+    inside = line <= last_line  # else a comment, blank or header line after that row
+    touched = np.zeros(len(parsed), dtype=bool)
+    touched[row[inside]] = True
+    named = np.zeros(len(parsed), dtype=bool)
+    for column, codes, names in _name_columns(parsed):
+        bad = np.array([REPLACEMENT in name for name in names] or [False], dtype=bool)
+        hit = touched & bad[codes]
+        if hit.any():
+            parsed.problem(hit, column, "not_utf8",
+                           "not UTF-8 text (bytes replaced by U+FFFD): re-save the file as UTF-8")
+            named |= hit
+    parsed.note("non_utf8_text_replaced", touched & ~named)
+    outside = int(lines.size - inside.sum())
+    if outside:
+        parsed.extra_notes["non_utf8_lines_outside_rows"] = outside
+
+
+def _name_columns(parsed: ParsedTrace):
+    """(column, per-row codes, names) of the text columns that the simulation uses."""
+    if parsed.queue_names:
+        yield "queue", parsed.queue_codes, parsed.queue_names
+    if parsed.partition_codes is not None and parsed.partition_names:
+        yield "partition", parsed.partition_codes, parsed.partition_names
+    for column, text in (("user", parsed.users), ("group", parsed.groups)):
+        if text is None:
+            continue
+        if isinstance(text, CodedText):
+            yield column, text.codes, text.names
+        else:
+            flags = text.astype("str").str.contains(REPLACEMENT, regex=False).to_numpy(dtype=bool)
+            yield column, flags.astype(np.int64), ["", REPLACEMENT]
 
 
 def _submit_order(submit: np.ndarray, kept: np.ndarray):
@@ -404,6 +458,7 @@ def _assemble(parsed: ParsedTrace, options, order, excluded, rejects) -> JobTabl
         count = int(mask[order].sum())
         if count:
             notes[name] = count
+    notes.update(parsed.extra_notes)
     with np.errstate(invalid="ignore"):
         over = int((actual > time_limit).sum())
     if over:
@@ -431,7 +486,7 @@ def _assemble(parsed: ParsedTrace, options, order, excluded, rejects) -> JobTabl
     user_code, user_names = _who(parsed.users, order)
     group_code, group_names = _who(parsed.groups, order)
     return JobTable(
-        job_id=_owned(parsed.job_id[order], np.int64),
+        job_id=_owned(parsed.job_id[order], np.int64 if parsed.job_id.dtype.kind in "iu" else str),
         source_line=_owned(parsed.rows.lines[order], np.int64),
         submit=_owned(parsed.submit[order], np.float64),
         begin=_owned(begin, np.float64),
