@@ -31,6 +31,7 @@ EST_ACTUAL = 1
 EST_HISTORY = 2
 MIN_PLAN = 1.0  # sim.estimates.MIN_PLAN
 RESCALE_ABOVE = 2.0**600  # policies.multifactor
+PRIORITY_MAX = 4294967295.0  # policies.multifactor.PRIORITY_MAX
 RESCALE_BY = 2.0**-600
 
 
@@ -447,4 +448,8 @@ def _key(dyn, now, j, submit, a_arr, b_arr, leaf, acct, sib, snorm, usage, raw_a
     age = (now - submit[j]) / max_age
     if age > 1.0:
         age = 1.0
-    return -np.floor(w_age * age + w_fs * fval[lf] + a_arr[j])
+    p = w_age * age + w_fs * fval[lf] + a_arr[j]  # multifactor.slurm_integer
+    if p < 1.0:
+        return -1.0
+    p = np.floor(p)
+    return -(p if p < PRIORITY_MAX else PRIORITY_MAX)
