@@ -208,6 +208,9 @@ def test_multifactor_raises_priorities_below_one_to_one(kernel):
     jobs = make_jobs([0, 1, 2], [4, 2, 4], [10, 10, 10], [10, 10, 10])
     params = dict(weights={"age": 0, "fairshare": 0, "job_size": 1.5, "partition": 0})
     assert begins(sim(jobs, 4, priority="multifactor", priority_params=params, kernel=kernel)) == [0, 10, 20]
+    # the same when the priorities are recomputed at every tick (calc_period 1 s) while they wait
+    ticking = dict(params, calc_period=1.0)
+    assert begins(sim(jobs, 4, priority="multifactor", priority_params=ticking, kernel=kernel)) == [0, 10, 20]
     mf = Multifactor(inputs_of(jobs, 4), **params)
     assert [mf.priority(5.0, j) for j in (1, 2)] == [1.0, 1.0]
     # a sum just at 1 stays 1; 2^32 - 1 is the largest priority (Slurm's 32-bit field)
