@@ -435,14 +435,32 @@ def test_compression_order_decides_who_gets_capacity_freed_at_an_arrival(compres
 @pytest.mark.parametrize("compression, expected", [
     ("compress_first", [0, 90, 50, 130, 70]),  # rounds to a fixpoint (see the sjf test above)
     ("interleaved", [0, 90, 50, 130, 70]),  # no arrival at 50: the same
-    # One round only: B -> 50, D -> 70, C -> 140 (A still held [100,140) when C was placed),
-    # A -> 90; no second round, so C stays at 140 although A now ends at 130. Nothing ends or
-    # arrives at 140: the policy's own wake-up event starts C there.
-    ("one_pass", [0, 90, 50, 140, 70]),
+    # One round at 50: B -> 50, D -> 70, C -> 140 (A still held [100,140) when C was placed),
+    # A -> 90; no second round, so C stays at 140 for now although A ends at 130. At 70 B ends
+    # on time and the queue is re-placed once more (issue 27 item 1): C (6 nodes, 30 s; D holds
+    # 8 until 90, A 7 on [90,130)) -> 130.
+    ("one_pass", [0, 90, 50, 130, 70]),
 ])
 def test_one_pass_compresses_once_without_a_fixpoint(compression, expected, kernel):
     s = sim(**PRIO_EARLY, total=10, priority="sjf", backfill="conservative", compression=compression, kernel=kernel)
     assert begins(s) == expected
+
+
+# Issue 27 item 1: 100 nodes, fcfs. J1 t=0 30 nodes L=100 run 80; J2 t=22 90 nodes L=5 run 4;
+# J3 t=63 50 nodes L=run=20; J4 t=75 50 nodes L=run=10.
+ON_TIME_END = dict(submit=[0, 22, 63, 75], nodes=[30, 90, 50, 50], limit=[100, 5, 20, 10], run=[80, 4, 20, 10])
+
+
+@pytest.mark.parametrize("kernel", ["reference", "fast"])
+def test_one_pass_replaces_the_queue_when_a_job_ends_on_time(kernel):
+    # Before 80: J2 reserved at 100 (J1's estimated end); J3 starts at 63 (70 free, ends 83);
+    # J4 reserved at 83 ([83,93), beside J1). At 80 J1 ends early: one round in queue order
+    # moves J2 to 93 (J3 holds 50 until 83, then J4's [83,93)) and J4 to 80 (runs [80,90)).
+    # At 83 J3 ends on time: the queue is re-placed once (as pyss and batsched do at every
+    # termination) and J2 moves to 90, J4's end; without that pass it would wait until 93.
+    s = sim(**ON_TIME_END, total=100, backfill="conservative", compression="one_pass", kernel=kernel)
+    assert begins(s) == [0, 90, 63, 80]
+    assert s.end.tolist() == [80, 94, 83, 90]
 
 
 def test_unknown_compression_order_is_a_clear_error():

@@ -200,6 +200,24 @@ def test_multifactor_priority_is_the_documented_integer():
     assert mf.priority(1.0, 0) == math.floor(1 + 10000 + 1000 / 3 + 1000) == 11334
 
 
+def test_multifactor_raises_priorities_below_one_to_one(kernel):
+    # As Slurm (issue 27 item 3): total 4, J0 [0,10) takes all; J1 (t=1, 2 nodes, run 10) and
+    # J2 (t=2, 4 nodes) wait. Job size x 1.5: J1 0.5 x 1.5 = 0.75, J2 1.0 x 1.5 = 1.5. Slurm
+    # raises 0.75 to 1 and truncates 1.5 to 1: a tie, FCFS: J1 [10,20), J2 [20,30). Rounding
+    # 0.75 down to 0 would have put J2 first ([10,20)) and J1 at 20.
+    jobs = make_jobs([0, 1, 2], [4, 2, 4], [10, 10, 10], [10, 10, 10])
+    params = dict(weights={"age": 0, "fairshare": 0, "job_size": 1.5, "partition": 0})
+    assert begins(sim(jobs, 4, priority="multifactor", priority_params=params, kernel=kernel)) == [0, 10, 20]
+    # the same when the priorities are recomputed at every tick (calc_period 1 s) while they wait
+    ticking = dict(params, calc_period=1.0)
+    assert begins(sim(jobs, 4, priority="multifactor", priority_params=ticking, kernel=kernel)) == [0, 10, 20]
+    mf = Multifactor(inputs_of(jobs, 4), **params)
+    assert [mf.priority(5.0, j) for j in (1, 2)] == [1.0, 1.0]
+    # a sum just at 1 stays 1; 2^32 - 1 is the largest priority (Slurm's 32-bit field)
+    big = Multifactor(inputs_of(jobs, 4), weights={"age": 0, "fairshare": 0, "job_size": 2.0**40, "partition": 0})
+    assert big.priority(5.0, 2) == 2.0**32 - 1
+
+
 @pytest.mark.parametrize(
     "params, message",
     [

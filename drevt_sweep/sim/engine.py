@@ -408,6 +408,7 @@ def _run_events(*, submit, limit, nodes, dur, rejected, rank, capacity, backfill
             e = est_end[j]
             del running[bisect_left(running, (e, j))]
             cluster.free += nodes_l[j]
+            cluster.completed = True
             if end[j] < e:
                 cluster.freed_early = True
             if dyn is not None:
@@ -510,6 +511,7 @@ def _run_events(*, submit, limit, nodes, dur, rejected, rank, capacity, backfill
         if wake is not None:
             t_wake = wake() if queue else inf
         cluster.freed_early = False
+        cluster.completed = False
         cluster.estimates_raised = False
 
     if queue:  # cannot happen: with nothing running, the best job always fits

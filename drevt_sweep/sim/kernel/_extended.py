@@ -31,6 +31,7 @@ EST_ACTUAL = 1
 EST_HISTORY = 2
 MIN_PLAN = 1.0  # sim.estimates.MIN_PLAN
 RESCALE_ABOVE = 2.0**600  # policies.multifactor
+PRIORITY_MAX = 4294967295.0  # policies.multifactor.PRIORITY_MAX
 RESCALE_BY = 2.0**-600
 
 
@@ -327,7 +328,7 @@ def run_extended(submit, limit, nodes, dur, arrivals, rank, total, mode, estimat
                     age = (now - submit[j]) / max_age
                     if age > 1.0:
                         age = 1.0
-                    key[j] = -np.floor(w_age * age + w_fs * fval[lf] + a_arr[j])
+                    key[j] = -_slurm_integer(w_age * age + w_fs * fval[lf] + a_arr[j])
             else:
                 for i in range(Q):
                     j = q[i]
@@ -447,4 +448,13 @@ def _key(dyn, now, j, submit, a_arr, b_arr, leaf, acct, sib, snorm, usage, raw_a
     age = (now - submit[j]) / max_age
     if age > 1.0:
         age = 1.0
-    return -np.floor(w_age * age + w_fs * fval[lf] + a_arr[j])
+    return -_slurm_integer(w_age * age + w_fs * fval[lf] + a_arr[j])
+
+
+@njit(cache=True)
+def _slurm_integer(p):
+    """``multifactor.slurm_integer``: at least 1, truncated, at most 2^32 - 1."""
+    if p < 1.0:
+        return 1.0
+    p = np.floor(p)
+    return p if p < PRIORITY_MAX else PRIORITY_MAX

@@ -856,6 +856,7 @@ def conservative_steps(submit, limit, nodes, dur, arrivals, rank, total, enforce
 
             # 1. completions
             freed_early = False
+            completed = False
             while H > 0 and hk[0] <= now:
                 j = hj[0]
                 H = _heap_pop(hk, hj, H)
@@ -863,6 +864,7 @@ def conservative_steps(submit, limit, nodes, dur, arrivals, rank, total, enforce
                 R = _run_remove(re, rj, rn, R, e, j)
                 free += nodes[j]
                 done += 1
+                completed = True
                 if end[j] < e:
                     freed_early = True
                     if enforce:
@@ -886,7 +888,8 @@ def conservative_steps(submit, limit, nodes, dur, arrivals, rank, total, enforce
                 continue
 
             # 3. one pass (ConservativeBackfill.select)
-            replan = freed_early or (not enforce) or earliest < now
+            replan = (freed_early or (completed and order == ORDER_ONE_PASS)  # one_pass: at every end
+                      or (not enforce) or earliest < now)
             if not replan and st[ST_NRES] == Q and earliest != now:
                 continue  # the plan stands and nothing is due
             work += Q

@@ -204,14 +204,15 @@ class Cluster:
 
     ``running`` is kept sorted by ``(estimated_end, job_row)``. ``freed_early`` tells whether a
     job has completed before its estimated end since the previous scheduling pass (conservative
-    backfilling then compresses its reservations). ``free`` is the capacity now minus the nodes
+    backfilling then compresses its reservations); ``completed`` whether any job has (on time
+    too: ``one_pass`` compression re-places the queue at every termination). ``free`` is the capacity now minus the nodes
     in use (negative only if a job outlives its limit into a capacity drop, limits not
     enforced). ``withdrawn``: jobs the engine took out of the queue since the previous pass
     without starting them (a variable capacity's last window for them has passed).
     """
 
-    __slots__ = ("capacity", "free", "running", "nodes", "freed_early", "enforce_limits", "withdrawn",
-                 "estimates_raised")
+    __slots__ = ("capacity", "free", "running", "nodes", "freed_early", "completed", "enforce_limits",
+                 "withdrawn", "estimates_raised")
 
     def __init__(self, capacity: Capacity, nodes: Sequence[int], enforce_limits: bool) -> None:
         self.capacity = capacity
@@ -219,6 +220,7 @@ class Cluster:
         self.running: list[tuple[float, int]] = []
         self.nodes = nodes
         self.freed_early = False
+        self.completed = False
         self.enforce_limits = enforce_limits
         self.withdrawn: list[int] = []
         self.estimates_raised = False  # a running job outlived its run-time estimate (sim.estimates)

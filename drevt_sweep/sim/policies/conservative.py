@@ -22,9 +22,9 @@ in priority order. The compression order (``compression``, conf ``policy.compres
   arriving at the instant of an early completion can take freed capacity before an older
   reservation has been compressed into it.
 * ``one_pass``: as in batsched's ``conservative_bf`` and pyss' ``ConservativeScheduler`` (on a
-  job's termination every waiting job is re-placed once, in queue order): one compression
-  round, no repetition to a fixpoint, then the arrivals. Simultaneous completions share one
-  round here (pyss handles them one event at a time). Its plan is not a fixpoint, so a
+  job's termination, early or on time, every waiting job is re-placed once, in queue order):
+  one compression round, no repetition to a fixpoint, then the arrivals. Simultaneous
+  completions share one round here (pyss handles them one event at a time). Its plan is not a fixpoint, so a
   reservation may begin at an instant where nothing ends or arrives: the policy asks the
   engine for an event there (``wake_at``; as pyss schedules a start event). The fixpoint
   orders need none: their earliest reservation always begins at a completion.
@@ -32,7 +32,9 @@ in priority order. The compression order (``compression``, conf ``policy.compres
 Shortcut (same result): if no job finished before its estimated end since the previous pass,
 the previous plan is still a fixpoint (on-time completions and starts at reserved times do not
 change the profile from ``now`` on, and adding jobs never lets others move earlier), so only
-the new arrivals need placing, in one round. With limits not enforced every pass replans fully
+the new arrivals need placing, in one round. ``one_pass`` re-places the queue at every
+completion, on time or early (its plan is not a fixpoint, so an on-time end can let a job move),
+and only places the arrivals otherwise. With limits not enforced every pass replans fully
 (a job whose reservation has passed -- it waited behind an overdue job -- is placed afresh).
 
 Consequences: with limits enforced, a job never starts later than the first reservation it was
@@ -109,6 +111,7 @@ class ConservativeBackfill:
             or cluster.estimates_raised
             or withdrawn_slot
             or cluster.freed_early
+            or (self.order == "one_pass" and cluster.completed)
             or not cluster.enforce_limits
             or self.earliest < now  # a reservation in the past: impossible with limits enforced
         )

@@ -7,8 +7,11 @@ with ``PriorityFlags=NO_FAIR_TREE``). As documented there, a job's priority is
     priority = w_age * age + w_fairshare * fair-share + w_job_size * job size
                + w_partition * partition + w_qos * QOS
 
-with every factor in [0, 1] and the result an integer (Slurm's priority is a 32-bit integer; the
-sum is truncated). Here (parameter names are the slurm.conf ones in snake case):
+with every factor in [0, 1] and the result an integer (Slurm's priority is a 32-bit integer):
+as ``_get_priority_internal`` in Slurm's ``src/plugins/priority/multifactor/priority_multifactor.c``
+does, a sum below 1 is raised to 1 (0 means "held"), then truncated and capped at 2^32 - 1
+(:func:`slurm_integer`; with weights around 1 the floor at 1 makes jobs tie that rounding down
+would order). Here (parameter names are the slurm.conf ones in snake case):
 
 * age = min(1, (now - submit) / max_age)  (``PriorityMaxAge``, default 7 days);
 * job size = nodes / total_nodes, or with ``favor_small`` (``PriorityFavorSmall=YES``)
@@ -201,7 +204,7 @@ class Multifactor:
         age = (now - self.submit[j]) / self.max_age
         if age > 1.0:
             age = 1.0
-        return math.floor(self.w_age * age + self.w_fs * self.fairshare(self.leaf_l[j]) + self.static_l[j])
+        return slurm_integer(self.w_age * age + self.w_fs * self.fairshare(self.leaf_l[j]) + self.static_l[j])
 
     def key(self, now: float, j: int) -> float:
         return -self.priority(now, j)
@@ -210,6 +213,17 @@ class Multifactor:
         t = self.tree
         return (self.static, t.leaf_of_job, t.acct_of_leaf, t.sib_ratio, t.s_norm, t.n_acct,
                 self.w_age, self.w_fs, self.max_age, self.period, self.decay, self.t0)
+
+
+PRIORITY_MAX = 4294967295.0  # 2^32 - 1, Slurm's largest priority
+
+
+def slurm_integer(priority: float) -> float:
+    """Slurm's job priority from the weighted sum: at least 1, truncated, at most 2^32 - 1."""
+    if priority < 1.0:
+        return 1.0
+    p = math.floor(priority)
+    return p if p < PRIORITY_MAX else PRIORITY_MAX
 
 
 def fairshare_factor(usage: float, acct_usage: float, root: float, sib_ratio: float, s_norm: float) -> float:
