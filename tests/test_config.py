@@ -99,6 +99,7 @@ def test_total_nodes_default_to_the_trace_then_lassen(hydra_compose):
     "override",
     [
         "policy.backfill=sometimes",  # not an option of the Enum
+        "policy.estimate_refresh=sometimes",
         "run_time.mode=guess",
         "format.timestamp_format=julian",
         "replicates=many",  # wrong type
@@ -151,3 +152,10 @@ def test_every_preset_has_its_own_mlflow_experiment(hydra_compose):
     for name in options("experiment"):
         assert hydra_compose(f"experiment={name}").tracking.experiment == f"drevt-sweep/{name}"
     assert hydra_compose("experiment=machine_size", "tracking.experiment=mine").tracking.experiment == "mine"
+
+
+def test_estimate_refresh_reaches_the_run_spec(hydra_compose):
+    # EASY++ predicts at submission unless told to refresh before every pass (as pyss).
+    assert run_spec(hydra_compose("policy=easyplusplus"), 100).estimate_refresh == "submit"
+    spec = run_spec(hydra_compose("policy=easyplusplus", "policy.estimate_refresh=every_pass"), 100)
+    assert (spec.estimate, spec.backfill_order, spec.estimate_refresh) == ("user_history", "sjbf", "every_pass")

@@ -333,13 +333,15 @@ def traces(draw):
 @pytest.mark.parametrize("estimate", ["user", "actual", "user_history"])
 @pytest.mark.parametrize("backfill", BACKFILL_POLICIES)
 @SETTINGS
-@given(trace=traces(), priority=st.sampled_from(NEW_PRIORITIES), enforce=st.booleans(), sjbf=st.booleans())
-def test_invariants(trace, priority, backfill, estimate, enforce, sjbf):
+@given(trace=traces(), priority=st.sampled_from(NEW_PRIORITIES), enforce=st.booleans(), sjbf=st.booleans(),
+       refresh=st.sampled_from(["submit", "every_pass"]))
+def test_invariants(trace, priority, backfill, estimate, enforce, sjbf, refresh):
     jobs, total = trace
     order = "sjbf" if sjbf and backfill in ("easy", "easy_drevt") else "fcfs"
     params = {"calc_period": 7.0, "decay_half_life": 30.0} if priority == "multifactor" else None
     s = simulate(jobs, jobs.actual_run_time, total, priority=priority, backfill=backfill, estimate=estimate,
-                 backfill_order=order, enforce_limits=enforce, priority_params=params, kernel="reference")
+                 backfill_order=order, enforce_limits=enforce, priority_params=params, kernel="reference",
+                 estimate_refresh=refresh)
     ran = ~s.rejected
     assert np.array_equal(s.rejected, jobs.num_nodes > total)
     assert (s.begin[ran] >= jobs.submit[ran]).all()
@@ -354,7 +356,8 @@ def test_invariants(trace, priority, backfill, estimate, enforce, sjbf):
         used += d
         assert used <= total
     fast = simulate(jobs, jobs.actual_run_time, total, priority=priority, backfill=backfill, estimate=estimate,
-                    backfill_order=order, enforce_limits=enforce, priority_params=params, kernel="auto")
+                    backfill_order=order, enforce_limits=enforce, priority_params=params, kernel="auto",
+                    estimate_refresh=refresh)
     assert np.array_equal(fast.begin, s.begin, equal_nan=True)
 
 

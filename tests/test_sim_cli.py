@@ -277,6 +277,7 @@ def test_choices_agree_with_the_engine_and_the_models():
     from drevt_sweep.sim import estimates
 
     assert sim_cli.ESTIMATES == estimates.ESTIMATES and sim_cli.BACKFILL_ORDERS == estimates.BACKFILL_ORDERS
+    assert sim_cli.ESTIMATE_REFRESHES == estimates.ESTIMATE_REFRESHES
     assert sim_cli.RUN_TIME_MODES == runtime.RUN_TIME_MODES
     assert sim_cli.DISTRIBUTIONS == runtime.DISTRIBUTIONS
     assert sim_cli.TIMESTAMP_FORMATS == trace.TIMESTAMP_FORMATS
@@ -490,6 +491,14 @@ def test_estimates_backfill_order_and_multifactor_parameters(tmp_path, capsys):
     assert sim_cli.main(base + ["--estimate", "user_history", "--backfill_order", "sjbf"]) == 0
     out = capsys.readouterr().out
     assert "Job 4 starts at 60, ends at 65" in out and "estimates user_history, backfill order sjbf" in out
+    # Predicted again before every pass (tests/test_estimate_refresh.py): the same schedule here,
+    # since no job of u waits while u's jobs finish; the summary says which setting ran.
+    assert sim_cli.main(base + ["--estimate", "user_history", "--backfill_order", "sjbf",
+                                "--estimate_refresh", "every_pass"]) == 0
+    out = capsys.readouterr().out
+    assert "Job 4 starts at 60, ends at 65" in out and "(predictions refreshed every_pass)" in out
+    assert sim_cli.main(base + ["--estimate_refresh", "sometimes"]) == 2
+    assert "invalid choice: 'sometimes'" in capsys.readouterr().err
     assert sim_cli.main(base + ["--priority_policy", "multifactor", "--priority_param", "weights.fairshare=0",
                                 "--priority_param", "calc_period=60"]) == 0
     capsys.readouterr()

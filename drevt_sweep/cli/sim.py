@@ -38,6 +38,7 @@ PRIORITY_POLICIES = ("fcfs", "sjf", "ljf", "smallest", "largest", "f1", "f2", "f
                      "multifactor")
 ESTIMATES = ("user", "actual", "user_history")
 BACKFILL_ORDERS = ("fcfs", "sjbf")
+ESTIMATE_REFRESHES = ("submit", "every_pass")
 BACKFILL_POLICIES = ("none", "easy", "conservative", "easy_drevt")
 COMPRESSION_ORDERS = ("compress_first", "interleaved", "one_pass")
 RUN_TIME_MODES = ("actual", "limit", "distribution")
@@ -165,6 +166,10 @@ def build_parser() -> argparse.ArgumentParser:
                          help="order of EASY's backfill candidates: fcfs (priority order) or sjbf "
                          "(shortest estimate first); EASY++ = --estimate user_history "
                          "--backfill_order sjbf (default: %(default)s)")
+    machine.add_argument("--estimate_refresh", choices=ESTIMATE_REFRESHES, default="submit",
+                         help="when user_history predicts a waiting job: submit = once, when it "
+                         "is submitted; every_pass = again before every scheduling pass, as pyss "
+                         "(default: %(default)s)")
     machine.add_argument("--priority_param", action="append", default=[], metavar="KEY=VALUE",
                          help="a parameter of --priority_policy multifactor, e.g. "
                          "weights.fairshare=5000, calc_period=60, favor_small=true, "
@@ -338,7 +343,7 @@ def _check_options(args: argparse.Namespace):
     from ..sim.estimates import check_estimate
     from ..sim.policies import check_priority_params
 
-    check_estimate(args.estimate, args.backfill_order, backfill)
+    check_estimate(args.estimate, args.backfill_order, backfill, args.estimate_refresh)
     args.priority_params = check_priority_params(args.priority_policy, _priority_params(args.priority_param))
     if args.priority_policy != "multifactor":
         args.priority_params = None
@@ -751,6 +756,8 @@ def _heading(jobs, schedule, args, backfill, model) -> str:
         how = f"simulation, priority {args.priority_policy}, backfill {backfill}"
         if args.estimate != "user" or args.backfill_order != "fcfs":
             how += f" (estimates {args.estimate}, backfill order {args.backfill_order})"
+        if args.estimate == "user_history" and args.estimate_refresh != "submit":
+            how += f" (predictions refreshed {args.estimate_refresh})"
         if backfill == "conservative" and args.compression != "compress_first":
             how += f" ({args.compression})"
         how += ", run times "
@@ -801,6 +808,7 @@ def _run_info(jobs, schedule, args, backfill, model) -> dict:
             "compression": args.compression if simulated and backfill == "conservative" else None,
             "estimate": args.estimate if simulated else None,
             "backfill_order": args.backfill_order if simulated else None,
+            "estimate_refresh": args.estimate_refresh if simulated else None,
             "priority_params": args.priority_params if simulated else None,
             "enforce_limits": args.enforce_limits if simulated else None,
             "run_time": model.as_params() if simulated else None,
@@ -863,6 +871,7 @@ def run(args: argparse.Namespace) -> int:
             capacity=getattr(args, "workload_capacity", None),
             estimate=args.estimate,
             backfill_order=args.backfill_order,
+            estimate_refresh=args.estimate_refresh,
             priority_params=args.priority_params,
             compression=args.compression,
             progress=progress.update if progress else None,

@@ -38,7 +38,7 @@ import numpy as np
 from .capacity import IRREGULAR_GAP, CapacitySchedule
 from ..errors import ConfigError, DrevtError
 from ..jobs import JobTable
-from .estimates import MIN_PLAN, check_estimate
+from .estimates import MIN_PLAN, check_estimate, history_prediction
 from .policies import (
     BACKFILL_POLICIES,
     DYNAMIC_PRIORITIES,
@@ -130,6 +130,7 @@ def simulate(
     priority_params: dict | None = None,
     compression: str = "compress_first",
     progress: Callable[[float, int], None] | None = None,
+    estimate_refresh: str = "submit",
 ) -> Schedule:
     """Schedule ``jobs`` on a machine of ``total_nodes`` nodes.
 
@@ -150,6 +151,8 @@ def simulate(
     run are rejected (``warnings["rejected_capacity"]``), larger ones only delayed.
     ``estimate`` (``user``, ``actual``, ``user_history``) and ``backfill_order`` (``fcfs``,
     ``sjbf``): what the scheduler plans with and EASY's candidate order (``sim.estimates``).
+    ``estimate_refresh`` (``submit``, ``every_pass``): when ``user_history`` predicts a waiting
+    job: once at its submission, or again before every scheduling pass (``sim.estimates``).
     ``priority_params``: the parameters of a dynamic priority (``multifactor``'s weights etc.).
     ``compression``: conservative backfilling's compression order (``compress_first``,
     ``interleaved`` or ``one_pass``; see ``policies.conservative``); other policies ignore it.
@@ -159,7 +162,7 @@ def simulate(
     """
     check_priority(priority)
     check_backfill(backfill)
-    check_estimate(estimate, backfill_order, backfill)
+    check_estimate(estimate, backfill_order, backfill, estimate_refresh)
     check_priority_params(priority, priority_params)
     check_compression(compression)
     if kernel not in _KERNELS:
@@ -206,7 +209,9 @@ def simulate(
         )
         dynamic = DYNAMIC_PRIORITIES[priority](inputs, **dict(priority_params or {}))
     extended = dynamic is not None or estimate != "user" or backfill_order != "fcfs"
-    if _use_fast_kernel(kernel, backfill, capacity, on_reservation, n, extended):
+    refresh = estimate == "user_history" and estimate_refresh == "every_pass"
+    reference_only = REFRESH_NEEDS_REFERENCE if refresh else None
+    if _use_fast_kernel(kernel, backfill, capacity, on_reservation, n, extended, reference_only):
         from . import kernel as fast
 
         if extended:
@@ -240,6 +245,7 @@ def simulate(
             dynamic=dynamic,
             compression=compression,
             progress=progress,
+            refresh=refresh,
         )
     warnings = {"rejected_oversized": int(rejected.sum())}
     if deadline is not None:  # jobs withdrawn when their last capacity window passed
@@ -274,10 +280,18 @@ def _machine_capacity(capacity: CapacitySchedule | None, total: int) -> Capacity
 
 _KERNELS = ("auto", "fast", "reference")
 
+# Why estimate_refresh=every_pass runs on the reference engine: the compiled extended kernel
+# (kernel._extended) predicts a job once, at its arrival, and is being merged into one core
+# with the other kernels (issue 25); re-predicting the waiting jobs goes into that core, not
+# into the loop it replaces. Until then such runs take the reference engine's speed.
+REFRESH_NEEDS_REFERENCE = ("estimate_refresh 'every_pass' re-predicts waiting jobs before every pass, "
+                           "which only the reference engine does")
+
 
 def _use_fast_kernel(kernel: str, backfill: str, capacity: Capacity, on_reservation, n_jobs: int,
-                     extended: bool = False) -> bool:
-    """Whether ``simulate`` runs the compiled kernel (see its ``kernel`` argument)."""
+                     extended: bool = False, reference_only: str | None = None) -> bool:
+    """Whether ``simulate`` runs the compiled kernel (see its ``kernel`` argument).
+    ``reference_only``: why this run needs the reference engine, if it does."""
     if kernel == "auto":
         kernel = os.environ.get("DREVT_KERNEL", "auto") or "auto"
         if kernel not in _KERNELS:
@@ -288,7 +302,9 @@ def _use_fast_kernel(kernel: str, backfill: str, capacity: Capacity, on_reservat
     from .policies.conservative import ConservativeBackfill
 
     why = None
-    if on_reservation is not None:
+    if reference_only is not None:
+        why = reference_only
+    elif on_reservation is not None:
         why = "the on_reservation hook needs the reference engine"
     elif backfill not in fast.FAST_BACKFILLS:
         why = f"backfill policy {backfill!r} has no compiled version"
@@ -318,7 +334,7 @@ PROGRESS_EVERY_EVENTS = 128
 
 def _run_events(*, submit, limit, nodes, dur, rejected, rank, capacity, backfill, enforce_limits, on_reservation,
                 deadline=None, estimate="user", backfill_order="fcfs", users=None, dynamic=None,
-                compression="compress_first", progress=None):
+                compression="compress_first", progress=None, refresh=False):
     """The event loop. Works on Python lists (per-element numpy access is slow in pure Python).
 
     With a variable capacity (``deadline`` given): capacity changes are events while jobs wait
@@ -329,6 +345,9 @@ def _run_events(*, submit, limit, nodes, dur, rejected, rank, capacity, backfill
     With run-time estimates (``estimate`` other than ``user``, see ``sim.estimates``) the policy
     plans with ``plan`` (set at arrival); a job that outlives its estimate is an event at
     ``begin + plan`` (after that instant's completions) where its estimate becomes its limit.
+    ``refresh`` (``user_history`` with ``estimate_refresh=every_pass``): before a pass, the waiting
+    jobs of users who completed a job at this instant are predicted again; if a prediction
+    changed, ``cluster.estimates_raised`` tells the policy that its plans' durations changed.
     With a dynamic priority the queue is kept sorted by ``(key, FCFS rank)``; its ticks are
     events while jobs wait (see ``policies.dynamic`` for the order of the calls).
     """
@@ -350,6 +369,7 @@ def _run_events(*, submit, limit, nodes, dur, rejected, rank, capacity, backfill
     history = estimate == "user_history"
     users_l = users.tolist() if history else None
     last_two: dict[int, list[float]] = {}  # user -> real run times of the last completed jobs
+    completed_users: set[int] = set()  # users with a completion at this instant (refresh)
     overruns: list[tuple[float, int]] = []  # heap of (estimated end, job) that the job outlives
     dyn = dynamic
     fcfs = rank_l
@@ -418,6 +438,8 @@ def _run_events(*, submit, limit, nodes, dur, rejected, rank, capacity, backfill
                 done.append(dur_l[j])
                 if len(done) > 2:
                     del done[0]
+                if refresh:
+                    completed_users.add(users_l[j])
 
         # 1b. running jobs that outlived their estimate get their limit as the new one
         while overruns and overruns[0][0] <= now:
@@ -434,11 +456,9 @@ def _run_events(*, submit, limit, nodes, dur, rejected, rank, capacity, backfill
             a += 1
             if planning:
                 if history:
-                    done = last_two.get(users_l[j]) if users_l[j] >= 0 else None
-                    if done is not None and len(done) == 2:
-                        p = (done[0] + done[1]) / 2.0
-                        p = p if p > MIN_PLAN else MIN_PLAN
-                        plan[j] = p if p < limit_l[j] else limit_l[j]
+                    p = history_prediction(last_two.get(users_l[j]), limit_l[j]) if users_l[j] >= 0 else None
+                    if p is not None:
+                        plan[j] = p
                 else:  # actual
                     p = dur_l[j]
                     if p < MIN_PLAN:
@@ -472,6 +492,16 @@ def _run_events(*, submit, limit, nodes, dur, rejected, rank, capacity, backfill
                 rank_l[j] = (dyn.key(now, j), fcfs[j])
             queue.sort(key=rank_l.__getitem__)
             qrank[:] = [rank_l[j] for j in queue]
+
+        # 2d. estimate_refresh=every_pass: the waiting jobs of users who just completed a job
+        if completed_users:
+            for j in queue:
+                if users_l[j] in completed_users:
+                    p = history_prediction(last_two[users_l[j]], limit_l[j])
+                    if p is not None and p != plan[j]:
+                        plan[j] = p
+                        cluster.estimates_raised = True
+            completed_users.clear()
 
         # 3. one scheduling pass
         if queue:

@@ -11,6 +11,19 @@ run; the scheduler never sees the real run time, only its estimate:
   fewer than two completed jobs (and for jobs of unknown users). Completions at one instant count
   in the order the engine processes them (by table row).
 
+When a prediction is made (``estimate_refresh``, conf ``policy.estimate_refresh``, ``drevt-sim
+--estimate_refresh``; it matters for ``user_history`` only, the other estimates never change):
+
+* ``submit`` (default): once, when the job is submitted; only the correction changes it later.
+  A job submitted before its user has two completed jobs keeps its limit while it waits. This is
+  our reading of Tsafrir et al.: a job is predicted when it arrives, from the last two jobs of
+  its user that have terminated, and later changed only by the correction.
+* ``every_pass``: before every scheduling pass, every *waiting* job is predicted again from its
+  user's last two completed jobs at that instant (running jobs keep theirs), as pyss'
+  ``EasyPlusPlusScheduler`` does (its ``_schedule_jobs``). pyss averages integer seconds with
+  integer division; here the mean is exact. Conservative backfilling re-places every
+  reservation when a waiting job's prediction changes, as after a correction.
+
 A job is never planned shorter than ``MIN_PLAN`` (1 s) unless its limit is shorter: a
 zero-length plan would occupy no time in conservative backfilling's profile.
 
@@ -34,9 +47,23 @@ ESTIMATES = ("user", "actual", "user_history")
 # would hold its nodes for no time at all in an availability profile.
 MIN_PLAN = 1.0
 BACKFILL_ORDERS = ("fcfs", "sjbf")
+ESTIMATE_REFRESHES = ("submit", "every_pass")
 
 
-def check_estimate(estimate: str, backfill_order: str, backfill: str) -> None:
+def history_prediction(last_two: list[float] | None, limit: float) -> float | None:
+    """``user_history``'s prediction from the real run times of the user's last two completed
+    jobs (None while there are fewer than two), at least ``MIN_PLAN`` and at most ``limit``."""
+    if last_two is None or len(last_two) != 2:
+        return None
+    p = (last_two[0] + last_two[1]) / 2.0
+    p = p if p > MIN_PLAN else MIN_PLAN
+    return p if p < limit else limit
+
+
+def check_estimate(estimate: str, backfill_order: str, backfill: str, estimate_refresh: str = "submit") -> None:
+    if estimate_refresh not in ESTIMATE_REFRESHES:
+        raise ConfigError(f"unknown estimate_refresh {estimate_refresh!r}; choose one of: "
+                          f"{', '.join(ESTIMATE_REFRESHES)}")
     if estimate not in ESTIMATES:
         raise ConfigError(f"unknown estimate {estimate!r}; choose one of: {', '.join(ESTIMATES)}")
     if backfill_order not in BACKFILL_ORDERS:

@@ -57,7 +57,7 @@ def simulate_machine(
                                capacity=capacity, **policy_options)
     progress = policy_options.pop("progress", None)
     defaults = {"estimate": "user", "backfill_order": "fcfs", "priority_params": None,
-                "compression": "compress_first"}
+                "compression": "compress_first", "estimate_refresh": "submit"}
     special = {k: v for k, v in policy_options.items() if v != defaults.get(k, v)}
     if special and any(p.shared for p in machine.partitions):
         raise ConfigError(f"shared partitions plan with the users' time limits in priority order: "

@@ -132,14 +132,16 @@ def system_machine(system) -> Machine | None:
 
 
 def policy_options(policy: DictConfig) -> dict:
-    """Estimates, backfill order and a dynamic priority's parameters, checked up front."""
+    """Estimates, backfill order, when predictions are made and a dynamic priority's parameters,
+    checked up front."""
     from ..sim.estimates import check_estimate
     from ..sim.policies import DYNAMIC_PRIORITY_POLICIES, check_priority_params
 
     priority, backfill = _value(policy.priority), _value(policy.backfill)
     estimate, order = _value(policy.estimate), _value(policy.backfill_order)
+    refresh = _value(policy.estimate_refresh)
     if not policy.replay:
-        check_estimate(estimate, order, backfill)
+        check_estimate(estimate, order, backfill, refresh)
     params = None
     if priority == "multifactor":
         plain = OmegaConf.to_container(policy, resolve=True, enum_to_str=True)
@@ -147,7 +149,7 @@ def policy_options(policy: DictConfig) -> dict:
                                               "fairshare_by", "account_shares", "user_shares", "partition_priority")}
     if priority in DYNAMIC_PRIORITY_POLICIES:
         check_priority_params(priority, params)
-    return {"estimate": estimate, "backfill_order": order, "priority_params": params}
+    return {"estimate": estimate, "backfill_order": order, "estimate_refresh": refresh, "priority_params": params}
 
 
 def result_config(cfg: DictConfig) -> dict:

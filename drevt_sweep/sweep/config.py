@@ -85,6 +85,13 @@ class BackfillOrder(Enum):
     sjbf = "sjbf"
 
 
+class EstimateRefresh(Enum):
+    """When ``user_history`` predicts a waiting job (``sim.estimates``)."""
+
+    submit = "submit"  # once, at submission (our reading of Tsafrir et al. 2007)
+    every_pass = "every_pass"  # again before every scheduling pass, as pyss does
+
+
 class Backfill(Enum):
     none = "none"
     easy = "easy"
@@ -163,7 +170,7 @@ class MultifactorWeights:
 @dataclass
 class PolicyConf:
     """Queue order, backfilling and run-time estimates; ``replay`` replays the trace's own
-    history instead. The keys after ``backfill_order`` are ``multifactor``'s (slurm.conf names
+    history instead. The keys after ``estimate_refresh`` are ``multifactor``'s (slurm.conf names
     in snake case, see ``sim.policies.multifactor``) and ignored by the other priorities."""
 
     name: str = "easy"
@@ -173,6 +180,7 @@ class PolicyConf:
     replay: bool = False
     estimate: Estimate = Estimate.user
     backfill_order: BackfillOrder = BackfillOrder.fcfs
+    estimate_refresh: EstimateRefresh = EstimateRefresh.submit
     weights: MultifactorWeights = field(default_factory=MultifactorWeights)
     max_age: float = 604800.0  # PriorityMaxAge, seconds
     favor_small: bool = False  # PriorityFavorSmall

@@ -44,6 +44,7 @@ class RunSpec:
     machine: Machine | None = None  # partitions (issue 14); None: one pool of total_nodes
     estimate: str = "user"
     backfill_order: str = "fcfs"
+    estimate_refresh: str = "submit"  # when user_history predicts a waiting job (sim.estimates)
     priority_params: dict | None = field(default=None, hash=False)  # a dynamic priority's
 
     @property
@@ -97,6 +98,7 @@ def simulate_seed(jobs: JobTable, spec: RunSpec, seed: int) -> tuple[JobTable, S
         capacity=capacity,
         estimate=spec.estimate,
         backfill_order=spec.backfill_order,
+        estimate_refresh=spec.estimate_refresh,
         priority_params=spec.priority_params,
         compression=spec.compression,
     )
