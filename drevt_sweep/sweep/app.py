@@ -198,6 +198,9 @@ def _tracker(cfg: DictConfig, wait: bool = False) -> TrackingService | None:
     from ..tracking.store import embedded_uri
 
     uri = cfg.tracking.uri or embedded_uri(cfg.paths.output_root)
+    from ..tracking.liveness import hold
+
+    hold(uri, os.environ.get(SWEEP_ID_ENV, ""))  # before any run carries this sweep's id
     artifacts = cfg.tracking.artifact_root
     if artifacts is None and not cfg.tracking.uri:
         artifacts = str(Path(cfg.paths.output_root) / "mlartifacts")
