@@ -726,6 +726,16 @@ class SweepSummaryCallback(Callback):
                 # Jobs run on this machine; SLURM tasks outlive an interrupted submitter.
                 _state["store"] = store._key
 
+    def on_run_start(self, config: DictConfig, **kwargs) -> None:
+        """A single run is checked up front as a multirun is: its values, then its store (a
+        dead server, a ``foo://`` URI, a corrupt or read-only store: exit 2, nothing run)."""
+        raise_problems(check_config(config))
+        if config.tracking.enabled:
+            try:
+                _tracker(config, wait=True)
+            except (DrevtError, TrackingError) as exc:
+                raise SystemExit(f"drevt-sweep: error: {exc}") from None
+
     def on_multirun_end(self, config: DictConfig, **kwargs) -> None:
         sweep_dir = Path(config.hydra.sweep.dir)
         if _value(config.search.kind) != "none":  # a multirun of searches: each answered itself
@@ -930,6 +940,9 @@ def main() -> None:
         sys.exit(2)
     except KeyboardInterrupt as exc:
         _kill_runs_left_running()
+        from .killed_jobs import mark_killed
+
+        mark_killed(f"interrupted ({signal_name(exc)})", configuration_label)  # launcher workers' jobs
         end_workers()
         print(f"\ndrevt-sweep: interrupted by {signal_name(exc)}; runs in flight were marked "
               "KILLED and the workers ended (run again with resume=true to finish)",
