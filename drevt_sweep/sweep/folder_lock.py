@@ -44,8 +44,9 @@ def lock_folder(folder: str | os.PathLike, wait: bool = False) -> None:
             os.close(fd)
             raise SystemExit(
                 f"drevt-sweep: error: the sweep folder {folder} is in use by another "
-                f"drevt-sweep ({holder}); wait for it to end, or add wait_for_folder=true to "
-                "wait for it") from None
+                f"drevt-sweep ({holder}); wait for it to end, add wait_for_folder=true to "
+                "wait for it, or give this command a folder of its own (hydra.sweep.dir=… or "
+                "hydra.run.dir=…)") from None
         print(f"drevt-sweep: waiting for the other drevt-sweep ({holder}) using {folder}",
               file=sys.stderr, flush=True)
         fcntl.flock(fd, fcntl.LOCK_EX)  # Ctrl-C still interrupts the wait
