@@ -942,7 +942,8 @@ def main() -> None:
         _kill_runs_left_running()
         from .killed_jobs import mark_killed
 
-        mark_killed(f"interrupted ({signal_name(exc)})", configuration_label)  # launcher workers' jobs
+        # The jobs that joblib's killed workers could not close get a KILLED result.json.
+        mark_killed(f"interrupted ({signal_name(exc)})", configuration_label)
         end_workers()
         print(f"\ndrevt-sweep: interrupted by {signal_name(exc)}; runs in flight were marked "
               "KILLED and the workers ended (run again with resume=true to finish)",

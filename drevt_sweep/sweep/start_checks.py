@@ -5,10 +5,10 @@
   multirun, and for a single run, before Hydra saves ``multirun.yaml``, ``.hydra/`` or the job
   log. A trace inside the run or sweep folder, or a file there (or a log file Hydra is told to
   write) that is the trace through a hard or symbolic link, is refused, exit code 2.
-- ``StartChecks`` (a Hydra callback listed after the summary callback in
-  ``conf/hydra/default.yaml``, so that the values and the store are checked first): the folder is locked for the command's life (:mod:`.folder_lock`);
-- a multirun's folder is remembered, so that an interrupt marks its killed jobs KILLED
-  (:mod:`.killed_jobs`).
+- ``StartChecks``, a Hydra callback listed after the summary callback in
+  ``conf/hydra/default.yaml`` (so that the values and the store are checked first), locks the
+  folder for the command's life (:mod:`.folder_lock`) and remembers a multirun's folder, so
+  that an interrupt marks its killed jobs KILLED (:mod:`.killed_jobs`).
 """
 
 from __future__ import annotations
