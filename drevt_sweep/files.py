@@ -271,6 +271,44 @@ def _write_atomic(target: Path, data: bytes) -> None:
         raise
 
 
+# --------------------------------------------------------------------------- a sweep's folders
+
+
+def sweep_output_clash(trace: str, folders, files=()) -> str | None:
+    """Why the sweep's own files could replace the input ``trace`` (None: they cannot).
+
+    A run's or sweep's folder is the sweep's and Hydra's to write (``summary.csv``,
+    ``report.html``, ``multirun.yaml``, ``result.json``, ``.hydra/``, the job log, and every
+    name a future version adds), so a trace inside one of ``folders`` is refused outright; a
+    file already under one of them, or one of ``files`` (log files named elsewhere), that is
+    the trace through a hard or symbolic link is refused too. Checked before Hydra opens any of
+    them, since Hydra and logging do not write through :func:`write_file`."""
+    try:
+        info = os.stat(trace)
+    except OSError:
+        return None  # no such trace: the trace check says so
+    real = os.path.realpath(trace)
+    for folder in folders:
+        root = os.path.realpath(folder)
+        if real == root or real.startswith(root.rstrip(os.sep) + os.sep):
+            return (f"is inside the output folder '{folder}', where drevt-sweep and Hydra write "
+                    "their files (summary.csv, result.json, .hydra/, logs): an output never "
+                    "replaces an input; keep the trace outside it")
+    same = (info.st_dev, info.st_ino)
+    for path in [*files, *(p for folder in folders for p in _files_under(folder))]:
+        other = _existing(Path(path))
+        if other is not None and (other.st_dev, other.st_ino) == same:
+            return (f"is the same file as '{path}' (a link), which drevt-sweep or Hydra writes: "
+                    "an output never replaces an input; remove the link or choose another "
+                    "output folder")
+    return None
+
+
+def _files_under(folder) -> list[str]:
+    """Every file under ``folder``, symbolic links to files included."""
+    return [os.path.join(top, name) for top, _, names in os.walk(folder) for name in names]
+
+
 # --------------------------------------------------------------------------- CSV cells
 
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")

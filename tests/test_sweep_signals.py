@@ -98,6 +98,9 @@ def test_ctrl_c_under_the_joblib_launcher_leaves_no_run_running(tmp_path):
     assert proc.returncode == 130, err[-3000:]
     statuses = [r.info.status for r in runs(tmp_path)]
     assert "KILLED" in statuses and "RUNNING" not in statuses, statuses
+    for hydra_file in (tmp_path / "sweep").glob("*/.hydra/hydra.yaml"):  # every started job
+        result = json.loads((hydra_file.parent.parent / "result.json").read_text())
+        assert result["status"] in ("FINISHED", "KILLED"), result
 
 
 def test_runs_of_a_sweep_killed_by_sigkill_are_closed_by_the_next_sweep(tmp_path):

@@ -201,6 +201,9 @@ def _tracker(cfg: DictConfig, wait: bool = False) -> TrackingService | None:
     from ..tracking.store import embedded_uri
 
     uri = cfg.tracking.uri or embedded_uri(cfg.paths.output_root)
+    from ..tracking.liveness import hold
+
+    hold(uri, os.environ.get(SWEEP_ID_ENV, ""))  # before any run carries this sweep's id
     artifacts = cfg.tracking.artifact_root
     if artifacts is None and not cfg.tracking.uri:
         artifacts = str(Path(cfg.paths.output_root) / "mlartifacts")
@@ -726,6 +729,16 @@ class SweepSummaryCallback(Callback):
                 # Jobs run on this machine; SLURM tasks outlive an interrupted submitter.
                 _state["store"] = store._key
 
+    def on_run_start(self, config: DictConfig, **kwargs) -> None:
+        """A single run is checked up front as a multirun is: its values, then its store (a
+        dead server, a ``foo://`` URI, a corrupt or read-only store: exit 2, nothing run)."""
+        raise_problems(check_config(config))
+        if config.tracking.enabled:
+            try:
+                _tracker(config, wait=True)
+            except (DrevtError, TrackingError) as exc:
+                raise SystemExit(f"drevt-sweep: error: {exc}") from None
+
     def on_multirun_end(self, config: DictConfig, **kwargs) -> None:
         sweep_dir = Path(config.hydra.sweep.dir)
         if _value(config.search.kind) != "none":  # a multirun of searches: each answered itself
@@ -932,6 +945,10 @@ def main() -> None:
         sys.exit(2)
     except KeyboardInterrupt as exc:
         _kill_runs_left_running()
+        from .killed_jobs import mark_killed
+
+        # The jobs that joblib's killed workers could not close get a KILLED result.json.
+        mark_killed(f"interrupted ({signal_name(exc)})", configuration_label)
         end_workers()
         print(f"\ndrevt-sweep: interrupted by {signal_name(exc)}; runs in flight were marked "
               "KILLED and the workers ended (run again with resume=true to finish)",

@@ -279,6 +279,7 @@ class SweepConfig:
     replicates: int = 5
     resume: bool = False
     progress: bool = True
+    wait_for_folder: bool = False  # another drevt-sweep on the folder: wait, not exit 2
 
 
 def register_configs() -> None:

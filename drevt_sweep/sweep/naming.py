@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import getpass
 import os
+import re
 import shlex
 import subprocess
 from pathlib import Path
@@ -95,9 +96,21 @@ def reproduce_command(task_overrides: list[str], seed: int | None = None,
 
 
 def description(command: str, note: str = "") -> str:
-    """The run's description (MLflow's ``mlflow.note.content``, markdown)."""
-    text = f"Reproduce:\n\n```\n{command}\n```\n"
+    """The run's description (MLflow's ``mlflow.note.content``, markdown).
+
+    The command sits in a fenced code block whose fence is longer than any run of backticks in
+    it: by CommonMark's rule (spec 0.31, "Fenced code blocks") a block ends only at a fence at
+    least as long as the opening one, so an override value holding a newline and a fence cannot
+    end the block and put markdown or HTML (an ``<img onerror=…>``, a ``javascript:`` link)
+    into the rendered description."""
+    fence = "`" * max(3, longest_backtick_run(command) + 1)
+    text = f"Reproduce:\n\n{fence}\n{command}\n{fence}\n"
     return text + (f"\n{note}\n" if note else "")
+
+
+def longest_backtick_run(text: str) -> int:
+    """The length of the longest run of consecutive backticks in ``text``."""
+    return max((len(run) for run in re.findall(r"`+", text)), default=0)
 
 
 @functools.lru_cache(maxsize=1)

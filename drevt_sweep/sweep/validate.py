@@ -78,6 +78,9 @@ def check_config(cfg: DictConfig) -> list[str]:
         c.fail("tracking.experiment", c.get("tracking.experiment"), "must not be empty")
     c.problems.extend(unknown_keys(cfg))
     c.problems.extend(check_trace_file(cfg))
+    from .start_checks import trace_output_problems
+
+    c.problems.extend(trace_output_problems(cfg))  # never under the sweep's own files
     return c.problems
 
 

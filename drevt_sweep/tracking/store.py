@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Iterable, Iterator, Mapping
 
 from ..errors import ConfigError
+from . import liveness
 from .bulk import RunRecord
 
 # Tag keys carry no dots so that they can be used in MLflow filter strings unquoted.
@@ -39,6 +40,7 @@ TAG_SWEEP_RUN = "drevt_sweep_run_id"  # on a parent: the sweep-level run holding
 TAG_DESCRIPTION = "mlflow.note.content"  # the run's description in the UI
 DIGEST_LENGTH = 36  # MLflow's dataset digest column holds 36 characters
 TAG_SWEEP_ID = "drevt_sweep_id"  # the drevt-sweep command that started the run: sweep_id()
+SWEEP_ID_ENV = "DREVT_SWEEP_ID"  # the console script's sweep id, inherited by its processes
 TAG_HANDLE = "drevt_handle"  # the sweep's name for the run (a restarted helper finds it by it)
 
 _BATCH_METRICS, _BATCH_PARAMS, _BATCH_TAGS = 1000, 100, 100
@@ -74,31 +76,11 @@ def config_hash(config: dict) -> str:
 
 
 def sweep_id() -> str:
-    """A name for this ``drevt-sweep`` command that says whether it still runs:
-    ``host:pid:start`` (start: the process's start time in clock ticks since boot, so that a
-    reused pid is not mistaken for it); a random name where there is no /proc."""
-    import socket
-    import uuid
+    """A name for this ``drevt-sweep`` command (``host:pid:random``); whether it still runs is
+    told by the lock it holds (:mod:`.liveness`), not by this name."""
+    from .liveness import new_sweep_id
 
-    try:
-        start = Path(f"/proc/{os.getpid()}/stat").read_text().rsplit(")", 1)[1].split()[19]
-    except (OSError, IndexError):
-        return uuid.uuid4().hex
-    return f"{socket.gethostname()}:{os.getpid()}:{start}"
-
-
-def sweep_is_gone(sweep_id_value: str) -> bool:
-    """Whether the command named ``sweep_id_value`` ran on this machine and has ended."""
-    import socket
-
-    parts = sweep_id_value.split(":")
-    if len(parts) != 3 or parts[0] != socket.gethostname() or not Path("/proc/self").exists():
-        return False  # another machine's, or no way to tell
-    try:
-        stat = Path(f"/proc/{int(parts[1])}/stat").read_text().rsplit(")", 1)[1].split()
-    except (OSError, ValueError):
-        return True
-    return stat[19] != parts[2] or stat[0] in ("Z", "X")
+    return new_sweep_id()
 
 
 def check_reachable(uri: str, timeout: float = 5.0) -> None:
@@ -209,6 +191,9 @@ class Tracker:
             else:
                 experiment_id = found.experiment_id
         tracker = cls(uri, experiment_id, artifact_root)
+        own = os.environ.get(SWEEP_ID_ENV)
+        if own:  # the helper too: it may write a moment after its sweep was killed
+            liveness.hold(uri, own)
         tracker.close_orphaned_runs()
         return tracker
 
@@ -301,29 +286,35 @@ class Tracker:
             self.client.set_terminated(run_id, status=status)
 
     def close_orphaned_runs(self) -> int:
-        """Mark KILLED the runs still RUNNING whose ``drevt-sweep`` ran on this machine and has
-        ended without closing them (SIGKILL, a power cut, a store on a full disk); runs of
-        sweeps still running, or of other machines, are left alone. Returns how many."""
-        import socket
-
+        """Mark KILLED the runs still RUNNING whose ``drevt-sweep`` has ended without closing
+        them (SIGKILL, a power cut, a store on a full disk): a sweep is gone when no process
+        holds its liveness lock (:mod:`.liveness`, so a live sweep in another PID namespace or
+        container is never taken for dead); runs of sweeps that cannot be told are left alone.
+        Returns how many."""
         from mlflow.exceptions import MlflowException
 
-        filter_string = (f"tags.{TAG_SWEEP_ID} LIKE '{socket.gethostname()}:%' "
-                         "and attributes.status = 'RUNNING'")
-        try:
-            found = self.client.search_runs([self.experiment_id], filter_string=filter_string,
-                                            max_results=5000)
-        except MlflowException:  # a server that does not take LIKE on tags: nothing to do
-            return 0
+        gone = liveness.claim_gone(self.uri)
         closed = 0
-        for run in found:
-            if sweep_is_gone(run.data.tags.get(TAG_SWEEP_ID, "")):
-                with _store_lock(self.uri):
-                    self.client.set_tag(run.info.run_id, TAG_ERROR, "the drevt-sweep that ran "
-                                        "it ended without closing it (killed by SIGKILL, a "
-                                        "crash, or a full disk)")
-                    self.client.set_terminated(run.info.run_id, status="KILLED")
-                closed += 1
+        try:
+            # Every experiment: the lock file goes, so its sweep's runs are found now or never.
+            experiments = ([e.experiment_id for e in self.client.search_experiments()]
+                           if gone else [])
+            for name in gone:
+                filter_string = (f"tags.{TAG_SWEEP_ID} = '{name}' "
+                                 "and attributes.status = 'RUNNING'")
+                try:
+                    found = search_all_runs(self.client, experiments, filter_string)
+                except MlflowException:  # a server that does not take the filter: nothing to do
+                    return closed
+                for run in found:
+                    with _store_lock(self.uri):
+                        self.client.set_tag(run.info.run_id, TAG_ERROR, "the drevt-sweep that "
+                                            "ran it ended without closing it (killed by SIGKILL, "
+                                            "a crash, or a full disk)")
+                        self.client.set_terminated(run.info.run_id, status="KILLED")
+                    closed += 1
+        finally:
+            liveness.release(self.uri, gone)
         return closed
 
     def run_with_handle(self, handle: str) -> str | None:
