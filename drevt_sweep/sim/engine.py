@@ -206,7 +206,8 @@ def simulate(
         )
         dynamic = DYNAMIC_PRIORITIES[priority](inputs, **dict(priority_params or {}))
     extended = dynamic is not None or estimate != "user" or backfill_order != "fcfs"
-    if _use_fast_kernel(kernel, backfill, capacity, on_reservation, n, extended):
+    if _use_fast_kernel(kernel, backfill, capacity, on_reservation, n, extended,
+                        needs_reference=getattr(dynamic, "reference_only", "")):
         from . import kernel as fast
 
         if extended:
@@ -276,8 +277,9 @@ _KERNELS = ("auto", "fast", "reference")
 
 
 def _use_fast_kernel(kernel: str, backfill: str, capacity: Capacity, on_reservation, n_jobs: int,
-                     extended: bool = False) -> bool:
-    """Whether ``simulate`` runs the compiled kernel (see its ``kernel`` argument)."""
+                     extended: bool = False, needs_reference: str = "") -> bool:
+    """Whether ``simulate`` runs the compiled kernel (see its ``kernel`` argument);
+    ``needs_reference`` names a priority option only the reference engine has."""
     if kernel == "auto":
         kernel = os.environ.get("DREVT_KERNEL", "auto") or "auto"
         if kernel not in _KERNELS:
@@ -290,6 +292,8 @@ def _use_fast_kernel(kernel: str, backfill: str, capacity: Capacity, on_reservat
     why = None
     if on_reservation is not None:
         why = "the on_reservation hook needs the reference engine"
+    elif needs_reference:
+        why = f"{needs_reference} has no compiled version"
     elif backfill not in fast.FAST_BACKFILLS:
         why = f"backfill policy {backfill!r} has no compiled version"
     elif extended and backfill not in fast.EXTENDED_BACKFILLS:

@@ -143,7 +143,8 @@ def policy_options(policy: DictConfig) -> dict:
     if priority == "multifactor":
         plain = OmegaConf.to_container(policy, resolve=True, enum_to_str=True)
         params = {key: plain[key] for key in ("weights", "max_age", "favor_small", "decay_half_life", "calc_period",
-                                              "fairshare_by", "account_shares", "user_shares", "partition_priority")}
+                                              "fairshare_by", "fairshare", "account_shares", "user_shares",
+                                              "partition_priority")}
     if priority in DYNAMIC_PRIORITY_POLICIES:
         check_priority_params(priority, params)
     return {"estimate": estimate, "backfill_order": order, "priority_params": params}

@@ -179,6 +179,7 @@ class PolicyConf:
     decay_half_life: float = 604800.0  # PriorityDecayHalfLife, seconds
     calc_period: float = 300.0  # PriorityCalcPeriod, seconds
     fairshare_by: str = "account/user"  # the association tree: account/user, user or account
+    fairshare: str = "classic"  # classic | fair_tree (Slurm's default unless PriorityFlags=NO_FAIR_TREE)
     account_shares: Dict[str, float] = field(default_factory=dict)
     user_shares: Dict[str, float] = field(default_factory=dict)
     partition_priority: Dict[str, float] = field(default_factory=dict)  # PriorityJobFactor
