@@ -158,3 +158,35 @@ def test_drevt_sim_refuses_a_bad_slurm_conf_with_exit_2(tmp_path, capsys):
     assert f"{bad}:4: PriorityWeightFairshare: a priority weight cannot be negative" in err
     assert "Traceback" not in err
     assert sim_main([str(trace), "--slurm-conf", str(TINY), "--total_nodes", "5"]) == 2
+
+
+def test_a_sweep_with_system_slurm_and_policy_slurm(tmp_path):
+    """A real Hydra multirun: the machine and the scheduler from a slurm.conf (multifactor,
+    Fair Tree by default; fair-share weight 0 since the tiny trace names no users), over two
+    copies of the file that differ in one line (SchedulerType), each with its file's sha256 in
+    its identity and the choice logged."""
+    import os
+    import subprocess
+    import sys
+
+    from sweep_helpers import TINY as TRACE
+
+    text = ("SelectType=select/linear\nPriorityType=priority/multifactor\nPriorityWeightAge=100\n"
+            "NodeName=n[1-16]\nPartitionName=pbatch Nodes=n[1-16] Default=YES\n")
+    a, b = tmp_path / "a.conf", tmp_path / "b.conf"
+    a.write_text(text)
+    b.write_text(text + "SchedulerType=sched/builtin\n")
+    cmd = [sys.executable, "-m", "drevt_sweep", "-m", "system=slurm", f"system.slurm_conf={a},{b}",
+           "policy=slurm", "trace=custom", f"trace.path={TRACE}", "format=simple", "format.queues=[all]",
+           "tracking.enabled=false", "progress=false", f"paths.output_root={tmp_path / 'out'}",
+           f"hydra.sweep.dir={tmp_path / 'sweep'}"]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=dict(os.environ))
+    assert done.returncode == 0, done.stderr[-3000:]
+    results = sorted((tmp_path / "sweep").glob("*/result.json"))
+    chosen = [json.loads(p.read_text()) for p in results]
+    assert [r["status"] for r in chosen] == ["FINISHED", "FINISHED"]
+    assert [r["slurm_policy"] for r in chosen] == [
+        {"slurm.priority": "multifactor", "slurm.backfill": "easy", "slurm.fairshare": "fair_tree"},
+        {"slurm.priority": "multifactor", "slurm.backfill": "none", "slurm.fairshare": "fair_tree"}]
+    assert chosen[0]["config_hash"] != chosen[1]["config_hash"]
+    assert chosen[0]["total_nodes"] == 16

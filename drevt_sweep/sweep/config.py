@@ -215,6 +215,7 @@ class SystemConf:
     total_nodes: Optional[int] = None
     enforce_limits: bool = True
     partitions: Optional[List[PartitionConf]] = None
+    slurm_conf: Optional[str] = None  # system=slurm: a slurm.conf gives the partitions instead
 
 
 @dataclass

@@ -44,7 +44,6 @@ from .hostlist import expand
 NODE_KEYS = {"nodename", "cpus", "procs", "boards", "sockets", "corespersocket", "threadspercore",
              "realmemory", "gres"}
 PARTITION_KEYS = {"partitionname", "nodes", "default", "priorityjobfactor", "oversubscribe", "shared"}
-READ_NOT_MODELLED_PARTITION = {"maxtime", "defaulttime", "maxnodes", "prioritytier"}
 WEIGHTS = {"priorityweightage": "age", "priorityweightfairshare": "fairshare",
            "priorityweightjobsize": "job_size", "priorityweightpartition": "partition",
            "priorityweightqos": "qos"}
@@ -139,16 +138,24 @@ class _Reader:
             raise self.error(line, "Include", f"no such file {target}")
         self.read(target, depth + 1)
 
+    def _fields(self, pairs, defaults: dict, known: set, what: str) -> dict | None:
+        """A NodeName/PartitionName line's fields over the DEFAULT line's (None for a DEFAULT
+        line, which only sets them); keys not modelled are noted."""
+        fields = {k.lower(): (k, v) for k, v in pairs[1:]}
+        if pairs[0][1].upper() == "DEFAULT":
+            defaults.update(fields)
+            return None
+        fields = {**defaults, **fields}
+        for key, (written, _) in fields.items():
+            if key not in known:
+                self.ignore(f"{what} {written}")
+        return fields
+
     def _node(self, pairs, line: int) -> None:
         names = pairs[0][1]
-        fields = {k.lower(): (k, v) for k, v in pairs[1:]}
-        if names.upper() == "DEFAULT":
-            self.node_default.update(fields)
+        fields = self._fields(pairs, self.node_default, NODE_KEYS, "NodeName")
+        if fields is None:
             return
-        fields = {**self.node_default, **fields}
-        for key, (written, _) in fields.items():
-            if key not in NODE_KEYS:
-                self.ignore(f"NodeName {written}")
 
         def whole(key: str, default: int, least: int = 1) -> int:
             if key not in fields:
@@ -193,14 +200,10 @@ class _Reader:
 
     def _partition(self, pairs, line: int) -> None:
         name = pairs[0][1]
-        fields = {k.lower(): (k, v) for k, v in pairs[1:]}
-        if name.upper() == "DEFAULT":
-            self.partition_default.update(fields)
+        # MaxTime, DefaultTime, MaxNodes, PriorityTier are read but not modelled: noted
+        fields = self._fields(pairs, self.partition_default, PARTITION_KEYS, "PartitionName")
+        if fields is None:
             return
-        fields = {**self.partition_default, **fields}
-        for key, (written, _) in fields.items():
-            if key not in PARTITION_KEYS:  # READ_NOT_MODELLED_PARTITION among them
-                self.ignore(f"PartitionName {written}")
         factor = 1.0
         if "priorityjobfactor" in fields:
             written, value = fields["priorityjobfactor"]
