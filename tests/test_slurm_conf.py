@@ -190,3 +190,12 @@ def test_a_sweep_with_system_slurm_and_policy_slurm(tmp_path):
         {"slurm.priority": "multifactor", "slurm.backfill": "none", "slurm.fairshare": "fair_tree"}]
     assert chosen[0]["config_hash"] != chosen[1]["config_hash"]
     assert chosen[0]["total_nodes"] == 16
+
+
+def test_the_documented_example_reads_as_lassens_two_pools():
+    conf = read_slurm_conf(Path(__file__).resolve().parents[1] / "docs" / "examples" / "slurm.conf")
+    parts = conf.system["partitions"]
+    assert [(p["name"], p["nodes"], p["cores"], p["gpus"], p["sharing"]) for p in parts] == [
+        ("pbatch", 752, 40, 4, "exclusive"), ("pdebug", 36, 40, 4, "exclusive")]
+    assert conf.partition_factors == {"pbatch": 1.0, "pdebug": 2.0}
+    assert conf.ignored == ("PartitionName MaxTime",)

@@ -235,7 +235,7 @@ class _Reader:
         whole_nodes = select == "select/linear"
         memory_tracked = whole_nodes or "memory" in params.lower()
         for flag in params.split(","):
-            if flag.strip() and not re.fullmatch(r"(?i)CR_(CPU|Core|Socket|Board)(_Memory)?|CR_Memory", flag.strip()):
+            if flag.strip() and not re.fullmatch(r"(?i)CR_(CPU|Core)(_Memory)?", flag.strip()):
                 self.ignore(f"SelectTypeParameters {flag.strip()}")
         name = self.value("clustername", self.path.stem)[1]
         system = {"name": name, "partitions": self._pools(whole_nodes, memory_tracked)}
