@@ -199,3 +199,39 @@ def test_the_documented_example_reads_as_lassens_two_pools():
         ("pbatch", 752, 40, 4, "exclusive"), ("pdebug", 36, 40, 4, "exclusive")]
     assert conf.partition_factors == {"pbatch": 1.0, "pdebug": 2.0}
     assert conf.ignored == ("PartitionName MaxTime",)
+
+
+def kabre_machines():
+    from drevt_sweep.cli.sim import load_machine
+
+    root = Path(__file__).resolve().parents[1]
+    conf = read_slurm_conf(root / "docs" / "examples" / "kabre_like.conf")
+    return conf, machine_from_mapping(conf.system), load_machine(str(root / "conf" / "system" / "kabre.yaml"))
+
+
+def test_the_kabre_like_conf_is_system_kabre():
+    """docs/examples/kabre_like.conf describes conf/system/kabre.yaml's five pools as Slurm
+    does: 23 partitions over five node families, each family one pool serving its partitions."""
+    conf, ours, yaml = kabre_machines()
+    shape = lambda m: [(p.nodes, p.cores, p.gpus, p.memory, p.sharing, set(p.queues)) for p in m.partitions]  # noqa: E731
+    assert shape(ours) == shape(yaml)
+    assert (conf.priority, conf.backfill) == ("fcfs", "easy")
+
+
+def test_the_kabre_like_conf_schedules_the_real_export_as_system_kabre():
+    import numpy as np
+    from conftest import SHARED_TRACES
+
+    _, ours, yaml = kabre_machines()
+
+    trace = SHARED_TRACES / "kabre_sacct.csv.gz"
+    if not trace.is_file():
+        pytest.skip(f"the Kabré export is not at {trace}")
+    from drevt_sweep.sim.partitioned import simulate_machine
+    from drevt_sweep.trace import ReadOptions, read_trace
+
+    jobs = read_trace(trace, ReadOptions(trace_format="slurm", timezone="America/Costa_Rica"))
+    a = simulate_machine(jobs, jobs.actual_run_time, ours)
+    b = simulate_machine(jobs, jobs.actual_run_time, yaml)
+    assert np.array_equal(a.begin, b.begin, equal_nan=True) and np.array_equal(a.rejected, b.rejected)
+    assert a.warnings == b.warnings and b.warnings["rejected_memory"] == 112
