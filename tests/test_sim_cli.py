@@ -261,6 +261,8 @@ def test_defaults_follow_the_seeds():
     args = sim_cli.build_parser().parse_args(["t.csv"])
     # No --timezone: the file's own zone (an SWF header), else the seeds' America/Los_Angeles.
     assert (args.trace_format, args.timestamp_format, args.timezone) == ("simple", "auto", None)
+    assert (args.backfill_policy, args.priority_policy) == (None, None)  # not given: --slurm-conf may say
+    sim_cli._apply_slurm_conf(args)
     assert (args.backfill_policy, args.priority_policy, args.seed) == ("easy", "fcfs", 0)
     assert args.run_time_mode is None  # means actual; None tells "not given" in replay mode
     assert args.total_nodes is None and sim_cli.DEFAULT_TOTAL_NODES == 795

@@ -414,6 +414,21 @@ def test_a_job_that_fits_only_a_dst_days_longer_gap_is_rejected_in_every_zone(ba
     assert s.warnings.get("rejected_capacity_irregular_gap", 0) == (0 if zone == "UTC" else 1)
     next_0300 = datetime.fromisoformat(submit[:10] + "T03:00").replace(tzinfo=tz).timestamp() + 86400
     assert s.begin[1] == next_0300
+    # The same case on two equal partitions of 10 nodes (the window takes 5 of 20 nodes: 3 + 2,
+    # largest remainder to the first): J0 in A (7 left in a regular gap) fits; its copy J3 in B
+    # (8 left) too; the 9-node J4 in B only fits a DST day's gap: rejected and counted there
+    # (the December job keeps the calendar open, as above).
+    from drevt_sweep.sim.machine import Machine, Partition
+    from drevt_sweep.sim.partitioned import simulate_machine
+
+    two = in_zone(make_jobs([t0, t0, t0, december], [6, 6, 9, 1], [84600] * 3 + [60], [84600] * 3 + [60],
+                            queue=["a", "b", "b", "a"]), zone=zone)
+    out2, cap2, _ = apply_workload(two, WorkloadSpec(maintenance=("daily 02:00-03:00 5",)))
+    machine = Machine("m", (Partition("A", 10, queues=("a",)), Partition("B", 10, queues=("b",))))
+    m = simulate_machine(out2, out2.actual_run_time, machine, backfill=backfill, capacity=cap2)
+    assert m.rejected.tolist() == [False, False, True, False]
+    assert m.warnings["rejected_capacity"] == 1
+    assert m.warnings.get("rejected_capacity_irregular_gap", 0) == (0 if zone == "UTC" else 1)
     # The scheduler still sees the real windows: without the rule J0 would fit the DST gap.
     real = dataclasses.replace(cap, irregular=())
     assert math.isnan(cap.deadlines(10, out.submit, out.num_nodes, out.time_limit)[0])

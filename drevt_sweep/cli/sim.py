@@ -134,6 +134,10 @@ def build_parser() -> argparse.ArgumentParser:
                          help="a machine description with partitions (the format of "
                          "conf/system/lassen.yaml: partitions with nodes, cores, gpus, memory, "
                          "sharing, queues); replaces --total_nodes")
+    machine.add_argument("--slurm-conf", "--slurm_conf", dest="slurm_conf", metavar="PATH",
+                         help="a Slurm slurm.conf: its nodes and partitions are the machine, and "
+                         "its PriorityType/PriorityWeight*/SchedulerType the default priority and "
+                         "backfilling (what is modelled: docs/slurm.md)")
     machine.add_argument("--partitions", metavar="LIST",
                          help="partitions 'name:nodes,name:nodes' (each serves the queue of its "
                          "name), e.g. 'pbatch:756,pdebug:36'")
@@ -146,10 +150,10 @@ def build_parser() -> argparse.ArgumentParser:
     machine.add_argument("--sharing", choices=("exclusive", "shared"), default="exclusive",
                          help="with --partitions: whole nodes per job, or jobs packed onto nodes "
                          "by cores/GPUs/memory (default: %(default)s)")
-    machine.add_argument("--priority_policy", choices=PRIORITY_POLICIES, default="fcfs",
-                         help="queue order (default: %(default)s)")
-    machine.add_argument("--backfill_policy", choices=BACKFILL_POLICIES, default="easy",
-                         help="backfilling (default: %(default)s)")
+    machine.add_argument("--priority_policy", choices=PRIORITY_POLICIES,
+                         help="queue order (default: fcfs, or what --slurm-conf says)")
+    machine.add_argument("--backfill_policy", choices=BACKFILL_POLICIES,
+                         help="backfilling (default: easy, or what --slurm-conf says)")
     machine.add_argument("--compression", choices=COMPRESSION_ORDERS, default="compress_first",
                          help="with --backfill_policy conservative: compression order; compress_first = "
                          "completions, then the waiting jobs' reservations, then arrivals; interleaved "
@@ -325,6 +329,7 @@ def _check_options(args: argparse.Namespace):
     from ..errors import ConfigError
     from ..sim.runtime import RunTimeModel
 
+    _apply_slurm_conf(args)
     backfill = args.backfill_policy
     if args.drevt_compat:
         if backfill not in ("easy", "easy_drevt"):
@@ -344,7 +349,11 @@ def _check_options(args: argparse.Namespace):
     from ..sim.policies import check_priority_params
 
     check_estimate(args.estimate, args.backfill_order, backfill, args.estimate_refresh)
-    args.priority_params = check_priority_params(args.priority_policy, _priority_params(args.priority_param))
+    given = _priority_params(args.priority_param)
+    from_conf = args.slurm.priority_params if args.slurm is not None else None
+    if from_conf and args.priority_policy == "multifactor":
+        given = {**from_conf, **given, "weights": {**from_conf["weights"], **given.get("weights", {})}}
+    args.priority_params = check_priority_params(args.priority_policy, given)
     if args.priority_policy != "multifactor":
         args.priority_params = None
     if args.rejects and args.on_bad_row != "skip":
@@ -375,6 +384,21 @@ def load_machine(path: str):
         raise ConfigError(f"{path}: {exc}") from None
 
 
+def _apply_slurm_conf(args: argparse.Namespace) -> None:
+    """``--slurm-conf``: read it (``args.slurm``), warn once about what it says that is not
+    modelled, and take its priority and backfilling where the command line names none."""
+    args.slurm = None
+    if getattr(args, "slurm_conf", None):
+        from ..trace.slurm_conf import read_slurm_conf
+
+        args.slurm = read_slurm_conf(args.slurm_conf)
+        if args.slurm.ignored:
+            _warn(f"{args.slurm_conf}: not modelled, ignored (docs/slurm.md): "
+                  f"{'; '.join(args.slurm.ignored)}")
+    args.priority_policy = args.priority_policy or (args.slurm.priority if args.slurm else "fcfs")
+    args.backfill_policy = args.backfill_policy or (args.slurm.backfill if args.slurm else "easy")
+
+
 def _machine(args: argparse.Namespace, total_nodes: int):
     """The machine the command line describes: --system, --partitions, else one pool."""
     from ..errors import ConfigError
@@ -384,9 +408,19 @@ def _machine(args: argparse.Namespace, total_nodes: int):
                     if getattr(args, name) is not None]
     if args.sharing != "exclusive":
         node_options.append("--sharing")
-    if args.system and (args.partitions or args.total_nodes or node_options):
-        raise ConfigError("--system describes the whole machine: it cannot be combined with "
-                          "--partitions, --total_nodes or per-node options")
+    slurm_conf = getattr(args, "slurm_conf", None)
+    for whole, given in (("--system", args.system), ("--slurm-conf", slurm_conf)):
+        if given and (args.partitions or args.total_nodes or node_options
+                      or (args.system and slurm_conf)):
+            raise ConfigError(f"{whole} describes the whole machine: it cannot be combined with "
+                              f"--system, --slurm-conf, --partitions, --total_nodes or per-node options")
+    if getattr(args, "slurm", None) is not None:
+        from ..sim.machine import machine_from_mapping
+
+        try:
+            return machine_from_mapping(args.slurm.system)
+        except ConfigError as exc:
+            raise ConfigError(f"{slurm_conf}: {exc}") from None
     if args.system:
         return load_machine(args.system)
     if args.partitions:
@@ -840,7 +874,7 @@ def run(args: argparse.Namespace) -> int:
     jobs = _transform_jobs(jobs, args, _warn)
 
     total_nodes = args.total_nodes or jobs.meta.machine_nodes
-    if not total_nodes and not (args.system or args.partitions):
+    if not total_nodes and not (args.system or args.partitions or args.slurm_conf):
         total_nodes = DEFAULT_TOTAL_NODES
         _note(
             f"the trace states no machine size and --total_nodes is not given: "
@@ -849,6 +883,11 @@ def run(args: argparse.Namespace) -> int:
     from ..sim.partitioned import replay_machine, simulate_machine
 
     machine = _machine(args, total_nodes or DEFAULT_TOTAL_NODES)
+    if args.slurm is not None and args.priority_params is not None and not any(
+            p.startswith("partition_priority") for p in args.priority_param):
+        # PriorityJobFactor of the partitions this trace has (multifactor refuses others)
+        factors = args.slurm.params_for(jobs.queue_names)
+        args.priority_params = {**args.priority_params, "partition_priority": factors["partition_priority"]}
     if jobs.meta.mode == "replay":
         if args.run_time_mode in ("limit", "distribution"):
             _warn(

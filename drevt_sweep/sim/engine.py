@@ -210,8 +210,10 @@ def simulate(
         dynamic = DYNAMIC_PRIORITIES[priority](inputs, **dict(priority_params or {}))
     extended = dynamic is not None or estimate != "user" or backfill_order != "fcfs"
     refresh = estimate == "user_history" and estimate_refresh == "every_pass"
-    reference_only = REFRESH_NEEDS_REFERENCE if refresh else None
-    if _use_fast_kernel(kernel, backfill, capacity, on_reservation, n, extended, reference_only):
+    needs_reference = REFRESH_NEEDS_REFERENCE if refresh else ""
+    if getattr(dynamic, "reference_only", ""):
+        needs_reference = f"{dynamic.reference_only} has no compiled version"
+    if _use_fast_kernel(kernel, backfill, capacity, on_reservation, n, extended, needs_reference):
         from . import kernel as fast
 
         if extended:
@@ -289,9 +291,9 @@ REFRESH_NEEDS_REFERENCE = ("estimate_refresh 'every_pass' re-predicts waiting jo
 
 
 def _use_fast_kernel(kernel: str, backfill: str, capacity: Capacity, on_reservation, n_jobs: int,
-                     extended: bool = False, reference_only: str | None = None) -> bool:
+                     extended: bool = False, needs_reference: str = "") -> bool:
     """Whether ``simulate`` runs the compiled kernel (see its ``kernel`` argument).
-    ``reference_only``: why this run needs the reference engine, if it does."""
+    ``needs_reference``: why this run needs the reference engine, if it does."""
     if kernel == "auto":
         kernel = os.environ.get("DREVT_KERNEL", "auto") or "auto"
         if kernel not in _KERNELS:
@@ -302,8 +304,8 @@ def _use_fast_kernel(kernel: str, backfill: str, capacity: Capacity, on_reservat
     from .policies.conservative import ConservativeBackfill
 
     why = None
-    if reference_only is not None:
-        why = reference_only
+    if needs_reference:
+        why = needs_reference
     elif on_reservation is not None:
         why = "the on_reservation hook needs the reference engine"
     elif backfill not in fast.FAST_BACKFILLS:

@@ -26,6 +26,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from .. import __version__
 from .callback_policy import guard_hydra_callbacks
+from .slurm_system import identity_settings, slurm_conf_of, slurm_policy
 from .config import register_configs
 from .interrupts import end_idle_workers, end_workers, exit_code, install_handlers, signal_name
 from ..errors import ConfigError, DrevtError
@@ -92,7 +93,8 @@ def _value(node):
 
 
 def run_spec(cfg: DictConfig, machine_nodes: int | None,
-             workload: WorkloadSpec | None = None) -> RunSpec:
+             workload: WorkloadSpec | None = None, queue_names=()) -> RunSpec:
+    """``queue_names``: the trace's, for ``policy=slurm``'s partition factors."""
     rt = cfg.run_time
     total_nodes = cfg.system.total_nodes
     if total_nodes is not None and total_nodes < 1:
@@ -100,11 +102,15 @@ def run_spec(cfg: DictConfig, machine_nodes: int | None,
     machine = system_machine(cfg.system)
     if machine is not None:
         total_nodes = machine.total_nodes
+    priority, backfill = _value(cfg.policy.priority), _value(cfg.policy.backfill)
+    options = policy_options(cfg.policy)
+    if cfg.policy.name == "slurm":  # everything from system.slurm_conf
+        priority, backfill, options["priority_params"] = slurm_policy(slurm_conf_of(cfg.system), queue_names)
     return RunSpec(
         machine=machine,
         total_nodes=int(total_nodes or machine_nodes or LASSEN_NODES),
-        priority=_value(cfg.policy.priority),
-        backfill=_value(cfg.policy.backfill),
+        priority=priority,
+        backfill=backfill,
         compression=_value(cfg.policy.compression),
         replay=bool(cfg.policy.replay),
         run_time=RunTimeModel(
@@ -116,12 +122,19 @@ def run_spec(cfg: DictConfig, machine_nodes: int | None,
         ),
         enforce_limits=bool(cfg.system.enforce_limits),
         workload=workload or WorkloadSpec(),
-        **policy_options(cfg.policy),
+        **options,
     )
 
 
 def system_machine(system) -> Machine | None:
-    """The machine with partitions a ``system`` section describes, or None (one pool)."""
+    """The machine with partitions a ``system`` section describes (``partitions``, or a
+    slurm.conf), or None (one pool)."""
+    conf = slurm_conf_of(system)
+    if conf is not None:
+        try:
+            return machine_from_mapping(conf.system)
+        except ConfigError as exc:
+            raise ConfigError(f"system.slurm_conf {system.slurm_conf}: {exc}") from None
     if system.get("partitions") is None:
         return None
     data = OmegaConf.to_container(system, resolve=True, enum_to_str=True)
@@ -146,7 +159,8 @@ def policy_options(policy: DictConfig) -> dict:
     if priority == "multifactor":
         plain = OmegaConf.to_container(policy, resolve=True, enum_to_str=True)
         params = {key: plain[key] for key in ("weights", "max_age", "favor_small", "decay_half_life", "calc_period",
-                                              "fairshare_by", "account_shares", "user_shares", "partition_priority")}
+                                              "fairshare_by", "fairshare", "account_shares", "user_shares",
+                                              "partition_priority")}
     if priority in DYNAMIC_PRIORITY_POLICIES:
         check_priority_params(priority, params)
     return {"estimate": estimate, "backfill_order": order, "estimate_refresh": refresh, "priority_params": params}
@@ -154,7 +168,8 @@ def policy_options(policy: DictConfig) -> dict:
 
 def result_config(cfg: DictConfig) -> dict:
     """The resolved settings that decide results: hashed for resume, logged as params."""
-    return {k: OmegaConf.to_container(cfg[k], resolve=True, enum_to_str=True) for k in RESULT_SECTIONS}
+    return identity_settings(
+        {k: OmegaConf.to_container(cfg[k], resolve=True, enum_to_str=True) for k in RESULT_SECTIONS})
 
 
 def configuration_label(hydra_cfg) -> str:
@@ -261,7 +276,14 @@ def run_configuration(cfg: DictConfig) -> dict:
         # The first seed's transform: what each transform kept, moved or dropped, and the
         # machine size after a job-size rescaling.
         probe, _, workload_report = apply_workload(jobs, wspec, int(cfg.seed))
-        spec = run_spec(cfg, probe.meta.machine_nodes, wspec)
+        spec = run_spec(cfg, probe.meta.machine_nodes, wspec, probe.queue_names)
+        if cfg.policy.name == "slurm":  # what the slurm.conf chose (policy.priority is a placeholder)
+            chosen = {"slurm.priority": spec.priority, "slurm.backfill": spec.backfill,
+                      "slurm.fairshare": (spec.priority_params or {}).get("fairshare")}
+            result["slurm_policy"] = chosen
+            params.update(chosen)
+            if tracker:
+                tracker.log(parent_id, params=chosen)
         result["workload_report"] = workload_report
         result["timezone"] = jobs.meta.timezone  # the zone used (the trace's own, or the user's)
         if "timezone.name" not in params:  # null: the trace's zone, known now

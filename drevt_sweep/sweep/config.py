@@ -187,6 +187,7 @@ class PolicyConf:
     decay_half_life: float = 604800.0  # PriorityDecayHalfLife, seconds
     calc_period: float = 300.0  # PriorityCalcPeriod, seconds
     fairshare_by: str = "account/user"  # the association tree: account/user, user or account
+    fairshare: str = "classic"  # classic | fair_tree (Slurm's default unless PriorityFlags=NO_FAIR_TREE)
     account_shares: Dict[str, float] = field(default_factory=dict)
     user_shares: Dict[str, float] = field(default_factory=dict)
     partition_priority: Dict[str, float] = field(default_factory=dict)  # PriorityJobFactor
@@ -222,6 +223,7 @@ class SystemConf:
     total_nodes: Optional[int] = None
     enforce_limits: bool = True
     partitions: Optional[List[PartitionConf]] = None
+    slurm_conf: Optional[str] = None  # system=slurm: a slurm.conf gives the partitions instead
 
 
 @dataclass

@@ -37,6 +37,19 @@ submission, with the fair-share factors of the last tick. (Internally usage is k
 2^(elapsed / half-life), so that a tick only touches the associations that ran; U/S, all that
 fair-share uses, is the same.)
 
+**Fair Tree** (``fairshare: fair_tree``; Slurm's default since 19.05, chosen by slurm.conf
+unless ``PriorityFlags`` has ``NO_FAIR_TREE``; here ``classic`` stays the default so that
+existing configs keep their schedules). Source: Slurm's "Fair Tree Fairshare Algorithm" page
+(slurm.schedmd.com/fair_tree.html). Every association gets a level fair-share LF = S / U with
+S its raw shares over its siblings' and U its usage over its parent's (U = 0: LF = inf). From
+the root down, siblings are visited in decreasing LF (users before accounts on a tie); a user
+gets the rank ``rank / N`` (N user associations, the rank starting at N and going down by one
+per user visited), sibling users with the same LF the same rank, and sibling accounts with the
+same LF have their children merged and sorted together. So every user of an account that is
+better served than its sibling comes after every user of the sibling. Computed at every tick
+from the same decayed usage as classic; the reference engine runs it (the compiled kernel has
+classic only).
+
 Weights default to a common site choice (age 1000, fairshare 10000, job_size 1000, partition
 1000, qos 0); Slurm's own defaults are 0 (which would be FCFS).
 """
@@ -55,6 +68,7 @@ DAY = 86400.0
 RESCALE_ABOVE = 2.0**600  # usage scales are brought back by RESCALE_BY past this
 RESCALE_BY = 2.0**-600
 FAIRSHARE_BY = ("account/user", "user", "account")
+FAIRSHARE_ALGORITHMS = ("classic", "fair_tree")
 WEIGHTS = ("age", "fairshare", "job_size", "partition", "qos")
 DEFAULTS = {
     "weights": {"age": 1000, "fairshare": 10000, "job_size": 1000, "partition": 1000, "qos": 0},
@@ -63,6 +77,7 @@ DEFAULTS = {
     "decay_half_life": 7 * DAY,
     "calc_period": 300.0,
     "fairshare_by": "account/user",
+    "fairshare": "classic",
     "account_shares": {},
     "user_shares": {},
     "partition_priority": {},
@@ -84,6 +99,9 @@ def check_params(params: dict) -> dict:
     p["decay_half_life"] = number("multifactor decay_half_life", p["decay_half_life"], positive=True)
     if not isinstance(p["favor_small"], bool):
         raise ConfigError(f"multifactor favor_small must be true or false, got {p['favor_small']!r}")
+    if p["fairshare"] not in FAIRSHARE_ALGORITHMS:
+        raise ConfigError(f"unknown multifactor fairshare {p['fairshare']!r}; choose one of: "
+                          f"{', '.join(FAIRSHARE_ALGORITHMS)}")
     if p["fairshare_by"] not in FAIRSHARE_BY:
         raise ConfigError(f"unknown multifactor fairshare_by {p['fairshare_by']!r}; choose one of: "
                           f"{', '.join(FAIRSHARE_BY)}")
@@ -122,6 +140,9 @@ class Multifactor:
         tree = FairShareTree.build(inputs, p["fairshare_by"], dict(p["account_shares"] or {}),
                                    dict(p["user_shares"] or {}))
         self.tree = tree
+        self.fair_tree = p["fairshare"] == "fair_tree"
+        # The compiled kernel computes classic fair-share only (engine dispatch reads this).
+        self.reference_only = "multifactor fairshare=fair_tree" if self.fair_tree else ""
         self.leaf_l = tree.leaf_of_job.tolist()
         self.nodes_l = inputs.num_nodes.tolist()
         self.decay = 0.5 ** (self.period / half_life)
@@ -193,6 +214,10 @@ class Multifactor:
     def fairshare(self, leaf: int) -> float:
         """F = 2^(-UE/S) of one association, from the usage as of the last tick."""
         f = self._factors.get(leaf)
+        if f is None and self.fair_tree:
+            factors = fair_tree_factors(self.scaled, self.scaled_acct, self.tree)
+            self._factors = dict(enumerate(factors.tolist()))
+            return self._factors[leaf]
         if f is None:
             tree = self.tree
             f = fairshare_factor(float(self.scaled[leaf]), float(self.scaled_acct[int(tree.acct_of_leaf[leaf])]),
@@ -235,11 +260,49 @@ def fairshare_factor(usage: float, acct_usage: float, root: float, sib_ratio: fl
     return 2.0 ** (-ue / s_norm)
 
 
+def fair_tree_factors(usage: np.ndarray, acct_usage: np.ndarray, tree: FairShareTree) -> np.ndarray:
+    """Slurm's Fair Tree factor of every leaf association (see the module docstring), from
+    each leaf's and each account's usage (any common scale). Two levels (root -> account ->
+    user) with ``account/user``, else the leaves sit under the root."""
+    n = usage.shape[0]
+    if n == 0:
+        return np.zeros(0)
+    if tree.two_levels:
+        acct_lf = _level_fs(tree.acct_share, acct_usage, acct_usage.sum())
+        # accounts in decreasing LF; equal LFs are one group (their children are merged)
+        values = np.unique(-acct_lf)  # ascending -LF: the best served first
+        group = np.searchsorted(values, -acct_lf)[tree.acct_of_leaf]
+        user_lf = _level_fs(tree.sib_ratio, usage, acct_usage[tree.acct_of_leaf])
+    else:
+        group = np.zeros(n, dtype=np.int64)
+        user_lf = _level_fs(tree.s_norm, usage, usage.sum())
+    order = np.lexsort((-user_lf, group))  # by group, then decreasing LF within it
+    g, lf = group[order], user_lf[order]
+    new_run = np.ones(n, dtype=bool)  # a user not tied with the one visited before it
+    new_run[1:] = (g[1:] != g[:-1]) | (lf[1:] != lf[:-1])
+    start = np.maximum.accumulate(np.where(new_run, np.arange(n), 0))
+    out = np.empty(n)
+    out[order] = (n - start) / n  # rank = N minus the users visited before the tie's first
+    return out
+
+
+def _level_fs(shares: np.ndarray, usage: np.ndarray, parent_usage) -> np.ndarray:
+    """LF = S / U with U = usage / the parent's usage (0 when the parent has none): inf when
+    U = 0."""
+    parent = np.broadcast_to(np.asarray(parent_usage, dtype=np.float64), usage.shape)
+    u = np.divide(usage, parent, out=np.zeros_like(usage, dtype=np.float64), where=parent > 0)
+    return np.divide(shares, u, out=np.full(usage.shape, np.inf), where=u > 0)
+
+
 class FairShareTree:
     """The association tree as arrays: each job's leaf, each leaf's account and shares."""
 
-    def __init__(self, leaf_of_job, acct_of_leaf, sib_ratio, s_norm, n_acct, leaf_names):
+    def __init__(self, leaf_of_job, acct_of_leaf, sib_ratio, s_norm, n_acct, leaf_names, acct_share=None,
+                 two_levels: bool = True):
         self.leaf_of_job = leaf_of_job
+        self.two_levels = two_levels  # root -> account -> user (else the leaves sit under the root)
+        # each account's shares over its siblings' (Fair Tree's S one level down the root)
+        self.acct_share = s_norm if acct_share is None else acct_share
         self.acct_of_leaf = acct_of_leaf
         self.sib_ratio = sib_ratio  # S_user / S_siblings (1 with one level)
         self.s_norm = s_norm  # normalised shares S
@@ -274,6 +337,7 @@ class FairShareTree:
             siblings = np.bincount(acct_of_leaf, weights=s_user)
             sib_ratio = s_user / siblings[acct_of_leaf]
             s_norm = sib_ratio * (s_acct[acct_of_leaf] / s_acct.sum())
+            acct_share = s_acct / s_acct.sum()
             n_acct = accounts.shape[0]
         else:
             names = inputs.user_names if by == "user" else inputs.group_names
@@ -282,6 +346,7 @@ class FairShareTree:
             acct_of_leaf = np.arange(n)
             sib_ratio = np.ones(n)
             s_norm = s_leaf / s_leaf.sum()
+            acct_share = s_norm
             n_acct = n
 
         def label(names, code):
@@ -292,7 +357,8 @@ class FairShareTree:
                       for g, u in zip(leaf_group, leaf_user)]
         return cls(leaf_of_job.astype(np.int64), np.asarray(acct_of_leaf, dtype=np.int64),
                    np.asarray(sib_ratio, dtype=np.float64), np.asarray(s_norm, dtype=np.float64),
-                   int(n_acct), leaf_names)
+                   int(n_acct), leaf_names, np.asarray(acct_share, dtype=np.float64),
+                   two_levels=by == "account/user")
 
 
 def _check_who(inputs: PriorityInputs, by: str) -> None:

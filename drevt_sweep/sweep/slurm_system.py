@@ -1,0 +1,67 @@
+"""``system=slurm`` / ``policy=slurm``: a sweep's machine and scheduler from a slurm.conf.
+
+``system.slurm_conf=PATH`` makes the machine (``trace.slurm_conf``'s nodes and partitions);
+``policy=slurm`` also takes the priority (``PriorityType``, ``PriorityWeight*``, Fair Tree or
+classic) and backfilling (``SchedulerType``) from it. Sweeping ``system.slurm_conf`` over a few
+copies of a slurm.conf is how a sweep asks "what if this line changed". Each file is read once
+per process, and what it says that is not modelled is logged once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from pathlib import Path
+
+from ..errors import ConfigError
+from ..trace.slurm_conf import SlurmConf, read_slurm_conf
+
+log = logging.getLogger(__name__)
+_read: dict[tuple[str, float], SlurmConf] = {}
+
+
+def slurm_conf_of(system) -> SlurmConf | None:
+    """The slurm.conf a ``system`` section names (``slurm_conf``), or None."""
+    name = system.get("slurm_conf") if hasattr(system, "get") else None
+    if not name:
+        return None
+    path = Path(str(name)).expanduser().resolve()
+    try:
+        key = (str(path), path.stat().st_mtime)
+    except OSError:
+        raise ConfigError(f"system.slurm_conf: cannot read the slurm.conf {name}: no such file") from None
+    if key not in _read:
+        conf = read_slurm_conf(path)
+        if conf.ignored:
+            log.warning("%s: not modelled, ignored (docs/slurm.md): %s", name, "; ".join(conf.ignored))
+        _read[key] = conf
+    return _read[key]
+
+
+def slurm_policy(conf: SlurmConf | None, queue_names) -> tuple[str, str, dict | None]:
+    """``policy=slurm``: (priority, backfill, priority parameters) from the slurm.conf."""
+    if conf is None:
+        raise ConfigError("policy=slurm takes the priority and backfilling from a slurm.conf: "
+                          "add system=slurm system.slurm_conf=PATH")
+    return conf.priority, conf.backfill, conf.params_for(queue_names)
+
+
+def identity_settings(settings: dict) -> dict:
+    """The result settings as they identify a configuration (its hash, its params): a named
+    slurm.conf adds its sha256, since a changed file must not resume old results; the keys
+    this feature added are left out while unset (``system.slurm_conf: null``,
+    ``policy.fairshare: classic``), so that earlier sweeps keep their hashes and resume."""
+    system, policy = settings.get("system"), settings.get("policy")
+    if isinstance(system, dict) and "slurm_conf" in system:
+        if system["slurm_conf"] is None:
+            system = {k: v for k, v in system.items() if k != "slurm_conf"}
+        else:
+            path = Path(str(system["slurm_conf"])).expanduser()
+            try:
+                digest = hashlib.sha256(path.read_bytes()).hexdigest()
+            except OSError:
+                digest = None  # reported when the machine is built
+            system = {**system, "slurm_conf_sha256": digest}
+    if isinstance(policy, dict) and policy.get("fairshare") == "classic":
+        policy = {k: v for k, v in policy.items() if k != "fairshare"}
+    return {**settings, "system": system, "policy": policy}
