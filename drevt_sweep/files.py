@@ -60,8 +60,10 @@ def _kind(mode: int, noun: str = "trace file") -> str | None:
     if stat.S_ISDIR(mode):
         return f"is a directory, not a {noun}"
     if stat.S_ISFIFO(mode):
-        return (f"is a named pipe (FIFO), not a regular file: a {noun} is read more than once "
-                "(its checksum, then its rows); save the data to a file first")
+        if noun == "trace file":
+            return ("is a named pipe (FIFO), not a regular file: a trace is read more than once "
+                    "(its checksum, then its rows); save the data to a file first")
+        return "is a named pipe (FIFO), not a regular file; save the data to a file first"
     if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
         return f"is a device (like /dev/zero), not a {noun}"
     if stat.S_ISSOCK(mode):
