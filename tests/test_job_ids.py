@@ -185,3 +185,11 @@ def test_a_sweeps_schedule_keeps_array_task_and_large_ids(tmp_path):
     run_sweep(tmp_path, "policy=fcfs", f"trace.path={trace}", "format=slurm", "tracking.enabled=false")
     schedule = gzip.decompress((tmp_path / "sweep" / "0" / "schedule_seed0.csv.gz").read_bytes()).decode()
     assert [line.split(",")[0] for line in schedule.splitlines()[1:]] == ids
+
+
+def test_a_job_table_refuses_float_ids():
+    from jobtable_factory import make_jobs
+
+    jobs = make_jobs([0, 1], [1, 1], [10, 10])
+    with pytest.raises(TypeError, match="job_id must be int64 or text"):
+        jobs.replace(job_id=np.array([2.0**53, 2.0**53 + 1]))
