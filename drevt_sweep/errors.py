@@ -59,3 +59,14 @@ class TraceError(DrevtError):
             parts.append(f"value '{text}'")
         detail = ": ".join(parts)
         return f"{where}{detail + ': ' if detail else ''}{self.reason}"
+
+
+def describe(exc: BaseException) -> str:
+    """An unexpected exception as one line for the user: its type and message, never an empty
+    message (``MemoryError()`` has none: it says that memory ran out)."""
+    if isinstance(exc, MemoryError):
+        detail = str(exc).strip()
+        return ("MemoryError: out of memory" + (f" ({detail})" if detail else "")
+                + "; a smaller trace or window (max_jobs, window_start/end) or fewer workers needs less")
+    text = " ".join(str(exc).split())  # one line
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

@@ -60,8 +60,10 @@ def _kind(mode: int, noun: str = "trace file") -> str | None:
     if stat.S_ISDIR(mode):
         return f"is a directory, not a {noun}"
     if stat.S_ISFIFO(mode):
-        return (f"is a named pipe (FIFO), not a regular file: a {noun} is read more than once "
-                "(its checksum, then its rows); save the data to a file first")
+        if noun == "trace file":
+            return ("is a named pipe (FIFO), not a regular file: a trace is read more than once "
+                    "(its checksum, then its rows); save the data to a file first")
+        return "is a named pipe (FIFO), not a regular file; save the data to a file first"
     if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
         return f"is a device (like /dev/zero), not a {noun}"
     if stat.S_ISSOCK(mode):
@@ -173,14 +175,16 @@ def input_behind(path) -> str | None:
     return _INPUTS.get((info.st_dev, info.st_ino))
 
 
-def check_outputs(outputs: dict[str, str | None], inputs: dict[str, str | None] | None = None) -> None:
+def check_outputs(outputs: dict[str, str | None], inputs=None) -> None:
     """Refuse an output option that names an input file or the same file as another output.
 
     ``outputs`` maps an option (``--stats``) to its path (None: not given); ``inputs`` maps how
     an input is named ("the input trace", "the --system file") to its path, every input of the
     run: they are protected first, so the check can run before anything is read.
     """
-    for what, path in (inputs or {}).items():
+    pairs = [("the input trace", path) for path in inputs] if isinstance(inputs, (tuple, list)) \
+        else list((inputs or {}).items())  # a sequence: bare trace paths (the older call)
+    for what, path in pairs:
         if path:
             protect_input(path, what)
     seen: dict[tuple[int, int] | str, str] = {}

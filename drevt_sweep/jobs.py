@@ -112,6 +112,8 @@ class JobTable:
 
     def __post_init__(self) -> None:
         n = self.submit.shape[0]
+        if np.asarray(self.job_id).dtype.kind not in "iuU":  # float64 would merge 2**53 + 1 into 2**53
+            raise TypeError(f"job_id must be int64 or text, not {np.asarray(self.job_id).dtype}")
         fill = object.__setattr__
         for name in ("user_code", "group_code"):
             if getattr(self, name) is None:

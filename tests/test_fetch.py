@@ -135,7 +135,7 @@ class _SlowHandler(http.server.BaseHTTPRequestHandler):
     the size in Content-Length)."""
 
     size = LANL.size
-    pause = 0.2
+    pause = 0.5
     length = True
 
     def do_GET(self):
@@ -163,7 +163,7 @@ def slow_server():
     """A server on 127.0.0.1 that serves slowly; yields a function(size, pause, length) -> URL."""
     servers = []
 
-    def start(size=LANL.size, pause=0.2, length=True):
+    def start(size=LANL.size, pause=0.5, length=True):
         handler = type("Handler", (_SlowHandler,), {"size": size, "pause": pause, "length": length})
         httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
         httpd.daemon_threads = True

@@ -261,3 +261,21 @@ def test_every_file_option_of_drevt_sim_is_a_declared_input_or_output():
              if not action.option_strings and action.dest != "help" or action.metavar in file_metavars}
     assert named == set(INPUT_OPTIONS) | set(OUTPUT_OPTIONS)
     assert not set(INPUT_OPTIONS) & set(OUTPUT_OPTIONS)
+
+
+@pytest.mark.parametrize("name", ["'=x", "'@a", "''=y"])
+def test_a_traces_own_leading_quote_is_kept(tmp_path, name):
+    """Only our schedule CSV escapes names: another trace's ``'=x`` is the name ``'=x`` (issue 29
+    item 12: the leading ``'`` was stripped), and it survives a schedule round trip."""
+    from drevt_sweep.outputs import SCHEDULE_COLUMNS
+    from drevt_sweep.trace.simple import SCHEDULE_HEADER
+
+    assert SCHEDULE_HEADER == SCHEDULE_COLUMNS
+    trace = tmp_path / "jobs.csv"
+    trace.write_text("job_submit_time,num_nodes,queue,time_limit,actual_run_time\n"
+                     f"0,1,{name},100,60\n1,1,pbatch,100,60\n")
+    assert set(read_trace(trace, ReadOptions(queues="all")).queue_names) == {name, "pbatch"}
+    schedule = tmp_path / "schedule.csv"
+    assert sim(trace, "--queues", "all", "--total_nodes", 2, "--output", schedule).returncode == 0
+    again = read_trace(schedule, ReadOptions(queues="all", timestamp_format="epoch"))
+    assert set(again.queue_names) == {name, "pbatch"}

@@ -171,3 +171,25 @@ def test_drevt_sim_writes_two_distinct_ids_for_2_53_and_2_53_plus_1(tmp_path):
                            "--output", str(out), "--quiet"], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert [row.split(",")[0] for row in out.read_text().splitlines()[1:]] == [str(i) for i in BIG]
+
+
+@pytest.mark.slow
+def test_a_sweeps_schedule_keeps_array_task_and_large_ids(tmp_path):
+    import gzip
+
+    from sweep_helpers import run_sweep
+
+    ids = ["12345_7", "12345_8", str(2**53 + 1), str(2**53)]
+    trace = tmp_path / "array.slurm"
+    trace.write_text(slurm(ids, "JobID"))
+    run_sweep(tmp_path, "policy=fcfs", f"trace.path={trace}", "format=slurm", "tracking.enabled=false")
+    schedule = gzip.decompress((tmp_path / "sweep" / "0" / "schedule_seed0.csv.gz").read_bytes()).decode()
+    assert [line.split(",")[0] for line in schedule.splitlines()[1:]] == ids
+
+
+def test_a_job_table_refuses_float_ids():
+    from jobtable_factory import make_jobs
+
+    jobs = make_jobs([0, 1], [1, 1], [10, 10])
+    with pytest.raises(TypeError, match="job_id must be int64 or text"):
+        jobs.replace(job_id=np.array([2.0**53, 2.0**53 + 1]))

@@ -274,7 +274,7 @@ def test_a_space_before_a_quote_does_not_open_it(tmp_path):
 def test_a_giant_header_field_is_a_trace_error(tmp_path):
     path = tmp_path / "t.csv"
     path.write_text('"' + "x" * 200_000 + '",job_submit_time\n1,2\n')
-    with pytest.raises(TraceError, match="malformed CSV record"):
+    with pytest.raises(TraceError, match="missing required column 'num_nodes'"):
         read_trace(path)
 
 

@@ -151,7 +151,10 @@ def fetch(name: str, folder: Path | None = None, url: str | None = None,
                 except urllib.error.HTTPError as exc:
                     raise FetchError(f"{source}: HTTP {exc.code} {exc.reason}") from None
                 except (urllib.error.URLError, OSError) as exc:
-                    raise FetchError(f"{source}: {getattr(exc, 'reason', exc)}") from None
+                    reason = getattr(exc, "reason", exc)
+                    raise FetchError(f"{source}: {getattr(reason, 'strerror', None) or reason}") from None
+                except ValueError as exc:  # not a URL at all ("/path", "http://[::1")
+                    raise FetchError(f"{source}: not a URL that can be downloaded ({exc})") from None
             if entry.sha256 is not None and digest.hexdigest() != entry.sha256:
                 raise FetchError(
                     f"{source}: sha256 {digest.hexdigest()} ({size:,} bytes), expected "
@@ -181,6 +184,12 @@ def _list() -> str:
     return "\n".join(rows)
 
 
+def _positive(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive number of bytes, got '{text}'")
+    return int(text)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """0: the trace is there; 2: an unknown name, a failed download or a wrong checksum."""
     parser = argparse.ArgumentParser(
@@ -191,7 +200,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--dir", type=Path, default=None,
                         help=f"where to put it (default: {data_dir()})")
     parser.add_argument("--url", default=None, help="download from here instead (a mirror)")
-    parser.add_argument("--max_bytes", type=int, default=None, metavar="N",
+    parser.add_argument("--max_bytes", type=_positive, default=None, metavar="N",
                         help="stop and refuse a download larger than N bytes (default: the "
                         "catalogue's size of the file)")
     args = parser.parse_args(argv)

@@ -47,7 +47,8 @@ MAX_LISTED = 5  # jobs named in a warning before "..."
 # Every option that names a file the run reads, and how a refusal calls it; no output option
 # may name one of these files (``_check_paths``). A new input option is added here, and
 # tests/test_file_safety.py checks that every file option is either here or in OUTPUT_OPTIONS.
-INPUT_OPTIONS = {"trace": "the input trace", "system": "the --system file"}
+INPUT_OPTIONS = {"trace": "the input trace", "system": "the --system file",
+                 "slurm_conf": "the --slurm-conf file"}
 OUTPUT_OPTIONS = ("output", "resource_trace", "stats", "rejects")
 QUEUE_LABEL_LIMIT = 60  # characters of a queue name in the per-queue table
 
@@ -376,8 +377,12 @@ def load_machine(path: str):
 
     try:
         data = yaml.safe_load(read_input(path, INPUT_OPTIONS["system"], noun="machine description"))
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: not valid YAML: {exc}") from None
+    except yaml.YAMLError as exc:  # one line: where, and what the parser found
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}: " if mark is not None else f"{path}: "
+        what = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        column = f" (column {mark.column + 1})" if mark is not None else ""
+        raise ConfigError(f"{where}not valid YAML: {what}{column}") from None
     try:
         return machine_from_mapping(data or {})
     except ConfigError as exc:
@@ -1029,8 +1034,10 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # a bug, not the user's fault
         if os.environ.get("DREVT_DEBUG"):
             raise
+        from ..errors import describe
+
         print(
-            f"{PROG}: internal error: {type(exc).__name__}: {exc}\n"
+            f"{PROG}: internal error: {describe(exc)}\n"
             f"{PROG}: this is a bug; rerun with DREVT_DEBUG=1 to see the traceback",
             file=sys.stderr,
         )

@@ -363,7 +363,9 @@ def run_configuration(cfg: DictConfig) -> dict:
         _record_failure(result, label, f"tracking store: {exc}", tracker, parent_id, out_dir,
                         details=exc.details)
     except Exception as exc:  # a dead worker, a full disk, a bug: fail this configuration only
-        detail = f"{type(exc).__name__}: {exc}"
+        from ..errors import describe
+
+        detail = describe(exc)
         _record_failure(result, label, detail, tracker, parent_id, out_dir,
                         details=traceback.format_exc())
     finally:

@@ -182,7 +182,7 @@ def _by_header(header: list[str], line: int) -> tuple[dict[str, int], dict[str, 
             positions = [i for i, field in enumerate(header) if field == name]
             if len(positions) > 1:
                 raise TraceError(
-                    f"column '{name}' appears more than once (fields "
+                    f"appears more than once (fields "
                     f"{' and '.join(str(i + 1) for i in positions)}): "
                     "which one is meant is ambiguous",
                     line=line,

@@ -73,10 +73,13 @@ def csv_splitter(delimiter: str, quotechar: str | None) -> Callable[[str], list[
         if quotechar is None:
             return text.split(delimiter)
         reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, quotechar=quotechar)
+        limit = csv.field_size_limit(max(len(text), 1 << 17))  # a huge field is quoted, not refused
         try:
             return next(reader, [])
-        except csv.Error as exc:  # e.g. a field over the csv module's 128 KiB limit
+        except csv.Error as exc:
             raise TraceError(f"malformed CSV record: {exc}") from None
+        finally:
+            csv.field_size_limit(limit)
 
     return split
 

@@ -22,8 +22,9 @@ Mode, exactly as the seeds say:
 ``force_simulation`` turns a replay trace into a simulation whose actual run time is the
 historical ``end - begin`` (begin/end are kept as the history). Times are seconds (epoch) or
 ISO date-times, see ``timestamps``. Rows need not be sorted: jobs are sorted by submit time.
-A queue written with a leading ``'`` before a formula-like name (``'=x``: how our CSV writers
-escape spreadsheet formulas, ``files.csv_cell``) reads as the name itself (``=x``).
+In a file with the header of our schedule CSV, a queue written with a leading ``'`` before a
+formula-like name (``'=x``: how our CSV writers escape spreadsheet formulas, ``files.csv_cell``)
+reads as the name itself (``=x``); in any other trace a queue name is read as written (``'=x``).
 """
 
 from __future__ import annotations
@@ -62,6 +63,11 @@ SIMULATION_COLUMNS = {
     "time_limit": TIME_LIMIT_NAMES,
 }
 
+
+# The header of our own schedule CSV (``outputs.SCHEDULE_COLUMNS``): only a file with exactly
+# this header has queue names escaped by ``files.csv_cell``; any other trace's names are data.
+SCHEDULE_HEADER = ("job_id", "job_submit_time", "begin_time", "end_time", "num_nodes", "exit_status",
+                   "queue", "time_limit", "actual_run_time")
 
 REQUEST_COLUMNS = {  # optional, per node (memory in MiB)
     "cores_per_node": ("num_cores",),
@@ -106,7 +112,7 @@ def read(path: str, options: ReadOptions) -> JobTable:
             groups=column_of.get("group"),
         )
         add_ragged_problem(parsed, len(header))
-        _fill(parsed, column_of, mode, options, zone)
+        _fill(parsed, column_of, mode, options, zone, ours=tuple(header) == SCHEDULE_HEADER)
         return build_table(parsed, options)
 
 
@@ -139,7 +145,7 @@ def resolve_columns(header: list[str], line: int = 1) -> tuple[dict[str, int], s
                 if len(positions[name]) > 1:
                     fields = " and ".join(str(i + 1) for i in positions[name])
                     raise TraceError(
-                        f"column '{name}' appears more than once (fields {fields}): "
+                        f"appears more than once (fields {fields}): "
                         "which one is meant is ambiguous",
                         line=line,
                         column=name,
@@ -171,11 +177,11 @@ def resolve_columns(header: list[str], line: int = 1) -> tuple[dict[str, int], s
     return columns, mode
 
 
-def _fill(parsed: ParsedTrace, column_of, mode: str, options: ReadOptions, zone) -> None:
+def _fill(parsed: ParsedTrace, column_of, mode: str, options: ReadOptions, zone, ours: bool = False) -> None:
     convert.times(parsed, column_of, options.timestamp_format, zone)
     parsed.num_nodes = convert.numbers(parsed, column_of["num_nodes"], "num_nodes")
     parsed.time_limit = convert.numbers(parsed, column_of["time_limit"], "time_limit")
-    parsed.queue_codes, parsed.queue_names = factorize_names(column_of["queue"], unescape=True)
+    parsed.queue_codes, parsed.queue_names = factorize_names(column_of["queue"], unescape=ours)
     parsed.required = {"submit", "num_nodes", "time_limit"}
     for canon in ("cores_per_node", "gpus_per_node", "memory_per_node"):
         if canon in column_of:

@@ -145,7 +145,7 @@ def _columns(header: list[str], line: int) -> dict[str, int]:
             positions = [i for i, field in enumerate(header) if field == name]
             if len(positions) > 1:
                 raise TraceError(
-                    f"column '{name}' appears more than once: which one is meant is ambiguous",
+                    "appears more than once: which one is meant is ambiguous",
                     line=line,
                     column=name,
                 )

@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import ConfigError
+from ..files import read_input
 from .hostlist import expand
 
 NODE_KEYS = {"nodename", "cpus", "procs", "boards", "sockets", "corespersocket", "threadspercore",
@@ -91,10 +92,9 @@ class _Reader:
 
     # --- lines ----------------------------------------------------------------------------
     def read(self, path: Path, depth: int = 0) -> None:
+        data = read_input(str(path), f"the slurm.conf '{path}'", noun="slurm.conf")  # never an output
         try:
-            text = path.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise ConfigError(f"cannot read the slurm.conf {path}: {exc.strerror or exc}") from None
+            text = data.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise ConfigError(f"{path}: not a text file ({exc.reason} at byte {exc.start})") from None
         where = self.where
