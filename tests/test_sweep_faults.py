@@ -88,9 +88,8 @@ def test_bad_options_exit_2_before_anything_runs(tmp_path, override):
 
 
 def test_a_broken_embedded_store_fails_the_configuration_with_a_clear_message(tmp_path):
-    """The store opens in the tracking helper while the sweep starts; when it cannot, the
-    configuration fails with the store's own message, no traceback, and a multirun stops
-    before any simulation (exit 2)."""
+    """The store opens in the tracking helper before anything runs; when it cannot, a single
+    run and a multirun alike stop with the store's own message, no traceback, exit 2."""
     (tmp_path / "out").mkdir()
     (tmp_path / "out" / "mlflow.db").mkdir()  # a folder where the sqlite file should be
     tiny = ["trace=custom", f"trace.path={TINY}", "format=simple", "format.queues=[all]",
@@ -100,11 +99,10 @@ def test_a_broken_embedded_store_fails_the_configuration_with_a_clear_message(tm
         [sys.executable, "-m", "drevt_sweep", *tiny, f"hydra.run.dir={tmp_path / 'one'}"],
         capture_output=True, text=True, timeout=300,
     )
-    assert single.returncode == 1
+    assert single.returncode == 2  # checked up front, as with -m (issue 29 item 7)
     assert "is not a file" in single.stderr + single.stdout
     assert "Traceback" not in single.stderr
-    result = json.loads((tmp_path / "one" / "result.json").read_text())
-    assert result["status"] == "FAILED" and "is not a file" in result["error"]
+    assert not (tmp_path / "one").exists()
 
     multi = subprocess.run(
         [sys.executable, "-m", "drevt_sweep", "-m", *tiny, f"hydra.sweep.dir={tmp_path / 'many'}"],

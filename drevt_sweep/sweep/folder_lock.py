@@ -50,8 +50,11 @@ def lock_folder(folder: str | os.PathLike, wait: bool = False) -> None:
         print(f"drevt-sweep: waiting for the other drevt-sweep ({holder}) using {folder}",
               file=sys.stderr, flush=True)
         fcntl.flock(fd, fcntl.LOCK_EX)  # Ctrl-C still interrupts the wait
-    os.ftruncate(fd, 0)
-    os.pwrite(fd, f"{socket.gethostname()} pid {os.getpid()}\n".encode(), 0)
+    try:  # who holds it, for the refusal message (a full disk only loses the name)
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{socket.gethostname()} pid {os.getpid()}\n".encode(), 0)
+    except OSError:
+        pass
     _held[str(folder)] = fd
 
 
