@@ -21,14 +21,16 @@ $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	@echo "installing drevt-sweep and what it needs to run into $(VENV) (a few minutes the first time)"
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install --progress-bar off -e .
+	@i=0; ( while sleep 10; do i=$$((i+10)); echo "  ... pip is still installing ($${i} s)"; done ) & ticker=$$!; \
+	  $(BIN)/python -m pip install --progress-bar off -e .; status=$$?; kill $$ticker; exit $$status
 	@touch $(STAMP)
 
 $(TEST_STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	@echo "installing drevt-sweep with its test tools into $(VENV)"
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install --progress-bar off -e '.[test]'
+	@i=0; ( while sleep 10; do i=$$((i+10)); echo "  ... pip is still installing ($${i} s)"; done ) & ticker=$$!; \
+	  $(BIN)/python -m pip install --progress-bar off -e '.[test]'; status=$$?; kill $$ticker; exit $$status
 	@touch $(STAMP) $(TEST_STAMP)
 
 install: $(STAMP) ## create .venv (if missing) and install the project with what running needs (make test adds its tools)
