@@ -745,6 +745,7 @@ class SweepSummaryCallback(Callback):
             uri = None
             if config.tracking.enabled:
                 uri = config.tracking.uri or embedded_uri(config.paths.output_root)
+            print("report: writing report.html …", flush=True)  # tens of seconds on a busy machine
             report = build_report(sweep_dir, uri)
             print(f"report: {report}")
         except OSError as exc:  # a full disk: say which file

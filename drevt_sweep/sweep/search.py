@@ -774,6 +774,10 @@ def run_search(cfg, app: AppHooks) -> dict:
         for warning in result["warnings"]:
             print(f"warning: {warning}")
         print(f"\nsearch: {out_dir / 'search.json'}\nreport: {report}")
+        if tracker:  # the UI link: the probes are the experiment's configuration runs
+            from ..tracking.ui import after_sweep
+
+            after_sweep(tracker.uri, str(cfg.tracking.experiment))
     except (DrevtError, TrackingError) as exc:  # bad input, a failing store
         app.record_failure(result, f"search {kind}", str(exc), tracker, handle, out_dir)
     except KeyboardInterrupt:
