@@ -21,14 +21,16 @@ $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	@echo "installing drevt-sweep and what it needs to run into $(VENV) (a few minutes the first time)"
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install --progress-bar off -e .
+	@i=0; ( while sleep 10; do i=$$((i+10)); echo "  ... pip is still installing ($${i} s)"; done ) & ticker=$$!; \
+	  $(BIN)/python -m pip install --progress-bar off -e .; status=$$?; kill $$ticker; exit $$status
 	@touch $(STAMP)
 
 $(TEST_STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	@echo "installing drevt-sweep with its test tools into $(VENV)"
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install --progress-bar off -e '.[test]'
+	@i=0; ( while sleep 10; do i=$$((i+10)); echo "  ... pip is still installing ($${i} s)"; done ) & ticker=$$!; \
+	  $(BIN)/python -m pip install --progress-bar off -e '.[test]'; status=$$?; kill $$ticker; exit $$status
 	@touch $(STAMP) $(TEST_STAMP)
 
 install: $(STAMP) ## create .venv (if missing) and install the project with what running needs (make test adds its tools)
@@ -56,7 +58,8 @@ report: $(STAMP) ## rebuild report.html of a finished sweep: make report SWEEP=o
 	@test -n "$(SWEEP)" || { echo "usage: make report SWEEP=outputs/multirun/<date_time>"; exit 2; }
 	$(BIN)/drevt-sweep-report $(SWEEP) $(ARGS)
 
-ui: $(STAMP) ## serve the MLflow UI for the embedded store on 127.0.0.1:$(UI_PORT)
+ui: $(STAMP) ## serve the MLflow UI for the embedded store on 127.0.0.1:$(UI_PORT) and print each experiment's link
+	@$(BIN)/python -m drevt_sweep.tracking.ui --uri sqlite:///$(TRACKING_DB) --ui http://127.0.0.1:$(UI_PORT)
 	$(BIN)/mlflow ui --host 127.0.0.1 --port $(UI_PORT) --backend-store-uri sqlite:///$(TRACKING_DB)
 
 test: $(TEST_STAMP) ## run the whole test suite (slow end-to-end tests included)

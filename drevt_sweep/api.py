@@ -11,14 +11,16 @@ Nothing here needs Hydra; only :func:`load_sweep` imports MLflow.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 
-from .trace.catalogue import CATALOGUE, locate
+from .trace.catalogue import CATALOGUE, locate, missing_hint
 from .errors import ConfigError
 from .jobs import JobTable
+from .sim.machine import Machine
 from .sim.runtime import RunTimeModel
 from .sim.schedule import Schedule
 from .sim.workload import WorkloadSpec
@@ -29,17 +31,32 @@ BUNDLED = {"kth_sp2": "pkg://drevt_sweep/data/traces/KTH-SP2-1996-2.1-cln.swf.gz
 DEFAULT_NODES = 795  # Lassen, the seeds' default, when the trace states no machine size
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Simulation:
-    """One simulated (or replayed) seed: the jobs as simulated, their schedule, its metrics."""
+    """One simulated (or replayed) seed: the jobs as simulated, their schedule, its metrics,
+    and the machine it ran on (``total_nodes``: its node count)."""
 
     jobs: JobTable
     schedule: Schedule
     metrics: dict[str, float]
+    total_nodes: int | None = None
 
-    def frame(self) -> pd.DataFrame:
-        """One row per job: the job's columns, begin, end, wait, run time (``Schedule.to_frame``)."""
-        return self.schedule.to_frame(self.jobs)
+    def frame(self, datetimes: bool = False) -> pd.DataFrame:
+        """One row per job: the job's columns, begin, end, wait, run time (``Schedule.to_frame``).
+        Times are epoch seconds; ``datetimes=True`` adds ``submit_time``, ``begin_time`` and
+        ``end_time`` as date-times in the trace's time zone (NaT for rejected jobs)."""
+        frame = self.schedule.to_frame(self.jobs)
+        if datetimes:
+            zone = self.jobs.meta.timezone or "UTC"
+            for column in ("submit", "begin", "end"):
+                frame[f"{column}_time"] = pd.to_datetime(frame[column], unit="s", utc=True).dt.tz_convert(zone)
+        return frame
+
+    def __repr__(self) -> str:
+        m = self.metrics
+        nodes = f", {self.total_nodes} nodes" if self.total_nodes else ""
+        shown = ", ".join(f"{key}={m[key]:.6g}" for key in ("wait_mean", "bsld_mean", "utilization") if key in m)
+        return f"Simulation({len(self.jobs)} jobs{nodes}, {m.get('jobs_simulated', 0):g} simulated; {shown})"
 
 
 def trace_path(trace: str | Path) -> Path:
@@ -50,7 +67,10 @@ def trace_path(trace: str | Path) -> Path:
     if text in BUNDLED:
         return resolve_trace_path(BUNDLED[text], ".")
     if text in CATALOGUE and not Path(text).exists():
-        return Path(locate(text))
+        path = Path(locate(text))
+        if not path.is_file():
+            raise ConfigError(f"trace {text!r}: {missing_hint(text)}")
+        return path
     return resolve_trace_path(text, ".")
 
 
@@ -60,8 +80,10 @@ def simulate_trace(
     trace_format: str | None = None,
     priority: str = "fcfs",
     backfill: str = "easy",
+    compression: str = "compress_first",
     replay: bool = False,
     total_nodes: int | None = None,
+    system: str | Path | Mapping | Machine | None = None,
     run_time: str | RunTimeModel = "actual",
     scale: float = 1.0,
     stddev: float = 0.0,
@@ -77,43 +99,91 @@ def simulate_trace(
     ``trace``: a path or a catalogue name. ``trace_format``: ``swf`` for ``.swf``/``.swf.gz``
     names, else ``simple`` unless given (``lassen``, ``slurm``). ``priority``/``backfill``: the
     engine's names (fcfs/sjf/ljf/smallest/largest; none/easy/conservative/easy_drevt);
-    ``replay=True`` replays the recorded history instead. ``run_time``: ``actual``, ``limit``,
-    or a distribution (``normal``, ``lognormal``, ``uniform``) with ``scale``/``stddev`` as in
-    the README, or a ``RunTimeModel``. ``total_nodes``: default the size the trace states,
-    else 795. Raises ``DrevtError`` (a message naming file, line and value) on bad input.
+    ``compression``: conservative backfilling's order (``compress_first``, ``interleaved``,
+    ``one_pass``); ``replay=True`` replays the recorded history instead. ``run_time``:
+    ``actual``, ``limit``, or a distribution (``normal``, ``lognormal``, ``uniform``) with
+    ``scale``/``stddev`` as in the README, or a ``RunTimeModel``. ``total_nodes``: one pool of
+    that many nodes, default the size the trace states, else 795. ``system``: a machine with
+    partitions instead, as ``drevt-sweep system=...`` gives it: a bundled name (``lassen``,
+    ``kabre``), a YAML file in the ``system`` group's format, that data as a mapping, or a
+    ``Machine``. Raises ``DrevtError`` with drevt-sweep's message (``system.total_nodes=0:
+    must be >= 1``; a file's line and value) on bad input.
     """
     from .sweep.seeds import RunSpec, simulate_seed
+    from .sweep.validate import check_values
     from .sim.metrics import compute_metrics
     from .trace import ReadOptions, read_trace
     from .trace.cache import load_trace
 
+    model = _run_time_model(run_time, scale, stddev)
+    problems = check_values({
+        "seed": seed, "system": {"total_nodes": total_nodes}, "timezone": {"name": timezone},
+        "run_time": {"mode": model.mode, "distribution": model.distribution, "scale": model.scale,
+                     "stddev": model.stddev, "min_run_time": model.min_run_time}})
+    if problems:
+        raise ConfigError("; ".join(problems))
+    if compression not in COMPRESSIONS:
+        raise ConfigError(f"compression={compression}: must be one of {', '.join(COMPRESSIONS)}")
+    machine = _machine(system)
+    if machine is not None and total_nodes is not None:
+        raise ConfigError("system describes the whole machine: give system or total_nodes, not both")
     path = trace_path(trace)
     if trace_format is None:
         trace_format = "swf" if path.name.endswith((".swf", ".swf.gz")) else "simple"
     options = ReadOptions(trace_format=trace_format, timezone=timezone, queues=queues,
                           force_simulation=not replay)
     jobs = load_trace(path, options) if cache else read_trace(path, options)
-    if isinstance(run_time, str):
-        if run_time in ("actual", "limit"):
-            model = RunTimeModel(mode=run_time)
-        elif run_time in ("normal", "lognormal", "uniform"):
-            model = RunTimeModel(mode="distribution", distribution=run_time, scale=scale,
-                                 stddev=stddev)
-        else:
-            raise ConfigError(f"run_time must be actual, limit, normal, lognormal or uniform, "
-                              f"got {run_time!r}")
-    else:
-        model = run_time
-    model.validate()
-    spec = RunSpec(total_nodes=int(total_nodes or jobs.meta.machine_nodes or DEFAULT_NODES),
-                   priority=priority, backfill=backfill, replay=replay, run_time=model,
+    nodes = machine.total_nodes if machine is not None else int(
+        total_nodes if total_nodes is not None else jobs.meta.machine_nodes or DEFAULT_NODES)
+    spec = RunSpec(total_nodes=nodes, machine=machine, priority=priority, backfill=backfill,
+                   compression=compression, replay=replay, run_time=model,
                    enforce_limits=enforce_limits, workload=workload or WorkloadSpec())
     seed_jobs, schedule = simulate_seed(jobs, spec, seed)
-    return Simulation(seed_jobs, schedule, compute_metrics(seed_jobs, schedule))
+    return Simulation(seed_jobs, schedule, compute_metrics(seed_jobs, schedule), nodes)
+
+
+COMPRESSIONS = ("compress_first", "interleaved", "one_pass")
+
+
+def _run_time_model(run_time, scale: float, stddev: float) -> RunTimeModel:
+    if not isinstance(run_time, str):
+        return run_time
+    if run_time in ("actual", "limit"):
+        return RunTimeModel(mode=run_time)
+    if run_time in ("normal", "lognormal", "uniform"):
+        return RunTimeModel(mode="distribution", distribution=run_time, scale=scale, stddev=stddev)
+    raise ConfigError(f"run_time must be actual, limit, normal, lognormal or uniform, got {run_time!r}")
+
+
+def _machine(system) -> Machine | None:
+    """The machine ``system`` names (see :func:`simulate_trace`), or None: one pool."""
+    if system is None or isinstance(system, Machine):
+        return system
+    from .sim.machine import machine_from_mapping
+
+    if isinstance(system, Mapping):
+        return machine_from_mapping(system)
+    bundled = Path(__file__).resolve().parent / "conf" / "system" / f"{system}.yaml"
+    if not bundled.is_file():  # an editable install: conf/ is at the top of the repository
+        bundled = Path(__file__).resolve().parents[1] / "conf" / "system" / f"{system}.yaml"
+    path = bundled if str(system).isidentifier() and bundled.is_file() else Path(system)
+    if not path.is_file():
+        raise ConfigError(f"system={system}: neither a bundled machine (lassen, kabre) nor a YAML file")
+    import yaml
+
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML: {exc}") from None
+    try:
+        return machine_from_mapping(data or {})
+    except ConfigError as exc:
+        raise ConfigError(f"{path}: {exc}") from None
 
 
 # ------------------------------------------------------------------------------ a sweep's runs
 SETTING_SECTIONS = ("trace", "format", "timezone", "run_time", "policy", "system", "workload")
+CONFIGURATION_PARAMS = ("total_nodes", "jobs", "n_seeds")
 
 
 def load_sweep(source: str | Path, tracking_uri: str | None = None,
@@ -159,6 +229,8 @@ def load_sweep(source: str | Path, tracking_uri: str | None = None,
         seeds = _all(client, [experiment.experiment_id], f"tags.{TAG_KIND} = 'seed'" + wanted)
     names = {p.info.run_id: p.info.run_name for p in parents}
     hashes = {p.data.tags.get(TAG_CONFIG_HASH): p.info.run_name for p in parents}
+    by_id = {p.info.run_id: p for p in parents}
+    by_hash = {p.data.tags.get(TAG_CONFIG_HASH): p for p in parents}
     latest: dict[str, object] = {}
     for run in sorted(seeds, key=lambda r: r.info.start_time or 0):
         latest[run.data.tags.get(TAG_RUN_KEY) or run.info.run_id] = run
@@ -167,8 +239,13 @@ def load_sweep(source: str | Path, tracking_uri: str | None = None,
         parent = run.data.tags.get("mlflow.parentRunId")
         row = {"configuration": names.get(parent) or hashes.get(run.data.tags.get(TAG_CONFIG_HASH)),
                "seed": int(run.data.params["seed"])}
-        row.update({k: _number(v) for k, v in sorted(run.data.params.items())
+        row.update({k: _typed(v) for k, v in sorted(run.data.params.items())
                     if k.split(".", 1)[0] in SETTING_SECTIONS})
+        owner = by_id.get(parent) or by_hash.get(run.data.tags.get(TAG_CONFIG_HASH))
+        # what the configuration ran on: the node count used (the trace's, when the setting
+        # is null), the jobs simulated and the number of seeds
+        row.update({k: _typed(owner.data.params[k]) if owner is not None and k in owner.data.params else None
+                    for k in CONFIGURATION_PARAMS})
         row.update(run.data.metrics)
         row.update(status=run.info.status, run_id=run.info.run_id, parent_run_id=parent)
         rows.append(row)
@@ -192,8 +269,19 @@ def _same(tag: str | None, folder: Path) -> bool:
     return bool(tag) and Path(tag).resolve() == folder.resolve()
 
 
-def _number(text: str):
-    """MLflow keeps params as text: numbers become numbers again, the rest stays text."""
+def _typed(text: str):
+    """MLflow keeps params as text: numbers, booleans, None and lists become values again
+    (None and NaN as pandas shows missing values), the rest stays text."""
+    special = {"None": None, "null": None, "True": True, "False": False, "true": True, "false": False}
+    if text in special:
+        return special[text]
+    if text.startswith(("[", "{", "(")):
+        import ast
+
+        try:
+            return ast.literal_eval(text)
+        except (ValueError, SyntaxError):
+            return text
     try:
         value = float(text)
     except (TypeError, ValueError):

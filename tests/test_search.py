@@ -294,3 +294,33 @@ def test_the_search_report_states_the_answer_and_draws_the_probes(tmp_path):
     (tmp_path / "search.html").unlink()
     assert main([str(tmp_path)]) == 0 and (tmp_path / "search.html").is_file()
     assert main([str(tmp_path / "nowhere")]) == 2
+
+
+# ---------------------------------------------------------------- issue 24 item 5
+def test_midpoints_are_the_numbers_the_names_show():
+    # (0.3 + 0.35) / 2 = 0.32499999999999996 in floating point; the probe is 0.325, and every
+    # later midpoint carries at most 12 significant digits, so str(value) is the name's text.
+    q = question(param="workload.load_factor", low=0.3, high=0.35, integer=False, target=10.0,
+                 direction="below", resolution=(0.35 - 0.3) / 64)
+    r = threshold_search(measure_from(lambda x: 10 + 100 * (x - 0.33), stochastic=False), q)
+    values = [p["value"] for p in r["probes"]]
+    assert 0.325 in values and (0.3 + 0.35) / 2 not in values
+    assert all(float(f"{v:.12g}") == v for v in values)
+    # the sentence names the probes as they are, not rounded to 4 digits
+    assert f"is {r['answer']!r}" in r["sentence"] or f"is {r['answer']:.12g}" in r["sentence"]
+
+
+def test_the_interval_names_only_possible_answers():
+    # The stochastic case above: the low end of the interval surely fails, so the smallest
+    # passing count the data allow is one above it; the sentence names that range.
+    q = question(low=100, high=300, target=100.0, seeds=4, max_seeds=16)
+    r = threshold_search(measure_from(lambda x: 300.0 - x, crn_noise(20.0)), q)
+    sure_fail, sure_pass = r["interval"]
+    assert r["answers"] == [sure_fail + 1, sure_pass]
+    assert f"95% interval {sure_fail + 1}–{sure_pass}: at {sure_fail} it fails" in r["sentence"]
+    # the largest passing value: the sure-failing end is the high one
+    q = question(low=100, high=300, target=100.0, seeds=4, max_seeds=16, direction="above")
+    r = threshold_search(measure_from(lambda x: 300.0 - x, crn_noise(20.0)), q)
+    assert r["bracket"][1] < r["bracket"][0]  # passing below: the largest passing count is asked
+    sure_pass, sure_fail = r["interval"]
+    assert r["answers"] == [sure_pass, sure_fail - 1] and f"{sure_pass}–{sure_fail - 1}" in r["sentence"]

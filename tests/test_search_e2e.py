@@ -177,3 +177,33 @@ def test_ctrl_c_marks_the_search_killed_and_resume_finishes_it(tmp_path):
     fresh = search(tmp_path, *common, "tracking.enabled=false", run="fresh")
     assert (resumed["answer"], resumed["interval"], resumed["probes"]) == \
         (fresh["answer"], fresh["interval"], fresh["probes"])
+
+
+def test_search_runs_carry_provenance_grid_seed_names_and_exact_params(tmp_path):
+    """Issue 24 item 5: source tags, git commit and the trace dataset on every search run; seed
+    runs named as a grid's; a bisected float's param is the text its probe's name shows."""
+    from mlflow.tracking import MlflowClient
+
+    cmd = [sys.executable, "-m", "drevt_sweep", "search=threshold", "policy=easy", "run_time=lognormal",
+           "workload.max_jobs=500", "search.param=workload.load_factor", "search.low=0.3",
+           "search.high=2.0", "search.metric=wait_mean", "search.target=600", "search.direction=below",
+           "search.seeds=2", "search.max_seeds=2", "search.max_probes=5",
+           f"paths.output_root={tmp_path / 'out'}", f"hydra.run.dir={tmp_path / 'run'}",
+           "progress=false", "parallel.n_jobs=1"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900,
+                          env={**os.environ, "PYTHONWARNINGS": "ignore"})
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+    client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'out' / 'mlflow.db'}")
+    runs = client.search_runs([client.get_experiment_by_name("drevt-sweep").experiment_id], max_results=500)
+    assert {r.data.tags["drevt_kind"] for r in runs} == {"search", "configuration", "seed"}
+    for run in runs:
+        tags = run.data.tags
+        assert tags["mlflow.source.name"] == "drevt-sweep" and tags["mlflow.user"]
+        assert "mlflow.source.git.commit" in tags  # the tests run from a checkout
+        (entry,) = run.inputs.dataset_inputs
+        assert entry.dataset.name == "kth_sp2"
+    seeds = [r for r in runs if r.data.tags["drevt_kind"] == "seed"]
+    assert {r.info.run_name for r in seeds} == {f"seed {s}" for s in (0, 1)}
+    for probe in (r for r in runs if r.data.tags["drevt_kind"] == "configuration"):
+        value = probe.data.params["workload.load_factor"]
+        assert probe.info.run_name == f"workload.load_factor={value}"

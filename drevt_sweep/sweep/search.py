@@ -39,6 +39,7 @@ import numpy as np
 
 from ..errors import ConfigError, DrevtError
 from ..tracking.helper import TrackingError
+from .naming import seed_run_name, source_tags
 from .seeds import RunSpec, SeedResult, aggregate, run_seeds, seeds_for, start_workers
 
 log = logging.getLogger("drevt_sweep")
@@ -189,7 +190,9 @@ class _Bisection:
         return bracket
 
     def midpoint(self, a, b):
-        return (a + b) // 2 if self.q.integer else (a + b) / 2
+        """Half-way, as the setting it becomes: an integer, or a float cut to 12 significant
+        digits, so that the logged param is the number the run's name shows (no 0.32500000000000007)."""
+        return (a + b) // 2 if self.q.integer else float(f"{(a + b) / 2:.12g}")
 
     def bisect(self, holds: Callable[[_Probe], bool], false_at, true_at):
         """Narrow ``(false_at, true_at)`` to the resolution: the predicate is false at one end
@@ -263,6 +266,7 @@ def threshold_search(measure: Measure, q: ThresholdQuestion) -> dict:
         "sure_fail": sure_fail,
         "sure_pass": sure_pass,
         "interval": _interval(sure_fail, sure_pass, bracket),
+        "answers": _answers(_interval(sure_fail, sure_pass, bracket), bracket, sure_fail, q.integer),
         "deterministic": not stochastic,
         "budget_exhausted": exhausted,
         "runs": sum(len(p.measurement.seeds) for p in probes),
@@ -284,6 +288,16 @@ def _interval(sure_fail, sure_pass, bracket) -> list | None:
     return [sure_pass, sure_fail]
 
 
+def _answers(interval, bracket, sure_fail, integer: bool) -> list | None:
+    """The answers the interval leaves possible, [low, high] on the parameter's axis: the
+    sure-failing end is not one of them, so for an integer it moves one step inwards (147
+    fails surely: the smallest passing count is at least 148)."""
+    if interval is None or not integer or sure_fail is None:
+        return interval
+    low, high = interval
+    return [low + 1, high] if bracket[1] > bracket[0] else [low, high - 1]
+
+
 def _monotone_warnings(probes: list[_Probe], q: ThresholdQuestion) -> list[str]:
     """Bisection assumes one crossing; say so when the probes show several."""
     flips = sum(1 for a, b in zip(probes, probes[1:]) if a.passes(q) != b.passes(q))
@@ -298,7 +312,7 @@ def _fmt(value) -> str:
         return "?"
     if isinstance(value, (int, np.integer)) or float(value).is_integer():
         return str(int(value))
-    return f"{value:.4g}"
+    return f"{value:.12g}"  # the probes' own values (midpoints are cut to 12 digits)
 
 
 def threshold_sentence(result: dict) -> str:
@@ -322,7 +336,15 @@ def threshold_sentence(result: dict) -> str:
                  else "no probe in the range surely fails")
     pass_text = (f"at {_fmt(sure_pass)} it passes" if sure_pass is not None
                  else "no probe in the range surely passes")
-    span = f"between {_fmt(edges[0])} and {_fmt(edges[-1])}" if len(edges) == 2 else "only half-bounded"
+    span = "only half-bounded"
+    if len(edges) == 2:  # only possible answers: the end that surely fails is not one
+        low, high = result.get("answers") or edges
+        if q["integer"]:
+            span = f"{_fmt(low)}–{_fmt(high)}" if low != high else f"exactly {_fmt(low)}"
+        elif pass_at > fail_at:
+            span = f"above {_fmt(low)} up to {_fmt(high)}"
+        else:
+            span = f"from {_fmt(low)} up to below {_fmt(high)}"
     finer = ""
     if not q["integer"] and sorted(edges) == sorted(result["bracket"]):
         finer = "; the CI is narrower than the bracket, so a smaller search.resolution would narrow it"
@@ -496,6 +518,7 @@ class ProbeRunner:
         self._probe_runs: dict[str, str] = {}  # config hash -> MLflow handle
         self._probe_state: dict[str, tuple] = {}  # config hash -> (label, measurement) to log
         self.simulated = self.reused = 0
+        self.dataset: tuple | None = None  # (name, checksum, path, jobs) of the trace
 
     def config_for(self, setting: Mapping[str, object]):
         """The sweep's config with ``setting`` applied (checked against the schema)."""
@@ -503,6 +526,8 @@ class ProbeRunner:
 
         cfg = self.cfg.copy()
         for key, value in setting.items():
+            if isinstance(value, float):  # as the run's name shows it (Optuna's floats too)
+                value = float(f"{value:.12g}")
             if key.split(".", 1)[0] not in SEARCHABLE_SECTIONS or OmegaConf.select(cfg, key, default=_MISSING) is _MISSING:
                 raise ConfigError(f"search parameter {key!r} is not a setting under "
                                   f"{', '.join(SEARCHABLE_SECTIONS)}")
@@ -521,6 +546,8 @@ class ProbeRunner:
         return self.app.run_spec(cfg, probe.meta.machine_nodes, wspec, probe.queue_names)
 
     def __call__(self, setting: Mapping[str, object], n_seeds: int) -> Measurement:
+        from omegaconf import OmegaConf
+
         from ..tracking.store import config_hash
 
         cfg = self.config_for(setting)
@@ -529,7 +556,9 @@ class ProbeRunner:
         seeds = seeds_for(spec, int(cfg.seed), n_seeds)
         self._reuse_from_store(chash, seeds)
         todo = [s for s in seeds if (chash, s) not in self._results]
-        label = " ".join(f"{k}={_fmt(v) if not isinstance(v, str) else v}" for k, v in setting.items())
+        # the name shows each value as its param's text (2.0, 0.33125), so a filter or a
+        # copy-paste from the name finds the run
+        label = " ".join(f"{k}={_enum(OmegaConf.select(cfg, k))}" for k in setting)
         if todo:
             fresh = run_seeds(self.jobs, spec, todo, n_jobs=self.app.n_jobs(cfg),
                               backend=_enum(cfg.parallel.backend), backend_options=self.app.backend_options(cfg),
@@ -566,8 +595,9 @@ class ProbeRunner:
         if chash not in self._probe_runs:
             handle = self.tracker.start_run(
                 label, {TAG_KIND: "configuration", TAG_CONFIG_HASH: chash, TAG_SEARCH: self.search_hash,
-                        TAG_SWEEP_DIR: str(self.out_dir)}, parent_id=self.search_handle)
+                        TAG_SWEEP_DIR: str(self.out_dir), **source_tags()}, parent_id=self.search_handle)
             self.tracker.log(handle, params=flatten(self.app.result_config(cfg)))
+            self._log_dataset(handle)
             self._probe_runs[chash] = handle
         return self._probe_runs[chash]
 
@@ -580,11 +610,18 @@ class ProbeRunner:
         parent = self._probe_run(chash, label, cfg)
         for r in fresh:
             child = self.tracker.start_run(
-                f"{label} seed={r.seed}",
+                seed_run_name(r.seed),  # as a grid's seeds: the probe is the parent's name
                 {TAG_KIND: "seed", TAG_CONFIG_HASH: chash,
-                 TAG_RUN_KEY: run_key(chash, self.jobs.meta.checksum, r.seed)}, parent_id=parent)
+                 TAG_RUN_KEY: run_key(chash, self.jobs.meta.checksum, r.seed), **source_tags()},
+                parent_id=parent)
             self.tracker.log(child, metrics=r.metrics, params={"seed": r.seed})
+            self._log_dataset(child)
             self.tracker.finish(child, "FINISHED")
+
+    def _log_dataset(self, handle: str) -> None:
+        """The trace as the run's dataset input, as on a grid's runs."""
+        if self.dataset is not None:
+            self.tracker.log_trace_input(handle, *self.dataset)
 
     def close(self, status: str = "FINISHED") -> None:
         """Every probe's final aggregate on its run, which is then closed (``status``)."""
@@ -705,11 +742,15 @@ def run_search(cfg, app: AppHooks) -> dict:
         if tracker:
             handle = tracker.start_run(f"search {kind}: {_question_label(question)}",
                                        {TAG_KIND: "search", TAG_SEARCH: search_hash,
-                                        TAG_SWEEP_DIR: str(out_dir)})
+                                        TAG_SWEEP_DIR: str(out_dir), **source_tags()})
             tracker.log(handle, params={**{f"search.{k}": v for k, v in flatten(asked["search"]).items()},
                                         **flatten(asked["settings"]), "seed": int(cfg.seed),
                                         "trace_checksum": jobs.meta.checksum})
         runner = ProbeRunner(cfg, jobs, tracker, handle, out_dir, search_hash, app)
+        trace_name = path.name if cfg.trace.name == "custom" else str(cfg.trace.name)
+        runner.dataset = (trace_name, jobs.meta.checksum, str(path), len(jobs))
+        if handle:
+            runner._log_dataset(handle)
         if warming is not None:
             warming.join()
         answer = (threshold_search if kind == "threshold" else optimize)(runner, question)
@@ -733,6 +774,10 @@ def run_search(cfg, app: AppHooks) -> dict:
         for warning in result["warnings"]:
             print(f"warning: {warning}")
         print(f"\nsearch: {out_dir / 'search.json'}\nreport: {report}")
+        if tracker:  # the UI link: the probes are the experiment's configuration runs
+            from ..tracking.ui import after_sweep
+
+            after_sweep(tracker.uri, str(cfg.tracking.experiment))
     except (DrevtError, TrackingError) as exc:  # bad input, a failing store
         app.record_failure(result, f"search {kind}", str(exc), tracker, handle, out_dir)
     except KeyboardInterrupt:

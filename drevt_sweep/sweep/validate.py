@@ -84,6 +84,20 @@ def check_config(cfg: DictConfig) -> list[str]:
     return c.problems
 
 
+def check_values(values: dict) -> list[str]:
+    """The checks of :func:`check_config` that need neither the schema nor the trace file, on
+    plain values keyed as in the config (``{"system": {"total_nodes": 0}, ...}``): the Python
+    API's ``simulate_trace`` runs them, so it says what ``drevt-sweep`` says."""
+    c = _Checks(OmegaConf.create(values))
+    if c.get("seed") is not None:
+        c.at_least("seed", 0)
+    c.at_least("system.total_nodes", 1, optional=True)
+    if c.get("run_time") is not None:
+        _check_run_time(c)
+    _check_zone(c)
+    return c.problems
+
+
 def _check_run_time(c: _Checks) -> None:
     uniform = _v(c.get("run_time.distribution")) == "uniform"
     c.at_least("run_time.scale", 0, strict=not uniform)
