@@ -233,14 +233,15 @@ def wait_cdf_figure(
     grid = _wait_grid(list(data.values()) + ([base] if base is not None else []))
     fig, ax = _new_figure(8.0, 5.0 + 0.17 * math.ceil((len(data) + 1) / 2))
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    hour = units.unit("wait_mean").scale  # the axis in the waits' display unit, as the tables
 
     def draw(label, waits, style):
         finite = waits[np.isfinite(waits)]
         y = ecdf_on_grid(finite, grid)
         share = float((finite <= WAIT_FLOOR).mean()) if finite.size else float("nan")
         text = f"{label} ({share:.0%} wait ≤ {WAIT_FLOOR:g} s, n = {finite.size:,})"
-        (line,) = ax.plot(grid, y, label=text, **style)
-        ax.plot([WAIT_FLOOR], [y[0]], marker="o", color=line.get_color(), clip_on=False, zorder=5)
+        (line,) = ax.plot(grid / hour, y, label=text, **style)
+        ax.plot([WAIT_FLOOR / hour], [y[0]], marker="o", color=line.get_color(), clip_on=False, zorder=5)
         return line
 
     marked = False
@@ -254,7 +255,8 @@ def wait_cdf_figure(
             marked = True
             err = half if np.isfinite(half) else 0.0
             ax.errorbar(
-                [max(mean, WAIT_FLOOR)], [q], xerr=[[min(err, mean - WAIT_FLOOR * 0.5)], [err]],
+                [max(mean, WAIT_FLOOR) / hour], [q],
+                xerr=[[min(err, mean - WAIT_FLOOR * 0.5) / hour], [err / hour]],
                 fmt="|", color=line.get_color(), capsize=3, markersize=9, zorder=6,
             )
     if base is not None:
@@ -263,9 +265,10 @@ def wait_cdf_figure(
         ax.plot([], [], "|", color="grey", markersize=9,
                 label="percentiles over seeds: mean ± 95% CI")
     log_scale(ax, "x")
-    ax.set_xlim(WAIT_FLOOR, grid[-1])
+    ax.set_xlim(WAIT_FLOOR / hour, grid[-1] / hour)
     ax.set_ylim(0, 1.005)
-    ax.set_xlabel(f"wait time (s, log scale; waits ≤ {WAIT_FLOOR:g} s, 0 included, at the left edge)")
+    ax.set_xlabel(f"wait time ({units.unit('wait_mean').name}, log scale; waits ≤ {WAIT_FLOOR:g} s, "
+                  "0 included, at the left edge)")
     ax.set_ylabel("fraction of jobs with wait ≤ x")
     ax.set_title(title)
     ax.grid(True, which="major", alpha=0.3)
