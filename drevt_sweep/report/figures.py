@@ -888,8 +888,9 @@ def metric_curves_figure(
             color = colors[i % len(colors)]
             ax.plot(xv, y, marker="o" if xv.size <= 30 else None, markersize=3,
                     linestyle=styles[(i // len(colors)) % len(styles)], color=color, label=g)
-            if half.any():
-                ax.fill_between(xv, y - half, y + half, color=color, alpha=0.18, linewidth=0)
+            if half.any():  # fainter when many bands overlap
+                ax.fill_between(xv, y - half, y + half, color=color, alpha=0.18 if len(groups) <= 4 else 0.07,
+                                linewidth=0)
         positive = all_values[np.isfinite(all_values) & (all_values > 0)]
         if units.unit(metric) is not units.PERCENT and positive.size and positive.max() / positive.min() > 30:
             log_scale(ax, "y")

@@ -1056,7 +1056,8 @@ def _curves_view(records: Sequence[ConfigRecord], swept: Sequence[str], numeric:
         lines = table["line"].nunique()
         fig = plots.metric_curves_figure(
             table, x="x", x_label=key, metrics=metrics,
-            legend_title=" · ".join(short_key(k) for k in others) or None,
+            legend_title=" · ".join(k.split(".")[0] if k.endswith(".name") else short_key(k)
+                                    for k in others) or None,
             title=f"Against {key}: mean over seeds ± 95% CI (band), one line per "
                   + ("combination of the other swept keys" if others else "sweep"))
         name = f"curves_{re.sub(r'[^A-Za-z0-9_.-]', '_', key)}.png"
