@@ -128,6 +128,8 @@ def test_a_1000_configuration_report_stays_small_and_whole(thousand):
     assert summary[0][:5] == ["configuration", "status", "total_nodes", "seeds", "jobs run"]
     assert summary[0][5] == "rejected jobs" and summary[0][6] == "mean wait (h)"
     assert any(row[5] != "0" for row in summary[1:])  # small machines reject KTH's widest jobs
+    offered = page.table("offered")
+    assert offered[0][:3] == ["configuration", "nodes", "rejected jobs"] and len(offered) == 1 + 1000
     alts = {image["alt"] for image in page.images}
     assert "metrics against system.total_nodes" in alts
     assert len(page.images) <= 4  # sweep figures only

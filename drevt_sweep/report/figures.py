@@ -233,14 +233,15 @@ def wait_cdf_figure(
     grid = _wait_grid(list(data.values()) + ([base] if base is not None else []))
     fig, ax = _new_figure(8.0, 5.0 + 0.17 * math.ceil((len(data) + 1) / 2))
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    hour = units.unit("wait_mean").scale  # the axis in the waits' display unit, as the tables
 
     def draw(label, waits, style):
         finite = waits[np.isfinite(waits)]
         y = ecdf_on_grid(finite, grid)
         share = float((finite <= WAIT_FLOOR).mean()) if finite.size else float("nan")
         text = f"{label} ({share:.0%} wait ≤ {WAIT_FLOOR:g} s, n = {finite.size:,})"
-        (line,) = ax.plot(grid, y, label=text, **style)
-        ax.plot([WAIT_FLOOR], [y[0]], marker="o", color=line.get_color(), clip_on=False, zorder=5)
+        (line,) = ax.plot(grid / hour, y, label=text, **style)
+        ax.plot([WAIT_FLOOR / hour], [y[0]], marker="o", color=line.get_color(), clip_on=False, zorder=5)
         return line
 
     marked = False
@@ -254,7 +255,8 @@ def wait_cdf_figure(
             marked = True
             err = half if np.isfinite(half) else 0.0
             ax.errorbar(
-                [max(mean, WAIT_FLOOR)], [q], xerr=[[min(err, mean - WAIT_FLOOR * 0.5)], [err]],
+                [max(mean, WAIT_FLOOR) / hour], [q],
+                xerr=[[min(err, mean - WAIT_FLOOR * 0.5) / hour], [err / hour]],
                 fmt="|", color=line.get_color(), capsize=3, markersize=9, zorder=6,
             )
     if base is not None:
@@ -263,9 +265,10 @@ def wait_cdf_figure(
         ax.plot([], [], "|", color="grey", markersize=9,
                 label="percentiles over seeds: mean ± 95% CI")
     log_scale(ax, "x")
-    ax.set_xlim(WAIT_FLOOR, grid[-1])
+    ax.set_xlim(WAIT_FLOOR / hour, grid[-1] / hour)
     ax.set_ylim(0, 1.005)
-    ax.set_xlabel(f"wait time (s, log scale; waits ≤ {WAIT_FLOOR:g} s, 0 included, at the left edge)")
+    ax.set_xlabel(f"wait time ({units.unit('wait_mean').name}, log scale; waits ≤ {WAIT_FLOOR:g} s, "
+                  "0 included, at the left edge)")
     ax.set_ylabel("fraction of jobs with wait ≤ x")
     ax.set_title(title)
     ax.grid(True, which="major", alpha=0.3)
@@ -740,6 +743,16 @@ class PairedDifference:
         return float("nan")
 
 
+def _by_seed(values) -> dict:
+    """``{seed: value}`` of the finite values of a Series or mapping keyed by seed (plain dicts:
+    a report pairs thousands of configurations, and pandas indexing cost ms per pair)."""
+    if isinstance(values, pd.Series):
+        keys, numbers = values.index.tolist(), values.to_numpy(dtype=float)
+    else:
+        keys, numbers = list(values), np.array([values[k] for k in values], dtype=float)
+    return {k: float(v) for k, v in zip(keys, numbers) if np.isfinite(v)}
+
+
 def paired_difference(a: Mapping[int, float] | pd.Series, b: Mapping[int, float] | pd.Series) -> PairedDifference:
     """Compare B with A at the seeds both have (keys are seeds).
 
@@ -749,14 +762,13 @@ def paired_difference(a: Mapping[int, float] | pd.Series, b: Mapping[int, float]
     """
     from scipy.special import stdtrit  # scipy.stats.t.ppf's own quantile, without importing scipy.stats
 
-    sa = pd.Series(a, dtype=float).dropna()
-    sb = pd.Series(b, dtype=float).dropna()
-    seeds = sorted(set(sa.index) & set(sb.index))
+    da, db = _by_seed(a), _by_seed(b)
+    seeds = sorted(set(da) & set(db))
     nan = float("nan")
     if not seeds:
         return PairedDifference(0, nan, nan, nan, nan, nan)
-    xa = sa.loc[seeds].to_numpy()
-    xb = sb.loc[seeds].to_numpy()
+    xa = np.array([da[s] for s in seeds])
+    xb = np.array([db[s] for s in seeds])
     d = xb - xa
     n = len(seeds)
     if n < 2:
@@ -876,8 +888,9 @@ def metric_curves_figure(
             color = colors[i % len(colors)]
             ax.plot(xv, y, marker="o" if xv.size <= 30 else None, markersize=3,
                     linestyle=styles[(i // len(colors)) % len(styles)], color=color, label=g)
-            if half.any():
-                ax.fill_between(xv, y - half, y + half, color=color, alpha=0.18, linewidth=0)
+            if half.any():  # fainter when many bands overlap
+                ax.fill_between(xv, y - half, y + half, color=color, alpha=0.18 if len(groups) <= 4 else 0.07,
+                                linewidth=0)
         positive = all_values[np.isfinite(all_values) & (all_values > 0)]
         if units.unit(metric) is not units.PERCENT and positive.size and positive.max() / positive.min() > 30:
             log_scale(ax, "y")

@@ -11,7 +11,8 @@ numbers) with its 95% Student-t CI, exact for deterministic run times. A CI that
 "not resolved"; a metric with one value for every configuration gets a sentence saying so (and
 why, for utilization: the same jobs, run times and span leave nothing for the policy to change).
 
-Offered load = node-seconds the jobs demand / (nodes x arrival span): the demand from the
+Offered load = node-seconds the jobs demand / (nodes x arrival span), beside the rejected jobs
+when some configuration rejected any (their demand is not on this machine): the demand from the
 metrics (``utilization x makespan x total_nodes`` per seed: every job that ran, with the run
 times of that seed's model), the arrival span (first to last submit of the jobs that ran) from
 a kept schedule of the same trace and workload.
@@ -253,21 +254,26 @@ def offered_load_view(records: Sequence, frame_of: Callable) -> dict | None:
         else:
             spans.setdefault(key, np.nan)
     rows = []
+    rejected = any(r.metrics.get("jobs_rejected", 0) > 0 for r in members)
     demand = {id(r): demanded_node_seconds(r) for r in members}
     node_h = units.decimals("node_hours", [v / 3600 for v in demand.values()])
     load_places = 1
     for r in members:
         span = spans.get(_workload_key(r), np.nan)
         offered = demand[id(r)] / (r.total_nodes * span) if span and np.isfinite(span) and span > 0 else np.nan
-        rows.append({"key": r.key, "cells": [
-            {"text": f"{r.total_nodes:,}", "v": repr(float(r.total_nodes))},
+        cells = [{"text": f"{r.total_nodes:,}", "v": repr(float(r.total_nodes))}]
+        if rejected:  # their node-hours are not demanded of this machine: they never run
+            count = r.metrics.get("jobs_rejected")
+            cells.append({"text": units.number("jobs_rejected", count, 0), "v": _v(count)})
+        rows.append({"key": r.key, "cells": cells + [
             {"text": units.number("node_hours", demand[id(r)] / 3600, node_h), "v": _v(demand[id(r)])},
             {"text": units.number("makespan", span, 1), "v": _v(span)},
             {"text": units.number("offered_load", offered, load_places), "v": _v(offered)},
             {"text": units.number("utilization", r.metrics.get("utilization"), load_places),
              "v": _v(r.metrics.get("utilization"))},
         ]})
-    header = ["configuration", "nodes", units.header("node_hours", "node-hours demanded"),
+    header = ["configuration", "nodes", *(["rejected jobs"] if rejected else []),
+              units.header("node_hours", "node-hours demanded"),
               units.header("makespan", "arrival span"), units.header("offered_load", "offered load"),
               units.header("utilization", "utilization")]
     unknown = sum(1 for r in members if not np.isfinite(spans.get(_workload_key(r), np.nan)))

@@ -380,7 +380,15 @@ def load_mlflow(
         )
         first, count = _int_or_none(params.get("seed")), _int_or_none(params.get("n_seeds"))
         seed_range = set(range(first, first + count)) if first is not None and count else None
-        if record.config_hash:
+        local = folder_by_id.get(run.info.run_id)
+        # The job folder's seed_metrics.csv is what the sweep logged as this run's seeds: when
+        # it holds every one of them, one store query per configuration is saved (1,000 of them
+        # in a 1,000-configuration sweep).
+        complete = (local is not None and seed_range is not None and not local.seed_metrics.empty
+                    and set(local.seed_metrics.index) == seed_range)
+        if complete:
+            record.seeds, record.seed_metrics = sorted(seed_range), local.seed_metrics
+        elif record.config_hash:
             children = _search_all(
                 client, [run.info.experiment_id],
                 f"tags.{TAG_CONFIG_HASH} = '{record.config_hash}' and tags.{TAG_KIND} = 'seed' "
@@ -400,7 +408,6 @@ def load_mlflow(
                     [{"seed": s, **m} for s, (_, _, m) in sorted(rows.items())]
                 ).set_index("seed")
                 record.seeds = sorted(rows)
-        local = folder_by_id.get(run.info.run_id)
         if local is not None:  # the folder has the Hydra overrides and the files already
             record.job_dir = local.job_dir
             record.config_text = local.config_text
@@ -413,7 +420,9 @@ def load_mlflow(
             _download(client, record, download_dir / run.info.run_id)
         if record.config_text:  # the resolved config is exact; params are strings of it
             try:
-                record.params = config_params(_yaml_load(record.config_text) or {}) or record.params
+                parsed = local.config if local is not None and local.config is not None else None
+                record.config = parsed if parsed is not None else _yaml_load(record.config_text) or {}
+                record.params = config_params(record.config) or record.params
             except Exception:  # noqa: BLE001
                 pass
         records.append(record)
@@ -1047,7 +1056,8 @@ def _curves_view(records: Sequence[ConfigRecord], swept: Sequence[str], numeric:
         lines = table["line"].nunique()
         fig = plots.metric_curves_figure(
             table, x="x", x_label=key, metrics=metrics,
-            legend_title=" · ".join(short_key(k) for k in others) or None,
+            legend_title=" · ".join(k.split(".")[0] if k.endswith(".name") else short_key(k)
+                                    for k in others) or None,
             title=f"Against {key}: mean over seeds ± 95% CI (band), one line per "
                   + ("combination of the other swept keys" if others else "sweep"))
         name = f"curves_{re.sub(r'[^A-Za-z0-9_.-]', '_', key)}.png"
