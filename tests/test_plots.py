@@ -427,4 +427,6 @@ def test_log_axes_are_labelled_without_mathtext():
     labels = [t.get_text() for t in fig.axes[0].get_xticklabels() if t.get_text()]
     plots.plt.close(fig)
     assert labels and not any("$" in text for text in labels)
-    assert {"1", "10", "100", "1000", "10⁴", "10⁵"} <= set(labels)
+    assert {"0.001", "0.01", "0.1", "1", "10"} <= set(labels)  # hours: 5 s to 56 h
+    formatter = plots.PlainLogFormatter(labelOnlyBase=False)
+    assert [formatter._num_to_string(x, 0, 0) for x in (1000.0, 1e4, 1e5, 1e-4)] == ["1000", "10⁴", "10⁵", "10⁻⁴"]
