@@ -1,7 +1,8 @@
-"""Under `hydra/launcher=joblib` an interrupt kills the workers running configurations before
-they can write their result.json (issue 29 item 11): the sweep writes a KILLED one into each of
-their job folders, as the README promises. A real sweep, a real SIGTERM to the sweep alone (as
-`timeout` and SLURM send it: the workers never see it)."""
+"""Under `hydra/launcher=joblib` an interrupt can end the workers running configurations before
+they write their result.json (issue 29 item 11: joblib kills them while they still mark their
+runs KILLED): the sweep writes a KILLED one into each of their job folders, as the README
+promises. A real sweep, a real SIGTERM to the sweep alone (as `timeout` and SLURM send it), and
+the launcher's workers SIGKILLed at once, so that none of them can write its own."""
 
 from __future__ import annotations
 
@@ -12,7 +13,15 @@ import time
 
 import pytest
 
-from sweep_helpers import assert_no_process_left, cleanup, runs, start, sweep_cmd
+from sweep_helpers import (
+    assert_no_process_left,
+    cleanup,
+    is_worker,
+    runs,
+    start,
+    sweep_cmd,
+    tagged_processes,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -33,7 +42,10 @@ def test_sigterm_under_the_joblib_launcher_marks_every_started_job_killed(tmp_pa
                 break
             time.sleep(0.3)
         time.sleep(1.0)
+        workers = [p for p in tagged_processes(tag) if is_worker(p)]
         proc.send_signal(signal.SIGTERM)
+        for pid in workers:  # ended before they can write anything, as joblib may end them
+            os.kill(pid, signal.SIGKILL)
         _, err = proc.communicate(timeout=120)
         assert_no_process_left(tag)
     finally:
