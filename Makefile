@@ -62,11 +62,16 @@ ui: $(STAMP) ## serve the MLflow UI for the embedded store on 127.0.0.1:$(UI_POR
 	@$(BIN)/python -m drevt_sweep.tracking.ui --uri sqlite:///$(TRACKING_DB) --ui http://127.0.0.1:$(UI_PORT)
 	$(BIN)/mlflow ui --host 127.0.0.1 --port $(UI_PORT) --backend-store-uri sqlite:///$(TRACKING_DB)
 
+# Tests run on pytest-xdist workers, one per core (TEST_WORKERS=0: in this process). loadgroup
+# keeps the tests sharing a module fixture (a real sweep) on one worker (tests/conftest.py).
+TEST_WORKERS ?= auto
+PYTEST := $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup
+
 test: $(TEST_STAMP) ## run the whole test suite (slow end-to-end tests included)
-	$(BIN)/python -m pytest -q --durations=25
+	$(PYTEST) --durations=25
 
 test-fast: $(TEST_STAMP) ## run the fast tests only
-	$(BIN)/python -m pytest -q -m 'not slow'
+	$(PYTEST) -m 'not slow'
 
 bench: $(STAMP) ## run the benchmarks and update benchmarks/RESULTS.md
 	$(BIN)/python benchmarks/run_all.py

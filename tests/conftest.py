@@ -1,7 +1,12 @@
-"""Shared fixtures: paths to the repository, the bundled trace and the public traces."""
+"""Shared fixtures (paths to the repository, the bundled trace and the public traces) and what
+makes the suite run on pytest-xdist workers (``make test``: ``-n auto --dist loadgroup``)."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -9,6 +14,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 BUNDLED_KTH = REPO / "drevt_sweep" / "data" / "traces" / "KTH-SP2-1996-2.1-cln.swf.gz"
 SHARED_TRACES = REPO.parent / "shared" / "traces"
+WARM_KERNELS = Path(__file__).with_name("warm_kernels.py")
 
 
 @pytest.fixture(scope="session")
@@ -22,3 +28,43 @@ def shared_traces() -> Path:
     if not SHARED_TRACES.is_dir():
         pytest.skip(f"public traces not found at {SHARED_TRACES}")
     return SHARED_TRACES
+
+
+def pytest_sessionstart(session):
+    """Under xdist, fill numba's on-disk cache before the workers start (``warm_kernels.py``,
+    its groups in parallel): otherwise every worker compiles every kernel it needs itself, and
+    on a fresh clone that is minutes of CPU paid twice. With a warm cache this takes a second or
+    two. Only the controller does it (``numprocesses`` set, not a worker); ``DREVT_NO_WARM=1``
+    turns it off."""
+    config = session.config
+    if (os.environ.get("DREVT_NO_WARM") or hasattr(config, "workerinput")
+            or not getattr(config.option, "numprocesses", None)):
+        return
+    from warm_kernels import GROUPS
+
+    started = time.perf_counter()
+    procs = [subprocess.Popen([sys.executable, str(WARM_KERNELS), group], stdin=subprocess.DEVNULL,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+             for group in GROUPS]
+    failed = [out for proc in procs for out in [proc.communicate()[0]] if proc.returncode]
+    # Not fatal: a kernel that did not compile here is compiled (or fails) in the test using it.
+    message = f"numba kernels compiled or loaded from the cache in {time.perf_counter() - started:.0f} s"
+    if failed:
+        message += f"; warm_kernels.py failed:\n{failed[0][-2000:]}"
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        reporter.write_line(message)
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook turns the marks into groups
+def pytest_collection_modifyitems(config, items):
+    """Keep the tests that share a module- or class-scoped fixture on one xdist worker
+    (``--dist loadgroup``), so that an expensive fixture (a real sweep, a server) runs once
+    rather than once per worker: each such test gets ``xdist_group(<module>)`` unless it has a
+    group of its own."""
+    for item in items:
+        if item.get_closest_marker("xdist_group"):
+            continue
+        defs = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {})
+        if any(d.scope in ("module", "class", "package") for fixturedefs in defs.values() for d in fixturedefs):
+            item.add_marker(pytest.mark.xdist_group(item.module.__name__))

@@ -1,15 +1,27 @@
-"""What a person sees in the MLflow UI after a sweep, read back from a real sqlite store: run
-names that tell runs apart, seeds that filter by policy, who ran it from which commit, the
-trace as a dataset, one report per sweep, compressed schedules."""
+"""What a person sees in the MLflow UI after a sweep, read back from a real sqlite store: one
+parent per configuration and one child per seed with the metrics a seed gives when recomputed,
+`make ui` serving them on loopback, run names that tell runs apart, seeds that filter by
+policy, who ran it from which commit, the trace as a dataset, one report per sweep, compressed
+schedules. Most of it reads one shared multirun (the ``sweep`` fixture)."""
 
 from __future__ import annotations
 
 import gzip
 import json
+import os
+import signal
 import subprocess
+import time
+import urllib.request
 from pathlib import Path
 
+import pandas as pd
 import pytest
+
+from drevt_sweep.sim.metrics import compute_metrics
+from drevt_sweep.sim.runtime import RunTimeModel
+from drevt_sweep.sweep.seeds import RunSpec, simulate_seed
+from drevt_sweep.trace import ReadOptions, read_trace
 
 from sweep_helpers import TINY, run_sweep
 
@@ -30,6 +42,87 @@ def sweep(tmp_path_factory):
 
 def kind(runs, name):
     return [r for r in runs if r.data.tags.get("drevt_kind") == name]
+
+
+def test_multirun_logs_one_parent_per_configuration_and_one_child_per_seed(sweep):
+    tmp, proc, client, eid = sweep
+    assert "Traceback" not in proc.stderr
+    runs = client.search_runs([eid], max_results=1000)
+    parents, children = kind(runs, "configuration"), kind(runs, "seed")
+    assert len(parents) == 4
+    assert all(r.info.status == "FINISHED" for r in runs)
+    by_parent = {p.info.run_id: [c for c in children if c.data.tags["mlflow.parentRunId"] == p.info.run_id]
+                 for p in parents}
+    jobs = read_trace(TINY, ReadOptions(trace_format="simple", queues="all", force_simulation=True))
+    for parent in parents:
+        kids = by_parent[parent.info.run_id]
+        normal = parent.data.params["run_time.mode"] == "distribution"
+        assert len(kids) == (2 if normal else 1)  # deterministic models need one seed
+        model = RunTimeModel(mode=parent.data.params["run_time.mode"],
+                             distribution=parent.data.params["run_time.distribution"],
+                             scale=float(parent.data.params["run_time.scale"]),
+                             stddev=float(parent.data.params["run_time.stddev"]))
+        spec = RunSpec(total_nodes=10, priority=parent.data.params["policy.priority"],
+                       backfill=parent.data.params["policy.backfill"], run_time=model)
+        for kid in kids:
+            seed = int(kid.data.params["seed"])
+            expected = compute_metrics(*simulate_seed(jobs, spec, seed))
+            for name in ("wait_mean", "bsld_mean", "utilization", "makespan"):
+                assert kid.data.metrics[name] == pytest.approx(expected[name], rel=1e-12)
+        mean_wait = sum(k.data.metrics["wait_mean"] for k in kids) / len(kids)
+        assert parent.data.metrics["wait_mean"] == pytest.approx(mean_wait)
+    summary = pd.read_csv(tmp / "sweep" / "summary.csv")
+    assert len(summary) == 4 and set(summary.status) == {"FINISHED"}
+    assert "mean wait" in proc.stdout
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_make_ui_serves_the_sweep_on_loopback(sweep, repo_root):
+    tmp = sweep[0]
+    port = free_port()
+    ui = subprocess.Popen(
+        ["make", "-s", "ui", f"UI_PORT={port}", f"TRACKING_DB={tmp / 'out' / 'mlflow.db'}"],
+        cwd=repo_root, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        start_new_session=True,
+    )
+    try:
+        body = None
+        deadline = time.time() + 120
+        while time.time() < deadline and body is None:
+            assert ui.poll() is None, ui.stdout.read()
+            try:
+                request = urllib.request.Request(
+                    f"http://127.0.0.1:{port}/api/2.0/mlflow/runs/search",
+                    data=json.dumps({"experiment_ids": ["1"], "max_results": 100}).encode(),
+                    headers={"Content-Type": "application/json"},
+                )
+                with urllib.request.urlopen(request, timeout=5) as response:
+                    body = json.loads(response.read())
+            except OSError:
+                time.sleep(0.5)
+        assert body is not None, "the UI never answered"
+        kinds = sorted(
+            tag["value"] for run in body["runs"] for tag in run["data"]["tags"]
+            if tag["key"] == "drevt_kind"
+        )
+        # 4 configurations; seeds: 1 per limit configuration, 2 per normal one; the sweep's run
+        assert kinds == ["configuration"] * 4 + ["seed"] * 6 + ["sweep"]
+        import shutil
+
+        if shutil.which("ss"):
+            listening = subprocess.run(["ss", "-ltn"], capture_output=True, text=True).stdout
+            bound = [line for line in listening.splitlines() if f":{port} " in line]
+            assert bound and all("127.0.0.1:" in line for line in bound)  # loopback only
+    finally:
+        os.killpg(ui.pid, signal.SIGTERM)
+        ui.wait(timeout=30)
 
 
 def test_every_run_has_a_short_distinct_name(sweep):

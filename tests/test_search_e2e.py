@@ -67,8 +67,18 @@ def test_deterministic_search_equals_the_dense_grid(tmp_path):
         assert probe["mean"] == values[probe["value"]][0]
 
 
-def test_stochastic_search_agrees_with_the_dense_grid_over_the_same_seeds(tmp_path):
-    result = search(tmp_path, "run_time=lognormal", "search.seeds=4", "search.max_seeds=16")
+STOCHASTIC = ("run_time=lognormal", "search.seeds=4", "search.max_seeds=16")
+
+
+@pytest.fixture(scope="module")
+def stochastic_search(tmp_path_factory) -> dict:
+    """One stochastic search run in one go: checked against the dense grid, and the answer a
+    search stopped by Ctrl-C and resumed must give."""
+    return search(tmp_path_factory.mktemp("stochastic"), *STOCHASTIC)
+
+
+def test_stochastic_search_agrees_with_the_dense_grid_over_the_same_seeds(stochastic_search):
+    result = stochastic_search
     values = grid(LOGNORMAL, 16)
     # The same seeds give the same numbers: every probe is the grid's mean over its first n seeds.
     for probe in result["probes"]:
@@ -140,12 +150,12 @@ def test_optimize_runs_reproducible_optuna_trials_end_to_end(tmp_path):
     assert a["best"] is not None and a["best"]["feasible"] and a["sentence"] in proc.stdout
 
 
-def test_ctrl_c_marks_the_search_killed_and_resume_finishes_it(tmp_path):
+def test_ctrl_c_marks_the_search_killed_and_resume_finishes_it(tmp_path, stochastic_search):
     import signal
 
     from mlflow.tracking import MlflowClient
 
-    common = ("run_time=lognormal", "search.seeds=4", "search.max_seeds=16")
+    common = STOCHASTIC
     cmd = [sys.executable, "-m", "drevt_sweep", "search=threshold", "policy=easy",
            f"workload.max_jobs={JOBS}", "search.param=system.total_nodes", f"search.low={LOW}",
            f"search.high={HIGH}", "search.metric=wait_p95", f"search.target={TARGET}",
@@ -174,7 +184,7 @@ def test_ctrl_c_marks_the_search_killed_and_resume_finishes_it(tmp_path):
 
     resumed = search(tmp_path, *common, "resume=true", run="resumed")
     assert resumed["reused_runs"] == finished_seeds
-    fresh = search(tmp_path, *common, "tracking.enabled=false", run="fresh")
+    fresh = stochastic_search  # the same search run in one go (another store)
     assert (resumed["answer"], resumed["interval"], resumed["probes"]) == \
         (fresh["answer"], fresh["interval"], fresh["probes"])
 
