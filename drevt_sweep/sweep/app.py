@@ -10,6 +10,7 @@ files into ``summary.csv`` and a printed table.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -17,6 +18,7 @@ import shlex
 import sys
 import time
 import traceback
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import hydra
@@ -210,147 +212,239 @@ def _tracker(cfg: DictConfig, wait: bool = False) -> TrackingService | None:
 
 
 # ---------------------------------------------------------------- one configuration
+@dataclass
+class Configuration:
+    """One configuration on its way through a sweep: what :func:`prepare_configuration` found
+    (the trace, the spec, the seeds still to run), for :func:`complete_configuration`. The
+    Hydra job path runs the three steps in a row; the sweep engine (``batch.py``) prepares many,
+    runs all their seeds as one task list, then completes each."""
+
+    cfg: DictConfig
+    hydra_cfg: DictConfig
+    out_dir: Path
+    label: str
+    name: str
+    settings: dict
+    result: dict
+    started: float
+    phase: float
+    tracker: TrackingService | None = None
+    parent_id: str | None = None
+    params: dict = field(default_factory=dict)
+    jobs: object = None
+    spec: RunSpec | None = None
+    path: Path | None = None
+    chash: str | None = None
+    seeds: list[int] = field(default_factory=list)
+    reused: dict = field(default_factory=dict)
+    todo: list[int] = field(default_factory=list)
+    keep: int | None = None  # the seed whose schedule is kept (its files and figures)
+    figures: bool = True  # per-configuration figures (``figures=``, batch.py decides for a sweep)
+    remember: bool = True  # keep the result in memory after result.json is written
+    warming: object = None
+
+    @property
+    def timings(self) -> dict:
+        return self.result["timings"]
+
+    @property
+    def marks(self) -> dict:
+        return self.result["marks"]
+
+
 def run_configuration(cfg: DictConfig) -> dict:
     """Run one configuration over its seeds, track it, and return its ``result.json`` content."""
-    _state["ran"] = True
-    hydra_cfg = HydraConfig.get()
-    out_dir = Path(hydra_cfg.runtime.output_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    label = configuration_label(hydra_cfg)
-    settings = result_config(cfg)
-    name = _run_name(cfg, hydra_cfg)
-    result: dict = {"label": label, "name": name, "status": "FAILED",
-                    "choices": dict(hydra_cfg.runtime.choices), "parent_run_id": None}
-    tracker = parent_id = None
-    started = time.perf_counter()
-    timings = result["timings"] = {}  # seconds per phase, for the sweep benchmark
-    # Wall-clock instants (epoch seconds) of the phase ends, from the console script's start:
-    # with the benchmark's own start and end they give every phase, Hydra's included.
-    marks = result["marks"] = {**_marks, "configuration": time.time()}
-    phase = started
+    run = begin_configuration(cfg, HydraConfig.get())
     # Worker processes start while the store opens and the trace is read.
     backfill = None if cfg.policy.replay else _value(cfg.policy.backfill)
-    warming = (start_workers(_n_jobs(cfg), _value(cfg.parallel.backend), backfill)
-               if cfg.replicates > 1 else None)
-    try:
-        tracker = _tracker(cfg)  # opens in the helper while the trace is read
-        from ..tracking.store import TAG_CONFIG_HASH, TAG_KIND, TAG_SWEEP_DIR, config_hash
-
-        params = _setting_params(settings)
-        if tracker:
-            command = reproduce_command(list(hydra_cfg.overrides.task))
-            parent_id = tracker.start_run(name, {
-                TAG_KIND: "configuration", TAG_SWEEP_DIR: str(out_dir.parent), **_sweep_tag(),
-                **_run_tags(cfg, hydra_cfg, label, description(command)),
-            })
-            # The settings go first, so that even a configuration failing early shows them.
-            tracker.log(parent_id, params=params)
-
-        from ..trace.cache import load_trace
-
-        path = resolve_trace_path(str(cfg.trace.path), cfg.paths.root)
-        jobs = load_trace(path, read_options(cfg), cache_dir=cfg.paths.cache_dir)
-        marks["trace"] = time.time()
-        wspec = workload_spec(cfg.workload, cfg.system.total_nodes)
-        # The first seed's transform: what each transform kept, moved or dropped, and the
-        # machine size after a job-size rescaling.
-        probe, _, workload_report = apply_workload(jobs, wspec, int(cfg.seed))
-        spec = run_spec(cfg, probe.meta.machine_nodes, wspec)
-        result["workload_report"] = workload_report
-        result["timezone"] = jobs.meta.timezone  # the zone used (the trace's own, or the user's)
-        if "timezone.name" not in params:  # null: the trace's zone, known now
-            params["timezone.name"] = jobs.meta.timezone
-            if tracker:
-                tracker.log(parent_id, params={"timezone.name": jobs.meta.timezone})
-        if tracker:
-            tracker.log_trace_input(parent_id, _trace_name(cfg, path), jobs.meta.checksum, path,
-                                    len(jobs))
-        chash = config_hash({"settings": settings, "checksum": jobs.meta.checksum})
-        seeds = seeds_for(spec, int(cfg.seed), int(cfg.replicates))
-        result.update(
-            config_hash=chash,
-            trace_checksum=jobs.meta.checksum,
-            total_nodes=spec.total_nodes,
-            jobs=len(jobs),
-            seeds=seeds,
-        )
-        _write_rejects(jobs, out_dir)
-        marks["trace_prepared"] = time.time()
-        if warming is not None:
-            warming.join()
-        marks["workers"] = time.time()
-        phase = _lap(timings, "read", phase)
-
+    run.warming = (start_workers(_n_jobs(cfg), _value(cfg.parallel.backend), backfill)
+                   if cfg.replicates > 1 else None)
+    with configuration_errors(run, final=True):
+        prepare_configuration(run)
+        if run.warming is not None:
+            run.warming.join()
+        run.marks["workers"] = time.time()
         # A store that does not work stops the seeds as soon as it is found out. (The helper
         # keeps its priority: with the seed runs written in one transaction it has nothing to
         # do while the seeds run, and lowered to nice 10 it was starved at the end on a shared
         # machine -- 1-7 s of waiting for it, against 0.1 s at normal priority, measured.)
-        results, reused = _run_or_reuse(cfg, tracker, jobs, spec, seeds, chash, label)
-        phase = _lap(timings, "seeds", phase)
-        marks["seeds"] = time.time()
-        ok = [r for r in results if r.ok]
-        failed = [r for r in results if not r.ok]
-        metrics = aggregate(results, stochastic=spec.stochastic)
-        result.update(
-            status="FINISHED" if not failed else "FAILED",
-            metrics=metrics,
-            reused_seeds=sorted(reused),
-            failed_seeds=[{"seed": r.seed, "error": r.error} for r in failed],
-            seconds=time.perf_counter() - started,
-        )
-        if tracker:  # written by the helper while the outputs and figures are made here
-            _log_seed_runs(tracker, parent_id, cfg, jobs, spec, chash, label, results, reused,
-                           result, params, path)
-        _write_outputs(out_dir, cfg, jobs, ok, result)
-        phase = _lap(timings, "outputs", phase)
-        marks["outputs"] = time.time()
-        figures = _configuration_figures(out_dir, spec, ok, cfg, timings)
-        phase = _lap(timings, "figures", phase)
-        marks["figures"] = time.time()
+        fresh = _run_todo(run)
+        complete_configuration(run, fresh)
+    return run.result
+
+
+def begin_configuration(cfg: DictConfig, hydra_cfg, figures: bool = True) -> Configuration:
+    """A configuration's folder, names and result skeleton (nothing that can fail on input)."""
+    _state["ran"] = True
+    out_dir = Path(hydra_cfg.runtime.output_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    label = configuration_label(hydra_cfg)
+    name = _run_name(cfg, hydra_cfg)
+    result: dict = {"label": label, "name": name, "status": "FAILED",
+                    "choices": dict(hydra_cfg.runtime.choices), "parent_run_id": None}
+    result["timings"] = {}  # seconds per phase, for the sweep benchmark
+    # Wall-clock instants (epoch seconds) of the phase ends, from the console script's start:
+    # with the benchmark's own start and end they give every phase, Hydra's included.
+    result["marks"] = {**_marks, "configuration": time.time()}
+    started = time.perf_counter()
+    return Configuration(cfg, hydra_cfg, out_dir, label, name, result_config(cfg), result,
+                         started, started, figures=figures)
+
+
+def prepare_configuration(run: Configuration, load=None) -> None:
+    """Open its parent run, read the trace, make the spec and choose the seeds to run
+    (``resume``: those not already FINISHED). ``load(path, options, cache_dir)`` reads the
+    trace (the sweep engine shares one table among its configurations)."""
+    cfg, hydra_cfg, result = run.cfg, run.hydra_cfg, run.result
+    run.tracker = tracker = _tracker(cfg)  # opens in the helper while the trace is read
+    from ..tracking.store import TAG_KIND, TAG_SWEEP_DIR, config_hash
+
+    run.params = params = _setting_params(run.settings)
+    if tracker:
+        command = reproduce_command(list(hydra_cfg.overrides.task))
+        run.parent_id = tracker.start_run(run.name, {
+            TAG_KIND: "configuration", TAG_SWEEP_DIR: str(run.out_dir.parent), **_sweep_tag(),
+            **_run_tags(cfg, hydra_cfg, run.label, description(command)),
+        }, _state.get("sweep_run"))
+        # The settings go first, so that even a configuration failing early shows them.
+        tracker.log(run.parent_id, params=params)
+
+    if load is None:
+        from ..trace.cache import load_trace as load
+
+    run.path = path = resolve_trace_path(str(cfg.trace.path), cfg.paths.root)
+    run.jobs = jobs = load(path, read_options(cfg), cache_dir=cfg.paths.cache_dir)
+    run.marks["trace"] = time.time()
+    wspec = workload_spec(cfg.workload, cfg.system.total_nodes)
+    # The first seed's transform: what each transform kept, moved or dropped, and the
+    # machine size after a job-size rescaling.
+    probe, _, workload_report = apply_workload(jobs, wspec, int(cfg.seed))
+    run.spec = spec = run_spec(cfg, probe.meta.machine_nodes, wspec)
+    result["workload_report"] = workload_report
+    result["timezone"] = jobs.meta.timezone  # the zone used (the trace's own, or the user's)
+    if "timezone.name" not in params:  # null: the trace's zone, known now
+        params["timezone.name"] = jobs.meta.timezone
         if tracker:
-            _log_artifacts(tracker, parent_id, out_dir, figures, result)
-            tracker.wait()  # raises the store's first error, if any
-            result["parent_run_id"] = tracker.run_id(parent_id)
-            phase = _lap(timings, "tracking_wait", phase)  # all the sweep waited for MLflow
-            marks["tracking"] = time.time()
-        if failed:
-            raise _SeedsFailed(f"{len(failed)} of {len(results)} seeds failed: "
-                               + "; ".join(f"seed {r.seed}: {r.error.splitlines()[0]}" for r in failed))
-        log.info("%s: %d seeds in %.1f s", name, len(results), result["seconds"])
+            tracker.log(run.parent_id, params={"timezone.name": jobs.meta.timezone})
+    if tracker:
+        tracker.log_trace_input(run.parent_id, _trace_name(cfg, path), jobs.meta.checksum, path,
+                                len(jobs))
+    run.chash = chash = config_hash({"settings": run.settings, "checksum": jobs.meta.checksum})
+    run.seeds = seeds = seeds_for(spec, int(cfg.seed), int(cfg.replicates))
+    result.update(
+        config_hash=chash,
+        trace_checksum=jobs.meta.checksum,
+        total_nodes=spec.total_nodes,
+        jobs=len(jobs),
+        seeds=seeds,
+    )
+    _write_rejects(jobs, run.out_dir)
+    run.marks["trace_prepared"] = time.time()
+    run.phase = _lap(run.timings, "read", run.phase)
+    _choose_seeds(run)
+
+
+def complete_configuration(run: Configuration, fresh: list[SeedResult]) -> None:
+    """Aggregate, write the outputs and figures, and close the runs: ``result`` is final."""
+    cfg, result, tracker, parent_id = run.cfg, run.result, run.tracker, run.parent_id
+    run.phase = _lap(run.timings, "seeds", run.phase)
+    run.marks["seeds"] = time.time()
+    results = sorted(list(run.reused.values()) + list(fresh), key=lambda r: r.seed)
+    ok = [r for r in results if r.ok]
+    failed = [r for r in results if not r.ok]
+    metrics = aggregate(results, stochastic=run.spec.stochastic)
+    result.update(
+        status="FINISHED" if not failed else "FAILED",
+        metrics=metrics,
+        reused_seeds=sorted(run.reused),
+        failed_seeds=[{"seed": r.seed, "error": r.error} for r in failed],
+        seconds=time.perf_counter() - run.started,
+    )
+    if tracker:  # written by the helper while the outputs and figures are made here
+        _log_seed_runs(tracker, parent_id, cfg, run.jobs, run.spec, run.chash, run.label, results,
+                       run.reused, result, run.params, run.path, run.hydra_cfg)
+    _write_outputs(run.out_dir, cfg, run.jobs, ok, result)
+    run.phase = _lap(run.timings, "outputs", run.phase)
+    run.marks["outputs"] = time.time()
+    figures = (_configuration_figures(run.out_dir, run.spec, ok, cfg, run.timings)
+               if run.figures else [])
+    run.phase = _lap(run.timings, "figures", run.phase)
+    run.marks["figures"] = time.time()
+    if tracker:
+        _log_artifacts(tracker, parent_id, run.out_dir, figures, result)
+        tracker.wait()  # raises the store's first error, if any
+        result["parent_run_id"] = tracker.run_id(parent_id)
+        run.phase = _lap(run.timings, "tracking_wait", run.phase)  # all the sweep waited for MLflow
+        run.marks["tracking"] = time.time()
+    if failed:
+        raise _SeedsFailed(f"{len(failed)} of {len(results)} seeds failed: "
+                           + "; ".join(f"seed {r.seed}: {r.error.splitlines()[0]}" for r in failed))
+    log.info("%s: %d seeds in %.1f s", run.name, len(results), result["seconds"])
+
+
+@contextlib.contextmanager
+def configuration_errors(run: Configuration, final: bool):
+    """A failure fails this configuration only (FAILED everywhere, one line in the log); an
+    interrupt marks its runs KILLED and goes on up. ``final``: the configuration ends here
+    (or when anything fails): ``result.json`` is written."""
+    result, label, out_dir = run.result, run.label, run.out_dir
+    ended = final
+    try:
+        yield
     except (DrevtError, _SeedsFailed) as exc:
-        _record_failure(result, label, str(exc), tracker, parent_id, out_dir)
+        ended = True
+        _record_failure(result, label, str(exc), run.tracker, run.parent_id, out_dir)
     except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM, SIGHUP (interrupts.py)
-        result.update(status="KILLED", error=f"interrupted ({signal_name(exc)})")
-        if tracker:
-            try:
-                tracker.finish_open_runs("KILLED")  # the parent and any seed run in flight
-                tracker.wait(timeout=KILL_WAIT_SECONDS)
-            except Exception as exc:  # noqa: BLE001 - the interrupt is what matters
-                log.error("could not mark the runs KILLED: %s", exc)
+        ended = True
+        kill_configuration(run, exc)
         raise
     except OSError as exc:  # a full disk, a read-only or vanished folder, a quota
-        _record_failure(result, label, _os_error(exc), tracker, parent_id, out_dir,
+        ended = True
+        _record_failure(result, label, _os_error(exc), run.tracker, run.parent_id, out_dir,
                         details=traceback.format_exc())
     except TrackingError as exc:  # the store failed while writing: keep its own traceback
-        _record_failure(result, label, f"tracking store: {exc}", tracker, parent_id, out_dir,
-                        details=exc.details)
+        ended = True
+        _record_failure(result, label, f"tracking store: {exc}", run.tracker, run.parent_id,
+                        out_dir, details=exc.details)
     except Exception as exc:  # a dead worker, a full disk, a bug: fail this configuration only
+        ended = True
         detail = f"{type(exc).__name__}: {exc}"
-        _record_failure(result, label, detail, tracker, parent_id, out_dir,
+        _record_failure(result, label, detail, run.tracker, run.parent_id, out_dir,
                         details=traceback.format_exc())
     finally:
-        if tracker and parent_id and result["parent_run_id"] is None:
-            try:
-                result["parent_run_id"] = tracker.run_id(parent_id)
-            except Exception:  # noqa: BLE001 - an interrupted or broken helper
-                pass
-        result["marks"]["result"] = time.time()
-        _results[str(out_dir)] = result  # for the summary, should result.json not be written
+        if ended:
+            write_result(run)
+
+
+def kill_configuration(run: Configuration, exc: BaseException) -> None:
+    """An interrupted configuration: KILLED in its result and in the store (every run of it
+    still open), before SLURM's KillWait is up."""
+    run.result.update(status="KILLED", error=f"interrupted ({signal_name(exc)})")
+    if run.tracker:
         try:
-            (out_dir / "result.json").write_text(json.dumps(result, indent=2, default=str))
-        except OSError as exc:
-            log.error("%s: %s", label, _os_error(exc, out_dir / "result.json"))
-    return result
+            run.tracker.finish_open_runs("KILLED")  # the parent and any seed run in flight
+            run.tracker.wait(timeout=KILL_WAIT_SECONDS)
+        except Exception as error:  # noqa: BLE001 - the interrupt is what matters
+            log.error("could not mark the runs KILLED: %s", error)
+
+
+def write_result(run: Configuration) -> None:
+    """``result.json`` (kept in memory too, should a full disk refuse it)."""
+    result, tracker, parent_id = run.result, run.tracker, run.parent_id
+    if tracker and parent_id and result["parent_run_id"] is None:
+        try:
+            result["parent_run_id"] = tracker.run_id(parent_id)
+        except Exception:  # noqa: BLE001 - an interrupted or broken helper
+            pass
+    result["marks"]["result"] = time.time()
+    _results[str(run.out_dir)] = result  # for the summary, should result.json not be written
+    try:
+        (run.out_dir / "result.json").write_text(json.dumps(result, indent=2, default=str))
+    except OSError as exc:
+        log.error("%s: %s", run.label, _os_error(exc, run.out_dir / "result.json"))
+    else:
+        if not run.remember:  # a big sweep: the summary reads the file, not memory
+            _results.pop(str(run.out_dir), None)
 
 
 def _os_error(exc: OSError, path=None) -> str:
@@ -414,27 +508,34 @@ class _SeedsFailed(Exception):
     """Some seeds failed; the others were still run, tracked and summarised."""
 
 
-def _run_or_reuse(cfg, tracker, jobs, spec, seeds, chash, label):
-    """With ``resume=true``, reuse seeds already FINISHED in the store; run the rest."""
+def _choose_seeds(run: Configuration, finished: dict | None = None) -> None:
+    """With ``resume=true``, reuse seeds already FINISHED in the store; the rest are to run.
+    ``finished`` (run key -> metrics): the sweep engine's one lookup for the whole sweep."""
     from ..tracking.store import run_key
 
-    reused: dict[int, SeedResult] = {}
-    if cfg.resume and tracker:
-        finished = tracker.finished_seed_runs(chash)
-        for seed in seeds:
-            metrics = finished.get(run_key(chash, jobs.meta.checksum, seed))
+    run.reused = {}
+    if run.cfg.resume and run.tracker:
+        if finished is None:
+            finished = run.tracker.finished_seed_runs(run.chash)
+        for seed in run.seeds:
+            metrics = finished.get(run_key(run.chash, run.jobs.meta.checksum, seed))
             if metrics is not None:
-                reused[seed] = SeedResult(seed, metrics=metrics)
-    todo = [s for s in seeds if s not in reused]
-    progress = Progress(len(todo), label, enabled=bool(cfg.progress))
-    keep = todo[0] if (todo and cfg.tracking.log_schedule) else None
-    fresh = run_seeds(
-        jobs, spec, todo, n_jobs=_n_jobs(cfg), backend=_value(cfg.parallel.backend),
-        keep_schedule_of=keep, progress=progress, backend_options=_backend_options(cfg),
+                run.reused[seed] = SeedResult(seed, metrics=metrics)
+    run.todo = [s for s in run.seeds if s not in run.reused]
+    run.keep = run.todo[0] if (run.todo and run.cfg.tracking.log_schedule and run.figures) else None
+
+
+def _run_todo(run: Configuration) -> list[SeedResult]:
+    """The configuration's seeds still to run, fanned out with joblib."""
+    cfg, tracker = run.cfg, run.tracker
+    if not run.todo:
+        return []
+    progress = Progress(len(run.todo), run.label, enabled=bool(cfg.progress))
+    return run_seeds(
+        run.jobs, run.spec, run.todo, n_jobs=_n_jobs(cfg), backend=_value(cfg.parallel.backend),
+        keep_schedule_of=run.keep, progress=progress, backend_options=_backend_options(cfg),
         stop_if=tracker.raise_if_failed if tracker else None,
-    ) if todo else []
-    results = sorted(list(reused.values()) + fresh, key=lambda r: r.seed)
-    return results, reused
+    )
 
 
 def _write_rejects(jobs, out_dir: Path) -> None:
@@ -503,12 +604,11 @@ def _configuration_figures(out_dir: Path, spec: RunSpec, ok: list[SeedResult], c
 
 
 def _log_seed_runs(tracker, parent_id, cfg, jobs, spec, chash, label, results, reused,
-                   result, settings: dict, path) -> None:
+                   result, settings: dict, path, hydra_cfg) -> None:
     """Parent: params and aggregates. Children: one per newly run seed, named ``seed N``,
     with the configuration's settings too (so seeds filter by policy) and the trace as input."""
     from ..tracking.store import TAG_CONFIG_HASH, TAG_ERROR, TAG_KIND, TAG_RUN_KEY, run_key
 
-    hydra_cfg = HydraConfig.get()
     params = {
         "total_nodes": spec.total_nodes,
         "trace_checksum": jobs.meta.checksum,
