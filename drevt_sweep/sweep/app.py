@@ -18,7 +18,7 @@ import shlex
 import sys
 import time
 import traceback
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import hydra
@@ -69,7 +69,6 @@ LASSEN_NODES = 795  # the seeds' default machine when the trace does not state o
 # Config sections that decide results; the rest is bookkeeping (paths, parallelism, tracking).
 RESULT_SECTIONS = ("trace", "format", "timezone", "run_time", "policy", "system", "workload")
 QUEUE_KEYS_FILE = "queue_keys.json"  # metric/param key -> queue name, where they differ
-SUMMARY_COLUMNS = ("wait_mean", "bsld_mean", "utilization", "makespan")
 
 # SLURM sends SIGKILL 30 s (its default KillWait) after SIGTERM: mark the runs KILLED before.
 KILL_WAIT_SECONDS = 20.0
@@ -241,6 +240,9 @@ class Configuration:
     keep: int | None = None  # the seed whose schedule is kept (its files and figures)
     figures: bool = True  # per-configuration figures (``figures=``, batch.py decides for a sweep)
     remember: bool = True  # keep the result in memory after result.json is written
+    # The configuration's own run is written with its seeds' at completion, in one transaction
+    # (the sweep engine, which waits for the store once per wave), not opened in prepare.
+    deferred: bool = False
     warming: object = None
 
     @property
@@ -273,7 +275,7 @@ def run_configuration(cfg: DictConfig) -> dict:
     return run.result
 
 
-def begin_configuration(cfg: DictConfig, hydra_cfg, figures: bool = True) -> Configuration:
+def begin_configuration(cfg: DictConfig, hydra_cfg, figures: bool | None = None) -> Configuration:
     """A configuration's folder, names and result skeleton (nothing that can fail on input)."""
     _state["ran"] = True
     out_dir = Path(hydra_cfg.runtime.output_dir)
@@ -287,20 +289,27 @@ def begin_configuration(cfg: DictConfig, hydra_cfg, figures: bool = True) -> Con
     # with the benchmark's own start and end they give every phase, Hydra's included.
     result["marks"] = {**_marks, "configuration": time.time()}
     started = time.perf_counter()
+    if figures is None:  # one configuration of its own (a Hydra job)
+        from .batch import figures_wanted
+
+        figures = figures_wanted(str(cfg.figures), 1)
     return Configuration(cfg, hydra_cfg, out_dir, label, name, result_config(cfg), result,
                          started, started, figures=figures)
 
 
-def prepare_configuration(run: Configuration, load=None) -> None:
+def prepare_configuration(run: Configuration, load=None, finished: dict | None = None) -> None:
     """Open its parent run, read the trace, make the spec and choose the seeds to run
-    (``resume``: those not already FINISHED). ``load(path, options, cache_dir)`` reads the
-    trace (the sweep engine shares one table among its configurations)."""
+    (``resume``: those not already FINISHED; ``finished``, the sweep engine's one lookup).
+    ``load(path, options, cache_dir)`` reads the trace (the sweep engine shares one table
+    among its configurations)."""
     cfg, hydra_cfg, result = run.cfg, run.hydra_cfg, run.result
-    run.tracker = tracker = _tracker(cfg)  # opens in the helper while the trace is read
+    if run.tracker is None:  # (the sweep engine shares one among its configurations)
+        run.tracker = _tracker(cfg)  # opens in the helper while the trace is read
+    tracker = run.tracker
     from ..tracking.store import TAG_KIND, TAG_SWEEP_DIR, config_hash
 
     run.params = params = _setting_params(run.settings)
-    if tracker:
+    if tracker and not run.deferred:
         command = reproduce_command(list(hydra_cfg.overrides.task))
         run.parent_id = tracker.start_run(run.name, {
             TAG_KIND: "configuration", TAG_SWEEP_DIR: str(run.out_dir.parent), **_sweep_tag(),
@@ -324,9 +333,9 @@ def prepare_configuration(run: Configuration, load=None) -> None:
     result["timezone"] = jobs.meta.timezone  # the zone used (the trace's own, or the user's)
     if "timezone.name" not in params:  # null: the trace's zone, known now
         params["timezone.name"] = jobs.meta.timezone
-        if tracker:
+        if tracker and not run.deferred:
             tracker.log(run.parent_id, params={"timezone.name": jobs.meta.timezone})
-    if tracker:
+    if tracker and not run.deferred:
         tracker.log_trace_input(run.parent_id, _trace_name(cfg, path), jobs.meta.checksum, path,
                                 len(jobs))
     run.chash = chash = config_hash({"settings": run.settings, "checksum": jobs.meta.checksum})
@@ -341,7 +350,7 @@ def prepare_configuration(run: Configuration, load=None) -> None:
     _write_rejects(jobs, run.out_dir)
     run.marks["trace_prepared"] = time.time()
     run.phase = _lap(run.timings, "read", run.phase)
-    _choose_seeds(run)
+    _choose_seeds(run, finished)
 
 
 def complete_configuration(run: Configuration, fresh: list[SeedResult]) -> None:
@@ -360,7 +369,7 @@ def complete_configuration(run: Configuration, fresh: list[SeedResult]) -> None:
         failed_seeds=[{"seed": r.seed, "error": r.error} for r in failed],
         seconds=time.perf_counter() - run.started,
     )
-    if tracker:  # written by the helper while the outputs and figures are made here
+    if tracker and not run.deferred:  # written by the helper while the outputs and figures are made here
         _log_seed_runs(tracker, parent_id, cfg, run.jobs, run.spec, run.chash, run.label, results,
                        run.reused, result, run.params, run.path, run.hydra_cfg)
     _write_outputs(run.out_dir, cfg, run.jobs, ok, result)
@@ -370,7 +379,9 @@ def complete_configuration(run: Configuration, fresh: list[SeedResult]) -> None:
                if run.figures else [])
     run.phase = _lap(run.timings, "figures", run.phase)
     run.marks["figures"] = time.time()
-    if tracker:
+    if tracker and run.deferred:  # the engine waits for the store, once per wave
+        _log_configuration_runs(run, results, figures, failed)
+    elif tracker:
         _log_artifacts(tracker, parent_id, run.out_dir, figures, result)
         tracker.wait()  # raises the store's first error, if any
         result["parent_run_id"] = tracker.run_id(parent_id)
@@ -387,33 +398,48 @@ def configuration_errors(run: Configuration, final: bool):
     """A failure fails this configuration only (FAILED everywhere, one line in the log); an
     interrupt marks its runs KILLED and goes on up. ``final``: the configuration ends here
     (or when anything fails): ``result.json`` is written."""
-    result, label, out_dir = run.result, run.label, run.out_dir
     ended = final
     try:
         yield
     except (DrevtError, _SeedsFailed) as exc:
         ended = True
-        _record_failure(result, label, str(exc), run.tracker, run.parent_id, out_dir)
+        fail_configuration(run, str(exc))
     except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM, SIGHUP (interrupts.py)
         ended = True
         kill_configuration(run, exc)
         raise
     except OSError as exc:  # a full disk, a read-only or vanished folder, a quota
         ended = True
-        _record_failure(result, label, _os_error(exc), run.tracker, run.parent_id, out_dir,
-                        details=traceback.format_exc())
+        fail_configuration(run, _os_error(exc), details=traceback.format_exc())
     except TrackingError as exc:  # the store failed while writing: keep its own traceback
         ended = True
-        _record_failure(result, label, f"tracking store: {exc}", run.tracker, run.parent_id,
-                        out_dir, details=exc.details)
+        fail_configuration(run, f"tracking store: {exc}", details=exc.details)
     except Exception as exc:  # a dead worker, a full disk, a bug: fail this configuration only
         ended = True
         detail = f"{type(exc).__name__}: {exc}"
-        _record_failure(result, label, detail, run.tracker, run.parent_id, out_dir,
-                        details=traceback.format_exc())
+        fail_configuration(run, detail, details=traceback.format_exc())
     finally:
         if ended:
             write_result(run)
+
+
+def fail_configuration(run: Configuration, message: str, details: str | None = None) -> None:
+    """FAILED everywhere: result.json, the log, and its MLflow run (a deferred configuration
+    that failed before its run was written gets one now, FAILED)."""
+    if run.deferred and run.tracker and run.parent_id is None:
+        from ..tracking.store import TAG_KIND, TAG_SWEEP_DIR
+
+        command = reproduce_command(list(run.hydra_cfg.overrides.task))
+        tags = {TAG_KIND: "configuration", TAG_SWEEP_DIR: str(run.out_dir.parent), **_sweep_tag(),
+                **_run_tags(run.cfg, run.hydra_cfg, run.label, description(command))}
+        try:
+            run.parent_id = run.tracker.log_runs([RunRecord(
+                run.name, tags, params=run.params or _setting_params(run.settings),
+                status="FAILED", parent_id=_state.get("sweep_run"))])[0]
+        except Exception as exc:  # noqa: BLE001 - a broken store must not hide the error
+            log.error("could not record the error in the tracking store: %s", exc)
+    _record_failure(run.result, run.label, message, run.tracker, run.parent_id, run.out_dir,
+                    details=details)
 
 
 def kill_configuration(run: Configuration, exc: BaseException) -> None:
@@ -607,8 +633,38 @@ def _log_seed_runs(tracker, parent_id, cfg, jobs, spec, chash, label, results, r
                    result, settings: dict, path, hydra_cfg) -> None:
     """Parent: params and aggregates. Children: one per newly run seed, named ``seed N``,
     with the configuration's settings too (so seeds filter by policy) and the trace as input."""
-    from ..tracking.store import TAG_CONFIG_HASH, TAG_ERROR, TAG_KIND, TAG_RUN_KEY, run_key
+    from ..tracking.store import TAG_CONFIG_HASH
 
+    params = _configuration_params(cfg, jobs, spec, results, result)
+    tracker.log(parent_id, metrics=result["metrics"], params=params,
+                tags={TAG_CONFIG_HASH: chash, "trace_checksum": jobs.meta.checksum})
+    tracker.log_runs(_seed_records(parent_id, cfg, jobs, spec, chash, label, results, reused,
+                                   settings, path, hydra_cfg))  # one command, one transaction
+
+
+def _log_configuration_runs(run: Configuration, results, figures: list[Path], failed) -> None:
+    """The configuration's run and its seeds' in one command (one transaction in an SQL
+    store), its files copied beside; nested under the sweep's run."""
+    from ..tracking.store import TAG_CONFIG_HASH, TAG_KIND, TAG_SWEEP_DIR
+
+    cfg, jobs = run.cfg, run.jobs
+    command = reproduce_command(list(run.hydra_cfg.overrides.task))
+    tags = {TAG_KIND: "configuration", TAG_SWEEP_DIR: str(run.out_dir.parent), **_sweep_tag(),
+            **_run_tags(cfg, run.hydra_cfg, run.label, description(command)),
+            TAG_CONFIG_HASH: run.chash, "trace_checksum": jobs.meta.checksum}
+    params = {**run.params, **_configuration_params(cfg, jobs, run.spec, results, run.result)}
+    parent = RunRecord(run.name, tags, params=params, metrics=run.result["metrics"],
+                       status="FAILED" if failed else "FINISHED", parent_id=_state.get("sweep_run"),
+                       dataset=(_trace_name(cfg, run.path), jobs.meta.checksum, str(run.path), len(jobs)),
+                       artifacts=tuple(_artifact_files(run.out_dir, figures)))
+    seeds = _seed_records(None, cfg, jobs, run.spec, run.chash, run.label, results, run.reused,
+                          run.params, run.path, run.hydra_cfg)
+    seeds = [replace(record, parent_index=0) for record in seeds]
+    run.parent_id = run.tracker.log_runs([parent] + seeds)[0]
+
+
+def _configuration_params(cfg, jobs, spec, results, result) -> dict:
+    """A configuration run's params beyond its settings: the machine, the trace, the seeds."""
     params = {
         "total_nodes": spec.total_nodes,
         "trace_checksum": jobs.meta.checksum,
@@ -630,8 +686,15 @@ def _log_seed_runs(tracker, parent_id, cfg, jobs, spec, chash, label, results, r
         params[f"partition.{part.name}.queues"] = ",".join(part.queues)
     for name, value in (result.get("workload_report") or {}).items():
         params[f"workload_report.{name}"] = value
-    tracker.log(parent_id, metrics=result["metrics"], params=params,
-                tags={TAG_CONFIG_HASH: chash, "trace_checksum": jobs.meta.checksum})
+    return params
+
+
+def _seed_records(parent_id, cfg, jobs, spec, chash, label, results, reused, settings: dict, path,
+                  hydra_cfg) -> list[RunRecord]:
+    """One finished run per newly run seed, named ``seed N``, with the configuration's settings
+    too (so seeds filter by policy) and the trace as input."""
+    from ..tracking.store import TAG_CONFIG_HASH, TAG_ERROR, TAG_KIND, TAG_RUN_KEY, run_key
+
     overrides = list(hydra_cfg.overrides.task)
     dataset = (_trace_name(cfg, path), jobs.meta.checksum, str(path), len(jobs))
     common = {"total_nodes": spec.total_nodes, "trace_checksum": jobs.meta.checksum,
@@ -650,7 +713,7 @@ def _log_seed_runs(tracker, parent_id, cfg, jobs, spec, chash, label, results, r
             seed_run_name(r.seed), tags, params={**settings, "seed": r.seed, **common},
             metrics=r.metrics, status="FINISHED" if r.ok else "FAILED", parent_id=parent_id,
             dataset=dataset))
-    tracker.log_runs(children)  # one command, one transaction in an SQL store
+    return children
 
 
 def _run_name(cfg: DictConfig, hydra_cfg) -> str:
@@ -686,15 +749,21 @@ def _run_tags(cfg: DictConfig, hydra_cfg, label: str, text: str) -> dict:
             TAG_DESCRIPTION: text}
 
 
-def _log_artifacts(tracker, parent_id, out_dir: Path, figures: list[Path], result: dict) -> None:
-    """The parent's files; then it is closed, unless some seeds failed (closed FAILED later)."""
+def _artifact_files(out_dir: Path, figures: list[Path]):
+    """The parent's files, as (file, artifact folder or None)."""
     for path in figures:
-        tracker.log_artifact(parent_id, path, "figures")
+        yield path, "figures"
     for name in ("config.yaml", "seed_metrics.csv", "rejects.csv", QUEUE_KEYS_FILE, "per_user.csv"):
         if (out_dir / name).exists():
-            tracker.log_artifact(parent_id, out_dir / name)
+            yield out_dir / name, None
     for path in sorted(out_dir.glob("schedule_seed*.csv.gz")):  # what _write_outputs writes
-        tracker.log_artifact(parent_id, path, "schedules")
+        yield path, "schedules"
+
+
+def _log_artifacts(tracker, parent_id, out_dir: Path, figures: list[Path], result: dict) -> None:
+    """The parent's files; then it is closed, unless some seeds failed (closed FAILED later)."""
+    for path, folder in _artifact_files(out_dir, figures):
+        tracker.log_artifact(parent_id, path, folder)
     if result["status"] == "FINISHED":
         tracker.finish(parent_id, "FINISHED")
 
@@ -721,8 +790,16 @@ def _fail_run(tracker, run_id: str, message: str, out_dir: Path) -> None:
 
 
 # ---------------------------------------------------------------- the sweep summary
+# summary.csv's metric columns: (metric, column with its unit, divisor from the metric's unit)
+SUMMARY_UNITS = (("wait_mean", "wait_mean_s", 1.0), ("wait_p95", "wait_p95_s", 1.0),
+                 ("bsld_mean", "bsld_mean", 1.0), ("utilization", "utilization", 1.0),
+                 ("makespan", "makespan_h", 3600.0), ("jobs_rejected", "jobs_rejected", 1.0))
+
+
 def summary_frame(results: list[dict]):
-    """One row per configuration: mean ± 95% CI of the key metrics, and the status."""
+    """One row per configuration: mean ± 95% CI of the key metrics (each column named with
+    its unit: ``wait_mean_s``, ``makespan_h``), the jobs rejected (too big for the machine: a
+    smaller machine's mean wait is over fewer jobs), and the status."""
     import pandas as pd
 
     rows = []
@@ -730,28 +807,36 @@ def summary_frame(results: list[dict]):
         row = {"configuration": res.get("name") or res.get("label", "?"), "status": res.get("status"),
                "seeds": len(res.get("seeds", []))}
         metrics = res.get("metrics") or {}
-        for name in SUMMARY_COLUMNS:
-            row[name] = metrics.get(name)
-            row[f"{name}_ci95"] = metrics.get(f"{name}_ci95")
+        for name, column, scale in SUMMARY_UNITS:
+            value, half = metrics.get(name), metrics.get(f"{name}_ci95")
+            row[column] = None if value is None else value / scale
+            if name != "jobs_rejected":
+                row[f"{column}_ci95"] = None if half is None else half / scale
         row["error"] = (res.get("error") or "").splitlines()[0] if res.get("error") else ""
         rows.append(row)
     return pd.DataFrame(rows)
 
 
 def format_summary(frame) -> str:
-    def pm(value, half, scale=1.0, digits=1):
+    """The terminal's table: the summary's columns, the unit in each header; a rejected-jobs
+    column wherever any configuration rejected jobs."""
+    def pm(value, half, digits=1):
         if value is None or value != value:
             return "-"
-        text = f"{value / scale:.{digits}f}"
+        text = f"{value:.{digits}f}"
         if half is not None and half == half and half > 0:
-            text += f" ± {half / scale:.{digits}f}"
+            text += f" ± {half:.{digits}f}"
         return text
 
     table = frame[["configuration", "status", "seeds"]].copy()
-    table["mean wait (s)"] = [pm(v, h) for v, h in zip(frame.wait_mean, frame.wait_mean_ci95)]
-    table["bounded slowdown"] = [pm(v, h, digits=2) for v, h in zip(frame.bsld_mean, frame.bsld_mean_ci95)]
-    table["utilization"] = [pm(v, h, digits=3) for v, h in zip(frame.utilization, frame.utilization_ci95)]
-    table["makespan (h)"] = [pm(v, h, 3600.0) for v, h in zip(frame.makespan, frame.makespan_ci95)]
+    for column, header, digits in (("wait_mean_s", "mean wait (s)", 1), ("wait_p95_s", "p95 wait (s)", 1),
+                                   ("bsld_mean", "bounded slowdown", 2),
+                                   ("utilization", "utilization (0-1)", 3),
+                                   ("makespan_h", "makespan (h)", 1)):
+        table[header] = [pm(v, h, digits) for v, h in zip(frame[column], frame[f"{column}_ci95"])]
+    rejected = frame["jobs_rejected"]
+    if (rejected.fillna(0) > 0).any():
+        table["rejected (jobs)"] = [pm(v, None, 0) for v in rejected]
     return table.to_string(index=False)
 
 
@@ -874,34 +959,75 @@ class SweepSummaryCallback(Callback):
                 print(resume_note([run_dir / "result.json"], run_dir))
 
 
-def _log_sweep_run(config: DictConfig, sweep_dir: Path, report: Path | None) -> None:
-    """One run for the whole sweep (tag ``drevt_kind=sweep``) holding ``report.html`` and
-    ``summary.csv`` once, instead of a copy of the report in every parent run; each parent
-    names it in its tag ``drevt_sweep_run_id``. FAILED when any configuration failed, so the
-    runs table shows a sweep that needs a look."""
-    from ..tracking.store import TAG_KIND, TAG_PRESET, TAG_SWEEP_DIR, TAG_SWEEP_RUN, TAG_DESCRIPTION
+def start_sweep_run(tracker, config: DictConfig, sweep_dir: Path) -> str:
+    """The sweep's own run, opened before its configurations so that they nest under it
+    (sweep -> configuration -> seed); named after the sweep folder, unique per sweep."""
+    from ..tracking.store import TAG_DESCRIPTION, TAG_KIND, TAG_PRESET, TAG_SWEEP_DIR
 
-    results = list(job_results(sweep_dir).values())
-    parents = [r["parent_run_id"] for r in results if r.get("parent_run_id")]
-    if not parents:
-        return
-    tracker = _tracker(config)
     overrides = [str(o) for o in config.hydra.overrides.task]
     preset = config.hydra.runtime.choices.get("experiment")
     command = " ".join(["drevt-sweep", "-m"] + [shlex.quote(o) for o in overrides])
     handle = tracker.start_run(f"sweep {sweep_dir.name}", {
         TAG_KIND: "sweep", TAG_SWEEP_DIR: str(sweep_dir), TAG_PRESET: str(preset or "none"),
-        **source_tags(), TAG_DESCRIPTION: description(
-            command, f"{len(parents)} configurations; report.html is this run's artifact."),
+        **source_tags(), **_sweep_tag(), TAG_DESCRIPTION: description(
+            command, "The sweep's configurations are this run's children; report.html and "
+                     "summary.csv are its artifacts."),
     })
-    tracker.log(handle, params={"configurations": len(results), "drevt_version": __version__})
+    _state["sweep_run"] = handle
+    return handle
+
+
+SWEEP_BEST = ("wait_mean", "wait_p95", "bsld_mean")  # the sweep run's "best configuration" metrics
+
+
+def _log_sweep_run(config: DictConfig, sweep_dir: Path, report: Path | None) -> None:
+    """One run for the whole sweep (tag ``drevt_kind=sweep``) holding ``report.html`` and
+    ``summary.csv`` once, instead of a copy of the report in every parent run; each parent
+    names it in its tag ``drevt_sweep_run_id`` (and, from the sweep engine, is its child).
+    It summarises them: how many, and the best configuration on each of ``SWEEP_BEST`` (its
+    value, its name and a link to its run). FAILED when any configuration failed, so the
+    runs table shows a sweep that needs a look."""
+    from ..tracking.store import TAG_DESCRIPTION, TAG_SWEEP_RUN
+
+    results = list(job_results(sweep_dir).values())
+    parents = [r["parent_run_id"] for r in results if r.get("parent_run_id")]
+    handle = _state.get("sweep_run")
+    if not parents and handle is None:
+        return
+    tracker = _tracker(config)
+    if handle is None:
+        handle = start_sweep_run(tracker, config, sweep_dir)
+    failed = [r for r in results if r.get("status") != "FINISHED"]
+    metrics = {"configurations": len(results), "configurations_failed": len(failed)}
+    tags, lines = {}, []
+    for name in SWEEP_BEST:
+        scored = [r for r in results if r.get("status") == "FINISHED"
+                  and (r.get("metrics") or {}).get(name) is not None]
+        if not scored:
+            continue
+        best = min(scored, key=lambda r: r["metrics"][name])
+        metrics[f"best_{name}"] = best["metrics"][name]
+        tags[f"drevt_best_{name}"] = best.get("name") or best.get("label", "")
+        link = f"[{tags[f'drevt_best_{name}']}](#/runs/{best['parent_run_id']})" if best.get(
+            "parent_run_id") else tags[f"drevt_best_{name}"]
+        lines.append(f"| {name} | {best['metrics'][name]:.6g} | {link} |")
+    tracker.log(handle, metrics=metrics,
+                params={"configurations": len(results), "drevt_version": __version__}, tags=tags)
+    if lines:
+        overrides = [str(o) for o in config.hydra.overrides.task]
+        command = " ".join(["drevt-sweep", "-m"] + [shlex.quote(o) for o in overrides])
+        table = "\n".join(["| metric (lowest) | value | configuration |", "|---|---|---|", *lines])
+        tracker.log(handle, tags={TAG_DESCRIPTION: description(
+            command, f"{len(results)} configurations ({len(failed)} not finished); each is a child "
+                     f"of this run.\n\n{table}")})
     for path in (report, sweep_dir / "summary.csv"):
         if path is not None and path.is_file():
             tracker.log_artifact(handle, path)
-    failed = any(r.get("status") != "FINISHED" for r in results)
     tracker.finish(handle, "FAILED" if failed else "FINISHED")
     tracker.wait()
-    tracker.tag_runs(parents, {TAG_SWEEP_RUN: tracker.run_id(handle)})
+    _state["sweep_run"] = None
+    if parents:
+        tracker.tag_runs(parents, {TAG_SWEEP_RUN: tracker.run_id(handle)})
     tracker.wait()
 
 
@@ -1007,6 +1133,7 @@ def main() -> None:
 
     os.environ[SWEEP_ID_ENV] = sweep_id()
     register_configs()
+    _find_sweeper_plugin()
     guard_hydra_callbacks()
     _tolerate_a_full_disk()
     _compose_once(sys.argv[1:])
@@ -1034,6 +1161,19 @@ def main() -> None:
         sys.exit(exit_code(exc))
     if _failures:
         sys.exit(1)
+
+
+def _find_sweeper_plugin() -> None:
+    """Our Hydra sweeper is the package ``hydra_plugins.drevt_sweeper`` beside ``drevt_sweep``
+    (installed with it); an editable install made before it existed does not map it, so the
+    source tree's copy is put on the path (Hydra finds plugins in that namespace package)."""
+    import importlib.util
+
+    if importlib.util.find_spec("hydra_plugins.drevt_sweeper") is not None:
+        return
+    root = Path(__file__).resolve().parents[2]
+    if (root / "hydra_plugins" / "drevt_sweeper" / "__init__.py").is_file():
+        sys.path.append(str(root))
 
 
 def _asks_for_version(args: list[str]) -> bool:

@@ -215,35 +215,50 @@ def check_trace_file(cfg: DictConfig) -> list[str]:
 
 
 def sweep_job_configs(config: DictConfig):
-    """Every job config of a multirun with Hydra's basic sweeper, composed as the sweeper will
-    compose them (other sweepers choose their values as they go: only ``config`` itself)."""
+    """Every job config of a multirun with Hydra's basic sweeper or ours, composed as the
+    sweeper will compose them (other sweepers choose their values as they go: only ``config``
+    itself). Raises ConfigError (one line) for a sweep that cannot be expanded."""
     from hydra.core.global_hydra import GlobalHydra
 
+    from . import grid
+
     target = str(OmegaConf.select(config, "hydra.sweeper._target_", default="") or "")
-    if not target.endswith("BasicSweeper") or not GlobalHydra.instance().is_initialized():
+    if (not target.endswith(("BasicSweeper", "DrevtSweeper"))
+            or not GlobalHydra.instance().is_initialized()):
         yield config
         return
-    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
-    from hydra.core.override_parser.overrides_parser import OverridesParser
-
-    params = OmegaConf.select(config, "hydra.sweeper.params", default=None) or {}
-    arguments = [f"{k}={v}" for k, v in params.items()]
-    arguments += [str(o) for o in config.hydra.overrides.task]
     loader = GlobalHydra.instance().config_loader()
-    overrides = OverridesParser.create(config_loader=loader).parse_overrides(arguments)
-    for batch in BasicSweeper.split_arguments(overrides, None):
-        for job in batch:
-            yield loader.load_sweep_config(config, list(job))
+    composer = grid.composer_for(loader, config)
+    for num, overrides in enumerate(grid.expand(grid.sweep_arguments(config), loader)):
+        try:
+            yield composer.job(num, overrides).config
+        except Exception as exc:  # noqa: BLE001 - Hydra's composition errors: one line each
+            raise ConfigError(f"{' '.join(overrides)}: {grid.one_line(exc)}") from None
 
 
 def check_sweep(config: DictConfig) -> list[str]:
     """The problems of every job of a multirun (each said once), before any job starts."""
     problems: list[str] = []
-    for job in sweep_job_configs(config):
-        for problem in check_config(job):
-            if problem not in problems:
-                problems.append(problem)
+    try:
+        for job in sweep_job_configs(config):
+            for problem in _checked(job):
+                if problem not in problems:
+                    problems.append(problem)
+    except ConfigError as exc:
+        problems.append(str(exc))
     return problems
+
+
+def _checked(cfg: DictConfig) -> list[str]:
+    """check_config, with a value that cannot be resolved (``${oc.env:UNSET}``, ``${now:}``)
+    said in one line instead of OmegaConf's traceback."""
+    from omegaconf.errors import OmegaConfBaseException
+
+    try:
+        return check_config(cfg)
+    except OmegaConfBaseException as exc:
+        key = getattr(exc, "full_key", None)
+        return [f"{key or 'config'}: {' '.join(str(exc).split()).split(' full_key:')[0]}"]
 
 
 def raise_problems(problems: list[str]) -> None:
