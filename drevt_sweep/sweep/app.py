@@ -734,19 +734,21 @@ def _trace_name(cfg: DictConfig, path: Path) -> str:
 def _setting_params(settings: dict) -> dict:
     """The result settings as MLflow params; a null time zone (the trace's own) is logged once
     the trace says which zone it is."""
+    from ..tracking.store import PARAM_VALUE_LIMIT, fitted
+
     params = flatten(settings)
     if params.get("timezone.name") is None:
         params.pop("timezone.name", None)
-    return params
+    return fitted(params, PARAM_VALUE_LIMIT)  # a 1,200-queue list: cut with a marker
 
 
 def _run_tags(cfg: DictConfig, hydra_cfg, label: str, text: str) -> dict:
     """Who ran it from which commit, under which preset, and how to run it again."""
-    from ..tracking.store import TAG_DESCRIPTION, TAG_LABEL, TAG_PRESET
+    from ..tracking.store import TAG_DESCRIPTION, TAG_LABEL, TAG_PRESET, TAG_VALUE_LIMIT, fitted
 
     preset = hydra_cfg.runtime.choices.get("experiment")
-    return {**source_tags(), TAG_LABEL: label, TAG_PRESET: str(preset or "none"),
-            TAG_DESCRIPTION: text}
+    return fitted({**source_tags(), TAG_LABEL: label, TAG_PRESET: str(preset or "none"),
+                   TAG_DESCRIPTION: text}, TAG_VALUE_LIMIT)
 
 
 def _artifact_files(out_dir: Path, figures: list[Path]):
@@ -1167,9 +1169,13 @@ def _find_sweeper_plugin() -> None:
     """Our Hydra sweeper is the package ``hydra_plugins.drevt_sweeper`` beside ``drevt_sweep``
     (installed with it); an editable install made before it existed does not map it, so the
     source tree's copy is put on the path (Hydra finds plugins in that namespace package)."""
-    import importlib.util
+    try:  # the folders Hydra's plugin scan walks (pkgutil), not import hooks
+        import hydra_plugins
 
-    if importlib.util.find_spec("hydra_plugins.drevt_sweeper") is not None:
+        folders = [Path(p) for p in hydra_plugins.__path__]
+    except ImportError:
+        folders = []
+    if any((folder / "drevt_sweeper" / "__init__.py").is_file() for folder in folders):
         return
     root = Path(__file__).resolve().parents[2]
     if (root / "hydra_plugins" / "drevt_sweeper" / "__init__.py").is_file():

@@ -28,7 +28,10 @@ def sweep_arguments(config: DictConfig) -> list[str]:
     """The sweeper's arguments as Hydra's basic sweeper builds them: a preset's
     ``hydra.sweeper.params`` first, then the command line's overrides."""
     params = OmegaConf.select(config, "hydra.sweeper.params", default=None) or {}
-    return [f"{k}={v}" for k, v in params.items()] + [str(o) for o in config.hydra.overrides.task]
+    params = OmegaConf.to_container(params, resolve=False) if params else {}
+    # Not resolved: an override's value may be an interpolation (seed=${oc.env:SEED}).
+    task = OmegaConf.to_container(config.hydra.overrides.task, resolve=False)
+    return [f"{k}={v}" for k, v in params.items()] + [str(o) for o in task]
 
 
 def expand(arguments: list[str], loader=None) -> list[list[str]]:
@@ -38,10 +41,19 @@ def expand(arguments: list[str], loader=None) -> list[list[str]]:
     from hydra.errors import HydraException
     from omegaconf.errors import OmegaConfBaseException
 
+    parser = OverridesParser.create(config_loader=loader)
+    errors = (HydraException, OmegaConfBaseException, ValueError, TypeError)
+    overrides = []
+    for line in arguments:  # one at a time, so that the message names the one that is wrong
+        try:
+            override = parser.parse_overrides([line])[0]  # (with the loader: glob)
+            BasicSweeper.split_arguments([override], None)
+        except errors as exc:
+            raise ConfigError(f"{line}: {_why(line, exc)}") from None
+        overrides.append(override)
     try:
-        overrides = OverridesParser.create(config_loader=loader).parse_overrides(arguments)
         jobs = [job for batch in BasicSweeper.split_arguments(overrides, None) for job in batch]
-    except (HydraException, OmegaConfBaseException, ValueError, TypeError) as exc:
+    except errors as exc:
         raise ConfigError(f"the sweep's overrides: {one_line(exc)}") from None
     if not jobs or any(not job and arguments for job in jobs) or _empty_sweep(overrides):
         swept = [o.input_line for o in overrides if o.is_sweep_override() and _is_empty(o)]
@@ -59,6 +71,18 @@ def _is_empty(override) -> bool:
 
 def _empty_sweep(overrides) -> bool:
     return any(o.is_sweep_override() and _is_empty(o) for o in overrides)
+
+
+def _why(line: str, exc: BaseException) -> str:
+    """What is wrong with one sweep override, in the grammar's terms a user can act on."""
+    text = one_line(exc)
+    if "range(" in line and ("Set[str]" in text or "RangeSweep" in text):
+        return ("a range() cannot be one item of a list (write key=range(0,3) alone, or list "
+                "the values: key=0,1,2)")
+    if "INTERVAL" in text:
+        return ("interval() is for search sweepers (Optuna, Ax); a grid needs values: "
+                "key=0.1,0.5,1 or key=range(...), or search=optimize (README: 'Search')")
+    return text
 
 
 def one_line(exc: BaseException) -> str:
@@ -90,7 +114,7 @@ class Composer:
 
     @functools.lru_cache(maxsize=4096)
     def _parse(self, line: str):
-        return self.parser.parse_override(line)
+        return self.parser.parse_overrides([line])[0]
 
     def _is_group(self, override) -> bool:
         """Hydra's own rule (``defaults_list.Overrides``): a config group's name, not a dict."""

@@ -188,9 +188,13 @@ def run_seeds(
     """
     from joblib import Parallel, delayed, parallel_config
 
+    from .backends import local_workers
+
     progress = progress or Progress(len(seeds), "run", enabled=False)
     address = (backend_options or {}).get("address")
     remote = backend in REMOTE_BACKENDS and address is not None
+    if not remote:  # what joblib would make of it (-2 on 2 cores: one), said once if odd
+        n_jobs = local_workers(n_jobs)
     if backend == "sequential" or (not remote and (n_jobs == 1 or len(seeds) <= 1)):
         results = []
         for seed in seeds:
@@ -229,7 +233,7 @@ def run_seeds(
         # Seeds go in a few chunks per worker: the trace is pickled once per chunk, not once
         # per seed (its columns are too small for joblib's memory mapping to kick in).
         config = parallel_config(backend=backend)
-        workers = n_jobs if n_jobs > 0 else (os.cpu_count() or 1)
+        workers = n_jobs
         runs_here = -(-len(seeds) // workers)  # seeds per worker, about
         chunks = [seeds[i::workers * CHUNKS_PER_WORKER] for i in range(workers * CHUNKS_PER_WORKER)]
         tasks = (delayed(_run_chunk)(jobs, spec, chunk, keep_schedule_of, runs_here)
@@ -272,8 +276,13 @@ def start_workers(n_jobs: int, backend: str = "loky", backfill: str | None = Non
     ``run_seeds``, or ``None`` when there is nothing to prepare (a cluster backend)."""
     import threading
 
+    from .backends import local_workers
+
     if backend in REMOTE_BACKENDS:
         return None
+    # One worker (n_jobs=1, or -2 on 2 cores) runs in this process: no pool to warm, and no
+    # thread left starting one while the interpreter exits.
+    n_jobs = local_workers(n_jobs)
     in_process = n_jobs == 1 or backend in ("sequential", "threading")
     if in_process and backfill is None:
         return None
@@ -281,7 +290,7 @@ def start_workers(n_jobs: int, backend: str = "loky", backfill: str | None = Non
     def warm() -> None:
         from joblib import Parallel, delayed
 
-        workers = n_jobs if n_jobs > 0 else (os.cpu_count() or 1)
+        workers = n_jobs
         warmed: set[int] = set()
         try:
             if in_process:

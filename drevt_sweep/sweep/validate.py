@@ -75,11 +75,28 @@ def check_config(cfg: DictConfig) -> list[str]:
     if c.get("resume") and not c.get("tracking.enabled"):
         c.fail("resume", True, "needs the tracking store (tracking.enabled=false): only the store "
                "knows which seeds finished")
+    _check_tracking_limits(c)
     if not str(c.get("tracking.experiment") or "").strip():
         c.fail("tracking.experiment", c.get("tracking.experiment"), "must not be empty")
     c.problems.extend(unknown_keys(cfg))
     c.problems.extend(check_trace_file(cfg))
     return c.problems
+
+
+def _check_tracking_limits(c: _Checks) -> None:
+    """Names MLflow refuses (after the simulation, so before it): the trace's dataset name
+    (``trace.name``, or the file's name for trace=custom) is at most 500 characters. Longer
+    params and tags are cut with a marker when logged (``tracking/store.py: shortened``)."""
+    from ..tracking.store import DATASET_NAME_LIMIT
+
+    if not c.get("tracking.enabled"):
+        return
+    name = str(c.get("trace.name") or "")
+    if name == "custom":
+        name = Path(str(c.get("trace.path") or "")).name
+    if len(name) > DATASET_NAME_LIMIT:
+        c.fail("trace.name", name[:60] + "...", f"is {len(name)} characters: MLflow's dataset "
+               f"names (the trace's name) are at most {DATASET_NAME_LIMIT}")
 
 
 def _check_run_time(c: _Checks) -> None:

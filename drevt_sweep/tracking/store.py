@@ -57,6 +57,28 @@ def flatten(tree: Mapping, prefix: str = "") -> dict[str, object]:
     return flat
 
 
+# MLflow's limits (mlflow.utils.validation, 2.x and 3.x): longer values are refused or cut.
+PARAM_VALUE_LIMIT = 6000
+TAG_VALUE_LIMIT = 8000
+DATASET_NAME_LIMIT = 500
+
+
+def shortened(value: object, limit: int) -> object:
+    """``value`` as it is when MLflow keeps it whole, else its text cut to ``limit``
+    characters with a marker saying so (the whole value is in the job's ``config.yaml``);
+    MLflow itself would cut it silently or refuse the run."""
+    text = str(value)
+    if len(text) <= limit:
+        return value
+    marker = f" ...[cut: {len(text)} characters, MLflow keeps {limit}; see config.yaml]"
+    return text[:limit - len(marker)] + marker
+
+
+def fitted(values: Mapping[str, object], limit: int) -> dict[str, object]:
+    """Every value of a params or tags mapping within MLflow's ``limit`` (see ``shortened``)."""
+    return {key: shortened(value, limit) for key, value in values.items()}
+
+
 def embedded_uri(output_root: str | os.PathLike) -> str:
     """The default store: a sqlite file at an absolute path under the outputs folder."""
     return f"sqlite:///{Path(output_root).resolve() / 'mlflow.db'}"
