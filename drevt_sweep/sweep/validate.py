@@ -76,6 +76,10 @@ def check_config(cfg: DictConfig) -> list[str]:
         c.fail("resume", True, "needs the tracking store (tracking.enabled=false): only the store "
                "knows which seeds finished")
     _check_tracking_limits(c)
+    from .batch import FIGURE_CHOICES
+
+    if str(c.get("figures")) not in FIGURE_CHOICES:
+        c.fail("figures", c.get("figures"), "must be " + ", ".join(FIGURE_CHOICES))
     if not str(c.get("tracking.experiment") or "").strip():
         c.fail("tracking.experiment", c.get("tracking.experiment"), "must not be empty")
     c.problems.extend(unknown_keys(cfg))
