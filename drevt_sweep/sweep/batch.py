@@ -17,7 +17,8 @@ its runs (issue 23: x16-19 the cost of a hand-written loop). Here, under ``hydra
 4. each configuration is completed as a Hydra job is (``app.complete_configuration``: its
    outputs, its runs, ``result.json``); figures only when ``figures`` asks for them.
 
-Every configuration keeps the guarantees of the Hydra job path: a failure fails it alone, an
+Every configuration keeps the guarantees of the Hydra job path: a failure fails it alone (a
+worker that dies fails the configurations of its wave: ``resume=true`` runs them again), an
 interrupt marks every configuration of the wave KILLED (nothing left RUNNING) and goes up, and
 the results are byte-identical to the job path (``tests/test_sweep_scale.py``). Any other
 launcher (joblib, submitit, slurm), a search, or a swept ``parallel.*``/``hydra.*`` key gets
@@ -130,7 +131,13 @@ def run_grid(sweeper, jobs: list[list[str]]) -> None:
             if workers is not None:
                 workers.join()
                 workers = None
-            results = _run_wave(wave, traces, config)
+            try:
+                results = _run_wave(wave, traces, config)
+            except Exception as exc:  # noqa: BLE001 - a dead worker: the wave's configurations
+                for run in wave:      # fail, each with one line, the sweep goes on
+                    with app.configuration_errors(run, final=True):
+                        raise exc
+                continue
             for run in wave:
                 with app.configuration_errors(run, final=False):
                     app.complete_configuration(run, results.get(id(run), []))
