@@ -32,6 +32,7 @@ BAD_VALUES = [
     ("replicates=0", "replicates=0"),
     ("seed=-1", "seed=-1"),
     ("timezone.name=Mars/Olympus", "timezone.name=Mars/Olympus"),
+    ("figures=some", "figures=some: must be auto, per_configuration, none"),
     ("+polcy=sjf", "did you mean policy?"),
     ("+foo=1", "unknown key 'foo'"),
     ("+policy.colour=blue", "unknown key 'policy.colour'"),

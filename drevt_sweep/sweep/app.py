@@ -10,6 +10,7 @@ files into ``summary.csv`` and a printed table.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -17,6 +18,7 @@ import shlex
 import sys
 import time
 import traceback
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import hydra
@@ -69,7 +71,6 @@ LASSEN_NODES = 795  # the seeds' default machine when the trace does not state o
 # Config sections that decide results; the rest is bookkeeping (paths, parallelism, tracking).
 RESULT_SECTIONS = ("trace", "format", "timezone", "run_time", "policy", "system", "workload")
 QUEUE_KEYS_FILE = "queue_keys.json"  # metric/param key -> queue name, where they differ
-SUMMARY_COLUMNS = ("wait_mean", "bsld_mean", "utilization", "makespan")
 
 # SLURM sends SIGKILL 30 s (its default KillWait) after SIGTERM: mark the runs KILLED before.
 KILL_WAIT_SECONDS = 20.0
@@ -231,156 +232,274 @@ def _tracker(cfg: DictConfig, wait: bool = False) -> TrackingService | None:
 
 
 # ---------------------------------------------------------------- one configuration
+@dataclass
+class Configuration:
+    """One configuration on its way through a sweep: what :func:`prepare_configuration` found
+    (the trace, the spec, the seeds still to run), for :func:`complete_configuration`. The
+    Hydra job path runs the three steps in a row; the sweep engine (``batch.py``) prepares many,
+    runs all their seeds as one task list, then completes each."""
+
+    cfg: DictConfig
+    hydra_cfg: DictConfig
+    out_dir: Path
+    label: str
+    name: str
+    settings: dict
+    result: dict
+    started: float
+    phase: float
+    tracker: TrackingService | None = None
+    parent_id: str | None = None
+    params: dict = field(default_factory=dict)
+    jobs: object = None
+    spec: RunSpec | None = None
+    path: Path | None = None
+    chash: str | None = None
+    seeds: list[int] = field(default_factory=list)
+    reused: dict = field(default_factory=dict)
+    todo: list[int] = field(default_factory=list)
+    keep: int | None = None  # the seed whose schedule is kept (its files and figures)
+    figures: bool = True  # per-configuration figures (``figures=``, batch.py decides for a sweep)
+    remember: bool = True  # keep the result in memory after result.json is written
+    # The configuration's own run is written with its seeds' at completion, in one transaction
+    # (the sweep engine, which waits for the store once per wave), not opened in prepare.
+    deferred: bool = False
+    warming: object = None
+
+    @property
+    def timings(self) -> dict:
+        return self.result["timings"]
+
+    @property
+    def marks(self) -> dict:
+        return self.result["marks"]
+
+
 def run_configuration(cfg: DictConfig) -> dict:
     """Run one configuration over its seeds, track it, and return its ``result.json`` content."""
-    _state["ran"] = True
-    hydra_cfg = HydraConfig.get()
-    out_dir = Path(hydra_cfg.runtime.output_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    label = configuration_label(hydra_cfg)
-    settings = result_config(cfg)
-    name = _run_name(cfg, hydra_cfg)
-    result: dict = {"label": label, "name": name, "status": "FAILED",
-                    "choices": dict(hydra_cfg.runtime.choices), "parent_run_id": None}
-    tracker = parent_id = None
-    started = time.perf_counter()
-    timings = result["timings"] = {}  # seconds per phase, for the sweep benchmark
-    # Wall-clock instants (epoch seconds) of the phase ends, from the console script's start:
-    # with the benchmark's own start and end they give every phase, Hydra's included.
-    marks = result["marks"] = {**_marks, "configuration": time.time()}
-    phase = started
+    run = begin_configuration(cfg, HydraConfig.get())
     # Worker processes start while the store opens and the trace is read.
     backfill = None if cfg.policy.replay else _value(cfg.policy.backfill)
-    warming = (start_workers(_n_jobs(cfg), _value(cfg.parallel.backend), backfill)
-               if cfg.replicates > 1 else None)
-    try:
-        tracker = _tracker(cfg)  # opens in the helper while the trace is read
-        from ..tracking.store import TAG_CONFIG_HASH, TAG_KIND, TAG_SWEEP_DIR, config_hash
-
-        params = _setting_params(settings)
-        if tracker:
-            command = reproduce_command(list(hydra_cfg.overrides.task))
-            parent_id = tracker.start_run(name, {
-                TAG_KIND: "configuration", TAG_SWEEP_DIR: str(out_dir.parent), **_sweep_tag(),
-                **_run_tags(cfg, hydra_cfg, label, description(command)),
-            })
-            # The settings go first, so that even a configuration failing early shows them.
-            tracker.log(parent_id, params=params)
-
-        from ..trace.cache import load_trace
-
-        path = resolve_trace_path(str(cfg.trace.path), cfg.paths.root)
-        jobs = load_trace(path, read_options(cfg), cache_dir=cfg.paths.cache_dir)
-        marks["trace"] = time.time()
-        wspec = workload_spec(cfg.workload, cfg.system.total_nodes)
-        # The first seed's transform: what each transform kept, moved or dropped, and the
-        # machine size after a job-size rescaling.
-        probe, _, workload_report = apply_workload(jobs, wspec, int(cfg.seed))
-        spec = run_spec(cfg, probe.meta.machine_nodes, wspec, probe.queue_names)
-        if cfg.policy.name == "slurm":  # what the slurm.conf chose (policy.priority is a placeholder)
-            chosen = {"slurm.priority": spec.priority, "slurm.backfill": spec.backfill,
-                      "slurm.fairshare": (spec.priority_params or {}).get("fairshare")}
-            result["slurm_policy"] = chosen
-            params.update(chosen)
-            if tracker:
-                tracker.log(parent_id, params=chosen)
-        result["workload_report"] = workload_report
-        result["timezone"] = jobs.meta.timezone  # the zone used (the trace's own, or the user's)
-        if "timezone.name" not in params:  # null: the trace's zone, known now
-            params["timezone.name"] = jobs.meta.timezone
-            if tracker:
-                tracker.log(parent_id, params={"timezone.name": jobs.meta.timezone})
-        if tracker:
-            tracker.log_trace_input(parent_id, _trace_name(cfg, path), jobs.meta.checksum, path,
-                                    len(jobs))
-        chash = config_hash({"settings": settings, "checksum": jobs.meta.checksum})
-        seeds = seeds_for(spec, int(cfg.seed), int(cfg.replicates))
-        result.update(
-            config_hash=chash,
-            trace_checksum=jobs.meta.checksum,
-            total_nodes=spec.total_nodes,
-            jobs=len(jobs),
-            seeds=seeds,
-        )
-        _write_rejects(jobs, out_dir)
-        marks["trace_prepared"] = time.time()
-        if warming is not None:
-            warming.join()
-        marks["workers"] = time.time()
-        phase = _lap(timings, "read", phase)
-
+    run.warming = (start_workers(_n_jobs(cfg), _value(cfg.parallel.backend), backfill)
+                   if cfg.replicates > 1 else None)
+    with configuration_errors(run, final=True):
+        prepare_configuration(run)
+        if run.warming is not None:
+            run.warming.join()
+        run.marks["workers"] = time.time()
         # A store that does not work stops the seeds as soon as it is found out. (The helper
         # keeps its priority: with the seed runs written in one transaction it has nothing to
         # do while the seeds run, and lowered to nice 10 it was starved at the end on a shared
         # machine -- 1-7 s of waiting for it, against 0.1 s at normal priority, measured.)
-        results, reused = _run_or_reuse(cfg, tracker, jobs, spec, seeds, chash, label)
-        phase = _lap(timings, "seeds", phase)
-        marks["seeds"] = time.time()
-        ok = [r for r in results if r.ok]
-        failed = [r for r in results if not r.ok]
-        metrics = aggregate(results, stochastic=spec.stochastic)
-        result.update(
-            status="FINISHED" if not failed else "FAILED",
-            metrics=metrics,
-            reused_seeds=sorted(reused),
-            failed_seeds=[{"seed": r.seed, "error": r.error} for r in failed],
-            seconds=time.perf_counter() - started,
-        )
-        if tracker:  # written by the helper while the outputs and figures are made here
-            _log_seed_runs(tracker, parent_id, cfg, jobs, spec, chash, label, results, reused,
-                           result, params, path)
-        _write_outputs(out_dir, cfg, jobs, ok, result)
-        phase = _lap(timings, "outputs", phase)
-        marks["outputs"] = time.time()
-        figures = _configuration_figures(out_dir, spec, ok, cfg, timings)
-        phase = _lap(timings, "figures", phase)
-        marks["figures"] = time.time()
-        if tracker:
-            _log_artifacts(tracker, parent_id, out_dir, figures, result)
-            tracker.wait()  # raises the store's first error, if any
-            result["parent_run_id"] = tracker.run_id(parent_id)
-            phase = _lap(timings, "tracking_wait", phase)  # all the sweep waited for MLflow
-            marks["tracking"] = time.time()
-        if failed:
-            raise _SeedsFailed(f"{len(failed)} of {len(results)} seeds failed: "
-                               + "; ".join(f"seed {r.seed}: {r.error.splitlines()[0]}" for r in failed))
-        log.info("%s: %d seeds in %.1f s", name, len(results), result["seconds"])
+        fresh = _run_todo(run)
+        complete_configuration(run, fresh)
+    return run.result
+
+
+def begin_configuration(cfg: DictConfig, hydra_cfg, figures: bool | None = None) -> Configuration:
+    """A configuration's folder, names and result skeleton (nothing that can fail on input)."""
+    _state["ran"] = True
+    out_dir = Path(hydra_cfg.runtime.output_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    label = configuration_label(hydra_cfg)
+    name = _run_name(cfg, hydra_cfg)
+    result: dict = {"label": label, "name": name, "status": "FAILED",
+                    "choices": dict(hydra_cfg.runtime.choices), "parent_run_id": None}
+    result["timings"] = {}  # seconds per phase, for the sweep benchmark
+    # Wall-clock instants (epoch seconds) of the phase ends, from the console script's start:
+    # with the benchmark's own start and end they give every phase, Hydra's included.
+    result["marks"] = {**_marks, "configuration": time.time()}
+    started = time.perf_counter()
+    if figures is None:  # one configuration of its own (a Hydra job)
+        from .batch import figures_wanted
+
+        figures = figures_wanted(str(cfg.figures), 1)
+    return Configuration(cfg, hydra_cfg, out_dir, label, name, result_config(cfg), result,
+                         started, started, figures=figures)
+
+
+def prepare_configuration(run: Configuration, load=None, finished: dict | None = None) -> None:
+    """Open its parent run, read the trace, make the spec and choose the seeds to run
+    (``resume``: those not already FINISHED; ``finished``, the sweep engine's one lookup).
+    ``load(path, options, cache_dir)`` reads the trace (the sweep engine shares one table
+    among its configurations)."""
+    cfg, hydra_cfg, result = run.cfg, run.hydra_cfg, run.result
+    if run.tracker is None:  # (the sweep engine shares one among its configurations)
+        run.tracker = _tracker(cfg)  # opens in the helper while the trace is read
+    tracker = run.tracker
+    from ..tracking.store import TAG_KIND, TAG_SWEEP_DIR, config_hash
+
+    run.params = params = _setting_params(run.settings)
+    if tracker and not run.deferred:
+        command = reproduce_command(list(hydra_cfg.overrides.task))
+        run.parent_id = tracker.start_run(run.name, {
+            TAG_KIND: "configuration", TAG_SWEEP_DIR: str(run.out_dir.parent), **_sweep_tag(),
+            **_run_tags(cfg, hydra_cfg, run.label, description(command)),
+        }, _state.get("sweep_run"))
+        # The settings go first, so that even a configuration failing early shows them.
+        tracker.log(run.parent_id, params=params)
+
+    if load is None:
+        from ..trace.cache import load_trace as load
+
+    run.path = path = resolve_trace_path(str(cfg.trace.path), cfg.paths.root)
+    run.jobs = jobs = load(path, read_options(cfg), cache_dir=cfg.paths.cache_dir)
+    run.marks["trace"] = time.time()
+    wspec = workload_spec(cfg.workload, cfg.system.total_nodes)
+    # The first seed's transform: what each transform kept, moved or dropped, and the
+    # machine size after a job-size rescaling.
+    probe, _, workload_report = apply_workload(jobs, wspec, int(cfg.seed))
+    run.spec = spec = run_spec(cfg, probe.meta.machine_nodes, wspec, probe.queue_names)
+    if cfg.policy.name == "slurm":  # what the slurm.conf chose (policy.priority is a placeholder)
+        chosen = {"slurm.priority": spec.priority, "slurm.backfill": spec.backfill,
+                  "slurm.fairshare": (spec.priority_params or {}).get("fairshare")}
+        result["slurm_policy"] = chosen
+        params.update(chosen)
+        if tracker and not run.deferred:
+            tracker.log(run.parent_id, params=chosen)
+    result["workload_report"] = workload_report
+    result["timezone"] = jobs.meta.timezone  # the zone used (the trace's own, or the user's)
+    if "timezone.name" not in params:  # null: the trace's zone, known now
+        params["timezone.name"] = jobs.meta.timezone
+        if tracker and not run.deferred:
+            tracker.log(run.parent_id, params={"timezone.name": jobs.meta.timezone})
+    if tracker and not run.deferred:
+        tracker.log_trace_input(run.parent_id, _trace_name(cfg, path), jobs.meta.checksum, path,
+                                len(jobs))
+    run.chash = chash = config_hash({"settings": run.settings, "checksum": jobs.meta.checksum})
+    run.seeds = seeds = seeds_for(spec, int(cfg.seed), int(cfg.replicates))
+    result.update(
+        config_hash=chash,
+        trace_checksum=jobs.meta.checksum,
+        total_nodes=spec.total_nodes,
+        jobs=len(jobs),
+        seeds=seeds,
+    )
+    _write_rejects(jobs, run.out_dir)
+    run.marks["trace_prepared"] = time.time()
+    run.phase = _lap(run.timings, "read", run.phase)
+    _choose_seeds(run, finished)
+
+
+def complete_configuration(run: Configuration, fresh: list[SeedResult]) -> None:
+    """Aggregate, write the outputs and figures, and close the runs: ``result`` is final."""
+    cfg, result, tracker, parent_id = run.cfg, run.result, run.tracker, run.parent_id
+    run.phase = _lap(run.timings, "seeds", run.phase)
+    run.marks["seeds"] = time.time()
+    results = sorted(list(run.reused.values()) + list(fresh), key=lambda r: r.seed)
+    ok = [r for r in results if r.ok]
+    failed = [r for r in results if not r.ok]
+    metrics = aggregate(results, stochastic=run.spec.stochastic)
+    result.update(
+        status="FINISHED" if not failed else "FAILED",
+        metrics=metrics,
+        reused_seeds=sorted(run.reused),
+        failed_seeds=[{"seed": r.seed, "error": r.error} for r in failed],
+        seconds=time.perf_counter() - run.started,
+    )
+    if tracker and not run.deferred:  # written by the helper while the outputs and figures are made here
+        _log_seed_runs(tracker, parent_id, cfg, run.jobs, run.spec, run.chash, run.label, results,
+                       run.reused, result, run.params, run.path, run.hydra_cfg)
+    _write_outputs(run.out_dir, cfg, run.jobs, ok, result)
+    run.phase = _lap(run.timings, "outputs", run.phase)
+    run.marks["outputs"] = time.time()
+    figures = (_configuration_figures(run.out_dir, run.spec, ok, cfg, run.timings)
+               if run.figures else [])
+    run.phase = _lap(run.timings, "figures", run.phase)
+    run.marks["figures"] = time.time()
+    if tracker and run.deferred:  # the engine waits for the store, once per wave
+        _log_configuration_runs(run, results, figures, failed)
+    elif tracker:
+        _log_artifacts(tracker, parent_id, run.out_dir, figures, result)
+        tracker.wait()  # raises the store's first error, if any
+        result["parent_run_id"] = tracker.run_id(parent_id)
+        run.phase = _lap(run.timings, "tracking_wait", run.phase)  # all the sweep waited for MLflow
+        run.marks["tracking"] = time.time()
+    if failed:
+        raise _SeedsFailed(f"{len(failed)} of {len(results)} seeds failed: "
+                           + "; ".join(f"seed {r.seed}: {r.error.splitlines()[0]}" for r in failed))
+    log.info("%s: %d seeds in %.1f s", run.name, len(results), result["seconds"])
+
+
+@contextlib.contextmanager
+def configuration_errors(run: Configuration, final: bool):
+    """A failure fails this configuration only (FAILED everywhere, one line in the log); an
+    interrupt marks its runs KILLED and goes on up. ``final``: the configuration ends here
+    (or when anything fails): ``result.json`` is written."""
+    ended = final
+    try:
+        yield
     except (DrevtError, _SeedsFailed) as exc:
-        _record_failure(result, label, str(exc), tracker, parent_id, out_dir)
+        ended = True
+        fail_configuration(run, str(exc))
     except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM, SIGHUP (interrupts.py)
-        result.update(status="KILLED", error=f"interrupted ({signal_name(exc)})")
-        if tracker:
-            try:
-                tracker.finish_open_runs("KILLED")  # the parent and any seed run in flight
-                tracker.wait(timeout=KILL_WAIT_SECONDS)
-            except Exception as exc:  # noqa: BLE001 - the interrupt is what matters
-                log.error("could not mark the runs KILLED: %s", exc)
+        ended = True
+        kill_configuration(run, exc)
         raise
     except OSError as exc:  # a full disk, a read-only or vanished folder, a quota
-        _record_failure(result, label, _os_error(exc), tracker, parent_id, out_dir,
-                        details=traceback.format_exc())
+        ended = True
+        fail_configuration(run, _os_error(exc), details=traceback.format_exc())
     except TrackingError as exc:  # the store failed while writing: keep its own traceback
-        _record_failure(result, label, f"tracking store: {exc}", tracker, parent_id, out_dir,
-                        details=exc.details)
+        ended = True
+        fail_configuration(run, f"tracking store: {exc}", details=exc.details)
     except Exception as exc:  # a dead worker, a full disk, a bug: fail this configuration only
         from ..errors import describe
 
-        detail = describe(exc)
-        _record_failure(result, label, detail, tracker, parent_id, out_dir,
-                        details=traceback.format_exc())
+        ended = True
+        fail_configuration(run, describe(exc), details=traceback.format_exc())
     finally:
-        if tracker and parent_id and result["parent_run_id"] is None:
-            try:
-                result["parent_run_id"] = tracker.run_id(parent_id)
-            except Exception:  # noqa: BLE001 - an interrupted or broken helper
-                pass
-        result["marks"]["result"] = time.time()
-        _results[str(out_dir)] = result  # for the summary, should result.json not be written
+        if ended:
+            write_result(run)
+
+
+def fail_configuration(run: Configuration, message: str, details: str | None = None) -> None:
+    """FAILED everywhere: result.json, the log, and its MLflow run (a deferred configuration
+    that failed before its run was written gets one now, FAILED)."""
+    if run.deferred and run.tracker and run.parent_id is None:
+        from ..tracking.store import TAG_KIND, TAG_SWEEP_DIR
+
+        command = reproduce_command(list(run.hydra_cfg.overrides.task))
+        tags = {TAG_KIND: "configuration", TAG_SWEEP_DIR: str(run.out_dir.parent), **_sweep_tag(),
+                **_run_tags(run.cfg, run.hydra_cfg, run.label, description(command))}
         try:
-            (out_dir / "result.json").write_text(json.dumps(result, indent=2, default=str))
-        except OSError as exc:
-            log.error("%s: %s", label, _os_error(exc, out_dir / "result.json"))
-    return result
+            run.parent_id = run.tracker.log_runs([RunRecord(
+                run.name, tags, params=run.params or _setting_params(run.settings),
+                status="FAILED", parent_id=_state.get("sweep_run"))])[0]
+        except Exception as exc:  # noqa: BLE001 - a broken store must not hide the error
+            log.error("could not record the error in the tracking store: %s", exc)
+    _record_failure(run.result, run.label, message, run.tracker, run.parent_id, run.out_dir,
+                    details=details)
+
+
+def kill_configuration(run: Configuration, exc: BaseException) -> None:
+    """An interrupted configuration: KILLED in its result and in the store (every run of it
+    still open), before SLURM's KillWait is up."""
+    run.result.update(status="KILLED", error=f"interrupted ({signal_name(exc)})")
+    if run.tracker:
+        try:
+            run.tracker.finish_open_runs("KILLED")  # the parent and any seed run in flight
+            run.tracker.wait(timeout=KILL_WAIT_SECONDS)
+        except Exception as error:  # noqa: BLE001 - the interrupt is what matters
+            log.error("could not mark the runs KILLED: %s", error)
+
+
+def write_result(run: Configuration) -> None:
+    """``result.json`` (kept in memory too, should a full disk refuse it)."""
+    result, tracker, parent_id = run.result, run.tracker, run.parent_id
+    if tracker and parent_id and result["parent_run_id"] is None:
+        try:
+            result["parent_run_id"] = tracker.run_id(parent_id)
+        except Exception:  # noqa: BLE001 - an interrupted or broken helper
+            pass
+    result["marks"]["result"] = time.time()
+    _results[str(run.out_dir)] = result  # for the summary, should result.json not be written
+    try:
+        (run.out_dir / "result.json").write_text(json.dumps(result, indent=2, default=str))
+    except OSError as exc:
+        log.error("%s: %s", run.label, _os_error(exc, run.out_dir / "result.json"))
+    else:
+        if not run.remember:  # a big sweep: the summary reads the file, not memory
+            _results.pop(str(run.out_dir), None)
 
 
 def _os_error(exc: OSError, path=None) -> str:
@@ -444,27 +563,34 @@ class _SeedsFailed(Exception):
     """Some seeds failed; the others were still run, tracked and summarised."""
 
 
-def _run_or_reuse(cfg, tracker, jobs, spec, seeds, chash, label):
-    """With ``resume=true``, reuse seeds already FINISHED in the store; run the rest."""
+def _choose_seeds(run: Configuration, finished: dict | None = None) -> None:
+    """With ``resume=true``, reuse seeds already FINISHED in the store; the rest are to run.
+    ``finished`` (run key -> metrics): the sweep engine's one lookup for the whole sweep."""
     from ..tracking.store import run_key
 
-    reused: dict[int, SeedResult] = {}
-    if cfg.resume and tracker:
-        finished = tracker.finished_seed_runs(chash)
-        for seed in seeds:
-            metrics = finished.get(run_key(chash, jobs.meta.checksum, seed))
+    run.reused = {}
+    if run.cfg.resume and run.tracker:
+        if finished is None:
+            finished = run.tracker.finished_seed_runs(run.chash)
+        for seed in run.seeds:
+            metrics = finished.get(run_key(run.chash, run.jobs.meta.checksum, seed))
             if metrics is not None:
-                reused[seed] = SeedResult(seed, metrics=metrics)
-    todo = [s for s in seeds if s not in reused]
-    progress = Progress(len(todo), label, enabled=bool(cfg.progress))
-    keep = todo[0] if (todo and cfg.tracking.log_schedule) else None
-    fresh = run_seeds(
-        jobs, spec, todo, n_jobs=_n_jobs(cfg), backend=_value(cfg.parallel.backend),
-        keep_schedule_of=keep, progress=progress, backend_options=_backend_options(cfg),
+                run.reused[seed] = SeedResult(seed, metrics=metrics)
+    run.todo = [s for s in run.seeds if s not in run.reused]
+    run.keep = run.todo[0] if (run.todo and run.cfg.tracking.log_schedule and run.figures) else None
+
+
+def _run_todo(run: Configuration) -> list[SeedResult]:
+    """The configuration's seeds still to run, fanned out with joblib."""
+    cfg, tracker = run.cfg, run.tracker
+    if not run.todo:
+        return []
+    progress = Progress(len(run.todo), run.label, enabled=bool(cfg.progress))
+    return run_seeds(
+        run.jobs, run.spec, run.todo, n_jobs=_n_jobs(cfg), backend=_value(cfg.parallel.backend),
+        keep_schedule_of=run.keep, progress=progress, backend_options=_backend_options(cfg),
         stop_if=tracker.raise_if_failed if tracker else None,
-    ) if todo else []
-    results = sorted(list(reused.values()) + fresh, key=lambda r: r.seed)
-    return results, reused
+    )
 
 
 def _write_rejects(jobs, out_dir: Path) -> None:
@@ -533,12 +659,41 @@ def _configuration_figures(out_dir: Path, spec: RunSpec, ok: list[SeedResult], c
 
 
 def _log_seed_runs(tracker, parent_id, cfg, jobs, spec, chash, label, results, reused,
-                   result, settings: dict, path) -> None:
+                   result, settings: dict, path, hydra_cfg) -> None:
     """Parent: params and aggregates. Children: one per newly run seed, named ``seed N``,
     with the configuration's settings too (so seeds filter by policy) and the trace as input."""
-    from ..tracking.store import TAG_CONFIG_HASH, TAG_ERROR, TAG_KIND, TAG_RUN_KEY, run_key
+    from ..tracking.store import TAG_CONFIG_HASH
 
-    hydra_cfg = HydraConfig.get()
+    params = _configuration_params(cfg, jobs, spec, results, result)
+    tracker.log(parent_id, metrics=result["metrics"], params=params,
+                tags={TAG_CONFIG_HASH: chash, "trace_checksum": jobs.meta.checksum})
+    tracker.log_runs(_seed_records(parent_id, cfg, jobs, spec, chash, label, results, reused,
+                                   settings, path, hydra_cfg))  # one command, one transaction
+
+
+def _log_configuration_runs(run: Configuration, results, figures: list[Path], failed) -> None:
+    """The configuration's run and its seeds' in one command (one transaction in an SQL
+    store), its files copied beside; nested under the sweep's run."""
+    from ..tracking.store import TAG_CONFIG_HASH, TAG_KIND, TAG_SWEEP_DIR
+
+    cfg, jobs = run.cfg, run.jobs
+    command = reproduce_command(list(run.hydra_cfg.overrides.task))
+    tags = {TAG_KIND: "configuration", TAG_SWEEP_DIR: str(run.out_dir.parent), **_sweep_tag(),
+            **_run_tags(cfg, run.hydra_cfg, run.label, description(command)),
+            TAG_CONFIG_HASH: run.chash, "trace_checksum": jobs.meta.checksum}
+    params = {**run.params, **_configuration_params(cfg, jobs, run.spec, results, run.result)}
+    parent = RunRecord(run.name, tags, params=params, metrics=run.result["metrics"],
+                       status="FAILED" if failed else "FINISHED", parent_id=_state.get("sweep_run"),
+                       dataset=(_trace_name(cfg, run.path), jobs.meta.checksum, str(run.path), len(jobs)),
+                       artifacts=tuple(_artifact_files(run.out_dir, figures)))
+    seeds = _seed_records(None, cfg, jobs, run.spec, run.chash, run.label, results, run.reused,
+                          run.params, run.path, run.hydra_cfg)
+    seeds = [replace(record, parent_index=0) for record in seeds]
+    run.parent_id = run.tracker.log_runs([parent] + seeds)[0]
+
+
+def _configuration_params(cfg, jobs, spec, results, result) -> dict:
+    """A configuration run's params beyond its settings: the machine, the trace, the seeds."""
     params = {
         "total_nodes": spec.total_nodes,
         "trace_checksum": jobs.meta.checksum,
@@ -560,8 +715,15 @@ def _log_seed_runs(tracker, parent_id, cfg, jobs, spec, chash, label, results, r
         params[f"partition.{part.name}.queues"] = ",".join(part.queues)
     for name, value in (result.get("workload_report") or {}).items():
         params[f"workload_report.{name}"] = value
-    tracker.log(parent_id, metrics=result["metrics"], params=params,
-                tags={TAG_CONFIG_HASH: chash, "trace_checksum": jobs.meta.checksum})
+    return params
+
+
+def _seed_records(parent_id, cfg, jobs, spec, chash, label, results, reused, settings: dict, path,
+                  hydra_cfg) -> list[RunRecord]:
+    """One finished run per newly run seed, named ``seed N``, with the configuration's settings
+    too (so seeds filter by policy) and the trace as input."""
+    from ..tracking.store import TAG_CONFIG_HASH, TAG_ERROR, TAG_KIND, TAG_RUN_KEY, run_key
+
     overrides = list(hydra_cfg.overrides.task)
     dataset = (_trace_name(cfg, path), jobs.meta.checksum, str(path), len(jobs))
     common = {"total_nodes": spec.total_nodes, "trace_checksum": jobs.meta.checksum,
@@ -580,7 +742,7 @@ def _log_seed_runs(tracker, parent_id, cfg, jobs, spec, chash, label, results, r
             seed_run_name(r.seed), tags, params={**settings, "seed": r.seed, **common},
             metrics=r.metrics, status="FINISHED" if r.ok else "FAILED", parent_id=parent_id,
             dataset=dataset))
-    tracker.log_runs(children)  # one command, one transaction in an SQL store
+    return children
 
 
 def _run_name(cfg: DictConfig, hydra_cfg) -> str:
@@ -601,32 +763,39 @@ def _trace_name(cfg: DictConfig, path: Path) -> str:
 def _setting_params(settings: dict) -> dict:
     """The result settings as MLflow params; a null time zone (the trace's own) is logged once
     the trace says which zone it is."""
+    from ..tracking.store import PARAM_VALUE_LIMIT, fitted
     from ..tracking.ui import own_params
 
     params = own_params(flatten(settings))
     if params.get("timezone.name") is None:
         params.pop("timezone.name", None)
-    return params
+    return fitted(params, PARAM_VALUE_LIMIT)  # a 1,200-queue list: cut with a marker
 
 
 def _run_tags(cfg: DictConfig, hydra_cfg, label: str, text: str) -> dict:
     """Who ran it from which commit, under which preset, and how to run it again."""
-    from ..tracking.store import TAG_DESCRIPTION, TAG_LABEL, TAG_PRESET
+    from ..tracking.store import TAG_DESCRIPTION, TAG_LABEL, TAG_PRESET, TAG_VALUE_LIMIT, fitted
 
     preset = hydra_cfg.runtime.choices.get("experiment")
-    return {**source_tags(), TAG_LABEL: label, TAG_PRESET: str(preset or "none"),
-            TAG_DESCRIPTION: text}
+    return fitted({**source_tags(), TAG_LABEL: label, TAG_PRESET: str(preset or "none"),
+                   TAG_DESCRIPTION: text}, TAG_VALUE_LIMIT)
+
+
+def _artifact_files(out_dir: Path, figures: list[Path]):
+    """The parent's files, as (file, artifact folder or None)."""
+    for path in figures:
+        yield path, "figures"
+    for name in ("config.yaml", "seed_metrics.csv", "rejects.csv", QUEUE_KEYS_FILE, "per_user.csv"):
+        if (out_dir / name).exists():
+            yield out_dir / name, None
+    for path in sorted(out_dir.glob("schedule_seed*.csv.gz")):  # what _write_outputs writes
+        yield path, "schedules"
 
 
 def _log_artifacts(tracker, parent_id, out_dir: Path, figures: list[Path], result: dict) -> None:
     """The parent's files; then it is closed, unless some seeds failed (closed FAILED later)."""
-    for path in figures:
-        tracker.log_artifact(parent_id, path, "figures")
-    for name in ("config.yaml", "seed_metrics.csv", "rejects.csv", QUEUE_KEYS_FILE, "per_user.csv"):
-        if (out_dir / name).exists():
-            tracker.log_artifact(parent_id, out_dir / name)
-    for path in sorted(out_dir.glob("schedule_seed*.csv.gz")):  # what _write_outputs writes
-        tracker.log_artifact(parent_id, path, "schedules")
+    for path, folder in _artifact_files(out_dir, figures):
+        tracker.log_artifact(parent_id, path, folder)
     if result["status"] == "FINISHED":
         tracker.finish(parent_id, "FINISHED")
 
@@ -653,8 +822,16 @@ def _fail_run(tracker, run_id: str, message: str, out_dir: Path) -> None:
 
 
 # ---------------------------------------------------------------- the sweep summary
+# summary.csv's metric columns: (metric, column with its unit, divisor from the metric's unit)
+SUMMARY_UNITS = (("wait_mean", "wait_mean_s", 1.0), ("wait_p95", "wait_p95_s", 1.0),
+                 ("bsld_mean", "bsld_mean", 1.0), ("utilization", "utilization", 1.0),
+                 ("makespan", "makespan_h", 3600.0), ("jobs_rejected", "jobs_rejected", 1.0))
+
+
 def summary_frame(results: list[dict]):
-    """One row per configuration: mean ± 95% CI of the key metrics, and the status."""
+    """One row per configuration: mean ± 95% CI of the key metrics (each column named with
+    its unit: ``wait_mean_s``, ``makespan_h``), the jobs rejected (too big for the machine: a
+    smaller machine's mean wait is over fewer jobs), and the status."""
     import pandas as pd
 
     rows = []
@@ -662,28 +839,36 @@ def summary_frame(results: list[dict]):
         row = {"configuration": res.get("name") or res.get("label", "?"), "status": res.get("status"),
                "seeds": len(res.get("seeds", []))}
         metrics = res.get("metrics") or {}
-        for name in SUMMARY_COLUMNS:
-            row[name] = metrics.get(name)
-            row[f"{name}_ci95"] = metrics.get(f"{name}_ci95")
+        for name, column, scale in SUMMARY_UNITS:
+            value, half = metrics.get(name), metrics.get(f"{name}_ci95")
+            row[column] = None if value is None else value / scale
+            if name != "jobs_rejected":
+                row[f"{column}_ci95"] = None if half is None else half / scale
         row["error"] = (res.get("error") or "").splitlines()[0] if res.get("error") else ""
         rows.append(row)
     return pd.DataFrame(rows)
 
 
 def format_summary(frame) -> str:
-    def pm(value, half, scale=1.0, digits=1):
+    """The terminal's table: the summary's columns, the unit in each header; a rejected-jobs
+    column wherever any configuration rejected jobs."""
+    def pm(value, half, digits=1):
         if value is None or value != value:
             return "-"
-        text = f"{value / scale:.{digits}f}"
+        text = f"{value:.{digits}f}"
         if half is not None and half == half and half > 0:
-            text += f" ± {half / scale:.{digits}f}"
+            text += f" ± {half:.{digits}f}"
         return text
 
     table = frame[["configuration", "status", "seeds"]].copy()
-    table["mean wait (s)"] = [pm(v, h) for v, h in zip(frame.wait_mean, frame.wait_mean_ci95)]
-    table["bounded slowdown"] = [pm(v, h, digits=2) for v, h in zip(frame.bsld_mean, frame.bsld_mean_ci95)]
-    table["utilization"] = [pm(v, h, digits=3) for v, h in zip(frame.utilization, frame.utilization_ci95)]
-    table["makespan (h)"] = [pm(v, h, 3600.0) for v, h in zip(frame.makespan, frame.makespan_ci95)]
+    for column, header, digits in (("wait_mean_s", "mean wait (s)", 1), ("wait_p95_s", "p95 wait (s)", 1),
+                                   ("bsld_mean", "bounded slowdown", 2),
+                                   ("utilization", "utilization (0-1)", 3),
+                                   ("makespan_h", "makespan (h)", 1)):
+        table[header] = [pm(v, h, digits) for v, h in zip(frame[column], frame[f"{column}_ci95"])]
+    rejected = frame["jobs_rejected"]
+    if (rejected.fillna(0) > 0).any():
+        table["rejected (jobs)"] = [pm(v, None, 0) for v in rejected]
     return table.to_string(index=False)
 
 
@@ -817,34 +1002,75 @@ class SweepSummaryCallback(Callback):
                 print(resume_note([run_dir / "result.json"], run_dir))
 
 
-def _log_sweep_run(config: DictConfig, sweep_dir: Path, report: Path | None) -> None:
-    """One run for the whole sweep (tag ``drevt_kind=sweep``) holding ``report.html`` and
-    ``summary.csv`` once, instead of a copy of the report in every parent run; each parent
-    names it in its tag ``drevt_sweep_run_id``. FAILED when any configuration failed, so the
-    runs table shows a sweep that needs a look."""
-    from ..tracking.store import TAG_KIND, TAG_PRESET, TAG_SWEEP_DIR, TAG_SWEEP_RUN, TAG_DESCRIPTION
+def start_sweep_run(tracker, config: DictConfig, sweep_dir: Path) -> str:
+    """The sweep's own run, opened before its configurations so that they nest under it
+    (sweep -> configuration -> seed); named after the sweep folder, unique per sweep."""
+    from ..tracking.store import TAG_DESCRIPTION, TAG_KIND, TAG_PRESET, TAG_SWEEP_DIR
 
-    results = list(job_results(sweep_dir).values())
-    parents = [r["parent_run_id"] for r in results if r.get("parent_run_id")]
-    if not parents:
-        return
-    tracker = _tracker(config)
     overrides = [str(o) for o in config.hydra.overrides.task]
     preset = config.hydra.runtime.choices.get("experiment")
     command = " ".join(["drevt-sweep", "-m"] + [shlex.quote(o) for o in overrides])
     handle = tracker.start_run(f"sweep {sweep_dir.name}", {
         TAG_KIND: "sweep", TAG_SWEEP_DIR: str(sweep_dir), TAG_PRESET: str(preset or "none"),
-        **source_tags(), TAG_DESCRIPTION: description(
-            command, f"{len(parents)} configurations; report.html is this run's artifact."),
+        **source_tags(), **_sweep_tag(), TAG_DESCRIPTION: description(
+            command, "The sweep's configurations are this run's children; report.html and "
+                     "summary.csv are its artifacts."),
     })
-    tracker.log(handle, params={"configurations": len(results), "drevt_version": __version__})
+    _state["sweep_run"] = handle
+    return handle
+
+
+SWEEP_BEST = ("wait_mean", "wait_p95", "bsld_mean")  # the sweep run's "best configuration" metrics
+
+
+def _log_sweep_run(config: DictConfig, sweep_dir: Path, report: Path | None) -> None:
+    """One run for the whole sweep (tag ``drevt_kind=sweep``) holding ``report.html`` and
+    ``summary.csv`` once, instead of a copy of the report in every parent run; each parent
+    names it in its tag ``drevt_sweep_run_id`` (and, from the sweep engine, is its child).
+    It summarises them: how many, and the best configuration on each of ``SWEEP_BEST`` (its
+    value, its name and a link to its run). FAILED when any configuration failed, so the
+    runs table shows a sweep that needs a look."""
+    from ..tracking.store import TAG_DESCRIPTION, TAG_SWEEP_RUN
+
+    results = list(job_results(sweep_dir).values())
+    parents = [r["parent_run_id"] for r in results if r.get("parent_run_id")]
+    handle = _state.get("sweep_run")
+    if not parents and handle is None:
+        return
+    tracker = _tracker(config)
+    if handle is None:
+        handle = start_sweep_run(tracker, config, sweep_dir)
+    failed = [r for r in results if r.get("status") != "FINISHED"]
+    metrics = {"configurations": len(results), "configurations_failed": len(failed)}
+    tags, lines = {}, []
+    for name in SWEEP_BEST:
+        scored = [r for r in results if r.get("status") == "FINISHED"
+                  and (r.get("metrics") or {}).get(name) is not None]
+        if not scored:
+            continue
+        best = min(scored, key=lambda r: r["metrics"][name])
+        metrics[f"best_{name}"] = best["metrics"][name]
+        tags[f"drevt_best_{name}"] = best.get("name") or best.get("label", "")
+        link = f"[{tags[f'drevt_best_{name}']}](#/runs/{best['parent_run_id']})" if best.get(
+            "parent_run_id") else tags[f"drevt_best_{name}"]
+        lines.append(f"| {name} | {best['metrics'][name]:.6g} | {link} |")
+    tracker.log(handle, metrics=metrics,
+                params={"configurations": len(results), "drevt_version": __version__}, tags=tags)
+    if lines:
+        overrides = [str(o) for o in config.hydra.overrides.task]
+        command = " ".join(["drevt-sweep", "-m"] + [shlex.quote(o) for o in overrides])
+        table = "\n".join(["| metric (lowest) | value | configuration |", "|---|---|---|", *lines])
+        tracker.log(handle, tags={TAG_DESCRIPTION: description(
+            command, f"{len(results)} configurations ({len(failed)} not finished); each is a child "
+                     f"of this run.\n\n{table}")})
     for path in (report, sweep_dir / "summary.csv"):
         if path is not None and path.is_file():
             tracker.log_artifact(handle, path)
-    failed = any(r.get("status") != "FINISHED" for r in results)
     tracker.finish(handle, "FAILED" if failed else "FINISHED")
     tracker.wait()
-    tracker.tag_runs(parents, {TAG_SWEEP_RUN: tracker.run_id(handle)})
+    _state["sweep_run"] = None
+    if parents:
+        tracker.tag_runs(parents, {TAG_SWEEP_RUN: tracker.run_id(handle)})
     tracker.wait()
 
 
@@ -979,6 +1205,7 @@ def main() -> None:
 
     os.environ[SWEEP_ID_ENV] = sweep_id()
     register_configs()
+    _find_sweeper_plugin()
     guard_hydra_callbacks()
     _tolerate_a_full_disk()
     _compose_once(sys.argv[1:])
@@ -1017,6 +1244,23 @@ def _completing(args: list[str]) -> bool:
     so it gets Hydra alone, without the tracking helper (mlflow) or pandas (2.2 s of CPU per
     TAB before, measured)."""
     return any(a in ("-sc", "--shell-completion") or a.startswith("--shell-completion=") for a in args)
+
+
+def _find_sweeper_plugin() -> None:
+    """Our Hydra sweeper is the package ``hydra_plugins.drevt_sweeper`` beside ``drevt_sweep``
+    (installed with it); an editable install made before it existed does not map it, so the
+    source tree's copy is put on the path (Hydra finds plugins in that namespace package)."""
+    try:  # the folders Hydra's plugin scan walks (pkgutil), not import hooks
+        import hydra_plugins
+
+        folders = [Path(p) for p in hydra_plugins.__path__]
+    except ImportError:
+        folders = []
+    if any((folder / "drevt_sweeper" / "__init__.py").is_file() for folder in folders):
+        return
+    root = Path(__file__).resolve().parents[2]
+    if (root / "hydra_plugins" / "drevt_sweeper" / "__init__.py").is_file():
+        sys.path.append(str(root))
 
 
 def _asks_for_version(args: list[str]) -> bool:

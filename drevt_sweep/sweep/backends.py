@@ -20,6 +20,8 @@ results are only bit-identical for the same code.
 from __future__ import annotations
 
 import atexit
+import functools
+import logging
 import warnings
 from pathlib import Path
 
@@ -30,13 +32,23 @@ _RAY_STARTED_HERE = False
 
 
 def local_workers(n_jobs: int) -> int:
-    """joblib's meaning of n_jobs (-1 = every core the process may use, -2 = all but one...)."""
+    """joblib's meaning of n_jobs (-1 = every core the process may use, -2 = all but one...);
+    a negative value that leaves no core (-100 on 2 cores) runs one worker, and says so."""
     from joblib import cpu_count
 
     cores = cpu_count()
     if n_jobs < 0:
+        if cores + 1 + n_jobs < 1:
+            _say_clamped(n_jobs, cores)
         return max(1, cores + 1 + n_jobs)
     return max(1, n_jobs)
+
+
+@functools.lru_cache(maxsize=None)
+def _say_clamped(n_jobs: int, cores: int) -> None:
+    logging.getLogger("drevt_sweep").warning(
+        "parallel.n_jobs=%d leaves no core of this %d-core machine (-1 = every core, -2 = all "
+        "but one): running 1 worker", n_jobs, cores)
 
 
 # ---------------------------------------------------------------- dask.distributed

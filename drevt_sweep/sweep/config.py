@@ -239,6 +239,9 @@ class ParallelConf:
 
     n_jobs: int = -1
     backend: ParallelBackend = ParallelBackend.loky
+    # A multirun's (configuration, seed) tasks per chunk sent to a worker (null: a few chunks
+    # per worker, 64 at most); results do not depend on it.
+    chunk_size: Optional[int] = None
     dask_address: Optional[str] = None
     ray_address: Optional[str] = None
 
@@ -282,6 +285,9 @@ class SweepConfig:
     resume: bool = False
     progress: bool = True
     wait_for_folder: bool = False  # another drevt-sweep on the folder: wait, not exit 2
+    # Each configuration's figures (and its kept schedule file): auto = only in sweeps of up to
+    # sweep/batch.py's FIGURES_AUTO_MAX configurations; per_configuration; none.
+    figures: str = "auto"
 
 
 def register_configs() -> None:

@@ -190,9 +190,13 @@ def run_seeds(
     """
     from joblib import Parallel, delayed, parallel_config
 
+    from .backends import local_workers
+
     progress = progress or Progress(len(seeds), "run", enabled=False)
     address = (backend_options or {}).get("address")
     remote = backend in REMOTE_BACKENDS and address is not None
+    if not remote:  # what joblib would make of it (-2 on 2 cores: one), said once if odd
+        n_jobs = local_workers(n_jobs)
     if backend == "sequential" or (not remote and (n_jobs == 1 or len(seeds) <= 1)):
         results = []
         for seed in seeds:
@@ -231,7 +235,7 @@ def run_seeds(
         # Seeds go in a few chunks per worker: the trace is pickled once per chunk, not once
         # per seed (its columns are too small for joblib's memory mapping to kick in).
         config = parallel_config(backend=backend)
-        workers = n_jobs if n_jobs > 0 else (os.cpu_count() or 1)
+        workers = n_jobs
         runs_here = -(-len(seeds) // workers)  # seeds per worker, about
         chunks = [seeds[i::workers * CHUNKS_PER_WORKER] for i in range(workers * CHUNKS_PER_WORKER)]
         tasks = (delayed(_run_chunk)(jobs, spec, chunk, keep_schedule_of, runs_here)
@@ -274,8 +278,13 @@ def start_workers(n_jobs: int, backend: str = "loky", backfill: str | None = Non
     ``run_seeds``, or ``None`` when there is nothing to prepare (a cluster backend)."""
     import threading
 
+    from .backends import local_workers
+
     if backend in REMOTE_BACKENDS:
         return None
+    # One worker (n_jobs=1, or -2 on 2 cores) runs in this process: no pool to warm, and no
+    # thread left starting one while the interpreter exits.
+    n_jobs = local_workers(n_jobs)
     in_process = n_jobs == 1 or backend in ("sequential", "threading")
     if in_process and backfill is None:
         return None
@@ -283,7 +292,7 @@ def start_workers(n_jobs: int, backend: str = "loky", backfill: str | None = Non
     def warm() -> None:
         from joblib import Parallel, delayed
 
-        workers = n_jobs if n_jobs > 0 else (os.cpu_count() or 1)
+        workers = n_jobs
         warmed: set[int] = set()
         try:
             if in_process:
@@ -358,3 +367,108 @@ def aggregate(results: list[SeedResult], stochastic: bool = True) -> dict[str, f
         out[f"{name}_std"] = float(std[i])
         out[f"{name}_ci95"] = float(half[i])
     return out
+
+
+# ---------------------------------------------------------------- many configurations at once
+@dataclass(frozen=True)
+class SeedTask:
+    """One (configuration, seed) pair of a sweep's flat task list: ``key`` names the
+    configuration for the caller, ``trace`` which of the caller's job tables it runs on."""
+
+    key: int
+    trace: int
+    spec: RunSpec
+    seed: int
+    keep_schedule: bool = False
+
+
+def task_chunks(tasks: list[SeedTask], workers: int, chunk_size: int | None = None) -> list[list[SeedTask]]:
+    """Consecutive tasks on the same trace, ``chunk_size`` at most (default: a few chunks per
+    worker, 64 tasks at most, so that the trace is pickled once per chunk, not per seed)."""
+    if chunk_size is None:
+        chunk_size = max(1, min(64, -(-len(tasks) // (workers * CHUNKS_PER_WORKER))))
+    chunks: list[list[SeedTask]] = []
+    for task in tasks:
+        if chunks and len(chunks[-1]) < chunk_size and chunks[-1][-1].trace == task.trace:
+            chunks[-1].append(task)
+        else:
+            chunks.append([task])
+    return chunks
+
+
+def run_tasks(
+    traces: list[JobTable],
+    tasks: list[SeedTask],
+    *,
+    n_jobs: int = -1,
+    backend: str = "loky",
+    chunk_size: int | None = None,
+    progress: Progress | None = None,
+    backend_options: Mapping[str, object] | None = None,
+) -> dict[int, list[SeedResult]]:
+    """Every task, in chunks over the back-end: each configuration's results (by ``key``),
+    sorted by seed. A seed's result is :func:`run_seed`'s, whatever the chunking, the number of
+    workers or the back-end; ``run_seeds`` is the one-configuration case."""
+    from joblib import Parallel, delayed, parallel_config
+
+    from .backends import local_workers
+
+    progress = progress or Progress(len(tasks), "run", enabled=False)
+    address = (backend_options or {}).get("address")
+    remote = backend in REMOTE_BACKENDS
+    workers = local_workers(n_jobs)
+    out: dict[int, list[SeedResult]] = {}
+
+    def collect(pairs) -> None:
+        for key, result in pairs:
+            out.setdefault(key, []).append(result)
+            progress.advance()
+
+    if backend == "sequential" or (not (remote and address) and (workers == 1 or len(tasks) <= 1)):
+        for chunk in task_chunks(tasks, 1, chunk_size):
+            collect(_run_task_chunk(traces[chunk[0].trace], chunk, len(tasks)))
+    else:
+        chunks = task_chunks(tasks, workers, chunk_size)
+        runs_here = -(-len(tasks) // workers)
+        return_as, release = "generator_unordered", []
+        if backend == "dask":
+            from .backends import dask_client
+
+            client = dask_client(address, n_jobs)
+            shipped = {i: client.scatter(traces[i], broadcast=True, hash=False)
+                       for i in sorted({c[0].trace for c in chunks})}
+            release = [future.release for future in shipped.values()]
+            config = parallel_config(backend="dask", client=client)
+            calls = (delayed(_run_task_chunk)(shipped[c[0].trace], c, runs_here) for c in chunks)
+            n_jobs = -1
+        elif backend == "ray":
+            from .backends import ray_ready
+
+            ray = ray_ready(address, n_jobs)
+            shipped = {i: ray.put(traces[i]) for i in sorted({c[0].trace for c in chunks})}
+            config = parallel_config(backend="ray")
+            return_as = "list"  # Ray's joblib backend returns nothing before the end
+            calls = (delayed(_run_task_chunk_from_object_store)(shipped[c[0].trace], c, runs_here)
+                     for c in chunks)
+            n_jobs = -1
+        else:
+            config = parallel_config(backend=backend)
+            calls = (delayed(_run_task_chunk)(traces[c[0].trace], c, runs_here) for c in chunks)
+        try:
+            with config:
+                for pairs in Parallel(n_jobs=n_jobs, return_as=return_as)(calls):
+                    collect(pairs)
+        finally:
+            for free in release:
+                free()
+    return {key: sorted(results, key=lambda r: r.seed) for key, results in out.items()}
+
+
+def _run_task_chunk(jobs: JobTable, chunk: list[SeedTask], runs_here: int) -> list[tuple[int, SeedResult]]:
+    return [(t.key, run_seed(jobs, t.spec, t.seed, t.keep_schedule, runs_here)) for t in chunk]
+
+
+def _run_task_chunk_from_object_store(jobs_ref, chunk: list[SeedTask], runs_here: int):
+    import ray
+
+    return _run_task_chunk(ray.get(jobs_ref), chunk, runs_here)

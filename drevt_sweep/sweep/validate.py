@@ -74,6 +74,11 @@ def check_config(cfg: DictConfig) -> list[str]:
     if c.get("resume") and not c.get("tracking.enabled"):
         c.fail("resume", True, "needs the tracking store (tracking.enabled=false): only the store "
                "knows which seeds finished")
+    _check_tracking_limits(c)
+    from .batch import FIGURE_CHOICES
+
+    if str(c.get("figures")) not in FIGURE_CHOICES:
+        c.fail("figures", c.get("figures"), "must be " + ", ".join(FIGURE_CHOICES))
     if not str(c.get("tracking.experiment") or "").strip():
         c.fail("tracking.experiment", c.get("tracking.experiment"), "must not be empty")
     c.problems.extend(unknown_keys(cfg))
@@ -96,6 +101,22 @@ def check_values(values: dict) -> list[str]:
         _check_run_time(c)
     _check_zone(c)
     return c.problems
+
+
+def _check_tracking_limits(c: _Checks) -> None:
+    """Names MLflow refuses (after the simulation, so before it): the trace's dataset name
+    (``trace.name``, or the file's name for trace=custom) is at most 500 characters. Longer
+    params and tags are cut with a marker when logged (``tracking/store.py: shortened``)."""
+    from ..tracking.store import DATASET_NAME_LIMIT
+
+    if not c.get("tracking.enabled"):
+        return
+    name = str(c.get("trace.name") or "")
+    if name == "custom":
+        name = Path(str(c.get("trace.path") or "")).name
+    if len(name) > DATASET_NAME_LIMIT:
+        c.fail("trace.name", name[:60] + "...", f"is {len(name)} characters: MLflow's dataset "
+               f"names (the trace's name) are at most {DATASET_NAME_LIMIT}")
 
 
 def _check_run_time(c: _Checks) -> None:
@@ -218,35 +239,50 @@ def check_trace_file(cfg: DictConfig) -> list[str]:
 
 
 def sweep_job_configs(config: DictConfig):
-    """Every job config of a multirun with Hydra's basic sweeper, composed as the sweeper will
-    compose them (other sweepers choose their values as they go: only ``config`` itself)."""
+    """Every job config of a multirun with Hydra's basic sweeper or ours, composed as the
+    sweeper will compose them (other sweepers choose their values as they go: only ``config``
+    itself). Raises ConfigError (one line) for a sweep that cannot be expanded."""
     from hydra.core.global_hydra import GlobalHydra
 
+    from . import grid
+
     target = str(OmegaConf.select(config, "hydra.sweeper._target_", default="") or "")
-    if not target.endswith("BasicSweeper") or not GlobalHydra.instance().is_initialized():
+    if (not target.endswith(("BasicSweeper", "DrevtSweeper"))
+            or not GlobalHydra.instance().is_initialized()):
         yield config
         return
-    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
-    from hydra.core.override_parser.overrides_parser import OverridesParser
-
-    params = OmegaConf.select(config, "hydra.sweeper.params", default=None) or {}
-    arguments = [f"{k}={v}" for k, v in params.items()]
-    arguments += [str(o) for o in config.hydra.overrides.task]
     loader = GlobalHydra.instance().config_loader()
-    overrides = OverridesParser.create(config_loader=loader).parse_overrides(arguments)
-    for batch in BasicSweeper.split_arguments(overrides, None):
-        for job in batch:
-            yield loader.load_sweep_config(config, list(job))
+    composer = grid.composer_for(loader, config)
+    for num, overrides in enumerate(grid.expand(grid.sweep_arguments(config), loader)):
+        try:
+            yield composer.job(num, overrides).config
+        except Exception as exc:  # noqa: BLE001 - Hydra's composition errors: one line each
+            raise ConfigError(f"{' '.join(overrides)}: {grid.one_line(exc)}") from None
 
 
 def check_sweep(config: DictConfig) -> list[str]:
     """The problems of every job of a multirun (each said once), before any job starts."""
     problems: list[str] = []
-    for job in sweep_job_configs(config):
-        for problem in check_config(job):
-            if problem not in problems:
-                problems.append(problem)
+    try:
+        for job in sweep_job_configs(config):
+            for problem in _checked(job):
+                if problem not in problems:
+                    problems.append(problem)
+    except ConfigError as exc:
+        problems.append(str(exc))
     return problems
+
+
+def _checked(cfg: DictConfig) -> list[str]:
+    """check_config, with a value that cannot be resolved (``${oc.env:UNSET}``, ``${now:}``)
+    said in one line instead of OmegaConf's traceback."""
+    from omegaconf.errors import OmegaConfBaseException
+
+    try:
+        return check_config(cfg)
+    except OmegaConfBaseException as exc:
+        key = getattr(exc, "full_key", None)
+        return [f"{key or 'config'}: {' '.join(str(exc).split()).split(' full_key:')[0]}"]
 
 
 def raise_problems(problems: list[str]) -> None:

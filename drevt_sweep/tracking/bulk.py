@@ -37,6 +37,10 @@ class RunRecord:
     status: str = "FINISHED"
     parent_id: str | None = None
     dataset: tuple | None = None  # (name, checksum, path, jobs): log_trace_input's arguments
+    # The parent is a record before this one in the same batch (a configuration written with
+    # its seeds in one transaction); ``parent_id`` then stays None.
+    parent_index: int | None = None
+    artifacts: tuple = ()  # (file, folder or None): the run's files, copied once it exists
 
 
 def trace_dataset(name: str, checksum: str, path: str, jobs: int, digest_length: int):
@@ -91,20 +95,22 @@ def write_runs(store, experiment_id: str, records: list[RunRecord], digest_lengt
     now = get_current_time_millis()
     rows: dict[object, list[dict]] = {table: [] for table in (
         SqlRun, SqlTag, SqlParam, SqlMetric, SqlLatestMetric, SqlDataset, SqlInput, SqlInputTag)}
-    run_ids = []
+    run_ids: list[str] = []
     inputs = []  # (run id, DatasetInput)
     for record in records:
         run_id = uuid.uuid4().hex
-        run_ids.append(run_id)
         tags = {k: str(v) for k, v in record.tags.items()}
-        if record.parent_id:
-            tags[MLFLOW_PARENT_RUN_ID] = record.parent_id
+        parent = record.parent_id or (run_ids[record.parent_index]
+                                      if record.parent_index is not None else None)
+        if parent:
+            tags[MLFLOW_PARENT_RUN_ID] = parent
         tags.setdefault(MLFLOW_RUN_NAME, record.name)
         metrics, params, run_tags = _validate_batch_log_data(
             [Metric(k, float(v), now, 0) for k, v in record.metrics.items()],
             [Param(k, str(v)) for k, v in record.params.items()],
             [RunTag(k, v) for k, v in tags.items()])
         _validate_param_keys_unique(params)
+        run_ids.append(run_id)
         rows[SqlRun].append(dict(
             name=record.name, artifact_uri=append_to_uri_path(
                 experiment.artifact_location, run_id, store.ARTIFACTS_FOLDER_NAME),
@@ -155,3 +161,21 @@ def write_runs(store, experiment_id: str, records: list[RunRecord], digest_lengt
             if values:
                 session.execute(insert(table), values)
     return run_ids
+
+
+def copy_artifacts(artifact_uri: str, files) -> bool:
+    """Copy ``files`` ((path, folder)) into a run's artifact folder when it is a local one, as
+    MLflow's local artifact repository does (a copy per file, a few ms each through the client,
+    most of it looking the run up); False for any other kind of store (the caller uploads)."""
+    import shutil
+    from urllib.parse import unquote, urlparse
+
+    parsed = urlparse(artifact_uri)
+    if parsed.scheme not in ("", "file") or parsed.netloc not in ("", "localhost"):
+        return False
+    root = Path(unquote(parsed.path) if parsed.scheme else artifact_uri)
+    for path, folder in files:
+        target = root / folder if folder else root
+        target.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, target / Path(path).name)
+    return True

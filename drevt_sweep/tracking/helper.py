@@ -183,7 +183,8 @@ def _log_runs(key: tuple, handles: list[str], records: list) -> None:
             if found is not None:
                 existing[index] = found
     records = [replace(r, tags={**r.tags, TAG_HANDLE: handle},
-                       parent_id=_run(key, r.parent_id) if r.parent_id else None)
+                       parent_id=_run(key, r.parent_id) if r.parent_id else None,
+                       artifacts=tuple((str(p), f) for p, f in r.artifacts))
                for r, handle in zip(records, handles)]
     run_ids = _tracker(key).log_runs(records, existing)
     _run_ids.update(zip(handles, run_ids))

@@ -59,6 +59,28 @@ def flatten(tree: Mapping, prefix: str = "") -> dict[str, object]:
     return flat
 
 
+# MLflow's limits (mlflow.utils.validation, 2.x and 3.x): longer values are refused or cut.
+PARAM_VALUE_LIMIT = 6000
+TAG_VALUE_LIMIT = 8000
+DATASET_NAME_LIMIT = 500
+
+
+def shortened(value: object, limit: int) -> object:
+    """``value`` as it is when MLflow keeps it whole, else its text cut to ``limit``
+    characters with a marker saying so (the whole value is in the job's ``config.yaml``);
+    MLflow itself would cut it silently or refuse the run."""
+    text = str(value)
+    if len(text) <= limit:
+        return value
+    marker = f" ...[cut: {len(text)} characters, MLflow keeps {limit}; see config.yaml]"
+    return text[:limit - len(marker)] + marker
+
+
+def fitted(values: Mapping[str, object], limit: int) -> dict[str, object]:
+    """Every value of a params or tags mapping within MLflow's ``limit`` (see ``shortened``)."""
+    return {key: shortened(value, limit) for key, value in values.items()}
+
+
 def embedded_uri(output_root: str | os.PathLike) -> str:
     """The default store: a sqlite file at an absolute path under the outputs folder."""
     return f"sqlite:///{Path(output_root).resolve() / 'mlflow.db'}"
@@ -262,20 +284,43 @@ class Tracker:
         write = bulk_writer(self.client) if not existing else None
         if write is not None:
             with _store_lock(self.uri):
-                return write(self.experiment_id, records, DIGEST_LENGTH)
+                run_ids = write(self.experiment_id, records, DIGEST_LENGTH)
+            self._log_record_artifacts(records, run_ids)
+            return run_ids
         run_ids = []
         for index, record in enumerate(records):
             run_id = existing.get(index)
             if run_id is not None and self.client.get_run(run_id).info.status != "RUNNING":
                 run_ids.append(run_id)  # written whole before the helper died
                 continue
-            run_id = run_id or self.start_run(record.name, record.tags, record.parent_id)
+            parent = record.parent_id or (run_ids[record.parent_index]
+                                          if record.parent_index is not None else None)
+            run_id = run_id or self.start_run(record.name, record.tags, parent)
             self.log(run_id, metrics=record.metrics, params=record.params)
             if record.dataset is not None:
                 self.log_trace_input(run_id, *record.dataset)
+            for path, folder in record.artifacts:
+                self.log_artifact(run_id, path, folder)
             self.finish(run_id, record.status)
             run_ids.append(run_id)
         return run_ids
+
+    def _log_record_artifacts(self, records: list[RunRecord], run_ids: list[str]) -> None:
+        """The files of runs written in bulk: copied where the artifact store is a local
+        folder, else uploaded through the client."""
+        from mlflow.utils.uri import append_to_uri_path
+
+        from .bulk import copy_artifacts
+
+        location = None
+        for record, run_id in zip(records, run_ids):
+            if not record.artifacts:
+                continue
+            if location is None:
+                location = self.client.get_experiment(self.experiment_id).artifact_location
+            if not copy_artifacts(append_to_uri_path(location, run_id, "artifacts"), record.artifacts):
+                for path, folder in record.artifacts:
+                    self.log_artifact(run_id, path, folder)
 
     def log_artifact(self, run_id: str, path: str | os.PathLike, folder: str | None = None) -> None:
         with _store_lock(self.uri):
@@ -337,12 +382,12 @@ class Tracker:
             if len(page) < 1000:
                 return killed
 
-    def finished_seed_runs(self, config_hash_value: str) -> dict[str, object]:
-        """FINISHED child runs of a configuration, by run key (what ``resume`` may reuse)."""
-        filter_string = (
-            f"tags.{TAG_CONFIG_HASH} = '{config_hash_value}' and tags.{TAG_KIND} = 'seed' "
-            "and attributes.status = 'FINISHED'"
-        )
+    def finished_seed_runs(self, config_hash_value: str | None) -> dict[str, object]:
+        """FINISHED child runs of a configuration, by run key (what ``resume`` may reuse);
+        ``None``: of every configuration of the experiment (a whole sweep, in one query)."""
+        filter_string = f"tags.{TAG_KIND} = 'seed' and attributes.status = 'FINISHED'"
+        if config_hash_value is not None:
+            filter_string = f"tags.{TAG_CONFIG_HASH} = '{config_hash_value}' and " + filter_string
         found = {}
         page_token = None
         while True:

@@ -1,0 +1,90 @@
+"""Sweeps at scale (issue 23): ``drevt-sweep -m`` against the hand-written loop, same minutes.
+
+Case (issue 23's first row): KTH-SP2, first 30 days (``workload.max_time``), ``policy=fcfs,easy``
+x ``system.total_nodes=range(LOW, HIGH)``, one deterministic seed each, tracking and report on.
+
+- ``sweep``: the real command in a subprocess (a fresh output folder, the parsed-trace cache
+  warm): Hydra, validation, every configuration's folder (config.yaml, seed_metrics.csv,
+  result.json), its MLflow runs (sweep -> configuration -> seed), summary.csv, the report;
+- ``hand``: ``benchmarks/hand_loop.py``, the same simulations in a ``joblib.Parallel`` loop, one CSV.
+
+They alternate (``--repeats``) so that a noisy neighbour hits both; each row has the wall time,
+the CPU seconds of the process and its children, and the sweep's peak RSS. The sweep's own
+phases come from its configurations' ``result.json`` marks.
+
+    python benchmarks/bench_sweep_scale.py [--low 60 --high 160] [--repeats 1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+DAYS = 30
+
+
+def _timed(cmd: list[str], cwd: Path) -> dict:
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if proc.returncode != 0:
+        raise SystemExit(f"{cmd[:3]} failed:\n{proc.stderr[-3000:]}")
+    return {"wall_s": round(wall, 1),
+            "cpu_s": round(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime, 1),
+            "peak_rss_mb": round(after.ru_maxrss / 1024)}
+
+
+def sweep(low: int, high: int, folder: Path, extra: tuple[str, ...] = ()) -> dict:
+    cmd = [str(Path(sys.executable).with_name("drevt-sweep")), "-m", "policy=fcfs,easy",
+           "system=custom", f"system.total_nodes=range({low},{high})",
+           f"workload.max_time={DAYS * 86400}", "progress=false",
+           f"paths.output_root={folder / 'out'}", f"hydra.sweep.dir={folder / 'sweep'}", *extra]
+    row = _timed(cmd, folder)
+    results = [json.loads(p.read_text()) for p in (folder / "sweep").glob("*/result.json")]
+    assert len(results) == 2 * (high - low) and all(r["status"] == "FINISHED" for r in results)
+    first = min(r["marks"]["configuration"] for r in results)
+    start = min(r["marks"]["main"] for r in results)
+    row.update(configurations=len(results), first_configuration_s=round(first - start, 1),
+               seeds_cpu_s=round(sum(r["timings"].get("seeds", 0) for r in results), 1))
+    return row
+
+
+def hand(low: int, high: int, folder: Path) -> dict:
+    cmd = [sys.executable, str(HERE / "hand_loop.py"), "--policies", "fcfs,easy",
+           "--nodes", f"{low}:{high}", "--days", str(DAYS), "--out", str(folder / "hand.csv")]
+    return _timed(cmd, folder)
+
+
+def run(low: int, high: int, repeats: int) -> list[dict]:
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for i in range(repeats):
+            for name, fn in (("sweep", sweep), ("hand", hand)):
+                folder = Path(tmp) / f"{name}{i}"
+                folder.mkdir()
+                row = {"case": name, "repeat": i, **fn(low, high, folder)}
+                rows.append(row)
+                print(json.dumps(row), flush=True)
+    return rows
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--low", type=int, default=60)
+    parser.add_argument("--high", type=int, default=160)
+    parser.add_argument("--repeats", type=int, default=1)
+    args = parser.parse_args()
+    rows = run(args.low, args.high, args.repeats)
+    for i in range(args.repeats):
+        s, h = (next(r for r in rows if r["case"] == c and r["repeat"] == i) for c in ("sweep", "hand"))
+        print(f"repeat {i}: sweep/hand wall {s['wall_s'] / h['wall_s']:.2f}x, "
+              f"CPU {s['cpu_s'] / h['cpu_s']:.2f}x")

@@ -1,0 +1,255 @@
+"""A multirun's configurations run as one flat (configuration, seed) task list.
+
+Hydra's basic launcher runs one configuration after the other, each as a Hydra job composed
+from scratch, its seeds fanned out on their own: a sweep of deterministic configurations (one
+seed each) used one core, and paid per configuration for Hydra's job set-up, its figures and
+its runs (issue 23: x16-19 the cost of a hand-written loop). Here, under ``hydra/launcher=basic``
+(the default), the sweeper (``hydra_plugins.drevt_sweeper``) hands the grid to :func:`sweep`:
+
+1. the jobs are expanded with Hydra's parser and composed once per distinct choice of groups
+   (``grid.py``), in waves of ``WAVE`` configurations, never all at once (memory);
+2. each configuration of a wave is prepared as ``drevt-sweep`` prepares a Hydra job
+   (``app.prepare_configuration``: its folder, its parent run, the trace -- read once for the
+   whole sweep --, its spec and the seeds still to run; with ``resume=true`` the FINISHED seeds
+   of the whole sweep are looked up in one query);
+3. the wave's seeds run as one task list, in chunks over the configured back-end
+   (``seeds.run_tasks``: loky, threading, dask, ray);
+4. each configuration is completed as a Hydra job is (``app.complete_configuration``: its
+   outputs, its runs, ``result.json``); figures only when ``figures`` asks for them.
+
+Every configuration keeps the guarantees of the Hydra job path: a failure fails it alone (a
+worker that dies fails the configurations of its wave: ``resume=true`` runs them again), an
+interrupt marks every configuration of the wave KILLED (nothing left RUNNING) and goes up, and
+the results are byte-identical to the job path (``tests/test_sweep_scale.py``). Any other
+launcher (joblib, submitit, slurm), a search, or a swept ``parallel.*``/``hydra.*`` key gets
+the jobs one by one, as Hydra's basic sweeper would hand them out.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+
+from omegaconf import DictConfig, OmegaConf, open_dict, read_write
+
+from ..errors import ConfigError
+
+log = logging.getLogger("drevt_sweep")
+
+WAVE = 256  # configurations prepared, run and completed together (bounded memory)
+# figures=auto draws each configuration's figures (and writes its schedule file) up to this
+# many configurations: 2-4 s each on 2 cores (issue 23), more than most simulations cost.
+FIGURES_AUTO_MAX = 8
+FIGURE_CHOICES = ("auto", "per_configuration", "none")
+
+
+def figures_wanted(choice: str, configurations: int) -> bool:
+    """Whether each configuration draws its figures (``figures=``, see ``FIGURES_AUTO_MAX``)."""
+    if choice == "auto":
+        return configurations <= FIGURES_AUTO_MAX
+    return choice == "per_configuration"
+
+
+def engine_applies(config: DictConfig, jobs: list[list[str]]) -> bool:
+    """The task-list engine runs the sweep: Hydra's basic launcher, no search, and nothing
+    swept that decides how the seeds run (``parallel.*``) or how Hydra runs a job."""
+    launcher = str(OmegaConf.select(config, "hydra.launcher._target_", default="") or "")
+    if not launcher.endswith("BasicLauncher"):
+        return False
+    if str(getattr(config.search.kind, "value", config.search.kind)) != "none":
+        return False
+    keys = {line.split("=", 1)[0].lstrip("+~") for job in jobs for line in job}
+    swept = {k for k in keys if len({line for job in jobs for line in job
+                                     if line.split("=", 1)[0].lstrip("+~") == k}) > 1}
+    return not any(k.startswith(("parallel.", "hydra.", "hydra/")) for k in swept)
+
+
+def sweep(sweeper, arguments: list[str]) -> list:
+    """The sweeper's ``sweep``: Hydra's grid, run by the task-list engine where it applies."""
+    from . import grid
+
+    config = sweeper.config
+    params = [f"{k}={v}" for k, v in sweeper.params.items()]
+    try:
+        jobs = grid.expand(params + list(arguments), sweeper.hydra_context.config_loader)
+    except ConfigError as exc:
+        raise SystemExit(f"drevt-sweep: error: {exc}") from None
+    sweep_dir = Path(config.hydra.sweep.dir)
+    sweep_dir.mkdir(parents=True, exist_ok=True)
+    OmegaConf.save(config, sweep_dir / "multirun.yaml")
+    if not engine_applies(config, jobs):
+        size = sweeper.max_batch_size or len(jobs)
+        returns = []
+        for start in range(0, len(jobs), size):
+            returns.append(sweeper.launcher.launch(jobs[start:start + size], initial_job_idx=start))
+        return returns
+    run_grid(sweeper, jobs)
+    return []
+
+
+def run_grid(sweeper, jobs: list[list[str]]) -> None:
+    """Prepare, run and complete the configurations, a wave at a time (see the module)."""
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.core.utils import setup_globals
+
+    from . import app, grid
+    from .seeds import Progress
+
+    config = sweeper.config
+    setup_globals()
+    _log_to_sweep_folder(config)
+    composer = grid.composer_for(sweeper.hydra_context.config_loader, config)
+    figures = figures_wanted(str(config.figures), len(jobs))
+    traces = _Traces()
+    tracker = app._tracker(config) if config.tracking.enabled else None
+    if tracker is not None:
+        app.start_sweep_run(tracker, config, Path(config.hydra.sweep.dir))
+    finished = tracker.finished_seed_runs(None) if tracker is not None and config.resume else None
+    from .first_run import compile_if_cold
+
+    compile_if_cold()  # a fresh install: say so while numba compiles (the Hydra job path does it in _app)
+    workers = _warm_workers(config)
+    total = len(jobs)
+    progress = Progress(total, "sweep", enabled=bool(config.progress))
+    log.info("sweep: %d configurations (composed once per choice of groups; figures %s)",
+             total, "per configuration" if figures else "off: drevt-sweep-report draws the sweep")
+    for start in range(0, total, WAVE):
+        wave = []
+        try:
+            for num in range(start, min(start + WAVE, total)):
+                job = composer.job(num, jobs[num])
+                cfg = _job_config(job.config)
+                HydraConfig.instance().set_config(cfg)
+                task = grid.task_config(cfg)
+                run = app.begin_configuration(task, HydraConfig.get(), figures=figures)
+                run.remember = total <= WAVE
+                run.deferred, run.tracker = tracker is not None, tracker
+                _write_overrides(run.out_dir, job.overrides)
+                with app.configuration_errors(run, final=False):
+                    run.result["status"] = "PREPARING"
+                    app.prepare_configuration(run, load=traces.load, finished=finished)
+                    run.result["status"] = "RUNNING"
+                    wave.append(run)
+            if workers is not None:
+                workers.join()
+                workers = None
+            try:
+                results = _run_wave(wave, traces, config)
+            except Exception as exc:  # noqa: BLE001 - a dead worker: the wave's configurations
+                for run in wave:      # fail, each with one line, the sweep goes on
+                    with app.configuration_errors(run, final=True):
+                        raise exc
+                continue
+            for run in wave:
+                with app.configuration_errors(run, final=False):
+                    app.complete_configuration(run, results.get(id(run), []))
+                    run.result["status"] = "COMPLETING" if run.result["status"] == "FINISHED" else "RUNNING"
+                progress.advance()
+            _end_wave(wave, tracker)
+        except KeyboardInterrupt as exc:
+            for run in wave:
+                if run.result["status"] in ("RUNNING", "PREPARING", "COMPLETING"):
+                    app.kill_configuration(run, exc)
+                    app.write_result(run)
+            raise
+
+
+def _end_wave(wave, tracker) -> None:
+    """Wait for the store once for the whole wave, then write every result.json (a store that
+    failed fails the configurations whose runs it did not take)."""
+    from . import app
+
+    pending = [run for run in wave if run.result["status"] == "COMPLETING"]
+    try:
+        if tracker is not None:
+            tracker.wait()
+    except Exception as exc:  # noqa: BLE001 - the store failed: these configurations did too
+        for run in pending:
+            run.result["status"] = "RUNNING"
+            with app.configuration_errors(run, final=True):
+                raise exc
+        return
+    for run in pending:
+        run.result["status"] = "FINISHED"
+        app.write_result(run)
+
+
+def _run_wave(wave, traces: "_Traces", config: DictConfig) -> dict:
+    """Every seed still to run of a wave's configurations, as one task list."""
+    from . import app
+    from .seeds import SeedTask, run_tasks
+
+    tasks = [SeedTask(id(run), traces.index(run.jobs), run.spec, seed, seed == run.keep)
+             for run in wave for seed in run.todo]
+    if not tasks:
+        return {}
+    return run_tasks(traces.tables, tasks, n_jobs=int(config.parallel.n_jobs),
+                     backend=app._value(config.parallel.backend),
+                     backend_options=app._backend_options(config),
+                     chunk_size=config.parallel.chunk_size)
+
+
+class _Traces:
+    """The sweep's job tables, each read once: configurations on one trace share its table."""
+
+    def __init__(self) -> None:
+        self.tables: list = []
+        self._by_key: dict = {}
+        self._index: dict[int, int] = {}
+
+    def load(self, path, options, cache_dir=None):
+        from ..trace.cache import load_trace
+
+        key = (str(path), repr(options), str(cache_dir))
+        if key not in self._by_key:
+            table = load_trace(path, options, cache_dir=cache_dir)
+            self._by_key[key] = table
+            self._index[id(table)] = len(self.tables)
+            self.tables.append(table)
+        return self._by_key[key]
+
+    def index(self, table) -> int:
+        return self._index[id(table)]
+
+
+def _job_config(cfg: DictConfig) -> DictConfig:
+    """What Hydra's ``run_job`` sets before the task runs: the job's output folder."""
+    output_dir = os.path.join(str(OmegaConf.select(cfg, "hydra.sweep.dir")),
+                              str(OmegaConf.select(cfg, "hydra.sweep.subdir")))
+    with read_write(cfg.hydra.runtime), open_dict(cfg.hydra.runtime):
+        cfg.hydra.runtime.output_dir = os.path.abspath(output_dir)
+    return cfg
+
+
+def _write_overrides(out_dir: Path, overrides: list[str]) -> None:
+    """``.hydra/overrides.yaml``, which the report reads for a configuration's command (the
+    other two ``.hydra`` files are not written: ``config.yaml`` is in the job folder)."""
+    folder = out_dir / ".hydra"
+    try:
+        folder.mkdir(exist_ok=True)
+        OmegaConf.save(OmegaConf.create(list(overrides)), folder / "overrides.yaml")
+    except OSError as exc:
+        log.warning("Hydra's overrides.yaml not saved in %s: %s", folder, exc.strerror)
+
+
+def _log_to_sweep_folder(config: DictConfig) -> None:
+    """One log file for the sweep (``<sweep dir>/drevt-sweep.log``) instead of one per job."""
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.core.utils import configure_log
+
+    import copy
+
+    cfg = copy.deepcopy(config)
+    with read_write(cfg.hydra), open_dict(cfg.hydra):
+        cfg.hydra.runtime.output_dir = os.path.abspath(str(config.hydra.sweep.dir))
+    HydraConfig.instance().set_config(cfg)
+    configure_log(cfg.hydra.job_logging, cfg.hydra.verbose)
+
+
+def _warm_workers(config: DictConfig):
+    from . import app
+    from .seeds import start_workers
+
+    backfill = None if config.policy.replay else app._value(config.policy.backfill)
+    return start_workers(int(config.parallel.n_jobs), app._value(config.parallel.backend), backfill)

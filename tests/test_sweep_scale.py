@@ -1,0 +1,210 @@
+"""Sweeps at scale (issue 23): the grid composed once per choice of groups gives Hydra's own
+configs; the task-list engine gives the per-configuration (Hydra job) path's results byte for
+byte, whatever the chunk size or back-end; malformed sweeps and odd n_jobs say one line."""
+
+from __future__ import annotations
+
+import logging
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hydra import initialize_config_module
+from hydra.core.global_hydra import GlobalHydra
+from hydra.types import RunMode
+from omegaconf import OmegaConf, open_dict
+
+from drevt_sweep.errors import ConfigError
+from drevt_sweep.sweep import grid
+from drevt_sweep.sweep.batch import figures_wanted, FIGURES_AUTO_MAX
+from drevt_sweep.sweep.config import register_configs
+from drevt_sweep.sweep.validate import check_sweep
+from drevt_sweep.tracking.store import shortened
+
+from sweep_helpers import TINY, run_sweep
+
+BASE = ["trace=custom", f"trace.path={TINY}", "format=simple", "format.queues=[all]",
+        "system=custom", "system.total_nodes=10", "tracking.enabled=false"]
+
+
+@pytest.fixture(scope="module")
+def loader():
+    register_configs()
+    with initialize_config_module(version_base="1.3", config_module="drevt_sweep.conf"):
+        yield GlobalHydra.instance().config_loader()
+
+
+def master(loader, *overrides):
+    return loader.load_configuration("config", [*BASE, *overrides], RunMode.MULTIRUN)
+
+
+@pytest.mark.parametrize("overrides", [
+    ("policy=fcfs,easy", "run_time=actual,lognormal", "run_time.scale=0.5,0.8",
+     "system.total_nodes=8,10"),
+    ("experiment=machine_size",),  # a preset's hydra.sweeper.params
+    ("policy=glob(f*)", "seed=range(0,2)", "workload=load", "workload.load_factor=0.5,2"),
+])
+def test_each_job_is_the_config_hydra_composes(loader, overrides):
+    config = master(loader, *overrides)
+    jobs = grid.expand(grid.sweep_arguments(config), loader)
+    assert len(jobs) > 1
+    composer = grid.Composer(loader, config)
+    for num, job in enumerate(jobs):
+        ours = composer.job(num, job).config
+        theirs = loader.load_sweep_config(config, list(job))
+        with open_dict(theirs):
+            theirs.hydra.job.id = theirs.hydra.job.num = num
+        assert OmegaConf.to_container(ours) == OmegaConf.to_container(theirs), job
+        assert (OmegaConf.to_yaml(grid.task_config(ours), resolve=True)
+                == OmegaConf.to_yaml(grid.task_config(theirs), resolve=True))
+    # Hydra composed once per distinct choice of config groups, not once per job.
+    groups = {tuple(o for o in job if o.split("=")[0] in ("policy", "run_time", "workload",
+                                                        "system", "trace", "format", "experiment"))
+              for job in jobs}
+    assert composer.composed == len(groups) <= len(jobs)
+
+
+@pytest.mark.parametrize("override, named", [
+    ("seed=range(1,3),0", "a range() cannot be one item of a list"),
+    ("seed=range(0,3),range(5,6)", "a range() cannot be one item of a list"),
+    ("workload.load_factor=interval(0,1)", "interval() is for search sweepers"),
+    ("seed=range(0)", "the sweep has no configuration"),
+])
+def test_a_malformed_sweep_is_one_line_naming_it(loader, override, named):
+    with pytest.raises(ConfigError) as caught:
+        grid.expand(grid.sweep_arguments(master(loader, override)), loader)
+    message = str(caught.value)
+    assert message.startswith(override + ":") and named in message and "\n" not in message
+
+
+@pytest.mark.parametrize("override, key", [
+    ("replicates=${oc.env:DREVT_TEST_UNSET_VARIABLE}", "replicates"),
+    ("seed=${now:}", "seed"),  # Hydra's resolver wants a format
+])
+def test_a_value_that_cannot_be_resolved_is_one_problem(loader, override, key):
+    problems = check_sweep(master(loader, override, "policy=fcfs,easy"))
+    assert len(problems) == 1 and problems[0].startswith(key + ":") and "\n" not in problems[0]
+
+
+def test_a_sweep_of_hundreds_of_configurations_is_checked_in_one_pass(loader):
+    config = master(loader, "policy=fcfs,easy", "system.total_nodes=range(1,101)")
+    assert check_sweep(config) == []
+    bad = master(loader, "policy=fcfs,easy", "system.total_nodes=range(0,100)")
+    assert check_sweep(bad) == ["system.total_nodes=0: must be >= 1"]
+
+
+def test_figures_are_drawn_for_small_sweeps_only_unless_asked():
+    assert figures_wanted("auto", FIGURES_AUTO_MAX) and not figures_wanted("auto", FIGURES_AUTO_MAX + 1)
+    assert figures_wanted("per_configuration", 10_000) and not figures_wanted("none", 1)
+
+
+def test_values_over_mlflows_limits_are_cut_with_a_marker():
+    queues = ",".join(f"queue{i}" for i in range(1200))  # issue 29's 1,200-queue list
+    cut = shortened(queues, 6000)
+    assert len(cut) == 6000 and cut.startswith(queues[:5000]) and "cut: " in cut
+    assert shortened("fcfs", 6000) == "fcfs"
+
+
+def test_a_trace_name_mlflow_refuses_stops_the_sweep_before_it_runs(loader):
+    problems = check_sweep(master(loader, "tracking.enabled=true", "trace.name=" + "x" * 501))
+    assert any(p.startswith("trace.name=") and "500" in p for p in problems)
+
+
+def test_n_jobs_that_leaves_no_core_runs_one_worker_and_says_so(caplog):
+    from drevt_sweep.sweep.backends import local_workers
+
+    with caplog.at_level(logging.WARNING, logger="drevt_sweep"):
+        assert local_workers(-100) == 1
+    assert "parallel.n_jobs=-100 leaves no core" in caplog.text
+    assert local_workers(-1) >= 1 and local_workers(3) == 3
+
+
+# ---------------------------------------------------------------- real multiruns
+def _store(root: Path):
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=f"sqlite:///{root / 'out' / 'mlflow.db'}")
+    experiment = client.get_experiment_by_name("drevt-sweep")
+    runs = client.search_runs([experiment.experiment_id], max_results=5000)
+    return {r.info.run_id: r for r in runs}
+
+
+def _tracked(root: Path) -> dict:
+    """Every configuration and seed run's metrics, params and status, by label (and seed)."""
+    runs = _store(root)
+    out = {}
+    for run in runs.values():
+        kind = run.data.tags.get("drevt_kind")
+        params = {k: v for k, v in run.data.params.items() if k != "paths.root"}
+        if kind == "seed":
+            parent = runs[run.data.tags["mlflow.parentRunId"]]
+            out[(parent.data.tags["drevt_label"], run.data.params["seed"])] = (
+                run.data.metrics, params, run.info.status)
+        elif kind == "configuration":
+            out[run.data.tags["drevt_label"]] = (run.data.metrics, params, run.info.status)
+    return out
+
+
+MIXED = ("policy=fcfs,easy", "run_time=actual,lognormal", "system.total_nodes=8,10",
+         "replicates=3", "tracking.enabled=true")
+
+
+@pytest.mark.slow
+def test_the_engine_gives_the_hydra_job_paths_results_byte_for_byte(tmp_path):
+    # The reference: Hydra's own sweeper and launcher, one Hydra job per configuration.
+    run_sweep(tmp_path / "jobs", *MIXED, "hydra/sweeper=basic")
+    variants = {"chunk1": ("parallel.chunk_size=1",), "chunk5": ("parallel.chunk_size=5",),
+                "threads": ("parallel.backend=threading",), "serial": ("parallel.n_jobs=1",)}
+    reference = _tracked(tmp_path / "jobs")
+    assert len(reference) == 8 + 8 * 2  # 8 configurations; the 4 stochastic ones x 3 seeds
+    for name, extra in variants.items():
+        run_sweep(tmp_path / name, *MIXED, *extra)
+        for job in range(8):
+            for file in ("seed_metrics.csv",):
+                assert ((tmp_path / name / "sweep" / str(job) / file).read_bytes()
+                        == (tmp_path / "jobs" / "sweep" / str(job) / file).read_bytes()), (name, job)
+        assert ((tmp_path / name / "sweep" / "summary.csv").read_bytes()
+                == (tmp_path / "jobs" / "sweep" / "summary.csv").read_bytes()), name
+        assert _tracked(tmp_path / name) == reference, name
+
+
+@pytest.mark.slow
+def test_runs_nest_sweep_configuration_seed_and_the_sweep_run_names_the_best(tmp_path):
+    run_sweep(tmp_path, "policy=fcfs,easy", "run_time=actual", "tracking.enabled=true")
+    runs = _store(tmp_path)
+    sweeps = [r for r in runs.values() if r.data.tags.get("drevt_kind") == "sweep"]
+    assert len(sweeps) == 1 and sweeps[0].info.status == "FINISHED"
+    sweep = sweeps[0]
+    assert sweep.info.run_name == f"sweep {(tmp_path / 'sweep').name}"
+    configurations = [r for r in runs.values() if r.data.tags.get("drevt_kind") == "configuration"]
+    assert {r.data.tags["mlflow.parentRunId"] for r in configurations} == {sweep.info.run_id}
+    for seed in (r for r in runs.values() if r.data.tags.get("drevt_kind") == "seed"):
+        assert runs[seed.data.tags["mlflow.parentRunId"]].data.tags["drevt_kind"] == "configuration"
+    best = min(configurations, key=lambda r: r.data.metrics["wait_mean"])
+    assert sweep.data.metrics["best_wait_mean"] == best.data.metrics["wait_mean"]
+    assert sweep.data.tags["drevt_best_wait_mean"] == best.info.run_name
+    assert best.info.run_id in sweep.data.tags["mlflow.note.content"]
+    assert sweep.data.metrics["configurations"] == 2
+    # Each configuration's files are its artifacts, copied beside the bulk-written run.
+    client_root = Path(best.info.artifact_uri.replace("file://", ""))
+    assert (client_root / "config.yaml").is_file() and (client_root / "seed_metrics.csv").is_file()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("override", ["seed=range(1,3),0", "workload.load_factor=interval(0,1)",
+                                      "seed=${now:}", "replicates=${oc.env:UNSET}", "seed=range(0)"])
+def test_a_malformed_sweep_exits_2_with_one_line_and_no_traceback(tmp_path, override):
+    proc = run_sweep(tmp_path, override, "tracking.enabled=false", check=False)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("drevt-sweep: error: "), proc.stderr
+    assert not (tmp_path / "sweep").exists() or not list((tmp_path / "sweep").glob("*/result.json"))
+
+
+@pytest.mark.slow
+def test_n_jobs_of_one_worker_ends_the_sweep_cleanly(tmp_path):
+    proc = run_sweep(tmp_path, "run_time=lognormal", "replicates=3", "parallel.n_jobs=-100",
+                     "tracking.enabled=false")
+    assert "Exception ignored" not in proc.stderr and "AttributeError" not in proc.stderr
+    assert "parallel.n_jobs=-100 leaves no core" in proc.stderr + proc.stdout
