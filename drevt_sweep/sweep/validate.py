@@ -12,6 +12,7 @@ from __future__ import annotations
 import difflib
 import functools
 import math
+from pathlib import Path
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
