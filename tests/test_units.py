@@ -54,3 +54,20 @@ def test_search_html_shows_its_metric_in_its_unit_without_exponents(tmp_path):
     assert cells[:5] == ["0.0001", "416.67", "± 55.56", "4", "fail"]  # 1.5e6 s = 416.67 h
     assert cells[10:13] == ["2000000", "1.00", ""]  # one number of decimals for the column
     assert plain(0.32500000000000007) == "0.325"  # float noise does not reach the page
+
+
+def test_the_sweep_summary_shows_each_metric_in_the_reports_unit():
+    """Issue 24 item 7: one unit per metric in the terminal, summary.csv and the report."""
+    from drevt_sweep.sweep.app import format_summary, summary_frame
+
+    result = {"name": "easy", "status": "FINISHED", "seeds": [0, 1],
+              "metrics": {"wait_mean": 7200.0, "wait_mean_ci95": 360.0, "wait_p95": 36000.0,
+                          "bsld_mean": 3.5, "utilization": 0.625, "makespan": 86400.0,
+                          "jobs_rejected": 0}}
+    frame = summary_frame([result])
+    row = frame.iloc[0]
+    assert row["wait_mean_h"] == 2.0 and row["wait_mean_h_ci95"] == 0.1
+    assert row["wait_p95_h"] == 10.0 and row["utilization_pct"] == 62.5 and row["makespan_h"] == 24.0
+    table = format_summary(frame)
+    assert "mean wait (h)" in table and "2.00 ± 0.10" in table and "utilization (%)" in table
+    assert "62.5" in table

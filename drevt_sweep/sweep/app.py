@@ -823,14 +823,23 @@ def _fail_run(tracker, run_id: str, message: str, out_dir: Path) -> None:
 
 # ---------------------------------------------------------------- the sweep summary
 # summary.csv's metric columns: (metric, column with its unit, divisor from the metric's unit)
-SUMMARY_UNITS = (("wait_mean", "wait_mean_s", 1.0), ("wait_p95", "wait_p95_s", 1.0),
-                 ("bsld_mean", "bsld_mean", 1.0), ("utilization", "utilization", 1.0),
-                 ("makespan", "makespan_h", 3600.0), ("jobs_rejected", "jobs_rejected", 1.0))
+def _summary_units():
+    """(metric, column, scale) of the summary: the shared display unit of each metric
+    (``drevt_sweep/units.py``, as in the report and search.html), named in the column."""
+    from ..units import UNITS
+
+    suffix = {"h": "_h", "%": "_pct"}
+    return tuple((metric, metric + suffix.get(UNITS[metric].name, ""), UNITS[metric].scale)
+                 for metric in ("wait_mean", "wait_p95", "bsld_mean", "utilization", "makespan",
+                                "jobs_rejected"))
+
+
+SUMMARY_UNITS = _summary_units()
 
 
 def summary_frame(results: list[dict]):
     """One row per configuration: mean ± 95% CI of the key metrics (each column named with
-    its unit: ``wait_mean_s``, ``makespan_h``), the jobs rejected (too big for the machine: a
+    its unit: ``wait_mean_h``, ``utilization_pct``), the jobs rejected (too big for the machine: a
     smaller machine's mean wait is over fewer jobs), and the status."""
     import pandas as pd
 
@@ -861,9 +870,9 @@ def format_summary(frame) -> str:
         return text
 
     table = frame[["configuration", "status", "seeds"]].copy()
-    for column, header, digits in (("wait_mean_s", "mean wait (s)", 1), ("wait_p95_s", "p95 wait (s)", 1),
+    for column, header, digits in (("wait_mean_h", "mean wait (h)", 2), ("wait_p95_h", "p95 wait (h)", 2),
                                    ("bsld_mean", "bounded slowdown", 2),
-                                   ("utilization", "utilization (0-1)", 3),
+                                   ("utilization_pct", "utilization (%)", 1),
                                    ("makespan_h", "makespan (h)", 1)):
         table[header] = [pm(v, h, digits) for v, h in zip(frame[column], frame[f"{column}_ci95"])]
     rejected = frame["jobs_rejected"]
