@@ -20,6 +20,9 @@ def _shipped_folders() -> set[str]:
                 rel = folder.relative_to(base).parts
                 if not any(part == "__pycache__" for part in rel):
                     folders.add(".".join((package, *rel)))
+    # Hydra plugins ship from the top-level namespace package (found by Hydra's plugin scan).
+    for init in (ROOT / "hydra_plugins").glob("*/__init__.py"):
+        folders.add(f"hydra_plugins.{init.parent.name}")
     return folders
 
 

@@ -17,7 +17,7 @@ from omegaconf import OmegaConf, open_dict
 
 from drevt_sweep.errors import ConfigError
 from drevt_sweep.sweep import grid
-from drevt_sweep.sweep.batch import figures_wanted, FIGURES_AUTO_MAX
+from drevt_sweep.sweep.figure_choice import FIGURES_AUTO_MAX, figures_wanted
 from drevt_sweep.sweep.config import register_configs
 from drevt_sweep.sweep.validate import check_sweep
 from drevt_sweep.tracking.store import shortened

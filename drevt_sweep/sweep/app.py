@@ -311,7 +311,7 @@ def begin_configuration(cfg: DictConfig, hydra_cfg, figures: bool | None = None)
     result["marks"] = {**_marks, "configuration": time.time()}
     started = time.perf_counter()
     if figures is None:  # one configuration of its own (a Hydra job)
-        from .batch import figures_wanted
+        from .figure_choice import figures_wanted
 
         figures = figures_wanted(str(cfg.figures), 1)
     return Configuration(cfg, hydra_cfg, out_dir, label, name, result_config(cfg), result,

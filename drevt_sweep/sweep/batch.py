@@ -34,21 +34,11 @@ from pathlib import Path
 from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
 from ..errors import ConfigError
+from .figure_choice import figures_wanted
 
 log = logging.getLogger("drevt_sweep")
 
 WAVE = 256  # configurations prepared, run and completed together (bounded memory)
-# figures=auto draws each configuration's figures (and writes its schedule file) up to this
-# many configurations: 2-4 s each on 2 cores (issue 23), more than most simulations cost.
-FIGURES_AUTO_MAX = 8
-FIGURE_CHOICES = ("auto", "per_configuration", "none")
-
-
-def figures_wanted(choice: str, configurations: int) -> bool:
-    """Whether each configuration draws its figures (``figures=``, see ``FIGURES_AUTO_MAX``)."""
-    if choice == "auto":
-        return configurations <= FIGURES_AUTO_MAX
-    return choice == "per_configuration"
 
 
 def engine_applies(config: DictConfig, jobs: list[list[str]]) -> bool:

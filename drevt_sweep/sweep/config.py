@@ -286,7 +286,7 @@ class SweepConfig:
     progress: bool = True
     wait_for_folder: bool = False  # another drevt-sweep on the folder: wait, not exit 2
     # Each configuration's figures (and its kept schedule file): auto = only in sweeps of up to
-    # sweep/batch.py's FIGURES_AUTO_MAX configurations; per_configuration; none.
+    # sweep/figure_choice.py's FIGURES_AUTO_MAX configurations; per_configuration; none.
     figures: str = "auto"
 
 

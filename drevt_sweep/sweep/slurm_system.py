@@ -50,7 +50,7 @@ def identity_settings(settings: dict) -> dict:
     """The result settings as they identify a configuration (its hash, its params): a named
     slurm.conf adds its sha256, since a changed file must not resume old results; the keys
     this feature added are left out while unset (``system.slurm_conf: null``,
-    ``policy.fairshare: classic``), so that earlier sweeps keep their hashes and resume."""
+    ``policy.fairshare: classic``, ``policy.estimate_refresh: submit``), so that earlier sweeps keep their hashes and resume."""
     system, policy = settings.get("system"), settings.get("policy")
     if isinstance(system, dict) and "slurm_conf" in system:
         if system["slurm_conf"] is None:
@@ -62,6 +62,7 @@ def identity_settings(settings: dict) -> dict:
             except OSError:
                 digest = None  # reported when the machine is built
             system = {**system, "slurm_conf_sha256": digest}
-    if isinstance(policy, dict) and policy.get("fairshare") == "classic":
-        policy = {k: v for k, v in policy.items() if k != "fairshare"}
+    defaults = {"fairshare": "classic", "estimate_refresh": "submit"}  # keys added in 2026-12
+    if isinstance(policy, dict):
+        policy = {k: v for k, v in policy.items() if k not in defaults or v != defaults[k]}
     return {**settings, "system": system, "policy": policy}

@@ -76,7 +76,7 @@ def check_config(cfg: DictConfig) -> list[str]:
         c.fail("resume", True, "needs the tracking store (tracking.enabled=false): only the store "
                "knows which seeds finished")
     _check_tracking_limits(c)
-    from .batch import FIGURE_CHOICES
+    from .figure_choice import FIGURE_CHOICES
 
     if str(c.get("figures")) not in FIGURE_CHOICES:
         c.fail("figures", c.get("figures"), "must be " + ", ".join(FIGURE_CHOICES))
