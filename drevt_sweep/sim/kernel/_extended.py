@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ._kernels import _run_insert, _run_remove, _shadow
+from ._kernels import _heap_pop, _heap_push, _run_insert, _run_remove, _shadow
 
 DYN_NONE = 0
 DYN_MULTIFACTOR = 1
@@ -36,50 +36,6 @@ RESCALE_BY = 2.0**-600
 
 
 # --- a binary min-heap over (time, job), ties by job as the reference's tuples ---------------
-
-
-@njit(cache=True)
-def _before(t, j, u, k):
-    return t < u or (t == u and j < k)
-
-
-@njit(cache=True)
-def _hpush(hk, hj, size, t, j):
-    i = size
-    while i > 0:
-        p = (i - 1) >> 1
-        if not _before(t, j, hk[p], hj[p]):
-            break
-        hk[i] = hk[p]
-        hj[i] = hj[p]
-        i = p
-    hk[i] = t
-    hj[i] = j
-    return size + 1
-
-
-@njit(cache=True)
-def _hpop(hk, hj, size):
-    size -= 1
-    if size == 0:
-        return 0
-    t = hk[size]
-    j = hj[size]
-    i = 0
-    while True:
-        c = 2 * i + 1
-        if c >= size:
-            break
-        if c + 1 < size and _before(hk[c + 1], hj[c + 1], hk[c], hj[c]):
-            c += 1
-        if not _before(hk[c], hj[c], t, j):
-            break
-        hk[i] = hk[c]
-        hj[i] = hj[c]
-        i = c
-    hk[i] = t
-    hj[i] = j
-    return size
 
 
 # --- sorted job arrays by (value, FCFS rank) -------------------------------------------------
@@ -264,7 +220,7 @@ def run_extended(submit, limit, nodes, dur, arrivals, rank, total, mode, estimat
         changed = (H > 0 and hk[0] <= now) or (O > 0 and ok_[0] <= now) or (a < n_arr and submit[arrivals[a]] <= now)
         while H > 0 and hk[0] <= now:
             j = hj[0]
-            H = _hpop(hk, hj, H)
+            H = _heap_pop(hk, hj, H)
             R = _run_remove(re, rj, rn, R, est[j], j)
             free += nodes[j]
             if dyn == DYN_MULTIFACTOR:
@@ -282,7 +238,7 @@ def run_extended(submit, limit, nodes, dur, arrivals, rank, total, mode, estimat
         while O > 0 and ok_[0] <= now:
             j = oj[0]
             e = ok_[0]
-            O = _hpop(ok_, oj, O)
+            O = _heap_pop(ok_, oj, O)
             R = _run_remove(re, rj, rn, R, e, j)
             plan[j] = limit[j]
             est[j] = begin[j] + limit[j]
@@ -398,9 +354,9 @@ def _start(j, now, begin, end, est, plan, dur, limit, nodes, re, rj, rn, R, hk, 
     end[j] = now + dur[j]
     est[j] = now + plan[j]
     R = _run_insert(re, rj, rn, R, est[j], j, nodes[j])
-    H = _hpush(hk, hj, H, end[j], j)
+    H = _heap_push(hk, hj, H, end[j], j)
     if planning and est[j] < end[j] and plan[j] < limit[j]:
-        O = _hpush(ok_, oj, O, est[j], j)
+        O = _heap_push(ok_, oj, O, est[j], j)
     if fairshare:
         lf = leaf[j]
         runn[lf] += nodes[j]

@@ -58,6 +58,13 @@ MODE_EASY_DREVT = 2
 
 
 # --- completions: binary min-heap over (real end, job) ---------------------------------------
+# Ties in time are popped in job order: the pool kernels do not depend on the order of jobs
+# ending at one instant, but fair-share accounting (``_extended``) adds their usage in it.
+
+
+@njit(cache=True, _nrt=False, inline="always")
+def _before(t, j, u, k):
+    return t < u or (t == u and j < k)
 
 
 @njit(cache=True, _nrt=False)
@@ -65,7 +72,7 @@ def _heap_push(hk, hj, size, t, j):
     i = size
     while i > 0:
         p = (i - 1) >> 1
-        if hk[p] <= t:
+        if not _before(t, j, hk[p], hj[p]):
             break
         hk[i] = hk[p]
         hj[i] = hj[p]
@@ -88,9 +95,9 @@ def _heap_pop(hk, hj, size):
         c = 2 * i + 1
         if c >= size:
             break
-        if c + 1 < size and hk[c + 1] < hk[c]:
+        if c + 1 < size and _before(hk[c + 1], hj[c + 1], hk[c], hj[c]):
             c += 1
-        if hk[c] >= t:
+        if not _before(hk[c], hj[c], t, j):
             break
         hk[i] = hk[c]
         hj[i] = hj[c]

@@ -1,0 +1,152 @@
+"""md5 of every compiled-kernel schedule on the benchmark traces, to prove a kernel refactor
+changes nothing (issue 25 item 1: bit-identical schedules for every policy, estimate and machine).
+
+    python benchmarks/kernel_md5.py record benchmarks/kernel_md5.json   # before the change
+    python benchmarks/kernel_md5.py check benchmarks/kernel_md5.json    # after each step
+
+A case is a trace x machine kind (pool, exclusive partitions, shared nodes) x priority x
+backfill x compression order x estimate x backfill order x enforce_limits; its value is the md5
+of the begin and end arrays (float64 bytes, NaN for rejected jobs) from the compiled kernel
+(``kernel="fast"``). Traces: KTH-SP2, LANL-CM5 (its first 40,000 jobs), KTH-SP2 at load x1.4
+(heavy: long queues) and a generated shared-node workload (``bench_machine.shared_workload``).
+``check`` prints every case that differs and exits 1 if any does.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+if str(HERE) not in sys.path:
+    sys.path.insert(0, str(HERE))
+
+KTH = REPO / "drevt_sweep" / "data" / "traces" / "KTH-SP2-1996-2.1-cln.swf.gz"
+LANL = Path("/work/shared/traces/LANL-CM5-1994-4.1-cln.swf.gz")
+LANL_JOBS = 40_000
+SHARED_JOBS = 20_000
+
+STATIC = ("fcfs", "sjf", "ljf", "smallest", "largest", "f1", "f3")
+DYNAMIC = ("multifactor", "wfp3", "unicef")
+QUEUE_BACKFILLS = ("none", "easy", "easy_drevt")
+COMPRESSIONS = ("compress_first", "interleaved", "one_pass")
+MULTIFACTOR = {"weights": {"age": 1000, "fairshare": 0, "job_size": 1000, "partition": 0}}
+
+
+def _traces():
+    from drevt_sweep.sim.workload import WorkloadSpec, apply_workload
+    from drevt_sweep.trace import ReadOptions, read_trace
+
+    opts = ReadOptions(trace_format="swf", force_simulation=True)
+    kth = read_trace(KTH, opts)
+    out = {"KTH-SP2": (kth, 100), "KTH-SP2x1.4": (apply_workload(kth, WorkloadSpec(load_factor=1.4))[0], 100)}
+    if LANL.exists():
+        lanl = read_trace(LANL, opts)
+        out["LANL-CM5"] = (lanl.take(np.arange(min(LANL_JOBS, len(lanl)))), 1024)
+    return out
+
+
+def _pool_cases():
+    """(name, simulate keyword arguments) for one pool."""
+    for p in STATIC:
+        for b in QUEUE_BACKFILLS:
+            yield f"{p}/{b}", dict(priority=p, backfill=b)
+        for c in COMPRESSIONS:
+            yield f"{p}/conservative/{c}", dict(priority=p, backfill="conservative", compression=c)
+    for c in COMPRESSIONS:
+        yield f"fcfs/conservative/{c}/no-limits", dict(backfill="conservative", compression=c, enforce_limits=False)
+    yield "fcfs/easy/no-limits", dict(backfill="easy", enforce_limits=False)
+    for p in DYNAMIC:
+        params = MULTIFACTOR if p == "multifactor" else None
+        for b in QUEUE_BACKFILLS:
+            yield f"{p}/{b}", dict(priority=p, backfill=b, priority_params=params)
+    for e in ("actual", "user_history"):
+        for b in QUEUE_BACKFILLS:
+            yield f"fcfs/{b}/{e}", dict(backfill=b, estimate=e)
+        yield f"fcfs/easy/{e}/sjbf", dict(backfill="easy", estimate=e, backfill_order="sjbf")
+    yield "sjf/easy/user/sjbf", dict(priority="sjf", backfill="easy", backfill_order="sjbf")
+
+
+def _md5(schedule) -> str:
+    h = hashlib.md5()
+    h.update(np.ascontiguousarray(schedule.begin, dtype=np.float64).tobytes())
+    h.update(np.ascontiguousarray(schedule.end, dtype=np.float64).tobytes())
+    return h.hexdigest()
+
+
+def _partitioned(jobs, nodes):
+    """The same jobs on two exclusive partitions (every third job in the small one)."""
+    from drevt_sweep.sim.machine import Machine, Partition
+
+    code = (np.arange(len(jobs)) % 3 == 0).astype(np.int32)
+    split = dataclasses.replace(jobs, queue_code=code, queue_names=("big", "small"))
+    small = max(nodes // 4, 1)
+    machine = Machine("two", (Partition("big", nodes - small, queues=("big",)),
+                              Partition("small", small, queues=("small",))))
+    return split, machine
+
+
+def compute(only: str | None = None) -> dict[str, str]:
+    from bench_machine import _shared_machine, shared_workload
+
+    from drevt_sweep.sim.engine import simulate
+    from drevt_sweep.sim.partitioned import simulate_machine
+
+    out: dict[str, str] = {}
+    for trace, (jobs, nodes) in _traces().items():
+        rt = jobs.actual_run_time
+        for name, kw in _pool_cases():
+            key = f"{trace}/pool/{name}"
+            if only and only not in key:
+                continue
+            out[key] = _md5(simulate(jobs, rt, nodes, kernel="fast", **kw))
+        if trace == "KTH-SP2":
+            split, machine = _partitioned(jobs, nodes)
+            for name, kw in _pool_cases():
+                key = f"{trace}/partitions/{name}"
+                if only and only not in key:
+                    continue
+                out[key] = _md5(simulate_machine(split, rt, machine, kernel="fast", **kw))
+    sjobs = shared_workload(SHARED_JOBS)
+    machine = _shared_machine()
+    for p in ("fcfs", "sjf", "largest"):
+        for b in QUEUE_BACKFILLS + ("conservative",):
+            for enforce in (True, False):
+                key = f"shared/{p}/{b}" + ("" if enforce else "/no-limits")
+                if only and only not in key:
+                    continue
+                out[key] = _md5(simulate_machine(sjobs, sjobs.actual_run_time, machine, priority=p, backfill=b,
+                                                 enforce_limits=enforce, kernel="fast"))
+    return out
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) < 2 or argv[0] not in ("record", "check"):
+        print(__doc__)
+        return 2
+    what, path = argv[0], Path(argv[1])
+    only = argv[2] if len(argv) > 2 else None
+    t = time.perf_counter()
+    got = compute(only)
+    seconds = time.perf_counter() - t
+    if what == "record":
+        path.write_text(json.dumps(got, indent=1, sort_keys=True) + "\n")
+        print(f"{len(got)} cases recorded in {path} ({seconds:.0f} s)")
+        return 0
+    want = json.loads(path.read_text())
+    bad = [k for k in got if want.get(k) != got[k]]
+    for k in bad:
+        print(f"DIFFERS {k}: {want.get(k)} -> {got[k]}")
+    print(f"{len(got) - len(bad)} of {len(got)} cases identical ({seconds:.0f} s)")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
