@@ -114,7 +114,11 @@ def test_help_and_version_are_drevt_sweeps(tmp_path):
 
 
 @pytest.mark.slow
-def test_resume_continues_the_latest_sweep_folder_and_says_what_it_reused(tmp_path):
+def test_resume_continues_the_latest_sweep_folder_and_reuses_finished_seeds_bit_for_bit(tmp_path):
+    # One test for what two did with five sweeps (this file and test_sweep_e2e): the folder,
+    # the message, the reused seeds, the seed runs, and the results of a sweep run in one go.
+    from mlflow.tracking import MlflowClient
+
     env = {**os.environ, "PYTHONWARNINGS": "ignore"}
     args = ["run_time=normal", "policy=fcfs,easy"]
     first = subprocess.run(sweep_cmd(tmp_path, *args, "replicates=2"), capture_output=True,
@@ -126,8 +130,23 @@ def test_resume_continues_the_latest_sweep_folder_and_says_what_it_reused(tmp_pa
     assert again.returncode == 0, again.stderr[-2000:]
     assert list((tmp_path / "out" / "multirun").iterdir()) == [folder]  # no new folder
     assert f"resume: {folder}: reused 4 seeds, ran 2" in again.stdout
-    results = [json.loads(p.read_text()) for p in folder.glob("*/result.json")]
-    assert sorted(r["reused_seeds"] for r in results) == [[0, 1], [0, 1]]
+    results = {p.parent.name: json.loads(p.read_text()) for p in folder.glob("*/result.json")}
+    assert sorted(r["reused_seeds"] for r in results.values()) == [[0, 1], [0, 1]]
+    assert {r["status"] for r in results.values()} == {"FINISHED"}
+    client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'out' / 'mlflow.db'}")
+    runs = client.search_runs([client.get_experiment_by_name("drevt-sweep").experiment_id], max_results=1000)
+    seeds: dict[str, list[int]] = {}  # each configuration: one seed run per seed, none twice
+    for run in runs:
+        if run.data.tags.get("drevt_kind") == "seed":
+            seeds.setdefault(run.data.params["policy.name"], []).append(int(run.data.params["seed"]))
+    assert {name: sorted(found) for name, found in seeds.items()} == {"fcfs": [0, 1, 2], "easy": [0, 1, 2]}
+    # Across a resume the results are bit-identical to a sweep run in one go.
+    fresh = subprocess.run(sweep_cmd(tmp_path / "fresh", *args, "replicates=3"), capture_output=True,
+                           text=True, timeout=600, env=env)
+    assert fresh.returncode == 0, fresh.stderr[-2000:]
+    (in_one_go,) = (tmp_path / "fresh" / "out" / "multirun").iterdir()
+    for name, resumed in results.items():
+        assert resumed["metrics"] == json.loads((in_one_go / name / "result.json").read_text())["metrics"]
     refused = subprocess.run(sweep_cmd(tmp_path, *args, "resume=true", "tracking.enabled=false"),
                              capture_output=True, text=True, timeout=300)
     assert refused.returncode == 2 and "resume=True: needs the tracking store" in refused.stderr
