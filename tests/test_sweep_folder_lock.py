@@ -49,7 +49,9 @@ def test_a_second_sweep_on_a_folder_in_use_is_refused_in_one_line(tmp_path):
     assert f"the sweep folder {tmp_path / 'sweep'} is in use by another drevt-sweep" in errors[0]
     assert f"pid {first.pid}" in errors[0] and "Traceback" not in err
     parents = [r for r in runs(tmp_path) if r.data.tags.get("drevt_kind") == "configuration"]
-    assert len(parents) == 1  # only the first sweep's
+    # Only the first sweep's (the task-list engine writes a configuration's run with its seeds,
+    # so a first sweep stopped early may have none yet); never one of the refused second's.
+    assert len(parents) <= 1
 
 
 def test_with_wait_for_folder_the_second_resume_waits_and_runs_nothing_twice(tmp_path):

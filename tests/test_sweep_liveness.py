@@ -94,8 +94,9 @@ def test_a_live_sweep_in_another_pid_namespace_is_not_declared_dead(tmp_path):
     a = start(cmd, tag)
     try:
         deadline = time.time() + 240
-        while time.time() < deadline and not [r for r in _runs(tmp_path)
-                                              if r.info.status == "RUNNING"]:
+        # Read-only until A has made the store: a client opened here first would run MLflow's
+        # migrations beside A's ("duplicate column name: step").
+        while time.time() < deadline and not _running_read_only(tmp_path / "out" / "mlflow.db"):
             assert a.poll() is None, a.stderr.read()[-3000:]
             time.sleep(0.5)
         running = {r.info.run_id for r in _runs(tmp_path) if r.info.status == "RUNNING"}
@@ -139,3 +140,19 @@ def _parent(pid: int) -> int | None:
             return int(handle.read().rsplit(")", 1)[1].split()[1])
     except (OSError, ValueError, IndexError):
         return None
+
+
+def _running_read_only(db) -> bool:
+    """Whether the store holds a RUNNING run, read without creating or migrating anything."""
+    import sqlite3
+
+    if not db.exists():
+        return False
+    try:
+        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+        try:
+            return con.execute("select count(*) from runs where status = 'RUNNING'").fetchone()[0] > 0
+        finally:
+            con.close()
+    except sqlite3.Error:
+        return False
