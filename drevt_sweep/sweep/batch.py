@@ -80,7 +80,6 @@ def sweep(sweeper, arguments: list[str]) -> list:
 
 def run_grid(sweeper, jobs: list[list[str]]) -> None:
     """Prepare, run and complete the configurations, a wave at a time (see the module)."""
-    from hydra.core.hydra_config import HydraConfig
     from hydra.core.utils import setup_globals
 
     from . import app, grid
@@ -108,14 +107,11 @@ def run_grid(sweeper, jobs: list[list[str]]) -> None:
         wave = []
         try:
             for num in range(start, min(start + WAVE, total)):
-                job = composer.job(num, jobs[num])
-                cfg = _job_config(job.config)
-                HydraConfig.instance().set_config(cfg)
-                task = grid.task_config(cfg)
-                run = app.begin_configuration(task, HydraConfig.get(), figures=figures)
+                task, hydra_cfg = composer.run_job(num, jobs[num])  # (HydraConfig set, as Hydra does)
+                run = app.begin_configuration(task, hydra_cfg, figures=figures)
                 run.remember = total <= WAVE
                 run.deferred, run.tracker = tracker is not None, tracker
-                _write_overrides(run.out_dir, job.overrides)
+                _write_overrides(run.out_dir, jobs[num])
                 with app.configuration_errors(run, final=False):
                     run.result["status"] = "PREPARING"
                     app.prepare_configuration(run, load=traces.load, finished=finished)
@@ -201,15 +197,6 @@ class _Traces:
 
     def index(self, table) -> int:
         return self._index[id(table)]
-
-
-def _job_config(cfg: DictConfig) -> DictConfig:
-    """What Hydra's ``run_job`` sets before the task runs: the job's output folder."""
-    output_dir = os.path.join(str(OmegaConf.select(cfg, "hydra.sweep.dir")),
-                              str(OmegaConf.select(cfg, "hydra.sweep.subdir")))
-    with read_write(cfg.hydra.runtime), open_dict(cfg.hydra.runtime):
-        cfg.hydra.runtime.output_dir = os.path.abspath(output_dir)
-    return cfg
 
 
 def _write_overrides(out_dir: Path, overrides: list[str]) -> None:
