@@ -107,12 +107,13 @@ def _proc(pid: int) -> tuple[float, float]:
     return cpu, rss / 2**20
 
 
-def command(overrides: list[str], folder: Path, wave: int, limit: float) -> dict:
+def command(overrides: list[str], folder: Path, wave: int, limit: float,
+            extra: tuple[str, ...] = ()) -> dict:
     """The real command until its first wave has run (see the module)."""
     sweep_dir = folder / "sweep"
     cmd = [str(Path(sys.executable).with_name("drevt-sweep")), "-m", *overrides,
            "workload.max_time=864000", "progress=false",
-           f"paths.output_root={folder / 'out'}", f"hydra.sweep.dir={sweep_dir}"]
+           f"paths.output_root={folder / 'out'}", f"hydra.sweep.dir={sweep_dir}", *extra]
     samples = []
     started = time.time()
     proc = subprocess.Popen(cmd, cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -143,6 +144,7 @@ def command(overrides: list[str], folder: Path, wave: int, limit: float) -> dict
     first_wave = [json.loads((sweep_dir / str(n) / "result.json").read_text()) for n in range(wave)
                   if (sweep_dir / str(n) / "result.json").is_file()]
     first_wave = [r for r in first_wave if "trace_prepared" in r.get("marks", {})]
+    first_wave.sort(key=lambda r: r["marks"]["configuration"])
     validated = min(r["marks"]["validated"] for r in results)
     first_sim = max(r["marks"]["trace_prepared"] for r in first_wave)
 
@@ -152,7 +154,10 @@ def command(overrides: list[str], folder: Path, wave: int, limit: float) -> dict
     return {"validated_s": round(validated - started, 1), "validated_cpu_s": round(cpu_at(validated), 1),
             "first_simulation_s": round(first_sim - started, 1),
             "first_simulation_cpu_s": round(cpu_at(first_sim), 1),
-            "first_wave": len(first_wave), "peak_rss_mb_so_far": round(peak)}
+            "first_wave": len(first_wave), "peak_rss_mb_so_far": round(peak),
+            # where the wall time went: the first configuration's marks, from the command
+            "marks_s": {k: round(v - started, 1) for k, v in sorted(
+                first_wave[0]["marks"].items(), key=lambda kv: kv[1])}}
 
 
 def main() -> None:
@@ -161,15 +166,18 @@ def main() -> None:
     parser.add_argument("--sample", type=int, default=300)
     parser.add_argument("--no-command", action="store_true")
     parser.add_argument("--limit", type=float, default=900.0, help="seconds before giving up")
+    parser.add_argument("--extra", default="", help="more overrides for the command, space-separated")
     args = parser.parse_args()
-    from drevt_sweep.sweep.batch import WAVE
+    from drevt_sweep.sweep.batch import FIRST_WAVE
 
     for name in args.case.split(","):
         row = {"case": name, "load_before": os.getloadavg()[0],
                **check_in_process(CASES[name], args.sample)}
         if not args.no_command:
             with tempfile.TemporaryDirectory() as tmp:
-                row.update(command(CASES[name], Path(tmp), WAVE, args.limit))
+                row.update(command(CASES[name], Path(tmp), FIRST_WAVE, args.limit,
+                                      tuple(args.extra.split())))
+                row["extra"] = args.extra
         row["load_after"] = os.getloadavg()[0]
         print(json.dumps(row), flush=True)
 

@@ -7,7 +7,8 @@ its runs (issue 23: x16-19 the cost of a hand-written loop). Here, under ``hydra
 (the default), the sweeper (``hydra_plugins.drevt_sweeper``) hands the grid to :func:`sweep`:
 
 1. the jobs are expanded with Hydra's parser and composed once per distinct choice of groups
-   (``grid.py``), in waves of ``WAVE`` configurations, never all at once (memory);
+   (``grid.py``), in waves (``FIRST_WAVE`` configurations, doubling up to ``WAVE``: the seeds
+   start soon, memory stays bounded), never all at once;
 2. each configuration of a wave is prepared as ``drevt-sweep`` prepares a Hydra job
    (``app.prepare_configuration``: its folder, its parent run, the trace -- read once for the
    whole sweep --, its spec and the seeds still to run; with ``resume=true`` the FINISHED seeds
@@ -39,6 +40,16 @@ from .figure_choice import figures_wanted
 log = logging.getLogger("drevt_sweep")
 
 WAVE = 256  # configurations prepared, run and completed together (bounded memory)
+FIRST_WAVE = 32  # the first wave's: its seeds start after 32 configurations are prepared, not 256
+
+
+def waves(total: int):
+    """``(start, stop)`` of each wave: FIRST_WAVE, doubling up to WAVE (results do not depend
+    on it: a wave's seeds are one task list whatever its size)."""
+    start, size = 0, FIRST_WAVE
+    while start < total:
+        yield start, min(start + size, total)
+        start, size = start + size, min(2 * size, WAVE)
 
 
 def engine_applies(config: DictConfig, jobs: list[list[str]]) -> bool:
@@ -103,10 +114,10 @@ def run_grid(sweeper, jobs: list[list[str]]) -> None:
     progress = Progress(total, "sweep", enabled=bool(config.progress))
     log.info("sweep: %d configurations (composed once per choice of groups; figures %s)",
              total, "per configuration" if figures else "off: drevt-sweep-report draws the sweep")
-    for start in range(0, total, WAVE):
+    for start, stop in waves(total):
         wave = []
         try:
-            for num in range(start, min(start + WAVE, total)):
+            for num in range(start, stop):
                 task, hydra_cfg = composer.run_job(num, jobs[num])  # (HydraConfig set, as Hydra does)
                 run = app.begin_configuration(task, hydra_cfg, figures=figures)
                 run.remember = total <= WAVE
