@@ -167,10 +167,52 @@ def policy_options(policy: DictConfig) -> dict:
     return {"estimate": estimate, "backfill_order": order, "estimate_refresh": refresh, "priority_params": params}
 
 
-def result_config(cfg: DictConfig) -> dict:
-    """The resolved settings that decide results: hashed for resume, logged as params."""
+def result_config(cfg: DictConfig, plain: dict | None = None) -> dict:
+    """The resolved settings that decide results: hashed for resume, logged as params
+    (``plain``: the whole config already resolved, :func:`resolved`)."""
+    if plain is not None:
+        return identity_settings({k: plain[k] for k in RESULT_SECTIONS})
     return identity_settings(
         {k: OmegaConf.to_container(cfg[k], resolve=True, enum_to_str=True) for k in RESULT_SECTIONS})
+
+
+def resolved(cfg: DictConfig) -> dict | None:
+    """The config resolved once, as plain data, for both its settings and its ``config.yaml``
+    (OmegaConf resolution was ~9 ms each, per configuration); None when some key cannot be
+    resolved (the configuration then fails where it reads it, as before)."""
+    try:
+        return OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)
+    except Exception:  # noqa: BLE001 - reported by the step that needs the key
+        return None
+
+
+_YAML_PIECES: dict[tuple[str, str], str] = {}  # (top-level key, repr of its value) -> YAML
+
+
+def config_yaml(plain: dict) -> str:
+    """``OmegaConf.to_yaml(cfg, resolve=True)``, byte for byte, from the resolved plain config:
+    each top-level section is dumped once per distinct value and the pieces joined (a block
+    mapping's keys are written one after the other at column 0, so the text is the same; a
+    sweep's configurations differ in a section or two, and the YAML dump was ~20 ms each)."""
+    import yaml
+    from omegaconf._utils import get_omega_conf_dumper
+
+    def dump(data) -> str:
+        return yaml.dump(data, default_flow_style=False, allow_unicode=True, sort_keys=False,
+                         Dumper=get_omega_conf_dumper())
+
+    if not plain or not all(isinstance(k, str) for k in plain):
+        return dump(plain)
+    parts = []
+    for key, value in plain.items():
+        piece_key = (key, repr(value))
+        text = _YAML_PIECES.get(piece_key)
+        if text is None:
+            if len(_YAML_PIECES) >= 4096:  # bounded: a long sweep of ever-new values
+                _YAML_PIECES.clear()
+            text = _YAML_PIECES[piece_key] = dump({key: value})
+        parts.append(text)
+    return "".join(parts)
 
 
 def configuration_label(hydra_cfg) -> str:
@@ -265,6 +307,7 @@ class Configuration:
     # (the sweep engine, which waits for the store once per wave), not opened in prepare.
     deferred: bool = False
     warming: object = None
+    plain: dict | None = None  # the config resolved once (settings, config.yaml)
 
     @property
     def timings(self) -> dict:
@@ -314,8 +357,9 @@ def begin_configuration(cfg: DictConfig, hydra_cfg, figures: bool | None = None)
         from .figure_choice import figures_wanted
 
         figures = figures_wanted(str(cfg.figures), 1)
-    return Configuration(cfg, hydra_cfg, out_dir, label, name, result_config(cfg), result,
-                         started, started, figures=figures)
+    plain = resolved(cfg)
+    return Configuration(cfg, hydra_cfg, out_dir, label, name, result_config(cfg, plain), result,
+                         started, started, figures=figures, plain=plain)
 
 
 def prepare_configuration(run: Configuration, load=None, finished: dict | None = None) -> None:
@@ -400,7 +444,7 @@ def complete_configuration(run: Configuration, fresh: list[SeedResult]) -> None:
     if tracker and not run.deferred:  # written by the helper while the outputs and figures are made here
         _log_seed_runs(tracker, parent_id, cfg, run.jobs, run.spec, run.chash, run.label, results,
                        run.reused, result, run.params, run.path, run.hydra_cfg)
-    _write_outputs(run.out_dir, cfg, run.jobs, ok, result)
+    _write_outputs(run.out_dir, cfg, run.jobs, ok, result, run.plain)
     run.phase = _lap(run.timings, "outputs", run.phase)
     run.marks["outputs"] = time.time()
     figures = (_configuration_figures(run.out_dir, run.spec, ok, cfg, run.timings)
@@ -607,14 +651,16 @@ def _write_rejects(jobs, out_dir: Path) -> None:
         write_file(out_dir / QUEUE_KEYS_FILE, (json.dumps(mapping, indent=2) + "\n").encode())
 
 
-def _write_outputs(out_dir: Path, cfg: DictConfig, jobs, ok: list[SeedResult], result: dict) -> None:
+def _write_outputs(out_dir: Path, cfg: DictConfig, jobs, ok: list[SeedResult], result: dict,
+                   plain: dict | None = None) -> None:
     import pandas as pd
 
     from ..files import write_file
     from ..outputs import write_per_user_csv, write_schedule_csv
 
+    text = config_yaml(plain) if plain is not None else OmegaConf.to_yaml(cfg, resolve=True)
     # Through files.write_file: never onto the trace (e.g. one kept in a job folder).
-    write_file(out_dir / "config.yaml", OmegaConf.to_yaml(cfg, resolve=True).encode())
+    write_file(out_dir / "config.yaml", text.encode())
     rows = [{"seed": r.seed, **r.metrics} for r in ok]
     write_file(out_dir / "seed_metrics.csv", pd.DataFrame(rows).to_csv(index=False).encode())
     for r in ok:
@@ -751,8 +797,27 @@ def _run_name(cfg: DictConfig, hydra_cfg) -> str:
 
     varying = ()
     if hydra_cfg.mode == RunMode.MULTIRUN:
-        varying = sweep_varying_keys(str(Path(hydra_cfg.sweep.dir).absolute()))
+        varying = _varying_keys(str(Path(hydra_cfg.sweep.dir).absolute()))
     return run_name(cfg, dict(hydra_cfg.runtime.choices), varying)
+
+
+def _varying_keys(sweep_dir: str) -> tuple[str, ...]:
+    """``sweep_varying_keys`` read once per sweep, not once per configuration (it parses the
+    whole ``multirun.yaml``); read again should that file change."""
+    path = Path(sweep_dir) / "multirun.yaml"
+    try:
+        stat = path.stat()
+        stamp = (stat.st_mtime_ns, stat.st_size)
+    except OSError:
+        stamp = None
+    key = (sweep_dir, stamp)
+    if key not in _varying_cache:
+        _varying_cache.clear()
+        _varying_cache[key] = sweep_varying_keys(sweep_dir)
+    return _varying_cache[key]
+
+
+_varying_cache: dict = {}
 
 
 def _trace_name(cfg: DictConfig, path: Path) -> str:

@@ -80,7 +80,6 @@ def sweep(sweeper, arguments: list[str]) -> list:
 
 def run_grid(sweeper, jobs: list[list[str]]) -> None:
     """Prepare, run and complete the configurations, a wave at a time (see the module)."""
-    from hydra.core.hydra_config import HydraConfig
     from hydra.core.utils import setup_globals
 
     from . import app, grid
@@ -109,10 +108,8 @@ def run_grid(sweeper, jobs: list[list[str]]) -> None:
         try:
             for num in range(start, min(start + WAVE, total)):
                 job = composer.job(num, jobs[num])
-                cfg = _job_config(job.config)
-                HydraConfig.instance().set_config(cfg)
-                task = grid.task_config(cfg)
-                run = app.begin_configuration(task, HydraConfig.get(), figures=figures)
+                task, hydra_cfg = _task_and_hydra(_job_config(job.config))
+                run = app.begin_configuration(task, hydra_cfg, figures=figures)
                 run.remember = total <= WAVE
                 run.deferred, run.tracker = tracker is not None, tracker
                 _write_overrides(run.out_dir, job.overrides)
@@ -212,15 +209,48 @@ def _job_config(cfg: DictConfig) -> DictConfig:
     return cfg
 
 
+class _HydraNode:
+    """What ``HydraConfig`` holds (``.hydra``), without Hydra's ``masked_copy`` of the node."""
+
+    def __init__(self, node: DictConfig) -> None:
+        self.hydra = node
+
+
+def _task_and_hydra(cfg: DictConfig) -> tuple[DictConfig, DictConfig]:
+    """The task config (the job's without its ``hydra`` node) and that node, made current for
+    the ``${hydra:...}`` resolver: what ``HydraConfig.set_config`` and ``grid.task_config`` give
+    (key for key), by moving the node out rather than by two deep copies of the whole config
+    (~15% of the sweep process's CPU at 200 configurations, profiled). The node keeps the task
+    config as its parent, so its interpolations of the config (``${paths...}``) still resolve."""
+    from hydra.core.hydra_config import HydraConfig
+
+    OmegaConf.set_readonly(cfg.hydra, True)
+    node = cfg._get_node("hydra")
+    with read_write(cfg), open_dict(cfg):
+        del cfg["hydra"]
+    node._set_parent(cfg)
+    HydraConfig.instance().cfg = _HydraNode(node)
+    return cfg, node
+
+
 def _write_overrides(out_dir: Path, overrides: list[str]) -> None:
     """``.hydra/overrides.yaml``, which the report reads for a configuration's command (the
     other two ``.hydra`` files are not written: ``config.yaml`` is in the job folder)."""
     folder = out_dir / ".hydra"
     try:
         folder.mkdir(exist_ok=True)
-        OmegaConf.save(OmegaConf.create(list(overrides)), folder / "overrides.yaml")
+        (folder / "overrides.yaml").write_text(_overrides_yaml(list(overrides)), encoding="utf-8")
     except OSError as exc:
         log.warning("Hydra's overrides.yaml not saved in %s: %s", folder, exc.strerror)
+
+
+def _overrides_yaml(overrides: list[str]) -> str:
+    """``OmegaConf.save(OmegaConf.create(overrides))``'s text, from the plain list."""
+    import yaml
+    from omegaconf._utils import get_omega_conf_dumper
+
+    return yaml.dump([str(o) for o in overrides], default_flow_style=False, allow_unicode=True,
+                     sort_keys=False, Dumper=get_omega_conf_dumper())
 
 
 def _log_to_sweep_folder(config: DictConfig) -> None:
