@@ -320,6 +320,7 @@ class Configuration:
 
 def run_configuration(cfg: DictConfig) -> dict:
     """Run one configuration over its seeds, track it, and return its ``result.json`` content."""
+    store_ready()  # a multirun's store, opened in on_multirun_start
     run = begin_configuration(cfg, HydraConfig.get())
     # Worker processes start while the store opens and the trace is read.
     backfill = None if cfg.policy.replay else _value(cfg.policy.backfill)
@@ -347,7 +348,8 @@ def begin_configuration(cfg: DictConfig, hydra_cfg, figures: bool | None = None)
     label = configuration_label(hydra_cfg)
     name = _run_name(cfg, hydra_cfg)
     result: dict = {"label": label, "name": name, "status": "FAILED",
-                    "choices": dict(hydra_cfg.runtime.choices), "parent_run_id": None}
+                    "choices": dict(hydra_cfg.runtime.choices), "parent_run_id": None,
+                    "drevt_version": __version__}
     result["timings"] = {}  # seconds per phase, for the sweep benchmark
     # Wall-clock instants (epoch seconds) of the phase ends, from the console script's start:
     # with the benchmark's own start and end they give every phase, Hydra's included.
@@ -1007,9 +1009,14 @@ class SweepSummaryCallback(Callback):
                     config.paths.output_root,
                 )
             try:
-                store = _tracker(config, wait=True)  # the store and experiment exist before any job
+                # Opening in the helper (MLflow's import, the store's creation: 3-13 s on a
+                # loaded machine) overlaps the sweep's start; the jobs wait for it, with the
+                # same exit 2, in :func:`store_ready` -- the engine after its first wave's
+                # seeds, before any result is written; Hydra's launchers before the first job.
+                store = _tracker(config)
             except (DrevtError, TrackingError) as exc:
                 raise SystemExit(f"drevt-sweep: error: {exc}") from None
+            _state["opening"] = store
             if "SlurmLauncher" not in launcher:
                 # Jobs run on this machine; SLURM tasks outlive an interrupted submitter.
                 _state["store"] = store._key
@@ -1044,7 +1051,8 @@ class SweepSummaryCallback(Callback):
             if config.tracking.enabled:
                 uri = config.tracking.uri or embedded_uri(config.paths.output_root)
             print("report: writing report.html …", flush=True)  # tens of seconds on a busy machine
-            report = build_report(sweep_dir, uri)
+            # The engine wrote every configuration's files here, and their runs from them.
+            report = build_report(sweep_dir, uri, from_folder=bool(_state.get("engine")))
             print(f"report: {report}")
         except OSError as exc:  # a full disk: say which file
             log.warning("report not built (rebuild with drevt-sweep-report): %s",
@@ -1074,6 +1082,34 @@ class SweepSummaryCallback(Callback):
             _report(format_summary(frame), failed, run_dir, config)
             if config.resume:
                 print(resume_note([run_dir / "result.json"], run_dir))
+
+
+def store_ready() -> None:
+    """Wait for the store the multirun opened (``on_multirun_start``): a store that cannot be
+    used (read-only, corrupt, a deleted experiment) stops the sweep with one line and exit 2,
+    before any configuration's result is written."""
+    _store_check(wait=True)
+
+
+def store_failed() -> None:
+    """Without waiting: ``store_ready``'s exit when the open has already failed."""
+    _store_check(wait=False)
+
+
+def _store_check(wait: bool) -> None:
+    service = _state.get("opening")
+    if service is None:
+        return
+    try:
+        if wait:
+            _state.pop("opening", None)
+            service.wait()
+        else:
+            service.raise_if_failed()
+    except (DrevtError, TrackingError) as exc:
+        _state.pop("opening", None)
+        _state["refused"] = True  # bad input found late: still exit 2 (main)
+        raise SystemExit(f"drevt-sweep: error: {exc}") from None
 
 
 def start_sweep_run(tracker, config: DictConfig, sweep_dir: Path) -> str:
@@ -1173,7 +1209,11 @@ def _report(table: str, failed: list[str], where: Path, config: DictConfig) -> N
             print(f"runs: {uri[len('sqlite:///'):]} (experiment '{config.tracking.experiment}')")
         from ..tracking.ui import after_sweep
 
-        after_sweep(uri, config.tracking.experiment)  # the UI link that opens on the results
+        try:
+            service = _tracker(config)  # the helper's (open already): no MLflow import here
+        except Exception:  # noqa: BLE001 - only the link is at stake
+            service = None
+        after_sweep(uri, config.tracking.experiment, service)  # the UI link that opens on the results
     if failed:
         print(f"\n{len(failed)} configuration(s) failed: " + "; ".join(failed), file=sys.stderr)
 
@@ -1291,7 +1331,7 @@ def main() -> None:
         _app()
         end_idle_workers()  # done with them: the exit need not wait for each to wind down
     except SystemExit as exc:
-        if exc.code in (0, None) or _state["ran"]:
+        if exc.code in (0, None) or (_state["ran"] and not _state.get("refused")):
             raise
         # Hydra reports a bad option or config (and we an unreachable store) before any
         # configuration runs: that is bad input, exit code 2 as for drevt-sim.

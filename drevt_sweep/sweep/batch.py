@@ -69,6 +69,9 @@ def sweep(sweeper, arguments: list[str]) -> list:
     sweep_dir.mkdir(parents=True, exist_ok=True)
     OmegaConf.save(config, sweep_dir / "multirun.yaml")
     if not engine_applies(config, jobs):
+        from . import app
+
+        app.store_ready()  # Hydra's launchers: before the first job (its processes open their own)
         size = sweeper.max_batch_size or len(jobs)
         returns = []
         for start in range(0, len(jobs), size):
@@ -86,6 +89,7 @@ def run_grid(sweeper, jobs: list[list[str]]) -> None:
     from .seeds import Progress
 
     config = sweeper.config
+    app._state["engine"] = True  # the report is built from the folder this writes
     setup_globals()
     _log_to_sweep_folder(config)
     composer = grid.composer_for(sweeper.hydra_context.config_loader, config)
@@ -94,6 +98,8 @@ def run_grid(sweeper, jobs: list[list[str]]) -> None:
     tracker = app._tracker(config) if config.tracking.enabled else None
     if tracker is not None:
         app.start_sweep_run(tracker, config, Path(config.hydra.sweep.dir))
+    if config.resume:
+        app.store_ready()  # the finished seeds are looked up first
     finished = tracker.finished_seed_runs(None) if tracker is not None and config.resume else None
     from .first_run import compile_if_cold
 
@@ -121,6 +127,7 @@ def run_grid(sweeper, jobs: list[list[str]]) -> None:
             if workers is not None:
                 workers.join()
                 workers = None
+            app.store_failed()  # known already: no seed runs
             try:
                 results = _run_wave(wave, traces, config)
             except Exception as exc:  # noqa: BLE001 - a dead worker: the wave's configurations
@@ -128,6 +135,7 @@ def run_grid(sweeper, jobs: list[list[str]]) -> None:
                     with app.configuration_errors(run, final=True):
                         raise exc
                 continue
+            app.store_ready()  # the first wave: the store opened while its seeds ran
             for run in wave:
                 with app.configuration_errors(run, final=False):
                     app.complete_configuration(run, results.get(id(run), []))
@@ -140,6 +148,7 @@ def run_grid(sweeper, jobs: list[list[str]]) -> None:
                     app.kill_configuration(run, exc)
                     app.write_result(run)
             raise
+    app.store_ready()  # (every wave failed before its completion)
 
 
 def _end_wave(wave, tracker) -> None:
