@@ -322,10 +322,9 @@ def run_configuration(cfg: DictConfig) -> dict:
     """Run one configuration over its seeds, track it, and return its ``result.json`` content."""
     store_ready()  # a multirun's store, opened in on_multirun_start
     run = begin_configuration(cfg, HydraConfig.get())
-    # Worker processes start while the store opens and the trace is read.
-    backfill = None if cfg.policy.replay else _value(cfg.policy.backfill)
-    run.warming = (start_workers(_n_jobs(cfg), _value(cfg.parallel.backend), backfill)
-                   if cfg.replicates > 1 else None)
+    # Worker processes start while the store opens and the trace is read (a single run's
+    # started while on_run_start waited for the store).
+    run.warming = _state.pop("warming", None) or _start_workers(cfg, _n_jobs(cfg))
     with configuration_errors(run, final=True):
         prepare_configuration(run)
         if run.warming is not None:
@@ -338,6 +337,14 @@ def run_configuration(cfg: DictConfig) -> dict:
         fresh = _run_todo(run)
         complete_configuration(run, fresh)
     return run.result
+
+
+def _start_workers(cfg: DictConfig, n_jobs: int):
+    """``seeds.start_workers`` for a configuration of several seeds (None for one)."""
+    if cfg.replicates <= 1:
+        return None
+    backfill = None if cfg.policy.replay else _value(cfg.policy.backfill)
+    return start_workers(n_jobs, _value(cfg.parallel.backend), backfill)
 
 
 def begin_configuration(cfg: DictConfig, hydra_cfg, figures: bool | None = None) -> Configuration:
@@ -1026,10 +1033,16 @@ class SweepSummaryCallback(Callback):
         dead server, a ``foo://`` URI, a corrupt or read-only store: exit 2, nothing run)."""
         raise_problems(check_config(config))
         if config.tracking.enabled:
+            # The seeds' workers start (numpy, the kernel) while the helper imports MLflow and
+            # opens the store: the two waits overlap instead of adding up.
+            warming = _start_workers(config, int(config.parallel.n_jobs))
             try:
                 _tracker(config, wait=True)
             except (DrevtError, TrackingError) as exc:
+                if warming is not None:
+                    warming.join()  # not left starting workers while the interpreter exits
                 raise SystemExit(f"drevt-sweep: error: {exc}") from None
+            _state["warming"] = warming
 
     def on_multirun_end(self, config: DictConfig, **kwargs) -> None:
         sweep_dir = Path(config.hydra.sweep.dir)
