@@ -82,3 +82,10 @@ def test_an_unresolvable_config_is_left_to_the_step_that_reads_it():
 def test_overrides_yaml_is_what_omegaconf_saves(tmp_path, overrides):
     OmegaConf.save(OmegaConf.create(list(overrides)), tmp_path / "theirs.yaml")
     assert batch._overrides_yaml(overrides) == (tmp_path / "theirs.yaml").read_text(encoding="utf-8")
+
+
+def test_waves_are_an_eighth_of_the_sweep_within_bounds():
+    assert batch.wave_size(1) == batch.WAVE_MIN
+    assert batch.wave_size(8) == batch.WAVE_MIN  # the byte-for-byte test's sweep: 2 waves
+    assert batch.wave_size(200) == 25
+    assert batch.wave_size(10_000) == batch.WAVE

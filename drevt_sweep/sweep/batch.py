@@ -38,7 +38,8 @@ from .figure_choice import figures_wanted
 
 log = logging.getLogger("drevt_sweep")
 
-WAVE = 256  # configurations prepared, run and completed together (bounded memory)
+WAVE = 256  # configurations prepared, run and completed together, at most (bounded memory)
+WAVE_MIN = 4  # ... and at least, unless the sweep is smaller
 
 
 def engine_applies(config: DictConfig, jobs: list[list[str]]) -> bool:
@@ -106,13 +107,17 @@ def run_grid(sweeper, jobs: list[list[str]]) -> None:
     compile_if_cold()  # a fresh install: say so while numba compiles (the Hydra job path does it in _app)
     workers = _warm_workers(config)
     total = len(jobs)
+    size = wave_size(total)
     progress = Progress(total, "sweep", enabled=bool(config.progress))
     log.info("sweep: %d configurations (composed once per choice of groups; figures %s)",
              total, "per configuration" if figures else "off: drevt-sweep-report draws the sweep")
-    for start in range(0, total, WAVE):
-        wave = []
-        try:
-            for num in range(start, min(start + WAVE, total)):
+    running: _Running | None = None  # the wave whose seeds run while the next is prepared
+    in_flight: list[list] = []  # waves not yet completed (an interrupt kills their runs)
+    try:
+        for start in range(0, total, size):
+            wave: list = []
+            in_flight.append(wave)
+            for num in range(start, min(start + size, total)):
                 job = composer.job(num, jobs[num])
                 task, hydra_cfg = _task_and_hydra(_job_config(job.config))
                 run = app.begin_configuration(task, hydra_cfg, figures=figures)
@@ -128,27 +133,75 @@ def run_grid(sweeper, jobs: list[list[str]]) -> None:
                 workers.join()
                 workers = None
             app.store_failed()  # known already: no seed runs
-            try:
-                results = _run_wave(wave, traces, config)
-            except Exception as exc:  # noqa: BLE001 - a dead worker: the wave's configurations
-                for run in wave:      # fail, each with one line, the sweep goes on
-                    with app.configuration_errors(run, final=True):
-                        raise exc
-                continue
-            app.store_ready()  # the first wave: the store opened while its seeds ran
-            for run in wave:
-                with app.configuration_errors(run, final=False):
-                    app.complete_configuration(run, results.get(id(run), []))
-                    run.result["status"] = "COMPLETING" if run.result["status"] == "FINISHED" else "RUNNING"
-                progress.advance()
-            _end_wave(wave, tracker)
-        except KeyboardInterrupt as exc:
+            done = running.join() if running is not None else None
+            if done is not None and done[2] is None:
+                app.store_ready()  # the first wave: the store opened while its seeds ran
+            running = _Running(wave, traces, config)
+            if done is not None:
+                _complete_wave(*done, tracker, progress)
+                in_flight.remove(done[0])
+        if running is not None:
+            done = running.join()
+            if done[2] is None:
+                app.store_ready()
+            _complete_wave(*done, tracker, progress)
+    except KeyboardInterrupt as exc:
+        for wave in in_flight:
             for run in wave:
                 if run.result["status"] in ("RUNNING", "PREPARING", "COMPLETING"):
                     app.kill_configuration(run, exc)
                     app.write_result(run)
-            raise
+        raise
     app.store_ready()  # (every wave failed before its completion)
+
+
+def wave_size(total: int) -> int:
+    """Configurations per wave: about 8 waves, so that the seeds of one run while the next is
+    prepared and the last completed (the sweep process's work overlaps the workers'), and at
+    most ``WAVE`` (memory); a small sweep is one wave."""
+    return max(WAVE_MIN, min(WAVE, -(-total // 8)))
+
+
+class _Running:
+    """A wave's seeds, run as one task list in a thread (joblib's workers do the work), while
+    the sweep process prepares the next wave and completes the one before."""
+
+    def __init__(self, wave: list, traces: "_Traces", config: DictConfig) -> None:
+        import threading
+
+        self.wave, self.results, self.error = wave, {}, None
+        self.thread = threading.Thread(target=self._run, args=(traces, config),
+                                       name="drevt-sweep-wave", daemon=True)
+        self.thread.start()
+
+    def _run(self, traces, config) -> None:
+        try:
+            self.results = _run_wave(self.wave, traces, config)
+        except Exception as exc:  # noqa: BLE001 - a dead worker: handed to the main thread
+            self.error = exc
+
+    def join(self) -> tuple[list, dict, Exception | None]:
+        while self.thread.is_alive():  # in steps: Ctrl-C/SIGTERM still reach the main thread
+            self.thread.join(0.25)
+        return self.wave, self.results, self.error
+
+
+def _complete_wave(wave: list, results: dict, error: Exception | None, tracker, progress) -> None:
+    """Complete a wave's configurations, or fail them all when its seeds could not run (a dead
+    worker: each fails with one line, the sweep goes on)."""
+    from . import app
+
+    if error is not None:
+        for run in wave:
+            with app.configuration_errors(run, final=True):
+                raise error
+        return
+    for run in wave:
+        with app.configuration_errors(run, final=False):
+            app.complete_configuration(run, results.get(id(run), []))
+            run.result["status"] = "COMPLETING" if run.result["status"] == "FINISHED" else "RUNNING"
+        progress.advance()
+    _end_wave(wave, tracker)
 
 
 def _end_wave(wave, tracker) -> None:
