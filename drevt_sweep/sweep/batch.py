@@ -39,17 +39,20 @@ from .figure_choice import figures_wanted
 
 log = logging.getLogger("drevt_sweep")
 
-WAVE = 256  # configurations prepared, run and completed together (bounded memory)
-FIRST_WAVE = 32  # the first wave's: its seeds start after 32 configurations are prepared, not 256
+WAVE = 256  # configurations prepared, run and completed together, at most (bounded memory)
+WAVE_MIN = 4  # ... and at least, unless the sweep is smaller
+FIRST_WAVE = 32  # the first wave's, at most: its seeds start after 32 configurations are prepared
 
 
 def waves(total: int):
-    """``(start, stop)`` of each wave: FIRST_WAVE, doubling up to WAVE (results do not depend
-    on it: a wave's seeds are one task list whatever its size)."""
-    start, size = 0, FIRST_WAVE
+    """``(start, stop)`` of each wave: the first of at most FIRST_WAVE configurations (the first
+    simulations start seconds after the command), doubling up to ``wave_size(total)``. Results
+    do not depend on it: a wave's seeds are one task list whatever its size."""
+    largest = wave_size(total)
+    start, size = 0, min(FIRST_WAVE, largest)
     while start < total:
         yield start, min(start + size, total)
-        start, size = start + size, min(2 * size, WAVE)
+        start, size = start + size, min(2 * size, largest)
 
 
 def engine_applies(config: DictConfig, jobs: list[list[str]]) -> bool:
@@ -80,6 +83,9 @@ def sweep(sweeper, arguments: list[str]) -> list:
     sweep_dir.mkdir(parents=True, exist_ok=True)
     OmegaConf.save(config, sweep_dir / "multirun.yaml")
     if not engine_applies(config, jobs):
+        from . import app
+
+        app.store_ready()  # Hydra's launchers: before the first job (its processes open their own)
         size = sweeper.max_batch_size or len(jobs)
         returns = []
         for start in range(0, len(jobs), size):
@@ -97,6 +103,7 @@ def run_grid(sweeper, jobs: list[list[str]]) -> None:
     from .seeds import Progress
 
     config = sweeper.config
+    app._state["engine"] = True  # the report is built from the folder this writes
     setup_globals()
     _log_to_sweep_folder(config)
     composer = grid.composer_for(sweeper.hydra_context.config_loader, config)
@@ -105,6 +112,8 @@ def run_grid(sweeper, jobs: list[list[str]]) -> None:
     tracker = app._tracker(config) if config.tracking.enabled else None
     if tracker is not None:
         app.start_sweep_run(tracker, config, Path(config.hydra.sweep.dir))
+    if config.resume:
+        app.store_ready()  # the finished seeds are looked up first
     finished = tracker.finished_seed_runs(None) if tracker is not None and config.resume else None
     from .first_run import compile_if_cold
 
@@ -114,9 +123,12 @@ def run_grid(sweeper, jobs: list[list[str]]) -> None:
     progress = Progress(total, "sweep", enabled=bool(config.progress))
     log.info("sweep: %d configurations (composed once per choice of groups; figures %s)",
              total, "per configuration" if figures else "off: drevt-sweep-report draws the sweep")
-    for start, stop in waves(total):
-        wave = []
-        try:
+    running: _Running | None = None  # the wave whose seeds run while the next is prepared
+    in_flight: list[list] = []  # waves not yet completed (an interrupt kills their runs)
+    try:
+        for start, stop in waves(total):
+            wave: list = []
+            in_flight.append(wave)
             for num in range(start, stop):
                 task, hydra_cfg = composer.run_job(num, jobs[num])  # (HydraConfig set, as Hydra does)
                 run = app.begin_configuration(task, hydra_cfg, figures=figures)
@@ -131,25 +143,76 @@ def run_grid(sweeper, jobs: list[list[str]]) -> None:
             if workers is not None:
                 workers.join()
                 workers = None
-            try:
-                results = _run_wave(wave, traces, config)
-            except Exception as exc:  # noqa: BLE001 - a dead worker: the wave's configurations
-                for run in wave:      # fail, each with one line, the sweep goes on
-                    with app.configuration_errors(run, final=True):
-                        raise exc
-                continue
-            for run in wave:
-                with app.configuration_errors(run, final=False):
-                    app.complete_configuration(run, results.get(id(run), []))
-                    run.result["status"] = "COMPLETING" if run.result["status"] == "FINISHED" else "RUNNING"
-                progress.advance()
-            _end_wave(wave, tracker)
-        except KeyboardInterrupt as exc:
+            app.store_failed()  # known already: no seed runs
+            done = running.join() if running is not None else None
+            if done is not None and done[2] is None:
+                app.store_ready()  # the first wave: the store opened while its seeds ran
+            running = _Running(wave, traces, config)
+            if done is not None:
+                _complete_wave(*done, tracker, progress)
+                in_flight.remove(done[0])
+        if running is not None:
+            done = running.join()
+            if done[2] is None:
+                app.store_ready()
+            _complete_wave(*done, tracker, progress)
+    except KeyboardInterrupt as exc:
+        for wave in in_flight:
             for run in wave:
                 if run.result["status"] in ("RUNNING", "PREPARING", "COMPLETING"):
                     app.kill_configuration(run, exc)
                     app.write_result(run)
-            raise
+        raise
+    app.store_ready()  # (every wave failed before its completion)
+
+
+def wave_size(total: int) -> int:
+    """Configurations per wave: about 8 waves, so that the seeds of one run while the next is
+    prepared and the last completed (the sweep process's work overlaps the workers'), and at
+    most ``WAVE`` (memory); a small sweep is one wave."""
+    return max(WAVE_MIN, min(WAVE, -(-total // 8)))
+
+
+class _Running:
+    """A wave's seeds, run as one task list in a thread (joblib's workers do the work), while
+    the sweep process prepares the next wave and completes the one before."""
+
+    def __init__(self, wave: list, traces: "_Traces", config: DictConfig) -> None:
+        import threading
+
+        self.wave, self.results, self.error = wave, {}, None
+        self.thread = threading.Thread(target=self._run, args=(traces, config),
+                                       name="drevt-sweep-wave", daemon=True)
+        self.thread.start()
+
+    def _run(self, traces, config) -> None:
+        try:
+            self.results = _run_wave(self.wave, traces, config)
+        except Exception as exc:  # noqa: BLE001 - a dead worker: handed to the main thread
+            self.error = exc
+
+    def join(self) -> tuple[list, dict, Exception | None]:
+        while self.thread.is_alive():  # in steps: Ctrl-C/SIGTERM still reach the main thread
+            self.thread.join(0.25)
+        return self.wave, self.results, self.error
+
+
+def _complete_wave(wave: list, results: dict, error: Exception | None, tracker, progress) -> None:
+    """Complete a wave's configurations, or fail them all when its seeds could not run (a dead
+    worker: each fails with one line, the sweep goes on)."""
+    from . import app
+
+    if error is not None:
+        for run in wave:
+            with app.configuration_errors(run, final=True):
+                raise error
+        return
+    for run in wave:
+        with app.configuration_errors(run, final=False):
+            app.complete_configuration(run, results.get(id(run), []))
+            run.result["status"] = "COMPLETING" if run.result["status"] == "FINISHED" else "RUNNING"
+        progress.advance()
+    _end_wave(wave, tracker)
 
 
 def _end_wave(wave, tracker) -> None:
@@ -216,9 +279,18 @@ def _write_overrides(out_dir: Path, overrides: list[str]) -> None:
     folder = out_dir / ".hydra"
     try:
         folder.mkdir(exist_ok=True)
-        OmegaConf.save(OmegaConf.create(list(overrides)), folder / "overrides.yaml")
+        (folder / "overrides.yaml").write_text(_overrides_yaml(list(overrides)), encoding="utf-8")
     except OSError as exc:
         log.warning("Hydra's overrides.yaml not saved in %s: %s", folder, exc.strerror)
+
+
+def _overrides_yaml(overrides: list[str]) -> str:
+    """``OmegaConf.save(OmegaConf.create(overrides))``'s text, from the plain list."""
+    import yaml
+    from omegaconf._utils import get_omega_conf_dumper
+
+    return yaml.dump([str(o) for o in overrides], default_flow_style=False, allow_unicode=True,
+                     sort_keys=False, Dumper=get_omega_conf_dumper())
 
 
 def _log_to_sweep_folder(config: DictConfig) -> None:
