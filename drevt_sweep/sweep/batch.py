@@ -44,9 +44,11 @@ WAVE = 256  # configurations prepared, run and completed together (bounded memor
 def engine_applies(config: DictConfig, jobs: list[list[str]]) -> bool:
     """The task-list engine runs the sweep: Hydra's basic launcher, no search, and nothing
     swept that decides how the seeds run (``parallel.*``) or how Hydra runs a job."""
+    from .arrays import cluster_of
+
     launcher = str(OmegaConf.select(config, "hydra.launcher._target_", default="") or "")
-    if not launcher.endswith("BasicLauncher"):
-        return False
+    if not launcher.endswith("BasicLauncher") and cluster_of(config) is None:
+        return False  # (submitit's launchers: the engine's chunks become array tasks, arrays.py)
     if str(getattr(config.search.kind, "value", config.search.kind)) != "none":
         return False
     keys = {line.split("=", 1)[0].lstrip("+~") for job in jobs for line in job}
@@ -101,19 +103,23 @@ def run_grid(sweeper, jobs: list[list[str]]) -> None:
     compile_if_cold()  # a fresh install: say so while numba compiles (the Hydra job path does it in _app)
     workers = _warm_workers(config)
     total = len(jobs)
+    from .arrays import ArrayRunner, cluster_of, wave_size
+
+    arrays = ArrayRunner(config) if cluster_of(config) else None
+    wave_len = wave_size(config, WAVE)
     progress = Progress(total, "sweep", enabled=bool(config.progress))
     log.info("sweep: %d configurations (composed once per choice of groups; figures %s)",
              total, "per configuration" if figures else "off: drevt-sweep-report draws the sweep")
-    for start in range(0, total, WAVE):
+    for start in range(0, total, wave_len):
         wave = []
         try:
-            for num in range(start, min(start + WAVE, total)):
+            for num in range(start, min(start + wave_len, total)):
                 job = composer.job(num, jobs[num])
                 cfg = _job_config(job.config)
                 HydraConfig.instance().set_config(cfg)
                 task = grid.task_config(cfg)
                 run = app.begin_configuration(task, HydraConfig.get(), figures=figures)
-                run.remember = total <= WAVE
+                run.remember = total <= wave_len
                 run.deferred, run.tracker = tracker is not None, tracker
                 _write_overrides(run.out_dir, job.overrides)
                 with app.configuration_errors(run, final=False):
@@ -125,7 +131,7 @@ def run_grid(sweeper, jobs: list[list[str]]) -> None:
                 workers.join()
                 workers = None
             try:
-                results = _run_wave(wave, traces, config)
+                results = _run_wave(wave, traces, config, arrays)
             except Exception as exc:  # noqa: BLE001 - a dead worker: the wave's configurations
                 for run in wave:      # fail, each with one line, the sweep goes on
                     with app.configuration_errors(run, final=True):
@@ -165,8 +171,9 @@ def _end_wave(wave, tracker) -> None:
         app.write_result(run)
 
 
-def _run_wave(wave, traces: "_Traces", config: DictConfig) -> dict:
-    """Every seed still to run of a wave's configurations, as one task list."""
+def _run_wave(wave, traces: "_Traces", config: DictConfig, arrays=None) -> dict:
+    """Every seed still to run of a wave's configurations, as one task list (``arrays``: as
+    submitit jobs, ``arrays.py``)."""
     from . import app
     from .seeds import SeedTask, run_tasks
 
@@ -174,6 +181,8 @@ def _run_wave(wave, traces: "_Traces", config: DictConfig) -> dict:
              for run in wave for seed in run.todo]
     if not tasks:
         return {}
+    if arrays is not None:
+        return arrays.run(traces.tables, tasks)
     return run_tasks(traces.tables, tasks, n_jobs=int(config.parallel.n_jobs),
                      backend=app._value(config.parallel.backend),
                      backend_options=app._backend_options(config),
@@ -239,7 +248,10 @@ def _log_to_sweep_folder(config: DictConfig) -> None:
 
 def _warm_workers(config: DictConfig):
     from . import app
+    from .arrays import cluster_of
     from .seeds import start_workers
 
+    if cluster_of(config):
+        return None  # the seeds run in submitit's jobs, not here
     backfill = None if config.policy.replay else app._value(config.policy.backfill)
     return start_workers(int(config.parallel.n_jobs), app._value(config.parallel.backend), backfill)
