@@ -152,6 +152,30 @@ def close_ray() -> None:
 
 
 # ---------------------------------------------------------------- the engine's chunks on a cluster
+def start_in_background(backend: str, address: str | None, n_jobs: int, backfill: str | None):
+    """Connect to dask (start the LocalCluster) and load the compiled kernel in every worker,
+    in a thread, while the sweep composes and prepares its configurations (5-20 s of start-up
+    otherwise paid before the first chunk runs, measured). Returns the thread to join, or None
+    for Ray: ``ray.init`` from another thread starts an instance the driver then cannot reach
+    (its GCS connection times out, Ray 2.60, measured), so Ray starts at the first chunk."""
+    import threading
+
+    if backend != "dask":
+        return None
+
+    def start() -> None:
+        from .seeds import _warm_worker
+
+        try:
+            dask_client(address, n_jobs).run(_warm_worker, backfill)
+        except Exception:  # noqa: BLE001 - only an optimisation: run_chunks reports real failures
+            pass
+
+    thread = threading.Thread(target=start, name="drevt-start-dask", daemon=True)
+    thread.start()
+    return thread
+
+
 def cluster_workers(backend: str, address: str | None, n_jobs: int) -> int:
     """How many tasks the cluster runs at once (dask: its worker threads; Ray: its CPUs), so
     that a sweep's tasks are cut into enough chunks for a cluster bigger than this machine."""

@@ -254,4 +254,9 @@ def _warm_workers(config: DictConfig):
     if cluster_of(config):
         return None  # the seeds run in submitit's jobs, not here
     backfill = None if config.policy.replay else app._value(config.policy.backfill)
+    if app._value(config.parallel.backend) == "dask":  # the cluster starts while we prepare
+        from .backends import start_in_background
+
+        return start_in_background("dask", app._backend_options(config)["address"],
+                                   int(config.parallel.n_jobs), backfill)
     return start_workers(int(config.parallel.n_jobs), app._value(config.parallel.backend), backfill)
