@@ -149,9 +149,9 @@ def test_chunks_on_ray_equal_loky_byte_for_byte_for_every_chunk_size(request):
             assert_identical(reference, got)
         # Each call put each of its two traces into the object store once, not once per chunk.
         assert puts == ["JobTable", "JobTable"] * len(CHUNK_SIZES)
-        # The same worker processes ran every call (joblib's Ray back-end started new ones).
-        pids = {ray.get(ray.remote(os.getpid).remote()) for _ in range(6)}
-        assert len(pids) <= 2
+        # Plain tasks on Ray's reused workers: no actor pool (joblib's Ray back-end made one
+        # of new processes for every call).
+        assert not ray._private.state.actors()
     finally:
         ray.put = real_put
         close_ray()
