@@ -44,11 +44,11 @@ WAVE_MIN = 4  # ... and at least, unless the sweep is smaller
 FIRST_WAVE = 32  # the first wave's, at most: its seeds start after 32 configurations are prepared
 
 
-def waves(total: int):
+def waves(total: int, largest: int | None = None):
     """``(start, stop)`` of each wave: the first of at most FIRST_WAVE configurations (the first
     simulations start seconds after the command), doubling up to ``wave_size(total)``. Results
     do not depend on it: a wave's seeds are one task list whatever its size."""
-    largest = wave_size(total)
+    largest = wave_size(total) if largest is None else largest
     start, size = 0, min(FIRST_WAVE, largest)
     while start < total:
         yield start, min(start + size, total)
@@ -58,9 +58,11 @@ def waves(total: int):
 def engine_applies(config: DictConfig, jobs: list[list[str]]) -> bool:
     """The task-list engine runs the sweep: Hydra's basic launcher, no search, and nothing
     swept that decides how the seeds run (``parallel.*``) or how Hydra runs a job."""
+    from .arrays import cluster_of
+
     launcher = str(OmegaConf.select(config, "hydra.launcher._target_", default="") or "")
-    if not launcher.endswith("BasicLauncher"):
-        return False
+    if not launcher.endswith("BasicLauncher") and cluster_of(config) is None:
+        return False  # (submitit's launchers: the engine's chunks become array tasks, arrays.py)
     if str(getattr(config.search.kind, "value", config.search.kind)) != "none":
         return False
     keys = {line.split("=", 1)[0].lstrip("+~") for job in jobs for line in job}
@@ -120,13 +122,17 @@ def run_grid(sweeper, jobs: list[list[str]]) -> None:
     compile_if_cold()  # a fresh install: say so while numba compiles (the Hydra job path does it in _app)
     workers = _warm_workers(config)
     total = len(jobs)
+    from .arrays import ArrayRunner, array_wave_size, cluster_of
+
+    arrays = ArrayRunner(config) if cluster_of(config) else None
+    largest = array_wave_size(config, wave_size(total))
     progress = Progress(total, "sweep", enabled=bool(config.progress))
     log.info("sweep: %d configurations (composed once per choice of groups; figures %s)",
              total, "per configuration" if figures else "off: drevt-sweep-report draws the sweep")
     running: _Running | None = None  # the wave whose seeds run while the next is prepared
     in_flight: list[list] = []  # waves not yet completed (an interrupt kills their runs)
     try:
-        for start, stop in waves(total):
+        for start, stop in waves(total, largest):
             wave: list = []
             in_flight.append(wave)
             for num in range(start, stop):
@@ -147,7 +153,7 @@ def run_grid(sweeper, jobs: list[list[str]]) -> None:
             done = running.join() if running is not None else None
             if done is not None and done[2] is None:
                 app.store_ready()  # the first wave: the store opened while its seeds ran
-            running = _Running(wave, traces, config)
+            running = _Running(wave, traces, config, arrays)
             if done is not None:
                 _complete_wave(*done, tracker, progress)
                 in_flight.remove(done[0])
@@ -157,6 +163,8 @@ def run_grid(sweeper, jobs: list[list[str]]) -> None:
                 app.store_ready()
             _complete_wave(*done, tracker, progress)
     except KeyboardInterrupt as exc:
+        if arrays is not None:
+            arrays.cancel_all()  # the array tasks of every wave in flight (one scancel)
         for wave in in_flight:
             for run in wave:
                 if run.result["status"] in ("RUNNING", "PREPARING", "COMPLETING"):
@@ -177,17 +185,17 @@ class _Running:
     """A wave's seeds, run as one task list in a thread (joblib's workers do the work), while
     the sweep process prepares the next wave and completes the one before."""
 
-    def __init__(self, wave: list, traces: "_Traces", config: DictConfig) -> None:
+    def __init__(self, wave: list, traces: "_Traces", config: DictConfig, arrays=None) -> None:
         import threading
 
-        self.wave, self.results, self.error = wave, {}, None
+        self.wave, self.results, self.error, self.arrays = wave, {}, None, arrays
         self.thread = threading.Thread(target=self._run, args=(traces, config),
                                        name="drevt-sweep-wave", daemon=True)
         self.thread.start()
 
     def _run(self, traces, config) -> None:
         try:
-            self.results = _run_wave(self.wave, traces, config)
+            self.results = _run_wave(self.wave, traces, config, self.arrays)
         except Exception as exc:  # noqa: BLE001 - a dead worker: handed to the main thread
             self.error = exc
 
@@ -235,8 +243,9 @@ def _end_wave(wave, tracker) -> None:
         app.write_result(run)
 
 
-def _run_wave(wave, traces: "_Traces", config: DictConfig) -> dict:
-    """Every seed still to run of a wave's configurations, as one task list."""
+def _run_wave(wave, traces: "_Traces", config: DictConfig, arrays=None) -> dict:
+    """Every seed still to run of a wave's configurations, as one task list (``arrays``: as
+    submitit jobs, ``arrays.py``)."""
     from . import app
     from .seeds import SeedTask, run_tasks
 
@@ -244,6 +253,8 @@ def _run_wave(wave, traces: "_Traces", config: DictConfig) -> dict:
              for run in wave for seed in run.todo]
     if not tasks:
         return {}
+    if arrays is not None:
+        return arrays.run(traces.tables, tasks)
     return run_tasks(traces.tables, tasks, n_jobs=int(config.parallel.n_jobs),
                      backend=app._value(config.parallel.backend),
                      backend_options=app._backend_options(config),
@@ -309,7 +320,15 @@ def _log_to_sweep_folder(config: DictConfig) -> None:
 
 def _warm_workers(config: DictConfig):
     from . import app
+    from .arrays import cluster_of
     from .seeds import start_workers
 
+    if cluster_of(config):
+        return None  # the seeds run in submitit's jobs, not here
     backfill = None if config.policy.replay else app._value(config.policy.backfill)
+    if app._value(config.parallel.backend) == "dask":  # the cluster starts while we prepare
+        from .backends import start_in_background
+
+        return start_in_background("dask", app._backend_options(config)["address"],
+                                   int(config.parallel.n_jobs), backfill)
     return start_workers(int(config.parallel.n_jobs), app._value(config.parallel.backend), backfill)
