@@ -35,8 +35,10 @@ event boundary, and ``drevt_sweep.sim.kernel.run_events`` calls them in a loop (
 Ctrl-C). All arrays are allocated by the caller, so every function is compiled without numba's
 reference-counting runtime (``_nrt=False``; no function here may allocate): with it, each call
 passing arrays did an atomic increment and decrement per array, which dominated the
-conservative profile (light-load KTH-SP2: 94 -> 65 ms). Helpers that take many arrays are also
-``inline="always"``.
+conservative profile (light-load KTH-SP2: 94 -> 65 ms). Only the small helpers and the
+run-cache search of the compression loop's hot path are ``inline="always"`` (one copy each):
+inlining the whole profile helper tree at every call site made ``conservative_steps`` cost
+70-120 s of CPU to compile cold; called, the rest compiles in ~10 s and runs as fast.
 
 Exactness. Times are float64 and every sum the reference computes (``now + time_limit``,
 ``begin + run_time``, ``start + time_limit``, ``nextafter(now, inf)``) is computed here the same
@@ -571,7 +573,7 @@ def _prof_first_below(pt, pf, pb, ps, t, need, until):
     return (pt[i] if i < hi else np.inf), True
 
 
-@njit(cache=True, _nrt=False, inline="always")
+@njit(cache=True, _nrt=False)
 def _prof_max_before(pt, pf, pb, ps, t):
     """Most free nodes at any breakpoint before ``t`` (-BIG if there is none)."""
     best = -BIG
@@ -593,7 +595,7 @@ def _prof_max_before(pt, pf, pb, ps, t):
     return best
 
 
-@njit(cache=True, _nrt=False, inline="always")
+@njit(cache=True, _nrt=False)
 def _prof_fit(pt, pf, pb, ps, lo, need, duration, own, before):
     """``Profile.earliest_fit`` from ``lo``, among the starts before ``before``; +inf if none.
 
@@ -687,7 +689,7 @@ def _rc_slot(rc_i, rc_next, height_slot, active, st, h, now):
     return s
 
 
-@njit(cache=True, _nrt=False, inline="always")
+@njit(cache=True, _nrt=False)
 def _rc_changed(rc_i, rc_b, rc_next, active, st, x, now):
     """The profile changed from ``x`` on: drop the cached runs that end at or after ``x``."""
     for k in range(st[ST_ACTIVE]):
@@ -746,12 +748,13 @@ ORDER_INTERLEAVED = 1
 ORDER_ONE_PASS = 2
 
 
-@njit(cache=True, _nrt=False, inline="always")
+@njit(cache=True, _nrt=False)
 def _cons_visit(pt, pf, pb, ps, st, sf, rc_i, rc_a, rc_b, rc_next, height_slot, active,
-                j, now, nodes, limit, res, enforce, exact, F):
-    """Re-place (or place) waiting job ``j`` as ``place`` in ``ConservativeBackfill.select``
-    does; returns whether its reservation changed. ``F``: the most free nodes at any breakpoint
-    in [now, grown) (limits enforced; see :func:`conservative_steps`)."""
+                j, now, nodes, limit, res, enforce):
+    """Place waiting job ``j`` (no reservation yet), or re-place it with limits not enforced,
+    as ``place`` in ``ConservativeBackfill.select`` does; returns whether its reservation
+    changed. (A reserved job with limits enforced is re-placed inline in the compression loop
+    of :func:`conservative_steps`, the hot path.)"""
     nj = nodes[j]
     lj = limit[j]
     old = res[j]
@@ -774,21 +777,23 @@ def _cons_visit(pt, pf, pb, ps, st, sf, rc_i, rc_a, rc_b, rc_next, height_slot, 
         _prof_occupy(pt, pf, pb, ps, start, start + lj, nj)
         res[j] = start
         return start != old
-    grown = sf[SF_GROWN]
-    before = old if old < grown else grown
-    if before <= now or (not exact and nj > F):
-        return False  # provably cannot move (the argument is in conservative_steps)
-    start = _rc_fit(pt, pf, pb, ps, st, rc_i, rc_a, rc_b, rc_next, height_slot, active,
-                    now, nj, lj, old, before)
-    if start == np.inf:
-        return False  # stays at old; the profile's function is unchanged
+    # a reserved job with limits enforced: re-placed in conservative_steps' compression loop
+    return False
+
+
+@njit(cache=True, _nrt=False)
+def _cons_move(pt, pf, pb, ps, st, sf, rc_b, rc_i, rc_next, active, j, start, now, nodes, limit, res):
+    """Move reserved job ``j`` to ``start`` (earlier than its reservation): the profile, the run
+    cache and the grown region follow."""
+    nj = nodes[j]
+    lj = limit[j]
+    old = res[j]
     _prof_occupy(pt, pf, pb, ps, old, old + lj, -nj)
     _prof_occupy(pt, pf, pb, ps, start, start + lj, nj)
     _rc_changed(rc_i, rc_b, rc_next, active, st, start, now)
     res[j] = start
-    if old + lj > grown:
+    if old + lj > sf[SF_GROWN]:
         sf[SF_GROWN] = old + lj
-    return True
 
 
 @njit(cache=True, _nrt=False)
@@ -947,12 +952,23 @@ def conservative_steps(submit, limit, nodes, dur, arrivals, rank, total, enforce
                             work += (ps[1] - ps[0]) >> 4  # a scan of the profile
                         work += 1
                         old = res[j]
-                        if enforce and not exact and old == old:  # the O(1) test, inline
+                        if enforce and old == old:  # a reserved job: the hot path, inline
                             grown = sf[SF_GROWN]
-                            if old <= now or grown <= now or nodes[j] > F:
-                                continue  # provably cannot move (see above)
+                            if not exact and (old <= now or grown <= now or nodes[j] > F):
+                                continue  # provably cannot move (the O(1) test; see above)
+                            before = old if old < grown else grown
+                            if before <= now:
+                                continue
+                            start = _rc_fit(pt, pf, pb, ps, st, rc_i, rc_a, rc_b, rc_next, height_slot, active,
+                                            now, nodes[j], limit[j], old, before)
+                            if start != np.inf:
+                                _cons_move(pt, pf, pb, ps, st, sf, rc_b, rc_i, rc_next, active, j, start, now,
+                                           nodes, limit, res)
+                                last_move = i - 1
+                                grown_seen = np.nan
+                            continue
                         if _cons_visit(pt, pf, pb, ps, st, sf, rc_i, rc_a, rc_b, rc_next, height_slot, active,
-                                       j, now, nodes, limit, res, enforce, exact, F):
+                                       j, now, nodes, limit, res, enforce):
                             last_move = i - 1
                             grown_seen = np.nan
                     if st[ST_PASS_AT] >= 0:
@@ -981,7 +997,7 @@ def conservative_steps(submit, limit, nodes, dur, arrivals, rank, total, enforce
                         break
                     work += 1 + ((ps[1] - ps[0]) >> 6)  # a placement scans part of the profile
                     _cons_visit(pt, pf, pb, ps, st, sf, rc_i, rc_a, rc_b, rc_next, height_slot, active,
-                                j, now, nodes, limit, res, enforce, exact, F)
+                                j, now, nodes, limit, res, enforce)
             if st[ST_PASS_AT] >= 0:
                 status = 1
                 break
