@@ -21,9 +21,9 @@ Two drivers share the engine's event loop (completions, then arrivals, then one 
   extra-nodes rule, at sustained overload) makes it backtrack through much of the queue.
 * :func:`conservative_steps` for ``conservative`` (every compression order). The waiting queue
   is an array in priority order; the availability profile is kept *between* passes (sorted
-  breakpoint arrays, updated when a job ends early or a reservation moves) instead of rebuilt
-  at every pass, with the most / fewest free nodes per block of 32 breakpoints so that its
-  scans step over whole blocks. Re-planning replays the reference's rounds exactly, but a
+  breakpoints in chunks of at most 64, updated when a job ends early or a reservation moves)
+  instead of rebuilt at every pass, with the most / fewest free nodes and a lazy offset per
+  chunk so that its scans step over whole chunks and an update shifts one chunk only. Re-planning replays the reference's rounds exactly, but a
   reserved job that provably cannot move (the argument is in the docstring of
   :func:`conservative_steps`) is passed over in O(1), and the others search the profile
   through a cache of its runs per job size shared by the whole pass. With limits not enforced the profile is rebuilt at every pass
