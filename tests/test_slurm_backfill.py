@@ -255,3 +255,57 @@ def test_bad_settings_are_one_clear_error():
         check_backfill_params({"bf_interval": -1})
     assert check_backfill_params({"bf_window": "inf", "bf_interval": None})["bf_window"] == INF
     assert check_backfill_params({})["bf_interval"] == 30.0  # Slurm's defaults
+
+
+# ------------------------------------------------------------------ partition tiers and limits
+def tiered_machine(**limits):
+    from drevt_sweep.sim.machine import Machine, Partition
+
+    return Machine("m", (Partition("low+high", 4, queues=("low", "high"), limits=limits),))
+
+
+def test_priority_tier_orders_the_queue_before_priority():
+    from drevt_sweep.sim.partitioned import simulate_machine
+
+    # one pool of 4 nodes serving 'low' and 'high' (Slurm partitions sharing nodes). J0: t=0,
+    # low, 4 nodes, 100 s. J1: t=1, low, 4 nodes; J2: t=2, high, 4 nodes (100 s each).
+    # FCFS alone: J1 at 100, J2 at 200. high has PriorityTier 2 (low: Slurm's default 1): J2
+    # is ordered first and starts at 100, J1 at 200.
+    jobs = make_jobs([0, 1, 2], [4, 4, 4], [100] * 3, [100] * 3, queue=["low", "low", "high"])
+    flat = simulate_machine(jobs, jobs.actual_run_time, tiered_machine(), backfill="slurm",
+                            backfill_params=EXACT)
+    assert starts(flat) == [0, 100, 200]
+    tiered = simulate_machine(jobs, jobs.actual_run_time, tiered_machine(high={"priority_tier": 2}),
+                              backfill="slurm", backfill_params=EXACT)
+    assert starts(tiered) == [0, 200, 100]
+
+
+def test_partition_max_nodes_and_max_time_keep_jobs_from_running():
+    from drevt_sweep.sim.partitioned import simulate_machine
+
+    # 'high' allows 2 nodes and 50 s: J1 (3 nodes) and J2 (60 s) never run; J0 is in 'low'.
+    jobs = make_jobs([0, 1, 2], [3, 3, 1], [60, 40, 60], [10, 10, 10], queue=["low", "high", "high"])
+    machine = tiered_machine(high={"max_nodes": 2, "max_time": 50.0})
+    s = simulate_machine(jobs, jobs.actual_run_time, machine, backfill="slurm", backfill_params=EXACT)
+    assert starts(s)[0] == 0 and np.isnan(s.begin[1:]).all()
+    assert s.warnings["rejected_partition_max_nodes"] == 1 and s.warnings["rejected_partition_time_limit"] == 1
+
+
+def test_a_slurm_conf_gives_the_partition_tiers_and_limits(tmp_path):
+    from drevt_sweep.trace.slurm_conf import read_slurm_conf
+
+    conf = tmp_path / "slurm.conf"
+    conf.write_text("SelectType=select/linear\nSchedulerParameters=bf_window=60,bf_continue\n"
+                    "NodeName=n[1-4] CPUs=8\n"
+                    "PartitionName=low Nodes=n[1-4] Default=YES MaxTime=UNLIMITED\n"
+                    "PartitionName=high Nodes=n[1-4] PriorityTier=2 MaxNodes=2 MaxTime=1:00:00\n")
+    read = read_slurm_conf(conf)
+    assert read.backfill == "slurm" and read.backfill_params == {"bf_window": 60, "bf_continue": True}
+    assert read.system["partitions"][0]["limits"] == {"high": {"priority_tier": 2, "max_nodes": 2,
+                                                               "max_time": 3600.0}}
+    conf.write_text("NodeName=n1 CPUs=8\nPartitionName=p Nodes=n1 MaxNodes=two\n")
+    with pytest.raises(ConfigError, match=r"slurm.conf:2: MaxNodes: expected a whole number"):
+        read_slurm_conf(conf)
+    conf.write_text("SchedulerParameters=bf_window=0\nNodeName=n1 CPUs=8\nPartitionName=p Nodes=n1\n")
+    with pytest.raises(ConfigError, match=r"slurm.conf:1: SchedulerParameters: bf_window: must be between 1"):
+        read_slurm_conf(conf)

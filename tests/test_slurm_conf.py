@@ -50,9 +50,11 @@ def test_the_tiny_conf_as_a_machine_and_multifactor_settings():
     # gpu: 4 nodes of 40 CPUs and 4 GPUs (gpu:v100:4), OverSubscribe=EXCLUSIVE: whole nodes.
     assert conf.system == {"name": "tiny", "partitions": [
         {"name": "batch+debug", "nodes": 128, "cores": 64, "gpus": 0, "memory": 256000.0,
-         "sharing": "shared", "queues": ["batch", "debug", "", "-1"]},
+         "sharing": "shared", "queues": ["batch", "debug", "", "-1"],
+         "limits": {"batch": {"max_time": 86400.0}, "debug": {"max_time": 1800.0},
+                    "": {"max_time": 86400.0}, "-1": {"max_time": 86400.0}}},
         {"name": "gpu", "nodes": 4, "cores": 40, "gpus": 4, "memory": 256000.0,
-         "sharing": "exclusive", "queues": ["gpu"]}]}
+         "sharing": "exclusive", "queues": ["gpu"], "limits": {"gpu": {"priority_tier": 2}}}]}
     assert machine_from_mapping(conf.system).total_nodes == 132
     assert (conf.priority, conf.backfill) == ("multifactor", "slurm")
     assert conf.backfill_params == {"bf_window": 2880, "bf_max_job_test": 500}
@@ -62,7 +64,7 @@ def test_the_tiny_conf_as_a_machine_and_multifactor_settings():
         "favor_small": True, "fairshare": "fair_tree"}  # no NO_FAIR_TREE: Fair Tree
     assert conf.partition_factors == {"batch": 1.0, "debug": 10.0, "gpu": 1.0}
     assert conf.params_for(["batch", "gpu"])["partition_priority"] == {"batch": 1.0, "gpu": 1.0}
-    assert conf.ignored == ("NodeName State", "PartitionName MaxTime", "PartitionName PriorityTier",
+    assert conf.ignored == ("NodeName State",
                             "partitions batch, debug share nodes: simulated as one pool",
                             "Slurm's backfill limits on shared-node pools (select/cons_tres without "
                             "OverSubscribe=EXCLUSIVE): those pools are simulated with EASY",
@@ -202,7 +204,11 @@ def test_the_documented_example_reads_as_lassens_two_pools():
     assert [(p["name"], p["nodes"], p["cores"], p["gpus"], p["sharing"]) for p in parts] == [
         ("pbatch", 752, 40, 4, "exclusive"), ("pdebug", 36, 40, 4, "exclusive")]
     assert conf.partition_factors == {"pbatch": 1.0, "pdebug": 2.0}
-    assert conf.ignored == ("PartitionName MaxTime",)
+    assert conf.ignored == ()
+    # MaxTime is modelled (issue 26 item 4): jobs above it never run
+    assert parts[0]["limits"] == {"pbatch": {"max_time": 12 * 3600.0}, "": {"max_time": 12 * 3600.0},
+                                  "-1": {"max_time": 12 * 3600.0}}
+    assert parts[1]["limits"] == {"pdebug": {"max_time": 2 * 3600.0}}
 
 
 def kabre_machines():

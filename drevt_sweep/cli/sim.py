@@ -524,6 +524,8 @@ _REJECT_TEXT = {  # drevt_sweep.sim.machine.REJECT_REASONS
     "cores": "more cores per node than a node has",
     "gpus": "more GPUs per node than a node has",
     "memory": "more memory per node than a node has",
+    "partition_max_nodes": "more nodes than their partition's MaxNodes",
+    "partition_time_limit": "a time limit above their partition's MaxTime",
 }
 _WARNING_TEXT = {
     "replay_overcommit_instants": "the recorded schedule uses more than {total_nodes} nodes at "

@@ -91,10 +91,20 @@ def simulate_machine(
     held: dict[str, int] = {}  # jobs a policy held, per reason (backfill 'slurm')
     irregular = 0  # of those, the jobs only a DST day's longer gap would fit
     done_before = 0
+    names = None  # the names jobs are served under, for PriorityTier (backfill 'slurm')
     for k, part in enumerate(machine.partitions):
         rows = rows_of[k]
         if rows.size == 0 or (compiled is not None and not part.shared):
             continue
+        options = policy_options
+        if backfill == "slurm" and not part.shared and len({part.tier_of(q) for q in part.queues}) > 1:
+            if names is None:
+                from .machine import served_names
+
+                names = served_names(jobs, machine)
+            params = dict(policy_options.get("backfill_params") or {})
+            params["tier"] = [part.tier_of(name) for name in names[rows].tolist()]
+            options = {**policy_options, "backfill_params": params}
         sub = jobs.take(rows)
         if part.shared:
             from .shared import simulate_shared
@@ -112,7 +122,7 @@ def simulate_machine(
                 lambda now, done, base=done_before: progress(now, base + done))
             result = engine.simulate(sub, rt[rows], part.nodes, priority=priority,
                                      backfill=backfill, enforce_limits=enforce_limits, kernel=kernel,
-                                     capacity=capacities[k], progress=step, **policy_options)
+                                     capacity=capacities[k], progress=step, **options)
             withdrawn[rows] = result.rejected
             irregular += result.warnings.get(IRREGULAR_GAP, 0)
             for key, count in result.warnings.items():

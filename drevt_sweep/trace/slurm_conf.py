@@ -10,6 +10,9 @@ Reads what the simulator models and maps it onto plain data (no simulator object
 * ``PartitionName`` lines (``DEFAULT`` as for nodes): ``Nodes`` (a hostlist or ``ALL``) become
   the partition's pool; ``Default=YES`` also serves jobs that name no partition (a queue of
   ``""`` or SWF's ``-1``); ``PriorityJobFactor`` the multifactor partition factor;
+  ``MaxNodes``/``MaxTime`` (jobs over them never run: ``rejected_partition_max_nodes``/
+  ``_time_limit``) and ``PriorityTier`` (backfill ``slurm`` orders a pool's queue by it first)
+  as the pool's ``limits``;
   ``OverSubscribe=EXCLUSIVE`` whole nodes. Partitions sharing nodes become one pool serving
   each of their names (drevt-sweep's partitions are disjoint node pools), with a warning.
 * ``SelectType``: ``select/linear`` allocates whole nodes (exclusive pools);
@@ -25,8 +28,8 @@ Reads what the simulator models and maps it onto plain data (no simulator object
   ``bf_max_job_part``, ``bf_continue``, ``bf_job_part_count_reserve``, ``default_queue_depth``,
   ``sched_interval``: ``SlurmConf.backfill_params``); ``sched/builtin`` none.
 
-Everything else -- other keys, per-node and per-partition keys not modelled (``MaxTime``,
-``DefaultTime``, ``MaxNodes``, ``PriorityTier``, ``State``, ...), other ``SchedulerParameters``,
+Everything else -- other keys, per-node and per-partition keys not modelled (``DefaultTime``,
+``State``, ...), other ``SchedulerParameters``,
 flags -- is listed in ``SlurmConf.ignored``, one
 entry per key, for the caller to warn about once: never ignored silently. A malformed line
 (a word that is not ``Key=Value``, a bad number, hostlist or time, a negative weight, a
@@ -49,7 +52,8 @@ from .hostlist import expand
 
 NODE_KEYS = {"nodename", "cpus", "procs", "boards", "sockets", "corespersocket", "threadspercore",
              "realmemory", "gres"}
-PARTITION_KEYS = {"partitionname", "nodes", "default", "priorityjobfactor", "oversubscribe", "shared"}
+PARTITION_KEYS = {"partitionname", "nodes", "default", "priorityjobfactor", "oversubscribe", "shared",
+                  "maxtime", "maxnodes", "prioritytier"}
 WEIGHTS = {"priorityweightage": "age", "priorityweightfairshare": "fairshare",
            "priorityweightjobsize": "job_size", "priorityweightpartition": "partition",
            "priorityweightqos": "qos"}
@@ -214,7 +218,7 @@ class _Reader:
 
     def _partition(self, pairs, line: int) -> None:
         name = pairs[0][1]
-        # MaxTime, DefaultTime, MaxNodes, PriorityTier are read but not modelled: noted
+        # DefaultTime is read but not modelled (traces state every limit): noted
         fields = self._fields(pairs, self.partition_default, PARTITION_KEYS, "PartitionName")
         if fields is None:
             return
@@ -224,13 +228,32 @@ class _Reader:
             if not value.isdigit():
                 raise self.error(line, written, f"expected a whole number >= 0, got {value!r}")
             factor = float(value)
+        limits = {}
+        if "prioritytier" in fields:
+            written, value = fields["prioritytier"]
+            if not value.isdigit() or int(value) > 65533:
+                raise self.error(line, written, f"expected a whole number 0-65533, got {value!r}")
+            limits["priority_tier"] = int(value)
+        if "maxnodes" in fields:
+            written, value = fields["maxnodes"]
+            if value.upper() not in ("UNLIMITED", "INFINITE"):
+                if not value.isdigit():
+                    raise self.error(line, written, f"expected a whole number or UNLIMITED, got {value!r}")
+                limits["max_nodes"] = int(value)
+        if "maxtime" in fields:
+            written, value = fields["maxtime"]
+            if value.upper() not in ("UNLIMITED", "INFINITE"):
+                seconds = slurm_time(value)
+                if seconds is None:
+                    raise self.error(line, written, f"expected a Slurm time or UNLIMITED, got {value!r}")
+                limits["max_time"] = seconds
         oversubscribe = (fields.get("oversubscribe") or fields.get("shared") or ("", "NO"))[1].upper()
         if oversubscribe.split(":")[0] in ("YES", "FORCE"):
             self.ignore(f"PartitionName OverSubscribe={oversubscribe}")
         self.partitions.append({
             "name": name, "line": line, "nodes": fields.get("nodes", ("Nodes", ""))[1],
             "default": fields.get("default", ("Default", "NO"))[1].upper() == "YES",
-            "factor": factor, "exclusive": oversubscribe == "EXCLUSIVE",
+            "factor": factor, "exclusive": oversubscribe == "EXCLUSIVE", "limits": limits,
         })
 
     # --- the whole file -------------------------------------------------------------------
@@ -321,9 +344,16 @@ class _Reader:
             cores, gpus, memory = sizes.pop()
             exclusive = whole_nodes or all(p["exclusive"] for p in parts)
             queues = names + (["", "-1"] if any(p["default"] for p in parts) else [])
-            pools.append({"name": "+".join(names), "nodes": len(hosts), "cores": cores, "gpus": gpus,
-                          "memory": float(memory) if memory_tracked else None,
-                          "sharing": "exclusive" if exclusive else "shared", "queues": queues})
+            pool = {"name": "+".join(names), "nodes": len(hosts), "cores": cores, "gpus": gpus,
+                    "memory": float(memory) if memory_tracked else None,
+                    "sharing": "exclusive" if exclusive else "shared", "queues": queues}
+            limits = {p["name"]: p["limits"] for p in parts if p["limits"]}
+            for p in parts:  # the default partition's limits also apply to jobs naming none
+                if p["default"] and p["limits"]:
+                    limits.update({"": p["limits"], "-1": p["limits"]})
+            if limits:
+                pool["limits"] = limits
+            pools.append(pool)
         return pools
 
     def _priority(self) -> tuple[str, dict | None]:
