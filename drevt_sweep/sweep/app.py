@@ -28,7 +28,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from .. import __version__
 from .callback_policy import guard_hydra_callbacks
-from .slurm_system import identity_settings, slurm_conf_of, slurm_policy
+from .slurm_system import backfill_params, identity_settings, slurm_conf_of, slurm_policy
 from .config import register_configs
 from .interrupts import end_idle_workers, end_workers, exit_code, install_handlers, signal_name
 from ..errors import ConfigError, DrevtError
@@ -107,6 +107,11 @@ def run_spec(cfg: DictConfig, machine_nodes: int | None,
     options = policy_options(cfg.policy)
     if cfg.policy.name == "slurm":  # everything from system.slurm_conf
         priority, backfill, options["priority_params"] = slurm_policy(slurm_conf_of(cfg.system), queue_names)
+    if backfill == "slurm":  # SchedulerParameters from the slurm.conf, policy.bf_* on top
+        from ..sim.policies.slurm_backfill import check_backfill_params
+
+        options["backfill_params"] = backfill_params(cfg.policy, slurm_conf_of(cfg.system))
+        check_backfill_params(options["backfill_params"])
     return RunSpec(
         machine=machine,
         total_nodes=int(total_nodes or machine_nodes or LASSEN_NODES),

@@ -46,6 +46,7 @@ class RunSpec:
     backfill_order: str = "fcfs"
     estimate_refresh: str = "submit"  # when user_history predicts a waiting job (sim.estimates)
     priority_params: dict | None = field(default=None, hash=False)  # a dynamic priority's
+    backfill_params: dict | None = field(default=None, hash=False)  # backfill 'slurm''s settings
 
     @property
     def stochastic(self) -> bool:
@@ -101,6 +102,7 @@ def simulate_seed(jobs: JobTable, spec: RunSpec, seed: int) -> tuple[JobTable, S
         estimate_refresh=spec.estimate_refresh,
         priority_params=spec.priority_params,
         compression=spec.compression,
+        backfill_params=spec.backfill_params,
     )
     return jobs, schedule
 
