@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 import time
 from dataclasses import dataclass
@@ -96,8 +97,15 @@ KNOWN = {
          "within bf_window), so Z may not take a node Y is planned on; EASY protects only the first "
          "waiting job (X) and starts Z at once",
 }
+# The README's export ("Simulate your own cluster"): every job (-a) as one line (-X, no steps),
+# pipe-separated (-P), the fields the slurm reader uses, in UTC.
 SACCT_FIELDS = ("JobIDRaw,JobName,User,Account,Partition,Submit,Start,End,ReqNodes,ReqCPUS,ReqMem,"
                 "ReqTRES,TimelimitRaw,ElapsedRaw,State,ExitCode")
+
+
+def readme_export(cluster, start: str) -> str:
+    """``TZ=UTC sacct -a -X -P -S START -E now --format=FIELDS`` (the README's command)."""
+    return cluster.run("sacct", "-a", "-X", "-P", "-S", start, "-E", "now", f"--format={SACCT_FIELDS}")
 
 
 @pytest.fixture(scope="module")
@@ -116,6 +124,25 @@ def cluster(tmp_path_factory):
         yield cluster
     finally:
         cluster.stop()
+
+
+# ---------------------------------------------------------------- Hydra's submitit launcher
+def test_a_multirun_through_hydra_submitit_slurm_runs_on_real_slurm(cluster, tmp_path, monkeypatch):
+    """Two configurations as a job array of the real cluster; both finish with their seeds."""
+    pytest.importorskip("hydra_plugins.hydra_submitit_launcher")
+    monkeypatch.setenv("SLURM_CONF", str(cluster.conf))
+    proc = run_sweep(tmp_path, "hydra/launcher=slurm", "hydra.launcher.partition=batch",
+                     "hydra.launcher.account=tools",
+                     "hydra.launcher.cpus_per_task=1", "hydra.launcher.mem_gb=null",
+                     "hydra.launcher.timeout_min=5", "policy=fcfs,easy", "run_time=normal",
+                     "replicates=2", "parallel.n_jobs=1", "figures=none")
+    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    done = [json.loads(p.read_text()) for p in sorted((tmp_path / "sweep").glob("*/result.json"))]
+    assert [r["status"] for r in done] == ["FINISHED", "FINISHED"]
+    assert all(r["seeds"] == [0, 1] for r in done)
+    accounted = cluster.run("sacct", "-a", "-X", "-P", "-n", "--name=drevt-sweep", "--format=JobID,State")
+    states = [line.split("|")[1] for line in accounted.split()]
+    assert states and set(states) == {"COMPLETED"}, accounted  # ran as Slurm jobs, and ended well
 
 
 # ---------------------------------------------------------------- start times vs the simulation
@@ -187,8 +214,11 @@ def discordant_pairs(rows: list[dict], tolerance: float) -> list[tuple[str, str]
 
 def test_real_slurm_start_times_match_policy_slurm(cluster, tmp_path):
     ids = _submit_stream(cluster)
+    first = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(time.time() - 120))
     cluster.wait_empty(timeout=240)
-    export = cluster.sacct(ids, SACCT_FIELDS)
+    cluster.sacct(ids, "State")  # until slurmdbd has every record
+    lines = readme_export(cluster, first).splitlines()
+    export = "\n".join([lines[0]] + [line for line in lines[1:] if int(line.split("|")[0]) in ids]) + "\n"
     trace = tmp_path / "stream.sacct"
     trace.write_text(export)
     jobs, schedule, spec = _simulate(trace, cluster.conf)
@@ -209,22 +239,32 @@ def test_real_slurm_start_times_match_policy_slurm(cluster, tmp_path):
     assert real["Z"]["real"] >= y_end - TOLERANCE, report
     off = {r["job"]: r["diff"] for r in rows if abs(r["diff"]) > TOLERANCE and r["job"] not in KNOWN}
     assert not off, f"unexplained disagreements {off}\n{report}"
+    # The README's drevt-sim command on the same export schedules it the same way.
+    out = tmp_path / "drevt_sim_schedule.csv"
+    proc = subprocess.run([sys.executable, "-m", "drevt_sweep.cli.sim", str(trace), "--trace_format", "slurm",
+                           "--timezone", "UTC", "--force-simulation", "--slurm-conf", str(cluster.conf),
+                           "--output", str(out), "--quiet"], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    import pandas as pd
+
+    written = pd.read_csv(out)
+    assert len(written) == len(rows)
+    begins = dict(zip(written["job_id"].astype(int), written["begin_time"].astype(float)))
+    t0 = float(np.min(jobs.submit))
+    for i, job_id in enumerate(jobs.job_id.tolist()):
+        assert begins[int(job_id)] - t0 == rows[i]["sim"], (job_id, begins, rows[i])
 
 
-# ---------------------------------------------------------------- Hydra's submitit launcher
-def test_a_multirun_through_hydra_submitit_slurm_runs_on_real_slurm(cluster, tmp_path, monkeypatch):
-    """Two configurations as a job array of the real cluster; both finish with their seeds."""
-    pytest.importorskip("hydra_plugins.hydra_submitit_launcher")
-    monkeypatch.setenv("SLURM_CONF", str(cluster.conf))
-    proc = run_sweep(tmp_path, "hydra/launcher=slurm", "hydra.launcher.partition=batch",
-                     "hydra.launcher.account=tools",
-                     "hydra.launcher.cpus_per_task=1", "hydra.launcher.mem_gb=null",
-                     "hydra.launcher.timeout_min=5", "policy=fcfs,easy", "run_time=normal",
-                     "replicates=2", "parallel.n_jobs=1", "figures=none")
-    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
-    done = [json.loads(p.read_text()) for p in sorted((tmp_path / "sweep").glob("*/result.json"))]
-    assert [r["status"] for r in done] == ["FINISHED", "FINISHED"]
-    assert all(r["seeds"] == [0, 1] for r in done)
-    accounted = cluster.run("sacct", "-a", "-X", "-P", "-n", "--name=drevt-sweep", "--format=JobID,State")
-    states = [line.split("|")[1] for line in accounted.split()]
-    assert states and set(states) == {"COMPLETED"}, accounted  # ran as Slurm jobs, and ended well
+def test_scontrol_write_config_reads_as_the_slurm_conf(cluster, tmp_path):
+    """The README's way to a slurm.conf when the file is not at hand: ``scontrol write config``
+    writes the running configuration (with NodeName and PartitionName lines, which ``scontrol
+    show config`` lacks); drevt-sweep reads from it the machine and scheduler of the original."""
+    from drevt_sweep.trace.slurm_conf import read_slurm_conf
+
+    out = cluster.run("scontrol", "write", "config", str(tmp_path / "cluster.conf"))
+    (written,) = tmp_path.glob("cluster.conf*")  # Slurm appends .<date-time> to the name
+    assert str(written) in out
+    ours, theirs = read_slurm_conf(cluster.conf), read_slurm_conf(written)
+    assert theirs.system == ours.system
+    assert (theirs.priority, theirs.backfill, theirs.priority_params, theirs.partition_factors) == (
+        ours.priority, ours.backfill, ours.priority_params, ours.partition_factors)
