@@ -51,9 +51,14 @@ PartitionName=high Nodes=ALL MaxTime=10 PriorityJobFactor=2 State=UP
 """
 CALC_PERIOD = 60.0
 BF_INTERVAL = 1.0
-# The tolerance on a start time: Slurm records whole seconds (up to 1 s of truncation on the
-# submission and on the start) and its backfill runs every bf_interval.
+# The scheduling-cycle tolerance on a start time: Slurm records whole seconds (up to 1 s of
+# truncation on the submission and on the start) and its backfill runs every bf_interval.
 TOLERANCE = BF_INTERVAL + 2.0
+# What the test asserts allows 2 s more: on a loaded machine slurmctld learns of a job's end and
+# starts the next one later (2 s behind the simulation at load 15-18 here), and a late start is
+# a late end for the jobs after it. A wrong priority decision moves a job by a whole run (8 s
+# or more in this stream) and puts pairs of jobs in the other order, which is checked too.
+ASSERTED = TOLERANCE + 2.0
 
 
 @dataclass(frozen=True)
@@ -82,13 +87,13 @@ STREAM = [
     # ... and fair share: the accounts' 1-node jobs queue behind B1 in turns, physics first;
     # at the tick of minute 1, physics has used about 3x biology's node-seconds, so the
     # biology jobs go first when B1 ends.
-    Job("Q1", 44, "physics", "batch", 1, 1, 4),
-    Job("Q2", 45, "biology", "batch", 1, 1, 4),
-    Job("Q3", 46, "physics", "batch", 1, 1, 4),
-    Job("Q4", 47, "biology", "batch", 1, 1, 4),
-    Job("Q5", 48, "physics", "batch", 1, 1, 4),
-    Job("Q6", 49, "biology", "batch", 1, 1, 4),
-    Job("H", 50, "physics", "high", 1, 1, 4),
+    Job("Q1", 44, "physics", "batch", 1, 1, 8),
+    Job("Q2", 45, "biology", "batch", 1, 1, 8),
+    Job("Q3", 46, "physics", "batch", 1, 1, 8),
+    Job("Q4", 47, "biology", "batch", 1, 1, 8),
+    Job("Q5", 48, "physics", "batch", 1, 1, 8),
+    Job("Q6", 49, "biology", "batch", 1, 1, 8),
+    Job("H", 50, "physics", "high", 1, 1, 8),
 ]
 # What drevt-sweep's policy=slurm does not model yet, and the jobs where it shows (every other
 # job must start within TOLERANCE of Slurm's start); docs/slurm.md explains each.
@@ -227,8 +232,9 @@ def test_real_slurm_start_times_match_policy_slurm(cluster, tmp_path):
     report = "\n".join(f"{r['job']:>3} submit {r['submit']:5.1f} nodes {r['nodes']} real {r['real']:6.1f} "
                        f"sim {r['sim']:6.1f} diff {r['diff']:+5.1f}" for r in rows)
     discordant = discordant_pairs(rows, TOLERANCE)
-    summary = (f"{sum(abs(r['diff']) <= TOLERANCE for r in rows)}/{len(rows)} jobs start within "
-               f"{TOLERANCE:.0f} s; {len(discordant)} pairs in the other order: {discordant}")
+    within = ", ".join(f"{sum(abs(r['diff']) <= t for r in rows)}/{len(rows)} within {t:.0f} s"
+                       for t in (1.0, 2.0, TOLERANCE))
+    summary = f"jobs starting as in Slurm: {within}; pairs in the other order: {discordant}"
     print(f"\n{report}\n{summary}\nslurm.conf: {cluster.conf}\nexport: {trace}")
     (Path(os.environ.get("DREVT_REAL_SLURM_REPORT", tmp_path / "report.txt"))).write_text(
         f"{report}\n{summary}\n{export}")
@@ -237,8 +243,10 @@ def test_real_slurm_start_times_match_policy_slurm(cluster, tmp_path):
     y_end = real["Y"]["real"] + float(jobs.actual_run_time[list(real).index("Y")])
     # The explanation of Z holds on the real Slurm: Z waited for Y although it fitted before X.
     assert real["Z"]["real"] >= y_end - TOLERANCE, report
-    off = {r["job"]: r["diff"] for r in rows if abs(r["diff"]) > TOLERANCE and r["job"] not in KNOWN}
+    off = {r["job"]: r["diff"] for r in rows if abs(r["diff"]) > ASSERTED and r["job"] not in KNOWN}
     assert not off, f"unexplained disagreements {off}\n{report}"
+    swapped = [pair for pair in discordant_pairs(rows, ASSERTED) if not set(pair) & set(KNOWN)]
+    assert not swapped, f"pairs in the other order {swapped}\n{report}"
     # The README's drevt-sim command on the same export schedules it the same way.
     out = tmp_path / "drevt_sim_schedule.csv"
     proc = subprocess.run([sys.executable, "-m", "drevt_sweep.cli.sim", str(trace), "--trace_format", "slurm",
