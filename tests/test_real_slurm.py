@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from slurm_cluster import INSTALL, missing, start_cluster
+from slurm_cluster import INSTALL, ClusterError, missing, start_cluster
 from sweep_helpers import run_sweep
 
 pytestmark = pytest.mark.slow
@@ -113,8 +113,7 @@ def readme_export(cluster, start: str) -> str:
     return cluster.run("sacct", "-a", "-X", "-P", "-S", start, "-E", "now", f"--format={SACCT_FIELDS}")
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
+def _installed_or_skip() -> None:
     if os.name != "posix" or os.geteuid() != 0:
         pytest.skip("a real Slurm needs root here (slurmd runs jobs as their user)")
     absent = missing()
@@ -123,6 +122,11 @@ def cluster(tmp_path_factory):
         if os.environ.get("CI"):
             pytest.fail(f"CI must have it: {message}")
         pytest.skip(message)
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    _installed_or_skip()
     cluster = start_cluster(tmp_path_factory.mktemp("slurm"), SCHEDULING,
                             accounts=("physics", "biology", "tools"))
     try:
@@ -276,3 +280,23 @@ def test_scontrol_write_config_reads_as_the_slurm_conf(cluster, tmp_path):
     assert theirs.system == ours.system
     assert (theirs.priority, theirs.backfill, theirs.priority_params, theirs.partition_factors) == (
         ours.priority, ours.backfill, ours.priority_params, ours.partition_factors)
+
+
+def test_a_cluster_that_fails_to_start_leaves_no_daemon_running(tmp_path):
+    """slurmctld refuses an unknown SelectType: the error carries its log, and the daemons
+    started before it (munged, mariadbd, slurmdbd) are ended."""
+    _installed_or_skip()
+    with pytest.raises(ClusterError, match="slurmctld") as failure:
+        start_cluster(tmp_path / "bad", "SelectType=select/nonesuch\nPartitionName=p Nodes=ALL Default=YES",
+                      timeout=60)
+    assert "select/nonesuch" in str(failure.value)
+    root = str(tmp_path / "bad").encode()
+    alive = []  # processes whose command line or environment names the cluster's folder
+    for proc in Path("/proc").iterdir():
+        try:
+            if proc.name.isdigit() and (root in (proc / "cmdline").read_bytes()
+                                        or root in (proc / "environ").read_bytes()):
+                alive.append((proc.name, (proc / "cmdline").read_bytes().replace(b"\0", b" ")))
+        except OSError:  # ended meanwhile, or not ours to read
+            pass
+    assert not alive, alive
