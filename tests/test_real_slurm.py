@@ -265,6 +265,22 @@ def test_real_slurm_start_times_match_policy_slurm(cluster, tmp_path):
     t0 = float(np.min(jobs.submit))
     for i, job_id in enumerate(jobs.job_id.tolist()):
         assert begins[int(job_id)] - t0 == rows[i]["sim"], (job_id, begins, rows[i])
+    # And the README's drevt-sweep command (one slurm.conf, the store and figures off for time).
+    cmd = [sys.executable, "-m", "drevt_sweep", "-m", "trace=custom", f"trace.path={trace}", "format=slurm",
+           "format.queues=[all]", "timezone=utc", "system=slurm", f"system.slurm_conf={cluster.conf}",
+           "policy=slurm", f"paths.output_root={tmp_path / 'out'}", f"hydra.sweep.dir={tmp_path / 'sweep'}",
+           "tracking.enabled=false", "figures=none", "progress=false"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYTHONWARNINGS": "ignore"})
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+    from drevt_sweep.sim.metrics import compute_metrics
+
+    (result,) = [json.loads(p.read_text()) for p in (tmp_path / "sweep").glob("*/result.json")]
+    assert result["status"] == "FINISHED"
+    assert result["slurm_policy"]["slurm.fairshare"] == "fair_tree"
+    ours = compute_metrics(jobs, schedule)
+    for name in ("wait_mean", "wait_max", "makespan"):
+        assert result["metrics"][name] == pytest.approx(ours[name], rel=1e-12), name
 
 
 def test_scontrol_write_config_reads_as_the_slurm_conf(cluster, tmp_path):
