@@ -29,8 +29,6 @@ from sweep_helpers import run_sweep
 
 pytestmark = pytest.mark.slow
 
-REPO = Path(__file__).resolve().parents[1]
-
 # What drevt-sweep reads of the slurm.conf (the rest is the daemons' plumbing, listed by
 # drevt-sweep as not modelled). Partition "high" (PriorityJobFactor 2) shares the nodes of
 # "batch": one pool of 4 whole nodes. Weights: partition >> job size >> fair share >> age.
@@ -137,7 +135,9 @@ def cluster(tmp_path_factory):
 
 # ---------------------------------------------------------------- Hydra's submitit launcher
 def test_a_multirun_through_hydra_submitit_slurm_runs_on_real_slurm(cluster, tmp_path, monkeypatch):
-    """Two configurations as a job array of the real cluster; both finish with their seeds."""
+    """Two configurations as a job array of the real cluster; both finish with their seeds.
+    It runs before the comparison, while slurmctld's next priority tick is awaited anyway, in
+    account ``tools``, so that its usage is neither physics' nor biology's."""
     pytest.importorskip("hydra_plugins.hydra_submitit_launcher")
     monkeypatch.setenv("SLURM_CONF", str(cluster.conf))
     proc = run_sweep(tmp_path, "hydra/launcher=slurm", "hydra.launcher.partition=batch",
