@@ -179,10 +179,11 @@ def test_slurm_cpus_memory_suffixes_and_tres_gpus(tmp_path):
         f"4|{t}|1|01:00:00|60|kura|3|1.5G|",
         f"5|{t}|4|01:00:00|60|kura|10|512Kc|gres/gpu=1,gres/gpu:a100=1",
         f"6|{t}|1|01:00:00|60|kura|2|1Tn|cpu=2",
+        f"7|{t}|2|01:00:00|60|kura|2|600M|cpu=2,mem=600M,node=2",  # Slurm 22.05: --mem=300 -N2
     ])
-    assert jobs.cores_per_node.tolist() == [24, 4, 3, 3, 3, 2]  # 10 CPUs on 4 nodes: 3 per node
-    assert jobs.memory_per_node.tolist() == [2400.0, 2048.0, 3072.0, 1536.0, 1.5, 1024.0**2]
-    assert jobs.gpus_per_node.tolist() == [2, 2, 0, -1, 1, 0]  # no TRES text: unknown
+    assert jobs.cores_per_node.tolist() == [24, 4, 3, 3, 3, 2, 1]  # 10 CPUs on 4 nodes: 3 per node
+    assert jobs.memory_per_node.tolist() == [2400.0, 2048.0, 3072.0, 1536.0, 1.5, 1024.0**2, 300.0]
+    assert jobs.gpus_per_node.tolist() == [2, 2, 0, -1, 1, 0, 0]  # no TRES text: unknown
     assert jobs.partition.tolist() == jobs.queue.tolist()
 
 

@@ -215,12 +215,12 @@ def kabre_machines():
     from drevt_sweep.cli.sim import load_machine
 
     root = Path(__file__).resolve().parents[1]
-    conf = read_slurm_conf(root / "docs" / "examples" / "kabre_like.conf")
+    conf = read_slurm_conf(root / "conf" / "system" / "kabre_slurm.conf")
     return conf, machine_from_mapping(conf.system), load_machine(str(root / "conf" / "system" / "kabre.yaml"))
 
 
 def test_the_kabre_like_conf_is_system_kabre():
-    """docs/examples/kabre_like.conf describes conf/system/kabre.yaml's five pools as Slurm
+    """conf/system/kabre_slurm.conf describes conf/system/kabre.yaml's five pools as Slurm
     does: 23 partitions over five node families, each family one pool serving its partitions."""
     conf, ours, yaml = kabre_machines()
     shape = lambda m: [(p.nodes, p.cores, p.gpus, p.memory, p.sharing, set(p.queues)) for p in m.partitions]  # noqa: E731

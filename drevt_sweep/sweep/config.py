@@ -320,11 +320,23 @@ def register_configs() -> None:
         "drevt_data_dir": lambda: str(catalogue.data_dir()),
         "drevt_version": lambda: __version__,
         "drevt_output_dir": output_dir,
+        # ${drevt_conf_file:system/lassen_slurm.conf}: a file shipped beside the configs
+        "drevt_conf_file": conf_file,
     }
     for name, resolver in resolvers.items():
         if not OmegaConf.has_resolver(name):
             OmegaConf.register_new_resolver(
                 name, resolver, use_cache=name in ("drevt_cwd", "drevt_output_dir"))
+
+
+def conf_file(name: str) -> str:
+    """The path of a file shipped in drevt-sweep's config folder (``conf/`` at the top of a
+    source tree, ``drevt_sweep/conf`` when installed), e.g. a preset's slurm.conf."""
+    package = Path(__file__).resolve().parents[1]
+    for folder in (package / "conf", package.parent / "conf"):
+        if (folder / name).is_file():
+            return str(folder / name)
+    return str(package.parent / "conf" / name)  # missing: the error names this path
 
 
 STAMP = "%Y-%m-%d_%H-%M-%S"

@@ -24,8 +24,9 @@ Columns (names matched case-insensitively, first present wins):
 * Requests per node (optional columns): cores = ``ReqCPUS`` (else ``AllocCPUS``/``NCPUS``)
   / nodes, rounded up; memory from ``ReqMem`` (else ``AllocMem``): a number with an optional
   unit ``K``/``M``/``G``/``T`` (MiB when none) and suffix ``c`` (per CPU: times the cores per
-  node) or ``n`` (per node; also without a suffix, as Slurm 21.08+ prints it), else the
-  ``mem=`` of ``ReqTRES``/``AllocTRES``; GPUs = ``gres/gpu=N`` of ``ReqTRES`` (else
+  node), ``n`` (per node) or none: the whole job's, as Slurm 21.08+ prints it (Slurm 22.05's
+  ``sacct`` shows ``--nodes=2 --mem=300`` as ``600M``, tests/test_real_slurm.py), divided by
+  the nodes; else the ``mem=`` of ``ReqTRES``/``AllocTRES`` (the job's) / nodes; GPUs = ``gres/gpu=N`` of ``ReqTRES`` (else
   ``AllocTRES``; typed ``gres/gpu:v100=N`` entries are summed when there is no untyped one)
   / nodes, rounded up; 0 when the TRES column lists no GPU.
 
@@ -267,7 +268,10 @@ def _requests(parsed: ParsedTrace, column_of, nodes: np.ndarray) -> None:
         cores = parsed.cores_per_node
         if cores is None:
             cores = np.full(len(parsed), np.nan)
-        memory = value * scale * np.where(per_cpu, cores, 1.0)
+        whole_job = (parts["per"].fillna("") == "").to_numpy(dtype=bool)  # 21.08+: no suffix
+        with np.errstate(invalid="ignore"):
+            per_job = np.where(nodes >= 1, nodes, 1.0)
+            memory = value * scale * np.where(per_cpu, cores, 1.0) / np.where(whole_job, per_job, 1.0)
         parsed.fields["memory_per_node"] = parsed.fields.pop("memory")
         parsed.labels["memory_per_node"] = parsed.labels.pop("memory")
     if tres is not None:  # mem= of the TRES where the memory column says nothing
