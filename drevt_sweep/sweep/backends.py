@@ -70,6 +70,9 @@ def dask_client(address: str | None, n_jobs: int = -1):
     cluster = None
     try:
         if address is None:
+            # The scheduler and nannies of a LocalCluster live in this process: their INFO
+            # lines (every worker's start and close) are not the sweep's business.
+            logging.getLogger("distributed").setLevel(logging.WARNING)
             with warnings.catch_warnings():  # "port 8787 in use": another cluster's, harmless
                 warnings.filterwarnings("ignore", message="Port .* is already in use")
                 cluster = LocalCluster(
