@@ -296,14 +296,15 @@ def test_our_slurm_launcher_submits_a_job_array_and_gathers_its_results(tmp_path
     proc = run_sweep(tmp_path, "hydra/launcher=slurm", "hydra.launcher.partition=debug",
                      "hydra.launcher.cpus_per_task=2", "hydra.launcher.timeout_min=30",
                      "hydra.launcher.setup=['export DREVT_ON_SLURM=1']",
-                     "policy=fcfs,easy", "run_time=normal", "replicates=2", "parallel.n_jobs=1")
+                     "policy=fcfs,easy", "run_time=normal", "replicates=2", "parallel.n_jobs=1",
+                     "parallel.chunk_size=2")
     assert "Traceback" not in proc.stderr
     assert "sqlite locks and corrupts" in proc.stdout + proc.stderr  # warned: use a server
-    # One sbatch call. The sweep engine cut its 4 (configuration, seed) tasks into chunks of at
-    # least 4 per core of an array task (cpus_per_task=2): one array task runs them all.
+    # One sbatch call: the sweep engine's 4 (configuration, seed) tasks in chunks of 2, one
+    # chunk per array task (by default: at least 4 tasks per core, so one task for all 4).
     (script,) = fake_slurm.glob("*.sbatch")
     text = script.read_text()
-    for line in ("#SBATCH --array=0-0%1", "#SBATCH --partition=debug", "#SBATCH --cpus-per-task=2",
+    for line in ("#SBATCH --array=0-1%2", "#SBATCH --partition=debug", "#SBATCH --cpus-per-task=2",
                  "#SBATCH --time=30", "#SBATCH --mem=16GB", "#SBATCH --job-name=drevt-sweep",
                  "export DREVT_ON_SLURM=1"):
         assert line in text, (line, text)

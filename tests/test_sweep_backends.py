@@ -247,3 +247,41 @@ def _finished_seeds(root: Path) -> int:
         return db.execute("select count(*) from runs join tags on runs.run_uuid = tags.run_uuid "
                           "where tags.key = 'drevt_kind' and tags.value = 'seed' "
                           "and runs.status = 'FINISHED'").fetchone()[0]
+
+
+def test_an_array_task_killed_fails_its_configurations_only_and_leaves_nothing_running(tmp_path):
+    """A cancelled or dead array task (here: SIGKILL, as ``scancel`` or a lost node ends it)
+    fails the configurations of its chunk, each with one line naming it; the other chunk's
+    finish; no run stays RUNNING and the sweep exits 1."""
+    pytest.importorskip("hydra_plugins.hydra_submitit_launcher")
+    grid = ("trace=custom", f"trace.path={TINY}", "format=simple", "format.queues=[all]",
+            "system=custom", "system.total_nodes=range(10,30)", "policy=fcfs,easy",
+            "run_time=lognormal", "replicates=50", "hydra/launcher=submitit_local",
+            "parallel.n_jobs=2", "figures=none")  # 2,000 tasks: two chunks of 20 configurations
+    tag = f"array-kill-{os.getpid()}"
+    proc = start(sweep_cmd(tmp_path, "sweep", *grid), tag)
+
+    def array_tasks() -> list[int]:
+        found = []
+        for pid in tagged_processes(tag):
+            try:
+                if b"submitit.core._submit" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                    found.append(pid)
+            except OSError:
+                pass
+        return sorted(found)
+
+    deadline = time.time() + 300
+    while time.time() < deadline and len(array_tasks()) < 2:
+        time.sleep(0.05)
+    victim = array_tasks()[0]
+    os.kill(victim, signal.SIGKILL)
+    _, err = proc.communicate(timeout=600)
+    assert proc.returncode == 1, err[-3000:]
+    results = [json.loads(p.read_text()) for p in (tmp_path / "sweep").glob("*/result.json")]
+    failed = [r for r in results if r["status"] == "FAILED"]
+    assert len(results) == 40 and len(failed) == 20, [r["status"] for r in results]
+    assert all("array task" in r["error"] and "did not finish" in r["error"] for r in failed)
+    assert _running_runs(tmp_path) == []
+    time.sleep(0.5)
+    assert tagged_processes(tag) == []

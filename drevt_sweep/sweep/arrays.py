@@ -43,6 +43,7 @@ log = logging.getLogger("drevt_sweep")
 
 MIN_PER_CORE = 4  # a Slurm array task's chunk: at least this many tasks per core it was given
 WAVE = 1024  # configurations per wave (per Slurm array submitted); batch.WAVE elsewhere
+MAX_ARRAY = 1000  # array tasks per sbatch: Slurm's default MaxArraySize is 1001
 POLL_SECONDS = {"local": 0.2, "slurm": 5.0}  # how often unfinished jobs are looked at
 
 # Keys of hydra.launcher that every submitit executor understands (the rest are Slurm's own).
@@ -168,13 +169,15 @@ class ArrayRunner:
         waiting = list(enumerate(calls))
         running: dict = {}
         limit = len(calls) if self.cluster == "slurm" else self.slots()
-        if self.cluster == "slurm":
-            submitted = executor.map_array(run_array_task, *zip(*calls))
-            running = {job: i for job, (i, _) in zip(submitted, waiting)}
-            jobs.extend(submitted)
+        if self.cluster == "slurm":  # arrays of MAX_ARRAY at most (Slurm's MaxArraySize)
+            for first in range(0, len(calls), MAX_ARRAY):
+                part = calls[first:first + MAX_ARRAY]
+                submitted = executor.map_array(run_array_task, *zip(*part))
+                running.update({job: first + i for i, job in enumerate(submitted)})
+                jobs.extend(submitted)
+                log.info("sweep: %d tasks in a job array of %d (%s)", sum(len(c[1]) for c in part),
+                         len(submitted), str(submitted[0].job_id).split("_")[0])
             waiting = []
-            log.info("sweep: %d tasks in a job array of %d (%s)", sum(len(c[1]) for c in calls),
-                     len(submitted), submitted[0].job_id.split("_")[0])
         poll = POLL_SECONDS[self.cluster]
         while waiting or running:
             while waiting and len(running) < limit:

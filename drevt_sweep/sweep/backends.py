@@ -70,6 +70,9 @@ def dask_client(address: str | None, n_jobs: int = -1):
     cluster = None
     try:
         if address is None:
+            # The scheduler and nannies of a LocalCluster live in this process: their INFO
+            # lines (every worker's start and close) are not the sweep's business.
+            logging.getLogger("distributed").setLevel(logging.WARNING)
             with warnings.catch_warnings():  # "port 8787 in use": another cluster's, harmless
                 warnings.filterwarnings("ignore", message="Port .* is already in use")
                 cluster = LocalCluster(
@@ -152,9 +155,9 @@ def close_ray() -> None:
 
 
 # ---------------------------------------------------------------- the engine's chunks on a cluster
-def start_in_background(backend: str, address: str | None, n_jobs: int, backfill: str | None):
+def start_in_background(backend: str, address: str | None, n_jobs: int, warm, backfill: str | None):
     """Connect to dask (start the LocalCluster) and load the compiled kernel in every worker,
-    in a thread, while the sweep composes and prepares its configurations (5-20 s of start-up
+    (``warm(backfill)`` in each) in a thread, while the sweep composes and prepares its configurations (5-20 s of start-up
     otherwise paid before the first chunk runs, measured). Returns the thread to join, or None
     for Ray: ``ray.init`` from another thread starts an instance the driver then cannot reach
     (its GCS connection times out, Ray 2.60, measured), so Ray starts at the first chunk."""
@@ -164,10 +167,8 @@ def start_in_background(backend: str, address: str | None, n_jobs: int, backfill
         return None
 
     def start() -> None:
-        from .seeds import _warm_worker
-
         try:
-            dask_client(address, n_jobs).run(_warm_worker, backfill)
+            dask_client(address, n_jobs).run(warm, backfill)
         except Exception:  # noqa: BLE001 - only an optimisation: run_chunks reports real failures
             pass
 
@@ -187,9 +188,10 @@ def cluster_workers(backend: str, address: str | None, n_jobs: int) -> int:
 
 
 def run_chunks(backend: str, address: str | None, n_jobs: int, traces, chunks: list,
-               runs_here: int):
-    """Run the sweep engine's task chunks (``seeds.task_chunks``) on dask or Ray; yields each
-    chunk's ``(key, SeedResult)`` pairs as it finishes, in any order.
+               runs_here: int, run_chunk):
+    """Run the sweep engine's task chunks (``seeds.task_chunks``) on dask or Ray, each as
+    ``run_chunk(trace, chunk, runs_here)``; yields each chunk's ``(key, SeedResult)`` pairs as
+    it finishes, in any order.
 
     Plain cluster tasks, not joblib's dask/ray back-ends: each trace is shipped once (dask:
     broadcast to every worker; Ray: one copy in the object store per node), every chunk's task
@@ -199,15 +201,13 @@ def run_chunks(backend: str, address: str | None, n_jobs: int, traces, chunks: l
     on loky, measured; ``benchmarks/bench_backends.py``.) A chunk's results are
     ``run_seed``'s: the same whatever the back-end (tested against loky, several chunk sizes).
     """
-    from .seeds import _run_task_chunk
-
     needed = sorted({chunk[0].trace for chunk in chunks})
     if backend == "dask":
         from dask.distributed import as_completed
 
         client = dask_client(address, n_jobs)
         shipped = {i: client.scatter(traces[i], broadcast=True, hash=False) for i in needed}
-        futures = [client.submit(_run_task_chunk, shipped[c[0].trace], c, runs_here, pure=False)
+        futures = [client.submit(run_chunk, shipped[c[0].trace], c, runs_here, pure=False)
                    for c in chunks]
         try:
             for future in as_completed(futures, loop=client.loop):
@@ -219,7 +219,7 @@ def run_chunks(backend: str, address: str | None, n_jobs: int, traces, chunks: l
         return
     if backend == "ray":
         ray = ray_ready(address, n_jobs)
-        task = _ray_task(ray)
+        task = _ray_task(ray, run_chunk)
         shipped = {i: ray.put(traces[i]) for i in needed}
         pending = [task.remote(shipped[c[0].trace], c, runs_here) for c in chunks]
         try:
@@ -234,10 +234,8 @@ def run_chunks(backend: str, address: str | None, n_jobs: int, traces, chunks: l
 
 
 @functools.lru_cache(maxsize=None)
-def _ray_task(ray):
+def _ray_task(ray, run_chunk):
     """The chunk runner as a Ray remote function (one CPU each), defined once per process."""
-    from .seeds import _run_task_chunk
-
     # The trace's reference is a top-level argument: Ray hands the task the table itself, read
     # from the node's object store (its columns without a copy).
-    return ray.remote(num_cpus=1, max_retries=0)(_run_task_chunk)
+    return ray.remote(num_cpus=1, max_retries=0)(run_chunk)

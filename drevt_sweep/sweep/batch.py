@@ -328,7 +328,8 @@ def _warm_workers(config: DictConfig):
     backfill = None if config.policy.replay else app._value(config.policy.backfill)
     if app._value(config.parallel.backend) == "dask":  # the cluster starts while we prepare
         from .backends import start_in_background
+        from .seeds import _warm_worker
 
         return start_in_background("dask", app._backend_options(config)["address"],
-                                   int(config.parallel.n_jobs), backfill)
+                                   int(config.parallel.n_jobs), _warm_worker, backfill)
     return start_workers(int(config.parallel.n_jobs), app._value(config.parallel.backend), backfill)

@@ -439,7 +439,8 @@ def run_tasks(
         if remote:  # plain cluster tasks, the trace shipped once (backends.run_chunks)
             from .backends import run_chunks
 
-            for pairs in run_chunks(backend, address, n_jobs, traces, chunks, runs_here):
+            for pairs in run_chunks(backend, address, n_jobs, traces, chunks, runs_here,
+                                    _run_task_chunk):
                 collect(pairs)
         else:
             calls = (delayed(_run_task_chunk)(traces[c[0].trace], c, runs_here) for c in chunks)
