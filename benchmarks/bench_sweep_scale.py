@@ -12,13 +12,26 @@ They alternate (``--repeats``) so that a noisy neighbour hits both; each row has
 the CPU seconds of the process and its children, and the sweep's peak RSS. The sweep's own
 phases come from its configurations' ``result.json`` marks.
 
-    python benchmarks/bench_sweep_scale.py [--low 60 --high 160] [--repeats 1]
+Other rows of issue 23's table:
+
+- ``--case seeds``: 100 seeds of one configuration (``drevt-sweep replicates=100
+  run_time=lognormal policy=easy``, no ``-m``, KTH-SP2 whole, warm store) against its seeds
+  alone (``run_seeds`` on 2 fresh loky workers in a process holding the parsed trace), both
+  from ``bench_sweep.py`` (issue 16's definitions), alternated; target wall <= 1.5 x + 2 s;
+- ``--case whole``: the 10,000-configuration sweep, whole (``--high 5060 --days 3``: fcfs,easy
+  x 5,000 machine sizes on KTH-SP2's first 3 days) against the hand loop, and the sweep's peak
+  RSS (target <= 1 GB); long on a loaded machine: run it once, in the background, with nice.
+
+    python benchmarks/bench_sweep_scale.py [--low 60 --high 160] [--days 30] [--repeats 1]
+    python benchmarks/bench_sweep_scale.py --case seeds [--repeats 3]
+    nice python benchmarks/bench_sweep_scale.py --case whole --high 5060 --days 3
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import subprocess
 import sys
@@ -27,7 +40,7 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-DAYS = 30
+DAYS = 30  # (--days)
 
 
 def _timed(cmd: list[str], cwd: Path) -> dict:
@@ -44,6 +57,7 @@ def _timed(cmd: list[str], cwd: Path) -> dict:
 
 
 def sweep(low: int, high: int, folder: Path, extra: tuple[str, ...] = ()) -> dict:
+    started = time.time()
     cmd = [str(Path(sys.executable).with_name("drevt-sweep")), "-m", "policy=fcfs,easy",
            "system=custom", f"system.total_nodes=range({low},{high})",
            f"workload.max_time={DAYS * 86400}", "progress=false",
@@ -53,8 +67,10 @@ def sweep(low: int, high: int, folder: Path, extra: tuple[str, ...] = ()) -> dic
     assert len(results) == 2 * (high - low) and all(r["status"] == "FINISHED" for r in results)
     first = min(r["marks"]["configuration"] for r in results)
     start = min(r["marks"]["main"] for r in results)
+    last = max(r["marks"]["result"] for r in results)
     row.update(configurations=len(results), first_configuration_s=round(first - start, 1),
-               seeds_cpu_s=round(sum(r["timings"].get("seeds", 0) for r in results), 1))
+               last_result_s=round(last - started, 1),  # the rest: summary, report, sweep run
+               load=os.getloadavg()[0])
     return row
 
 
@@ -62,6 +78,27 @@ def hand(low: int, high: int, folder: Path) -> dict:
     cmd = [sys.executable, str(HERE / "hand_loop.py"), "--policies", "fcfs,easy",
            "--nodes", f"{low}:{high}", "--days", str(DAYS), "--out", str(folder / "hand.csv")]
     return _timed(cmd, folder)
+
+
+def seeds_case(repeats: int) -> list[dict]:
+    """100 seeds of one configuration against its seeds alone (``bench_sweep.py``'s runs)."""
+    sys.path.insert(0, str(HERE))
+    import bench_sweep
+
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        bench_sweep._sweep(Path(tmp), "cold", "parallel.n_jobs=2")  # the store and cache made
+        for i in range(repeats):
+            run = bench_sweep._sweep(Path(tmp), f"warm-{i}", "parallel.n_jobs=2")
+            alone = bench_sweep._seeds_alone(Path(tmp))["seconds"]
+            row = {"case": "seeds", "repeat": i, "wall_s": round(run["wall"], 2),
+                   "seeds_alone_s": round(alone, 2), "allowed_s": round(1.5 * alone + 2, 2),
+                   "load": os.getloadavg()[0],
+                   "phases": {k: round(v, 2) for k, v in run["phases"].items()},
+                   "cpu": run.get("cpu")}
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+    return rows
 
 
 def run(low: int, high: int, repeats: int) -> list[dict]:
@@ -82,7 +119,13 @@ if __name__ == "__main__":
     parser.add_argument("--low", type=int, default=60)
     parser.add_argument("--high", type=int, default=160)
     parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument("--days", type=int, default=DAYS)
+    parser.add_argument("--case", choices=("grid", "seeds", "whole"), default="grid")
     args = parser.parse_args()
+    DAYS = args.days
+    if args.case == "seeds":
+        seeds_case(args.repeats)
+        raise SystemExit(0)
     rows = run(args.low, args.high, args.repeats)
     for i in range(args.repeats):
         s, h = (next(r for r in rows if r["case"] == c and r["repeat"] == i) for c in ("sweep", "hand"))

@@ -93,6 +93,7 @@ def simulate_trace(
     workload: WorkloadSpec | None = None,
     enforce_limits: bool = True,
     cache: bool = True,
+    backfill_params: dict | None = None,
 ) -> Simulation:
     """Read a trace (through the on-disk cache) and simulate one seed of it.
 
@@ -106,7 +107,8 @@ def simulate_trace(
     that many nodes, default the size the trace states, else 795. ``system``: a machine with
     partitions instead, as ``drevt-sweep system=...`` gives it: a bundled name (``lassen``,
     ``kabre``), a YAML file in the ``system`` group's format, that data as a mapping, or a
-    ``Machine``. Raises ``DrevtError`` with drevt-sweep's message (``system.total_nodes=0:
+    ``Machine``. ``backfill_params``: ``backfill="slurm"``'s settings (``bf_window`` etc.,
+    ``sim.policies.slurm_backfill``). Raises ``DrevtError`` with drevt-sweep's message (``system.total_nodes=0:
     must be >= 1``; a file's line and value) on bad input.
     """
     from .sweep.seeds import RunSpec, simulate_seed
@@ -137,7 +139,8 @@ def simulate_trace(
         total_nodes if total_nodes is not None else jobs.meta.machine_nodes or DEFAULT_NODES)
     spec = RunSpec(total_nodes=nodes, machine=machine, priority=priority, backfill=backfill,
                    compression=compression, replay=replay, run_time=model,
-                   enforce_limits=enforce_limits, workload=workload or WorkloadSpec())
+                   enforce_limits=enforce_limits, workload=workload or WorkloadSpec(),
+                   backfill_params=backfill_params)
     seed_jobs, schedule = simulate_seed(jobs, spec, seed)
     return Simulation(seed_jobs, schedule, compute_metrics(seed_jobs, schedule), nodes)
 

@@ -299,9 +299,11 @@ def test_our_slurm_launcher_submits_a_job_array_and_gathers_its_results(tmp_path
                      "policy=fcfs,easy", "run_time=normal", "replicates=2", "parallel.n_jobs=1")
     assert "Traceback" not in proc.stderr
     assert "sqlite locks and corrupts" in proc.stdout + proc.stderr  # warned: use a server
-    (script,) = fake_slurm.glob("*.sbatch")  # one sbatch call: a job array of 2 tasks
+    # One sbatch call. The sweep engine cut its 4 (configuration, seed) tasks into chunks of at
+    # least 4 per core of an array task (cpus_per_task=2): one array task runs them all.
+    (script,) = fake_slurm.glob("*.sbatch")
     text = script.read_text()
-    for line in ("#SBATCH --array=0-1%2", "#SBATCH --partition=debug", "#SBATCH --cpus-per-task=2",
+    for line in ("#SBATCH --array=0-0%1", "#SBATCH --partition=debug", "#SBATCH --cpus-per-task=2",
                  "#SBATCH --time=30", "#SBATCH --mem=16GB", "#SBATCH --job-name=drevt-sweep",
                  "export DREVT_ON_SLURM=1"):
         assert line in text, (line, text)

@@ -50,20 +50,24 @@ def test_the_tiny_conf_as_a_machine_and_multifactor_settings():
     # gpu: 4 nodes of 40 CPUs and 4 GPUs (gpu:v100:4), OverSubscribe=EXCLUSIVE: whole nodes.
     assert conf.system == {"name": "tiny", "partitions": [
         {"name": "batch+debug", "nodes": 128, "cores": 64, "gpus": 0, "memory": 256000.0,
-         "sharing": "shared", "queues": ["batch", "debug", "", "-1"]},
+         "sharing": "shared", "queues": ["batch", "debug", "", "-1"],
+         "limits": {"batch": {"max_time": 86400.0}, "debug": {"max_time": 1800.0},
+                    "": {"max_time": 86400.0}, "-1": {"max_time": 86400.0}}},
         {"name": "gpu", "nodes": 4, "cores": 40, "gpus": 4, "memory": 256000.0,
-         "sharing": "exclusive", "queues": ["gpu"]}]}
+         "sharing": "exclusive", "queues": ["gpu"], "limits": {"gpu": {"priority_tier": 2}}}]}
     assert machine_from_mapping(conf.system).total_nodes == 132
-    assert (conf.priority, conf.backfill) == ("multifactor", "easy")
+    assert (conf.priority, conf.backfill) == ("multifactor", "slurm")
+    assert conf.backfill_params == {"bf_window": 2880, "bf_max_job_test": 500}
     assert conf.priority_params == {
         "weights": {"age": 1000.0, "fairshare": 10000.0, "job_size": 500.0, "partition": 2000.0, "qos": 0.0},
         "max_age": 2.5 * 86400, "decay_half_life": 14 * 86400.0, "calc_period": 60.0,
         "favor_small": True, "fairshare": "fair_tree"}  # no NO_FAIR_TREE: Fair Tree
     assert conf.partition_factors == {"batch": 1.0, "debug": 10.0, "gpu": 1.0}
     assert conf.params_for(["batch", "gpu"])["partition_priority"] == {"batch": 1.0, "gpu": 1.0}
-    assert conf.ignored == ("NodeName State", "PartitionName MaxTime", "PartitionName PriorityTier",
+    assert conf.ignored == ("NodeName State",
                             "partitions batch, debug share nodes: simulated as one pool",
-                            "SchedulerParameters bf_window", "SchedulerParameters bf_max_job_test",
+                            "Slurm's backfill limits on shared-node pools (select/cons_tres without "
+                            "OverSubscribe=EXCLUSIVE): those pools are simulated with EASY",
                             "SlurmctldHost")
 
 
@@ -77,11 +81,11 @@ NODES = "NodeName=n[1-4] CPUs=8 RealMemory=1000\nPartitionName=p Nodes=n[1-4] De
 
 
 @pytest.mark.parametrize("text, expected", [
-    ("SelectType=select/linear\n" + NODES, ("fcfs", "easy", "exclusive", None)),
+    ("SelectType=select/linear\n" + NODES, ("fcfs", "slurm", "exclusive", None)),
     ("SchedulerType=sched/builtin\nPriorityType=priority/multifactor\nPriorityFlags=NO_FAIR_TREE\n" + NODES,
      ("multifactor", "none", "shared", "classic")),
     ("SelectTypeParameters=CR_Core\nPriorityType=priority/multifactor\nPriorityDecayHalfLife=0\n" + NODES,
-     ("multifactor", "easy", "shared", "fair_tree")),
+     ("multifactor", "slurm", "shared", "fair_tree")),
 ])
 def test_what_the_select_priority_and_scheduler_keys_choose(tmp_path, text, expected):
     conf = read_slurm_conf(write(tmp_path, text))
@@ -140,7 +144,9 @@ def test_drevt_sim_with_a_slurm_conf(tmp_path, capsys):
     assert data["run"]["priority_params"]["fairshare"] == "fair_tree"
     assert data["run"]["priority_params"]["partition_priority"] == {"batch": 1.0, "debug": 10.0, "gpu": 1.0}
     assert data["warnings"]["rejected_no_partition"] == 1
-    assert err.count("not modelled, ignored") == 1 and "SchedulerParameters bf_window" in err
+    assert err.count("not modelled, ignored") == 1 and "SlurmctldHost" in err
+    assert data["run"]["backfill_policy"] == "slurm"
+    assert data["run"]["backfill_params"] == {"bf_window": 2880, "bf_max_job_test": 500}
     # the command line still wins over the conf
     assert sim_main([str(trace), "--queues", "all", "--slurm-conf", str(TINY), "--quiet",
                      "--priority_policy", "fcfs", "--stats", str(stats)]) == 0  # shared pools: fcfs
@@ -186,7 +192,7 @@ def test_a_sweep_with_system_slurm_and_policy_slurm(tmp_path):
     chosen = [json.loads(p.read_text()) for p in results]
     assert [r["status"] for r in chosen] == ["FINISHED", "FINISHED"]
     assert [r["slurm_policy"] for r in chosen] == [
-        {"slurm.priority": "multifactor", "slurm.backfill": "easy", "slurm.fairshare": "fair_tree"},
+        {"slurm.priority": "multifactor", "slurm.backfill": "slurm", "slurm.fairshare": "fair_tree"},
         {"slurm.priority": "multifactor", "slurm.backfill": "none", "slurm.fairshare": "fair_tree"}]
     assert chosen[0]["config_hash"] != chosen[1]["config_hash"]
     assert chosen[0]["total_nodes"] == 16
@@ -198,7 +204,11 @@ def test_the_documented_example_reads_as_lassens_two_pools():
     assert [(p["name"], p["nodes"], p["cores"], p["gpus"], p["sharing"]) for p in parts] == [
         ("pbatch", 752, 40, 4, "exclusive"), ("pdebug", 36, 40, 4, "exclusive")]
     assert conf.partition_factors == {"pbatch": 1.0, "pdebug": 2.0}
-    assert conf.ignored == ("PartitionName MaxTime",)
+    assert conf.ignored == ()
+    # MaxTime is modelled (issue 26 item 4): jobs above it never run
+    assert parts[0]["limits"] == {"pbatch": {"max_time": 12 * 3600.0}, "": {"max_time": 12 * 3600.0},
+                                  "-1": {"max_time": 12 * 3600.0}}
+    assert parts[1]["limits"] == {"pdebug": {"max_time": 2 * 3600.0}}
 
 
 def kabre_machines():
@@ -215,7 +225,7 @@ def test_the_kabre_like_conf_is_system_kabre():
     conf, ours, yaml = kabre_machines()
     shape = lambda m: [(p.nodes, p.cores, p.gpus, p.memory, p.sharing, set(p.queues)) for p in m.partitions]  # noqa: E731
     assert shape(ours) == shape(yaml)
-    assert (conf.priority, conf.backfill) == ("fcfs", "easy")
+    assert (conf.priority, conf.backfill) == ("fcfs", "slurm")
 
 
 def test_the_kabre_like_conf_schedules_the_real_export_as_system_kabre():

@@ -179,6 +179,12 @@ def build_parser() -> argparse.ArgumentParser:
                          help="a parameter of --priority_policy multifactor, e.g. "
                          "weights.fairshare=5000, calc_period=60, favor_small=true, "
                          "user_shares.alice=2 (repeatable)")
+    machine.add_argument("--backfill_param", action="append", default=[], metavar="KEY=VALUE",
+                         help="a setting of --backfill_policy slurm (Slurm's SchedulerParameters "
+                         "names: bf_interval, bf_max_job_test, bf_window, bf_resolution, "
+                         "bf_max_job_user, bf_max_job_part, bf_continue, bf_job_part_count_reserve, "
+                         "default_queue_depth, sched_interval; inf = no limit); over --slurm-conf's "
+                         "(repeatable)")
     machine.add_argument("--no_enforce_limits", dest="enforce_limits", action="store_false",
                          help="let jobs run past their time limit instead of killing them at it")
 
@@ -357,6 +363,16 @@ def _check_options(args: argparse.Namespace):
     args.priority_params = check_priority_params(args.priority_policy, given)
     if args.priority_policy != "multifactor":
         args.priority_params = None
+    args.backfill_params = None
+    if backfill == "slurm":
+        from ..sim.policies.slurm_backfill import check_backfill_params
+
+        items = _priority_params(args.backfill_param, option="--backfill_param")
+        from_conf = dict(args.slurm.backfill_params) if args.slurm is not None else {}
+        args.backfill_params = {**from_conf, **items} or None
+        check_backfill_params(args.backfill_params)
+    elif args.backfill_param:
+        raise ConfigError(f"--backfill_param sets --backfill_policy slurm's settings, not {backfill}'s")
     if args.rejects and args.on_bad_row != "skip":
         raise ConfigError("--rejects needs --on_bad_row skip (only skipped rows are written)")
     from ..trace.timestamps import resolve_zone
@@ -438,7 +454,7 @@ def _machine(args: argparse.Namespace, total_nodes: int):
     return Machine.single_pool(total_nodes)
 
 
-def _priority_params(items: list[str]) -> dict:
+def _priority_params(items: list[str], option: str = "--priority_param") -> dict:
     """``KEY=VALUE`` strings (dotted keys nest: ``weights.age=10``) as a dict; values are
     numbers, true/false, or text."""
     from ..errors import ConfigError
@@ -447,7 +463,7 @@ def _priority_params(items: list[str]) -> dict:
     for item in items:
         key, sep, text = item.partition("=")
         if not sep or not key.strip():
-            raise ConfigError(f"--priority_param expects KEY=VALUE, got '{item}'")
+            raise ConfigError(f"{option} expects KEY=VALUE, got '{item}'")
         value: object = text.strip()
         if value in ("true", "false"):
             value = value == "true"
@@ -461,7 +477,7 @@ def _priority_params(items: list[str]) -> dict:
         for part in parts[:-1]:
             where = where.setdefault(part, {})
             if not isinstance(where, dict):
-                raise ConfigError(f"--priority_param {key}: '{part}' is not a group of parameters")
+                raise ConfigError(f"{option} {key}: '{part}' is not a group of parameters")
         where[parts[-1]] = value
     return params
 
@@ -508,6 +524,8 @@ _REJECT_TEXT = {  # drevt_sweep.sim.machine.REJECT_REASONS
     "cores": "more cores per node than a node has",
     "gpus": "more GPUs per node than a node has",
     "memory": "more memory per node than a node has",
+    "partition_max_nodes": "more nodes than their partition's MaxNodes",
+    "partition_time_limit": "a time limit above their partition's MaxTime",
 }
 _WARNING_TEXT = {
     "replay_overcommit_instants": "the recorded schedule uses more than {total_nodes} nodes at "
@@ -849,6 +867,7 @@ def _run_info(jobs, schedule, args, backfill, model) -> dict:
             "backfill_order": args.backfill_order if simulated else None,
             "estimate_refresh": args.estimate_refresh if simulated else None,
             "priority_params": args.priority_params if simulated else None,
+            "backfill_params": args.backfill_params if simulated else None,
             "enforce_limits": args.enforce_limits if simulated else None,
             "run_time": model.as_params() if simulated else None,
             "seed": args.seed if simulated else None,
@@ -919,6 +938,7 @@ def run(args: argparse.Namespace) -> int:
             priority_params=args.priority_params,
             compression=args.compression,
             progress=progress.update if progress else None,
+            backfill_params=args.backfill_params,
         )
         if progress:
             progress.close()

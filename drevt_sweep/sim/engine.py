@@ -131,6 +131,7 @@ def simulate(
     compression: str = "compress_first",
     progress: Callable[[float, int], None] | None = None,
     estimate_refresh: str = "submit",
+    backfill_params: dict | None = None,
 ) -> Schedule:
     """Schedule ``jobs`` on a machine of ``total_nodes`` nodes.
 
@@ -159,6 +160,8 @@ def simulate(
     ``progress(now, jobs_done)``, if given, is called every few thousand events with the
     simulated time reached and the number of jobs finished so far; it may raise (an interrupt)
     to stop the run. Both kernels return to Python that often, so Ctrl-C stops a long run.
+    ``backfill_params``: a backfill policy's own settings (``slurm``: ``bf_window`` etc., see
+    ``policies.slurm_backfill``); jobs it held are counted in ``warnings["held_<reason>"]``.
     """
     check_priority(priority)
     check_backfill(backfill)
@@ -213,6 +216,7 @@ def simulate(
     needs_reference = REFRESH_NEEDS_REFERENCE if refresh else ""
     if getattr(dynamic, "reference_only", ""):
         needs_reference = f"{dynamic.reference_only} has no compiled version"
+    held: dict[str, int] = {}
     if _use_fast_kernel(kernel, backfill, capacity, on_reservation, n, extended, needs_reference):
         from . import kernel as fast
 
@@ -248,6 +252,8 @@ def simulate(
             compression=compression,
             progress=progress,
             refresh=refresh,
+            backfill_params=backfill_params,
+            report=held,
         )
     warnings = {"rejected_oversized": int(rejected.sum())}
     if deadline is not None:  # jobs withdrawn when their last capacity window passed
@@ -260,6 +266,7 @@ def simulate(
         if schedule_of_capacity.irregular:  # of those, the jobs only a DST day's longer gap fits
             warnings[IRREGULAR_GAP] = int(
                 schedule_of_capacity.irregular_only(total, submit, nodes, limit).sum())
+    warnings.update(held)
     return Schedule(
         mode="simulation",
         total_nodes=total,
@@ -336,7 +343,8 @@ PROGRESS_EVERY_EVENTS = 128
 
 def _run_events(*, submit, limit, nodes, dur, rejected, rank, capacity, backfill, enforce_limits, on_reservation,
                 deadline=None, estimate="user", backfill_order="fcfs", users=None, dynamic=None,
-                compression="compress_first", progress=None, refresh=False):
+                compression="compress_first", progress=None, refresh=False, backfill_params=None,
+                report=None):
     """The event loop. Works on Python lists (per-element numpy access is slow in pure Python).
 
     With a variable capacity (``deadline`` given): capacity changes are events while jobs wait
@@ -352,6 +360,7 @@ def _run_events(*, submit, limit, nodes, dur, rejected, rank, capacity, backfill
     changed, ``cluster.estimates_raised`` tells the policy that its plans' durations changed.
     With a dynamic priority the queue is kept sorted by ``(key, FCFS rank)``; its ticks are
     events while jobs wait (see ``policies.dynamic`` for the order of the calls).
+    ``report``: a dict that receives the policy's own counts (``counts()``, e.g. held jobs).
     """
     n = submit.shape[0]
     nodes_l = nodes.tolist()
@@ -381,7 +390,8 @@ def _run_events(*, submit, limit, nodes, dur, rejected, rank, capacity, backfill
     cluster = Cluster(capacity, nodes_l, enforce_limits)
     policy = make_backfill(
         backfill, PolicyContext(nodes_l, plan, capacity, enforce_limits, on_reservation, backfill_order, fcfs,
-                               compression=compression)
+                               compression=compression, backfill_params=backfill_params,
+                               users=users.tolist() if users is not None else ())
     )
     running = cluster.running  # sorted (est_end, job)
     queue: list[int] = []  # waiting jobs in priority order
@@ -548,6 +558,8 @@ def _run_events(*, submit, limit, nodes, dur, rejected, rank, capacity, backfill
 
     if queue:  # cannot happen: with nothing running, the best job always fits
         raise RuntimeError(f"engine stalled with {len(queue)} job(s) waiting (policy {backfill!r})")
+    if report is not None and hasattr(policy, "counts"):
+        report.update(policy.counts())
     return begin, end
 
 

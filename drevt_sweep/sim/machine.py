@@ -40,7 +40,9 @@ from ..jobs import JobTable
 
 SHARING = ("exclusive", "shared")
 EVERY_QUEUE = "*"
-REJECT_REASONS = ("no_partition", "unknown_partition", "nodes", "cores", "gpus", "memory")
+REJECT_REASONS = ("no_partition", "unknown_partition", "nodes", "cores", "gpus", "memory",
+                  "partition_max_nodes", "partition_time_limit")
+LIMIT_KEYS = ("max_time", "max_nodes", "priority_tier")  # Partition.limits per served name
 UNSTATED = ("", "-1")  # a partition name that says nothing (SWF field 16 unknown, or empty)
 RESOURCES = ("nodes", "cores", "gpus", "memory")
 
@@ -56,6 +58,9 @@ class Partition:
     memory: float | None = None  # MiB per node
     sharing: str = "exclusive"
     queues: tuple[str, ...] = ()  # job partition/queue names served here; () = (name,)
+    # Slurm's per-partition limits of the names served here: {name: {max_time (s), max_nodes,
+    # priority_tier}} (a pool may serve several Slurm partitions sharing its nodes)
+    limits: dict = field(default_factory=dict, compare=False, hash=False)
 
     def __post_init__(self) -> None:
         where = f"partition {self.name!r}"
@@ -81,6 +86,18 @@ class Partition:
             raise ConfigError(f"{where}: a shared partition needs cores per node")
         queues = (self.queues,) if isinstance(self.queues, str) else tuple(str(q) for q in self.queues)
         object.__setattr__(self, "queues", queues or (self.name,))
+        limits = {}
+        for queue, given in dict(self.limits or {}).items():
+            unknown = set(given) - set(LIMIT_KEYS)
+            if unknown or queue not in self.queues:
+                raise ConfigError(f"{where}: limits of {queue!r}: unknown key(s) {', '.join(sorted(unknown))} "
+                                  f"or a name it does not serve (keys: {', '.join(LIMIT_KEYS)})")
+            limits[queue] = {k: v for k, v in given.items() if v is not None}
+        object.__setattr__(self, "limits", limits)
+
+    def tier_of(self, name: str) -> int:
+        """The ``PriorityTier`` of a served name (Slurm's default 1)."""
+        return int(self.limits.get(name, {}).get("priority_tier", 1))
 
     @property
     def shared(self) -> bool:
@@ -178,7 +195,7 @@ def machine_from_mapping(data, name: str | None = None) -> Machine:
             if not hasattr(fields, "items"):
                 raise ConfigError(f"each partition must be a mapping of fields, got {fields!r}")
             items.append(dict(fields))
-    allowed = {"name", "nodes", "cores", "gpus", "memory", "sharing", "queues"}
+    allowed = {"name", "nodes", "cores", "gpus", "memory", "sharing", "queues", "limits"}
     partitions = []
     for fields in items:
         unknown = set(fields) - allowed
@@ -198,6 +215,7 @@ def machine_from_mapping(data, name: str | None = None) -> Machine:
             memory=fields.get("memory"),
             sharing=str(fields.get("sharing", "exclusive")),
             queues=(queues,) if isinstance(queues, str) else tuple(str(q) for q in queues),
+            limits=dict(fields.get("limits") or {}),
         ))
     return Machine(str(name or data.get("name") or "machine"), tuple(partitions))
 
@@ -216,6 +234,34 @@ def parse_partitions(text: str, cores: int | None = None, gpus: int | None = Non
             raise ConfigError(f"--partitions expects 'name:nodes,name:nodes', got {item.strip()!r}")
         partitions.append(Partition(match.group(1), int(match.group(2)), cores, gpus, memory, sharing))
     return Machine("partitions", tuple(partitions))
+
+
+def served_names(jobs: JobTable, machine: Machine) -> np.ndarray:
+    """Per job, the name its pool serves it under: its partition name if a pool lists it, else
+    its queue name (object array; how ``place_jobs`` chose)."""
+    listed = {q for p in machine.partitions for q in p.queues}
+    by_partition = np.asarray(jobs.partition_names, dtype=object)[np.asarray(jobs.partition_code)]
+    by_queue = np.asarray(jobs.queue_names, dtype=object)[np.asarray(jobs.queue_code)]
+    use = np.array([name in listed for name in by_partition.tolist()], dtype=bool) if len(jobs) else np.zeros(0, bool)
+    return np.where(use, by_partition, by_queue)
+
+
+def _partition_limits(jobs: JobTable, parts, slot: np.ndarray) -> dict[str, np.ndarray]:
+    """Jobs over their Slurm partition's ``MaxNodes`` or ``MaxTime``: Slurm keeps them pending
+    for ever (``PartitionNodeLimit``/``PartitionTimeLimit``, ``EnforcePartLimits=NO``) or refuses
+    them (otherwise); either way they never run."""
+    names = served_names(jobs, Machine("m", tuple(parts)))
+    max_nodes = np.full(len(jobs), np.iinfo(np.int64).max)
+    max_time = np.full(len(jobs), np.inf)
+    for k, part in enumerate(parts):
+        for name, lim in part.limits.items():
+            rows = (slot == k) & (names == name)
+            if "max_nodes" in lim:
+                max_nodes[rows] = int(lim["max_nodes"])
+            if "max_time" in lim:
+                max_time[rows] = float(lim["max_time"])
+    return {"partition_max_nodes": np.asarray(jobs.num_nodes) > max_nodes,
+            "partition_time_limit": np.asarray(jobs.time_limit, dtype=np.float64) > max_time}
 
 
 # ------------------------------------------------------------------ jobs -> partitions
@@ -317,6 +363,8 @@ def place_jobs(jobs: JobTable, machine: Machine) -> Placement:
         modelled = np.isfinite(size)
         memory = np.where(modelled & np.isfinite(asked), asked, 0.0)
         over["memory"] = modelled & (memory > size)
+    if any(p.limits for p in parts):  # Slurm's MaxNodes / MaxTime of the name that serves it
+        over.update(_partition_limits(jobs, parts, slot))
     for what in reversed(REJECT_REASONS[1:]):  # the first reason that applies is the one given
         if what in over:  # (never true for a job no partition serves: its sizes have no limit)
             reason[over[what]] = 1 + REJECT_REASONS.index(what)

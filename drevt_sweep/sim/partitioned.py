@@ -57,8 +57,9 @@ def simulate_machine(
                                capacity=capacity, **policy_options)
     progress = policy_options.pop("progress", None)
     defaults = {"estimate": "user", "backfill_order": "fcfs", "priority_params": None,
-                "compression": "compress_first", "estimate_refresh": "submit"}
-    special = {k: v for k, v in policy_options.items() if v != defaults.get(k, v)}
+                "compression": "compress_first", "estimate_refresh": "submit", "backfill_params": None}
+    special = {k: v for k, v in policy_options.items()
+               if v != defaults.get(k, v) and k != "backfill_params"}  # (slurm: shared pools run EASY)
     if special and any(p.shared for p in machine.partitions):
         raise ConfigError(f"shared partitions plan with the users' time limits in priority order: "
                           f"{', '.join(f'{k}={v}' for k, v in special.items())} applies to "
@@ -87,19 +88,33 @@ def simulate_machine(
         dur = np.full(n, np.nan)
         killed = np.zeros(n, dtype=bool)
     withdrawn = np.zeros(n, dtype=bool)  # rejected by a partition's capacity (maintenance)
+    held: dict[str, int] = {}  # jobs a policy held, per reason (backfill 'slurm')
     irregular = 0  # of those, the jobs only a DST day's longer gap would fit
     done_before = 0
+    names = None  # the names jobs are served under, for PriorityTier (backfill 'slurm')
     for k, part in enumerate(machine.partitions):
         rows = rows_of[k]
         if rows.size == 0 or (compiled is not None and not part.shared):
             continue
+        options = policy_options
+        if backfill == "slurm" and not part.shared and len({part.tier_of(q) for q in part.queues}) > 1:
+            if names is None:
+                from .machine import served_names
+
+                names = served_names(jobs, machine)
+            params = dict(policy_options.get("backfill_params") or {})
+            params["tier"] = [part.tier_of(name) for name in names[rows].tolist()]
+            options = {**policy_options, "backfill_params": params}
         sub = jobs.take(rows)
         if part.shared:
             from .shared import simulate_shared
 
+            # Slurm's backfill limits are modelled on whole-node pools; the shared-node engine
+            # runs EASY for it (trace.slurm_conf lists this as not modelled)
             result = simulate_shared(
                 sub, rt[rows], part, placement.cores[rows], placement.gpus[rows],
-                placement.memory[rows], priority=priority, backfill=backfill,
+                placement.memory[rows], priority=priority,
+                backfill="easy" if backfill == "slurm" else backfill,
                 enforce_limits=enforce_limits, kernel=kernel,
             )
         else:
@@ -107,16 +122,19 @@ def simulate_machine(
                 lambda now, done, base=done_before: progress(now, base + done))
             result = engine.simulate(sub, rt[rows], part.nodes, priority=priority,
                                      backfill=backfill, enforce_limits=enforce_limits, kernel=kernel,
-                                     capacity=capacities[k], progress=step, **policy_options)
+                                     capacity=capacities[k], progress=step, **options)
             withdrawn[rows] = result.rejected
             irregular += result.warnings.get(IRREGULAR_GAP, 0)
+            for key, count in result.warnings.items():
+                if key.startswith("held_"):
+                    held[key] = held.get(key, 0) + count
         done_before += rows.size
         begin[rows] = result.begin
         end[rows] = result.end
         dur[rows] = result.run_time
         killed[rows] = result.killed
     rejected = placement.rejected
-    warnings = {"rejected_oversized": int(rejected.sum()), **placement.counts()}
+    warnings = {"rejected_oversized": int(rejected.sum()), **placement.counts(), **held}
     if withdrawn.any():
         rejected |= withdrawn
         warnings["rejected_capacity"] = int(withdrawn.sum())

@@ -28,7 +28,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from .. import __version__
 from .callback_policy import guard_hydra_callbacks
-from .slurm_system import identity_settings, slurm_conf_of, slurm_policy
+from .slurm_system import backfill_params, identity_settings, slurm_conf_of, slurm_policy
 from .config import register_configs
 from .interrupts import end_idle_workers, end_workers, exit_code, install_handlers, signal_name
 from ..errors import ConfigError, DrevtError
@@ -107,6 +107,11 @@ def run_spec(cfg: DictConfig, machine_nodes: int | None,
     options = policy_options(cfg.policy)
     if cfg.policy.name == "slurm":  # everything from system.slurm_conf
         priority, backfill, options["priority_params"] = slurm_policy(slurm_conf_of(cfg.system), queue_names)
+    if backfill == "slurm":  # SchedulerParameters from the slurm.conf, policy.bf_* on top
+        from ..sim.policies.slurm_backfill import check_backfill_params
+
+        options["backfill_params"] = backfill_params(cfg.policy, slurm_conf_of(cfg.system))
+        check_backfill_params(options["backfill_params"])
     return RunSpec(
         machine=machine,
         total_nodes=int(total_nodes or machine_nodes or LASSEN_NODES),
@@ -167,10 +172,52 @@ def policy_options(policy: DictConfig) -> dict:
     return {"estimate": estimate, "backfill_order": order, "estimate_refresh": refresh, "priority_params": params}
 
 
-def result_config(cfg: DictConfig) -> dict:
-    """The resolved settings that decide results: hashed for resume, logged as params."""
+def result_config(cfg: DictConfig, plain: dict | None = None) -> dict:
+    """The resolved settings that decide results: hashed for resume, logged as params
+    (``plain``: the whole config already resolved, :func:`resolved`)."""
+    if plain is not None:
+        return identity_settings({k: plain[k] for k in RESULT_SECTIONS})
     return identity_settings(
         {k: OmegaConf.to_container(cfg[k], resolve=True, enum_to_str=True) for k in RESULT_SECTIONS})
+
+
+def resolved(cfg: DictConfig) -> dict | None:
+    """The config resolved once, as plain data, for both its settings and its ``config.yaml``
+    (OmegaConf resolution was ~9 ms each, per configuration); None when some key cannot be
+    resolved (the configuration then fails where it reads it, as before)."""
+    try:
+        return OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)
+    except Exception:  # noqa: BLE001 - reported by the step that needs the key
+        return None
+
+
+_YAML_PIECES: dict[tuple[str, str], str] = {}  # (top-level key, repr of its value) -> YAML
+
+
+def config_yaml(plain: dict) -> str:
+    """``OmegaConf.to_yaml(cfg, resolve=True)``, byte for byte, from the resolved plain config:
+    each top-level section is dumped once per distinct value and the pieces joined (a block
+    mapping's keys are written one after the other at column 0, so the text is the same; a
+    sweep's configurations differ in a section or two, and the YAML dump was ~20 ms each)."""
+    import yaml
+    from omegaconf._utils import get_omega_conf_dumper
+
+    def dump(data) -> str:
+        return yaml.dump(data, default_flow_style=False, allow_unicode=True, sort_keys=False,
+                         Dumper=get_omega_conf_dumper())
+
+    if not plain or not all(isinstance(k, str) for k in plain):
+        return dump(plain)
+    parts = []
+    for key, value in plain.items():
+        piece_key = (key, repr(value))
+        text = _YAML_PIECES.get(piece_key)
+        if text is None:
+            if len(_YAML_PIECES) >= 4096:  # bounded: a long sweep of ever-new values
+                _YAML_PIECES.clear()
+            text = _YAML_PIECES[piece_key] = dump({key: value})
+        parts.append(text)
+    return "".join(parts)
 
 
 def configuration_label(hydra_cfg) -> str:
@@ -265,6 +312,7 @@ class Configuration:
     # (the sweep engine, which waits for the store once per wave), not opened in prepare.
     deferred: bool = False
     warming: object = None
+    plain: dict | None = None  # the config resolved once (settings, config.yaml)
 
     @property
     def timings(self) -> dict:
@@ -277,11 +325,11 @@ class Configuration:
 
 def run_configuration(cfg: DictConfig) -> dict:
     """Run one configuration over its seeds, track it, and return its ``result.json`` content."""
+    store_ready()  # a multirun's store, opened in on_multirun_start
     run = begin_configuration(cfg, HydraConfig.get())
-    # Worker processes start while the store opens and the trace is read.
-    backfill = None if cfg.policy.replay else _value(cfg.policy.backfill)
-    run.warming = (start_workers(_n_jobs(cfg), _value(cfg.parallel.backend), backfill)
-                   if cfg.replicates > 1 else None)
+    # Worker processes start while the store opens and the trace is read (a single run's
+    # started while on_run_start waited for the store).
+    run.warming = _state.pop("warming", None) or _start_workers(cfg, _n_jobs(cfg))
     with configuration_errors(run, final=True):
         prepare_configuration(run)
         if run.warming is not None:
@@ -296,6 +344,14 @@ def run_configuration(cfg: DictConfig) -> dict:
     return run.result
 
 
+def _start_workers(cfg: DictConfig, n_jobs: int):
+    """``seeds.start_workers`` for a configuration of several seeds (None for one)."""
+    if cfg.replicates <= 1:
+        return None
+    backfill = None if cfg.policy.replay else _value(cfg.policy.backfill)
+    return start_workers(n_jobs, _value(cfg.parallel.backend), backfill)
+
+
 def begin_configuration(cfg: DictConfig, hydra_cfg, figures: bool | None = None) -> Configuration:
     """A configuration's folder, names and result skeleton (nothing that can fail on input)."""
     _state["ran"] = True
@@ -304,7 +360,8 @@ def begin_configuration(cfg: DictConfig, hydra_cfg, figures: bool | None = None)
     label = configuration_label(hydra_cfg)
     name = _run_name(cfg, hydra_cfg)
     result: dict = {"label": label, "name": name, "status": "FAILED",
-                    "choices": dict(hydra_cfg.runtime.choices), "parent_run_id": None}
+                    "choices": dict(hydra_cfg.runtime.choices), "parent_run_id": None,
+                    "drevt_version": __version__}
     result["timings"] = {}  # seconds per phase, for the sweep benchmark
     # Wall-clock instants (epoch seconds) of the phase ends, from the console script's start:
     # with the benchmark's own start and end they give every phase, Hydra's included.
@@ -314,8 +371,9 @@ def begin_configuration(cfg: DictConfig, hydra_cfg, figures: bool | None = None)
         from .figure_choice import figures_wanted
 
         figures = figures_wanted(str(cfg.figures), 1)
-    return Configuration(cfg, hydra_cfg, out_dir, label, name, result_config(cfg), result,
-                         started, started, figures=figures)
+    plain = resolved(cfg)
+    return Configuration(cfg, hydra_cfg, out_dir, label, name, result_config(cfg, plain), result,
+                         started, started, figures=figures, plain=plain)
 
 
 def prepare_configuration(run: Configuration, load=None, finished: dict | None = None) -> None:
@@ -400,7 +458,7 @@ def complete_configuration(run: Configuration, fresh: list[SeedResult]) -> None:
     if tracker and not run.deferred:  # written by the helper while the outputs and figures are made here
         _log_seed_runs(tracker, parent_id, cfg, run.jobs, run.spec, run.chash, run.label, results,
                        run.reused, result, run.params, run.path, run.hydra_cfg)
-    _write_outputs(run.out_dir, cfg, run.jobs, ok, result)
+    _write_outputs(run.out_dir, cfg, run.jobs, ok, result, run.plain)
     run.phase = _lap(run.timings, "outputs", run.phase)
     run.marks["outputs"] = time.time()
     figures = (_configuration_figures(run.out_dir, run.spec, ok, cfg, run.timings)
@@ -607,14 +665,16 @@ def _write_rejects(jobs, out_dir: Path) -> None:
         write_file(out_dir / QUEUE_KEYS_FILE, (json.dumps(mapping, indent=2) + "\n").encode())
 
 
-def _write_outputs(out_dir: Path, cfg: DictConfig, jobs, ok: list[SeedResult], result: dict) -> None:
+def _write_outputs(out_dir: Path, cfg: DictConfig, jobs, ok: list[SeedResult], result: dict,
+                   plain: dict | None = None) -> None:
     import pandas as pd
 
     from ..files import write_file
     from ..outputs import write_per_user_csv, write_schedule_csv
 
+    text = config_yaml(plain) if plain is not None else OmegaConf.to_yaml(cfg, resolve=True)
     # Through files.write_file: never onto the trace (e.g. one kept in a job folder).
-    write_file(out_dir / "config.yaml", OmegaConf.to_yaml(cfg, resolve=True).encode())
+    write_file(out_dir / "config.yaml", text.encode())
     rows = [{"seed": r.seed, **r.metrics} for r in ok]
     write_file(out_dir / "seed_metrics.csv", pd.DataFrame(rows).to_csv(index=False).encode())
     for r in ok:
@@ -751,8 +811,27 @@ def _run_name(cfg: DictConfig, hydra_cfg) -> str:
 
     varying = ()
     if hydra_cfg.mode == RunMode.MULTIRUN:
-        varying = sweep_varying_keys(str(Path(hydra_cfg.sweep.dir).absolute()))
+        varying = _varying_keys(str(Path(hydra_cfg.sweep.dir).absolute()))
     return run_name(cfg, dict(hydra_cfg.runtime.choices), varying)
+
+
+def _varying_keys(sweep_dir: str) -> tuple[str, ...]:
+    """``sweep_varying_keys`` read once per sweep, not once per configuration (it parses the
+    whole ``multirun.yaml``); read again should that file change."""
+    path = Path(sweep_dir) / "multirun.yaml"
+    try:
+        stat = path.stat()
+        stamp = (stat.st_mtime_ns, stat.st_size)
+    except OSError:
+        stamp = None
+    key = (sweep_dir, stamp)
+    if key not in _varying_cache:
+        _varying_cache.clear()
+        _varying_cache[key] = sweep_varying_keys(sweep_dir)
+    return _varying_cache[key]
+
+
+_varying_cache: dict = {}
 
 
 def _trace_name(cfg: DictConfig, path: Path) -> str:
@@ -928,6 +1007,7 @@ class SweepSummaryCallback(Callback):
 
     def on_multirun_start(self, config: DictConfig, **kwargs) -> None:
         raise_problems(check_sweep(config))  # every job's values, before the store opens
+        _marks["validated"] = time.time()
         if config.resume:
             sweep_dir = Path(config.hydra.sweep.dir)
             state = "continuing" if (sweep_dir / "multirun.yaml").is_file() else "no earlier sweep: starting"
@@ -942,9 +1022,14 @@ class SweepSummaryCallback(Callback):
                     config.paths.output_root,
                 )
             try:
-                store = _tracker(config, wait=True)  # the store and experiment exist before any job
+                # Opening in the helper (MLflow's import, the store's creation: 3-13 s on a
+                # loaded machine) overlaps the sweep's start; the jobs wait for it, with the
+                # same exit 2, in :func:`store_ready` -- the engine after its first wave's
+                # seeds, before any result is written; Hydra's launchers before the first job.
+                store = _tracker(config)
             except (DrevtError, TrackingError) as exc:
                 raise SystemExit(f"drevt-sweep: error: {exc}") from None
+            _state["opening"] = store
             if "SlurmLauncher" not in launcher:
                 # Jobs run on this machine; SLURM tasks outlive an interrupted submitter.
                 _state["store"] = store._key
@@ -954,10 +1039,16 @@ class SweepSummaryCallback(Callback):
         dead server, a ``foo://`` URI, a corrupt or read-only store: exit 2, nothing run)."""
         raise_problems(check_config(config))
         if config.tracking.enabled:
+            # The seeds' workers start (numpy, the kernel) while the helper imports MLflow and
+            # opens the store: the two waits overlap instead of adding up.
+            warming = _start_workers(config, int(config.parallel.n_jobs))
             try:
                 _tracker(config, wait=True)
             except (DrevtError, TrackingError) as exc:
+                if warming is not None:
+                    warming.join()  # not left starting workers while the interpreter exits
                 raise SystemExit(f"drevt-sweep: error: {exc}") from None
+            _state["warming"] = warming
 
     def on_multirun_end(self, config: DictConfig, **kwargs) -> None:
         sweep_dir = Path(config.hydra.sweep.dir)
@@ -979,7 +1070,8 @@ class SweepSummaryCallback(Callback):
             if config.tracking.enabled:
                 uri = config.tracking.uri or embedded_uri(config.paths.output_root)
             print("report: writing report.html …", flush=True)  # tens of seconds on a busy machine
-            report = build_report(sweep_dir, uri)
+            # The engine wrote every configuration's files here, and their runs from them.
+            report = build_report(sweep_dir, uri, from_folder=bool(_state.get("engine")))
             print(f"report: {report}")
         except OSError as exc:  # a full disk: say which file
             log.warning("report not built (rebuild with drevt-sweep-report): %s",
@@ -1009,6 +1101,34 @@ class SweepSummaryCallback(Callback):
             _report(format_summary(frame), failed, run_dir, config)
             if config.resume:
                 print(resume_note([run_dir / "result.json"], run_dir))
+
+
+def store_ready() -> None:
+    """Wait for the store the multirun opened (``on_multirun_start``): a store that cannot be
+    used (read-only, corrupt, a deleted experiment) stops the sweep with one line and exit 2,
+    before any configuration's result is written."""
+    _store_check(wait=True)
+
+
+def store_failed() -> None:
+    """Without waiting: ``store_ready``'s exit when the open has already failed."""
+    _store_check(wait=False)
+
+
+def _store_check(wait: bool) -> None:
+    service = _state.get("opening")
+    if service is None:
+        return
+    try:
+        if wait:
+            _state.pop("opening", None)
+            service.wait()
+        else:
+            service.raise_if_failed()
+    except (DrevtError, TrackingError) as exc:
+        _state.pop("opening", None)
+        _state["refused"] = True  # bad input found late: still exit 2 (main)
+        raise SystemExit(f"drevt-sweep: error: {exc}") from None
 
 
 def start_sweep_run(tracker, config: DictConfig, sweep_dir: Path) -> str:
@@ -1108,7 +1228,11 @@ def _report(table: str, failed: list[str], where: Path, config: DictConfig) -> N
             print(f"runs: {uri[len('sqlite:///'):]} (experiment '{config.tracking.experiment}')")
         from ..tracking.ui import after_sweep
 
-        after_sweep(uri, config.tracking.experiment)  # the UI link that opens on the results
+        try:
+            service = _tracker(config)  # the helper's (open already): no MLflow import here
+        except Exception:  # noqa: BLE001 - only the link is at stake
+            service = None
+        after_sweep(uri, config.tracking.experiment, service)  # the UI link that opens on the results
     if failed:
         print(f"\n{len(failed)} configuration(s) failed: " + "; ".join(failed), file=sys.stderr)
 
@@ -1226,7 +1350,7 @@ def main() -> None:
         _app()
         end_idle_workers()  # done with them: the exit need not wait for each to wind down
     except SystemExit as exc:
-        if exc.code in (0, None) or _state["ran"]:
+        if exc.code in (0, None) or (_state["ran"] and not _state.get("refused")):
             raise
         # Hydra reports a bad option or config (and we an unreachable store) before any
         # configuration runs: that is bad input, exit code 2 as for drevt-sim.

@@ -7,7 +7,8 @@ its runs (issue 23: x16-19 the cost of a hand-written loop). Here, under ``hydra
 (the default), the sweeper (``hydra_plugins.drevt_sweeper``) hands the grid to :func:`sweep`:
 
 1. the jobs are expanded with Hydra's parser and composed once per distinct choice of groups
-   (``grid.py``), in waves of ``WAVE`` configurations, never all at once (memory);
+   (``grid.py``), in waves (``FIRST_WAVE`` configurations, doubling up to ``WAVE``: the seeds
+   start soon, memory stays bounded), never all at once;
 2. each configuration of a wave is prepared as ``drevt-sweep`` prepares a Hydra job
    (``app.prepare_configuration``: its folder, its parent run, the trace -- read once for the
    whole sweep --, its spec and the seeds still to run; with ``resume=true`` the FINISHED seeds
@@ -38,15 +39,30 @@ from .figure_choice import figures_wanted
 
 log = logging.getLogger("drevt_sweep")
 
-WAVE = 256  # configurations prepared, run and completed together (bounded memory)
+WAVE = 256  # configurations prepared, run and completed together, at most (bounded memory)
+WAVE_MIN = 4  # ... and at least, unless the sweep is smaller
+FIRST_WAVE = 32  # the first wave's, at most: its seeds start after 32 configurations are prepared
+
+
+def waves(total: int, largest: int | None = None):
+    """``(start, stop)`` of each wave: the first of at most FIRST_WAVE configurations (the first
+    simulations start seconds after the command), doubling up to ``wave_size(total)``. Results
+    do not depend on it: a wave's seeds are one task list whatever its size."""
+    largest = wave_size(total) if largest is None else largest
+    start, size = 0, min(FIRST_WAVE, largest)
+    while start < total:
+        yield start, min(start + size, total)
+        start, size = start + size, min(2 * size, largest)
 
 
 def engine_applies(config: DictConfig, jobs: list[list[str]]) -> bool:
     """The task-list engine runs the sweep: Hydra's basic launcher, no search, and nothing
     swept that decides how the seeds run (``parallel.*``) or how Hydra runs a job."""
+    from .arrays import cluster_of
+
     launcher = str(OmegaConf.select(config, "hydra.launcher._target_", default="") or "")
-    if not launcher.endswith("BasicLauncher"):
-        return False
+    if not launcher.endswith("BasicLauncher") and cluster_of(config) is None:
+        return False  # (submitit's launchers: the engine's chunks become array tasks, arrays.py)
     if str(getattr(config.search.kind, "value", config.search.kind)) != "none":
         return False
     keys = {line.split("=", 1)[0].lstrip("+~") for job in jobs for line in job}
@@ -69,6 +85,9 @@ def sweep(sweeper, arguments: list[str]) -> list:
     sweep_dir.mkdir(parents=True, exist_ok=True)
     OmegaConf.save(config, sweep_dir / "multirun.yaml")
     if not engine_applies(config, jobs):
+        from . import app
+
+        app.store_ready()  # Hydra's launchers: before the first job (its processes open their own)
         size = sweeper.max_batch_size or len(jobs)
         returns = []
         for start in range(0, len(jobs), size):
@@ -80,13 +99,13 @@ def sweep(sweeper, arguments: list[str]) -> list:
 
 def run_grid(sweeper, jobs: list[list[str]]) -> None:
     """Prepare, run and complete the configurations, a wave at a time (see the module)."""
-    from hydra.core.hydra_config import HydraConfig
     from hydra.core.utils import setup_globals
 
     from . import app, grid
     from .seeds import Progress
 
     config = sweeper.config
+    app._state["engine"] = True  # the report is built from the folder this writes
     setup_globals()
     _log_to_sweep_folder(config)
     composer = grid.composer_for(sweeper.hydra_context.config_loader, config)
@@ -95,27 +114,33 @@ def run_grid(sweeper, jobs: list[list[str]]) -> None:
     tracker = app._tracker(config) if config.tracking.enabled else None
     if tracker is not None:
         app.start_sweep_run(tracker, config, Path(config.hydra.sweep.dir))
+    if config.resume:
+        app.store_ready()  # the finished seeds are looked up first
     finished = tracker.finished_seed_runs(None) if tracker is not None and config.resume else None
     from .first_run import compile_if_cold
 
     compile_if_cold()  # a fresh install: say so while numba compiles (the Hydra job path does it in _app)
     workers = _warm_workers(config)
     total = len(jobs)
+    from .arrays import ArrayRunner, array_wave_size, cluster_of
+
+    arrays = ArrayRunner(config) if cluster_of(config) else None
+    largest = array_wave_size(config, wave_size(total))
     progress = Progress(total, "sweep", enabled=bool(config.progress))
     log.info("sweep: %d configurations (composed once per choice of groups; figures %s)",
              total, "per configuration" if figures else "off: drevt-sweep-report draws the sweep")
-    for start in range(0, total, WAVE):
-        wave = []
-        try:
-            for num in range(start, min(start + WAVE, total)):
-                job = composer.job(num, jobs[num])
-                cfg = _job_config(job.config)
-                HydraConfig.instance().set_config(cfg)
-                task = grid.task_config(cfg)
-                run = app.begin_configuration(task, HydraConfig.get(), figures=figures)
+    running: _Running | None = None  # the wave whose seeds run while the next is prepared
+    in_flight: list[list] = []  # waves not yet completed (an interrupt kills their runs)
+    try:
+        for start, stop in waves(total, largest):
+            wave: list = []
+            in_flight.append(wave)
+            for num in range(start, stop):
+                task, hydra_cfg = composer.run_job(num, jobs[num])  # (HydraConfig set, as Hydra does)
+                run = app.begin_configuration(task, hydra_cfg, figures=figures)
                 run.remember = total <= WAVE
                 run.deferred, run.tracker = tracker is not None, tracker
-                _write_overrides(run.out_dir, job.overrides)
+                _write_overrides(run.out_dir, jobs[num])
                 with app.configuration_errors(run, final=False):
                     run.result["status"] = "PREPARING"
                     app.prepare_configuration(run, load=traces.load, finished=finished)
@@ -124,25 +149,78 @@ def run_grid(sweeper, jobs: list[list[str]]) -> None:
             if workers is not None:
                 workers.join()
                 workers = None
-            try:
-                results = _run_wave(wave, traces, config)
-            except Exception as exc:  # noqa: BLE001 - a dead worker: the wave's configurations
-                for run in wave:      # fail, each with one line, the sweep goes on
-                    with app.configuration_errors(run, final=True):
-                        raise exc
-                continue
-            for run in wave:
-                with app.configuration_errors(run, final=False):
-                    app.complete_configuration(run, results.get(id(run), []))
-                    run.result["status"] = "COMPLETING" if run.result["status"] == "FINISHED" else "RUNNING"
-                progress.advance()
-            _end_wave(wave, tracker)
-        except KeyboardInterrupt as exc:
+            app.store_failed()  # known already: no seed runs
+            done = running.join() if running is not None else None
+            if done is not None and done[2] is None:
+                app.store_ready()  # the first wave: the store opened while its seeds ran
+            running = _Running(wave, traces, config, arrays)
+            if done is not None:
+                _complete_wave(*done, tracker, progress)
+                in_flight.remove(done[0])
+        if running is not None:
+            done = running.join()
+            if done[2] is None:
+                app.store_ready()
+            _complete_wave(*done, tracker, progress)
+    except KeyboardInterrupt as exc:
+        if arrays is not None:
+            arrays.cancel_all()  # the array tasks of every wave in flight (one scancel)
+        for wave in in_flight:
             for run in wave:
                 if run.result["status"] in ("RUNNING", "PREPARING", "COMPLETING"):
                     app.kill_configuration(run, exc)
                     app.write_result(run)
-            raise
+        raise
+    app.store_ready()  # (every wave failed before its completion)
+
+
+def wave_size(total: int) -> int:
+    """Configurations per wave: about 8 waves, so that the seeds of one run while the next is
+    prepared and the last completed (the sweep process's work overlaps the workers'), and at
+    most ``WAVE`` (memory); a small sweep is one wave."""
+    return max(WAVE_MIN, min(WAVE, -(-total // 8)))
+
+
+class _Running:
+    """A wave's seeds, run as one task list in a thread (joblib's workers do the work), while
+    the sweep process prepares the next wave and completes the one before."""
+
+    def __init__(self, wave: list, traces: "_Traces", config: DictConfig, arrays=None) -> None:
+        import threading
+
+        self.wave, self.results, self.error, self.arrays = wave, {}, None, arrays
+        self.thread = threading.Thread(target=self._run, args=(traces, config),
+                                       name="drevt-sweep-wave", daemon=True)
+        self.thread.start()
+
+    def _run(self, traces, config) -> None:
+        try:
+            self.results = _run_wave(self.wave, traces, config, self.arrays)
+        except Exception as exc:  # noqa: BLE001 - a dead worker: handed to the main thread
+            self.error = exc
+
+    def join(self) -> tuple[list, dict, Exception | None]:
+        while self.thread.is_alive():  # in steps: Ctrl-C/SIGTERM still reach the main thread
+            self.thread.join(0.25)
+        return self.wave, self.results, self.error
+
+
+def _complete_wave(wave: list, results: dict, error: Exception | None, tracker, progress) -> None:
+    """Complete a wave's configurations, or fail them all when its seeds could not run (a dead
+    worker: each fails with one line, the sweep goes on)."""
+    from . import app
+
+    if error is not None:
+        for run in wave:
+            with app.configuration_errors(run, final=True):
+                raise error
+        return
+    for run in wave:
+        with app.configuration_errors(run, final=False):
+            app.complete_configuration(run, results.get(id(run), []))
+            run.result["status"] = "COMPLETING" if run.result["status"] == "FINISHED" else "RUNNING"
+        progress.advance()
+    _end_wave(wave, tracker)
 
 
 def _end_wave(wave, tracker) -> None:
@@ -165,8 +243,9 @@ def _end_wave(wave, tracker) -> None:
         app.write_result(run)
 
 
-def _run_wave(wave, traces: "_Traces", config: DictConfig) -> dict:
-    """Every seed still to run of a wave's configurations, as one task list."""
+def _run_wave(wave, traces: "_Traces", config: DictConfig, arrays=None) -> dict:
+    """Every seed still to run of a wave's configurations, as one task list (``arrays``: as
+    submitit jobs, ``arrays.py``)."""
     from . import app
     from .seeds import SeedTask, run_tasks
 
@@ -174,6 +253,8 @@ def _run_wave(wave, traces: "_Traces", config: DictConfig) -> dict:
              for run in wave for seed in run.todo]
     if not tasks:
         return {}
+    if arrays is not None:
+        return arrays.run(traces.tables, tasks)
     return run_tasks(traces.tables, tasks, n_jobs=int(config.parallel.n_jobs),
                      backend=app._value(config.parallel.backend),
                      backend_options=app._backend_options(config),
@@ -203,24 +284,24 @@ class _Traces:
         return self._index[id(table)]
 
 
-def _job_config(cfg: DictConfig) -> DictConfig:
-    """What Hydra's ``run_job`` sets before the task runs: the job's output folder."""
-    output_dir = os.path.join(str(OmegaConf.select(cfg, "hydra.sweep.dir")),
-                              str(OmegaConf.select(cfg, "hydra.sweep.subdir")))
-    with read_write(cfg.hydra.runtime), open_dict(cfg.hydra.runtime):
-        cfg.hydra.runtime.output_dir = os.path.abspath(output_dir)
-    return cfg
-
-
 def _write_overrides(out_dir: Path, overrides: list[str]) -> None:
     """``.hydra/overrides.yaml``, which the report reads for a configuration's command (the
     other two ``.hydra`` files are not written: ``config.yaml`` is in the job folder)."""
     folder = out_dir / ".hydra"
     try:
         folder.mkdir(exist_ok=True)
-        OmegaConf.save(OmegaConf.create(list(overrides)), folder / "overrides.yaml")
+        (folder / "overrides.yaml").write_text(_overrides_yaml(list(overrides)), encoding="utf-8")
     except OSError as exc:
         log.warning("Hydra's overrides.yaml not saved in %s: %s", folder, exc.strerror)
+
+
+def _overrides_yaml(overrides: list[str]) -> str:
+    """``OmegaConf.save(OmegaConf.create(overrides))``'s text, from the plain list."""
+    import yaml
+    from omegaconf._utils import get_omega_conf_dumper
+
+    return yaml.dump([str(o) for o in overrides], default_flow_style=False, allow_unicode=True,
+                     sort_keys=False, Dumper=get_omega_conf_dumper())
 
 
 def _log_to_sweep_folder(config: DictConfig) -> None:
@@ -239,7 +320,15 @@ def _log_to_sweep_folder(config: DictConfig) -> None:
 
 def _warm_workers(config: DictConfig):
     from . import app
+    from .arrays import cluster_of
     from .seeds import start_workers
 
+    if cluster_of(config):
+        return None  # the seeds run in submitit's jobs, not here
     backfill = None if config.policy.replay else app._value(config.policy.backfill)
+    if app._value(config.parallel.backend) == "dask":  # the cluster starts while we prepare
+        from .backends import start_in_background
+
+        return start_in_background("dask", app._backend_options(config)["address"],
+                                   int(config.parallel.n_jobs), backfill)
     return start_workers(int(config.parallel.n_jobs), app._value(config.parallel.backend), backfill)

@@ -97,6 +97,7 @@ class Backfill(Enum):
     easy = "easy"
     conservative = "conservative"
     easy_drevt = "easy_drevt"
+    slurm = "slurm"  # Slurm's main scheduler + backfill cycle (sim.policies.slurm_backfill)
 
 
 class Compression(Enum):
@@ -191,6 +192,19 @@ class PolicyConf:
     account_shares: Dict[str, float] = field(default_factory=dict)
     user_shares: Dict[str, float] = field(default_factory=dict)
     partition_priority: Dict[str, float] = field(default_factory=dict)  # PriorityJobFactor
+    # Slurm's backfill (backfill: slurm, or policy=slurm with SchedulerType=sched/backfill): the
+    # SchedulerParameters of the same names; null = the slurm.conf's value, else Slurm's default.
+    # Numbers may be inf where "no limit" makes sense (bf_max_job_test, bf_window, depth).
+    bf_interval: Optional[float] = None  # s; 0 = at every scheduling pass
+    bf_max_job_test: Optional[float] = None
+    bf_window: Optional[float] = None  # minutes
+    bf_resolution: Optional[float] = None  # s; 0 = exact
+    bf_max_job_user: Optional[int] = None  # 0 = no limit
+    bf_max_job_part: Optional[int] = None  # 0 = no limit
+    bf_continue: Optional[bool] = None
+    bf_job_part_count_reserve: Optional[int] = None  # 0 = reserve for every job
+    default_queue_depth: Optional[float] = None
+    sched_interval: Optional[float] = None  # s; 0 = no periodic full-queue pass
 
 
 class Sharing(Enum):

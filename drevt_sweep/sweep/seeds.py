@@ -46,6 +46,7 @@ class RunSpec:
     backfill_order: str = "fcfs"
     estimate_refresh: str = "submit"  # when user_history predicts a waiting job (sim.estimates)
     priority_params: dict | None = field(default=None, hash=False)  # a dynamic priority's
+    backfill_params: dict | None = field(default=None, hash=False)  # backfill 'slurm''s settings
 
     @property
     def stochastic(self) -> bool:
@@ -101,6 +102,7 @@ def simulate_seed(jobs: JobTable, spec: RunSpec, seed: int) -> tuple[JobTable, S
         estimate_refresh=spec.estimate_refresh,
         priority_params=spec.priority_params,
         compression=spec.compression,
+        backfill_params=spec.backfill_params,
     )
     return jobs, schedule
 
@@ -417,6 +419,10 @@ def run_tasks(
     address = (backend_options or {}).get("address")
     remote = backend in REMOTE_BACKENDS
     workers = local_workers(n_jobs)
+    if remote and address:  # a standing cluster: chunks for its size, not this machine's
+        from .backends import cluster_workers
+
+        workers = cluster_workers(backend, address, n_jobs)
     out: dict[int, list[SeedResult]] = {}
 
     def collect(pairs) -> None:
@@ -430,45 +436,19 @@ def run_tasks(
     else:
         chunks = task_chunks(tasks, workers, chunk_size)
         runs_here = -(-len(tasks) // workers)
-        return_as, release = "generator_unordered", []
-        if backend == "dask":
-            from .backends import dask_client
+        if remote:  # plain cluster tasks, the trace shipped once (backends.run_chunks)
+            from .backends import run_chunks
 
-            client = dask_client(address, n_jobs)
-            shipped = {i: client.scatter(traces[i], broadcast=True, hash=False)
-                       for i in sorted({c[0].trace for c in chunks})}
-            release = [future.release for future in shipped.values()]
-            config = parallel_config(backend="dask", client=client)
-            calls = (delayed(_run_task_chunk)(shipped[c[0].trace], c, runs_here) for c in chunks)
-            n_jobs = -1
-        elif backend == "ray":
-            from .backends import ray_ready
-
-            ray = ray_ready(address, n_jobs)
-            shipped = {i: ray.put(traces[i]) for i in sorted({c[0].trace for c in chunks})}
-            config = parallel_config(backend="ray")
-            return_as = "list"  # Ray's joblib backend returns nothing before the end
-            calls = (delayed(_run_task_chunk_from_object_store)(shipped[c[0].trace], c, runs_here)
-                     for c in chunks)
-            n_jobs = -1
+            for pairs in run_chunks(backend, address, n_jobs, traces, chunks, runs_here):
+                collect(pairs)
         else:
-            config = parallel_config(backend=backend)
             calls = (delayed(_run_task_chunk)(traces[c[0].trace], c, runs_here) for c in chunks)
-        try:
-            with config:
-                for pairs in Parallel(n_jobs=n_jobs, return_as=return_as)(calls):
+            with parallel_config(backend=backend):
+                for pairs in Parallel(n_jobs=n_jobs, return_as="generator_unordered")(calls):
                     collect(pairs)
-        finally:
-            for free in release:
-                free()
     return {key: sorted(results, key=lambda r: r.seed) for key, results in out.items()}
 
 
 def _run_task_chunk(jobs: JobTable, chunk: list[SeedTask], runs_here: int) -> list[tuple[int, SeedResult]]:
     return [(t.key, run_seed(jobs, t.spec, t.seed, t.keep_schedule, runs_here)) for t in chunk]
 
-
-def _run_task_chunk_from_object_store(jobs_ref, chunk: list[SeedTask], runs_here: int):
-    import ray
-
-    return _run_task_chunk(ray.get(jobs_ref), chunk, runs_here)

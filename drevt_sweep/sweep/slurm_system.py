@@ -46,6 +46,23 @@ def slurm_policy(conf: SlurmConf | None, queue_names) -> tuple[str, str, dict | 
     return conf.priority, conf.backfill, conf.params_for(queue_names)
 
 
+BACKFILL_KEYS = ("bf_interval", "bf_max_job_test", "bf_window", "bf_resolution", "bf_max_job_user",
+                 "bf_max_job_part", "bf_continue", "bf_job_part_count_reserve", "default_queue_depth",
+                 "sched_interval")
+
+
+def backfill_params(policy, conf: SlurmConf | None) -> dict | None:
+    """Backfill ``slurm``'s settings: the slurm.conf's ``SchedulerParameters`` (if any), with
+    the ``policy.bf_*`` keys that are set on top (so ``policy.bf_window=...`` sweeps a line of
+    the file). None when nothing is set (Slurm's defaults)."""
+    params = dict(conf.backfill_params) if conf is not None else {}
+    for key in BACKFILL_KEYS:
+        value = policy.get(key) if hasattr(policy, "get") else None
+        if value is not None:
+            params[key] = value
+    return params or None
+
+
 def identity_settings(settings: dict) -> dict:
     """The result settings as they identify a configuration (its hash, its params): a named
     slurm.conf adds its sha256, since a changed file must not resume old results; the keys
@@ -63,6 +80,7 @@ def identity_settings(settings: dict) -> dict:
                 digest = None  # reported when the machine is built
             system = {**system, "slurm_conf_sha256": digest}
     defaults = {"fairshare": "classic", "estimate_refresh": "submit"}  # keys added in 2026-12
+    defaults.update({key: None for key in BACKFILL_KEYS})  # issue 26: unset = as before
     if isinstance(policy, dict):
         policy = {k: v for k, v in policy.items() if k not in defaults or v != defaults[k]}
     return {**settings, "system": system, "policy": policy}

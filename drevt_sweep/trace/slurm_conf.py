@@ -10,6 +10,9 @@ Reads what the simulator models and maps it onto plain data (no simulator object
 * ``PartitionName`` lines (``DEFAULT`` as for nodes): ``Nodes`` (a hostlist or ``ALL``) become
   the partition's pool; ``Default=YES`` also serves jobs that name no partition (a queue of
   ``""`` or SWF's ``-1``); ``PriorityJobFactor`` the multifactor partition factor;
+  ``MaxNodes``/``MaxTime`` (jobs over them never run: ``rejected_partition_max_nodes``/
+  ``_time_limit``) and ``PriorityTier`` (backfill ``slurm`` orders a pool's queue by it first)
+  as the pool's ``limits``;
   ``OverSubscribe=EXCLUSIVE`` whole nodes. Partitions sharing nodes become one pool serving
   each of their names (drevt-sweep's partitions are disjoint node pools), with a warning.
 * ``SelectType``: ``select/linear`` allocates whole nodes (exclusive pools);
@@ -19,14 +22,19 @@ Reads what the simulator models and maps it onto plain data (no simulator object
   ``PriorityWeight{Age,Fairshare,JobSize,Partition,QOS}`` (Slurm's default 0 each),
   ``PriorityMaxAge``, ``PriorityDecayHalfLife`` (0: no decay), ``PriorityCalcPeriod``,
   ``PriorityFavorSmall``, ``PriorityFlags`` (Fair Tree unless ``NO_FAIR_TREE``).
-* ``SchedulerType``: ``sched/backfill`` is EASY backfilling, ``sched/builtin`` none.
+* ``SchedulerType``: ``sched/backfill`` is Slurm's backfill (``backfill: slurm``,
+  ``sim.policies.slurm_backfill``) with the ``SchedulerParameters`` it models (``bf_interval``,
+  ``bf_max_job_test``, ``bf_window``, ``bf_resolution``, ``bf_max_job_user``,
+  ``bf_max_job_part``, ``bf_continue``, ``bf_job_part_count_reserve``, ``default_queue_depth``,
+  ``sched_interval``: ``SlurmConf.backfill_params``); ``sched/builtin`` none.
 
-Everything else -- other keys, per-node and per-partition keys not modelled (``MaxTime``,
-``DefaultTime``, ``MaxNodes``, ``PriorityTier``, ``State``, ...), ``SchedulerParameters``
-(``bf_window``, ``bf_max_job_test``, ...), flags -- is listed in ``SlurmConf.ignored``, one
+Everything else -- other keys, per-node and per-partition keys not modelled (``DefaultTime``,
+``State``, ...), other ``SchedulerParameters``,
+flags -- is listed in ``SlurmConf.ignored``, one
 entry per key, for the caller to warn about once: never ignored silently. A malformed line
 (a word that is not ``Key=Value``, a bad number, hostlist or time, a negative weight, a
-partition naming an undefined node, a pool of unlike nodes) raises ``ConfigError`` naming the
+partition naming an undefined node, a pool of unlike nodes, a ``SchedulerParameters`` value
+that is not a number in Slurm's range) raises ``ConfigError`` naming the
 file, line and key; nothing half-read is returned. Keys are case-insensitive, node and
 partition names are not (as in Slurm). What is and is not modelled: ``docs/slurm.md``.
 """
@@ -44,10 +52,19 @@ from .hostlist import expand
 
 NODE_KEYS = {"nodename", "cpus", "procs", "boards", "sockets", "corespersocket", "threadspercore",
              "realmemory", "gres"}
-PARTITION_KEYS = {"partitionname", "nodes", "default", "priorityjobfactor", "oversubscribe", "shared"}
+PARTITION_KEYS = {"partitionname", "nodes", "default", "priorityjobfactor", "oversubscribe", "shared",
+                  "maxtime", "maxnodes", "prioritytier"}
 WEIGHTS = {"priorityweightage": "age", "priorityweightfairshare": "fairshare",
            "priorityweightjobsize": "job_size", "priorityweightpartition": "partition",
            "priorityweightqos": "qos"}
+# SchedulerParameters the Slurm backfill models: name -> (least, most) as Slurm accepts them
+# (backfill.c _load_config, job_scheduler.c _schedule; None: no upper bound). bf_continue is a flag.
+SCHEDULER_PARAMETERS = {
+    "bf_interval": (1, None), "bf_max_job_test": (1, 1_000_000), "bf_window": (1, 43200),
+    "bf_resolution": (1, 3600), "bf_max_job_user": (0, None), "bf_max_job_part": (0, None),
+    "bf_job_part_count_reserve": (0, 100_000), "default_queue_depth": (0, None),
+    "sched_interval": (0, None),
+}
 DAY = 86400.0
 NO_DECAY = 1e15  # PriorityDecayHalfLife=0: usage never decays (about 30 million years)
 
@@ -59,10 +76,11 @@ class SlurmConf:
     path: str
     system: dict  # a machine description: {"name", "partitions": [{name, nodes, cores, ...}]}
     priority: str  # "multifactor" or "fcfs"
-    backfill: str  # "easy" or "none"
+    backfill: str  # "slurm" (sched/backfill) or "none" (sched/builtin)
     priority_params: dict | None  # multifactor's parameters (None with fcfs)
     partition_factors: dict = field(default_factory=dict)  # PriorityJobFactor per partition
     ignored: tuple[str, ...] = ()  # keys read but not modelled, once each
+    backfill_params: dict = field(default_factory=dict)  # SchedulerParameters (bf_window, ...)
 
     def params_for(self, queue_names) -> dict | None:
         """``priority_params`` with the partition factors of the partitions a trace has (the
@@ -200,7 +218,7 @@ class _Reader:
 
     def _partition(self, pairs, line: int) -> None:
         name = pairs[0][1]
-        # MaxTime, DefaultTime, MaxNodes, PriorityTier are read but not modelled: noted
+        # DefaultTime is read but not modelled (traces state every limit): noted
         fields = self._fields(pairs, self.partition_default, PARTITION_KEYS, "PartitionName")
         if fields is None:
             return
@@ -210,13 +228,32 @@ class _Reader:
             if not value.isdigit():
                 raise self.error(line, written, f"expected a whole number >= 0, got {value!r}")
             factor = float(value)
+        limits = {}
+        if "prioritytier" in fields:
+            written, value = fields["prioritytier"]
+            if not value.isdigit() or int(value) > 65533:
+                raise self.error(line, written, f"expected a whole number 0-65533, got {value!r}")
+            limits["priority_tier"] = int(value)
+        if "maxnodes" in fields:
+            written, value = fields["maxnodes"]
+            if value.upper() not in ("UNLIMITED", "INFINITE"):
+                if not value.isdigit():
+                    raise self.error(line, written, f"expected a whole number or UNLIMITED, got {value!r}")
+                limits["max_nodes"] = int(value)
+        if "maxtime" in fields:
+            written, value = fields["maxtime"]
+            if value.upper() not in ("UNLIMITED", "INFINITE"):
+                seconds = slurm_time(value)
+                if seconds is None:
+                    raise self.error(line, written, f"expected a Slurm time or UNLIMITED, got {value!r}")
+                limits["max_time"] = seconds
         oversubscribe = (fields.get("oversubscribe") or fields.get("shared") or ("", "NO"))[1].upper()
         if oversubscribe.split(":")[0] in ("YES", "FORCE"):
             self.ignore(f"PartitionName OverSubscribe={oversubscribe}")
         self.partitions.append({
             "name": name, "line": line, "nodes": fields.get("nodes", ("Nodes", ""))[1],
             "default": fields.get("default", ("Default", "NO"))[1].upper() == "YES",
-            "factor": factor, "exclusive": oversubscribe == "EXCLUSIVE",
+            "factor": factor, "exclusive": oversubscribe == "EXCLUSIVE", "limits": limits,
         })
 
     # --- the whole file -------------------------------------------------------------------
@@ -240,7 +277,10 @@ class _Reader:
         name = self.value("clustername", self.path.stem)[1]
         system = {"name": name, "partitions": self._pools(whole_nodes, memory_tracked)}
         priority, priority_params = self._priority()
-        backfill = self._scheduler()
+        backfill, backfill_params = self._scheduler()
+        if backfill == "slurm" and any(p["sharing"] == "shared" for p in system["partitions"]):
+            self.ignore("Slurm's backfill limits on shared-node pools (select/cons_tres without "
+                        "OverSubscribe=EXCLUSIVE): those pools are simulated with EASY")
         used = {"clustername", "selecttype", "selecttypeparameters", "prioritytype", "priorityflags",
                 "prioritymaxage", "prioritydecayhalflife", "prioritycalcperiod",
                 "priorityfavorsmall", "schedulertype", "schedulerparameters", *WEIGHTS}
@@ -249,7 +289,8 @@ class _Reader:
                 self.ignore(written)
         factors = {p["name"]: p["factor"] for p in self.partitions}
         return SlurmConf(str(self.path), system, priority, backfill, priority_params,
-                         factors if len(set(factors.values())) > 1 else {}, tuple(self.ignored))
+                         factors if len(set(factors.values())) > 1 else {}, tuple(self.ignored),
+                         backfill_params)
 
     def _pools(self, whole_nodes: bool, memory_tracked: bool) -> list[dict]:
         if not self.partitions:
@@ -303,9 +344,16 @@ class _Reader:
             cores, gpus, memory = sizes.pop()
             exclusive = whole_nodes or all(p["exclusive"] for p in parts)
             queues = names + (["", "-1"] if any(p["default"] for p in parts) else [])
-            pools.append({"name": "+".join(names), "nodes": len(hosts), "cores": cores, "gpus": gpus,
-                          "memory": float(memory) if memory_tracked else None,
-                          "sharing": "exclusive" if exclusive else "shared", "queues": queues})
+            pool = {"name": "+".join(names), "nodes": len(hosts), "cores": cores, "gpus": gpus,
+                    "memory": float(memory) if memory_tracked else None,
+                    "sharing": "exclusive" if exclusive else "shared", "queues": queues}
+            limits = {p["name"]: p["limits"] for p in parts if p["limits"]}
+            for p in parts:  # the default partition's limits also apply to jobs naming none
+                if p["default"] and p["limits"]:
+                    limits.update({"": p["limits"], "-1": p["limits"]})
+            if limits:
+                pool["limits"] = limits
+            pools.append(pool)
         return pools
 
     def _priority(self) -> tuple[str, dict | None]:
@@ -343,15 +391,41 @@ class _Reader:
         }
         return "multifactor", params
 
-    def _scheduler(self) -> str:
+    def _scheduler(self) -> tuple[str, dict]:
+        """``SchedulerType`` and the ``SchedulerParameters`` the Slurm backfill models
+        (``sim.policies.slurm_backfill``; others are listed as not modelled)."""
         key, value, line = self.value("schedulertype", "sched/backfill")
-        for item in self.value("schedulerparameters", "")[1].split(","):
-            if item.strip():
-                self.ignore(f"SchedulerParameters {item.strip().split('=')[0]}")
+        written, text, pline = self.value("schedulerparameters", "")
+        params: dict = {}
+        for item in text.split(","):
+            item = item.strip()
+            if not item:
+                continue
+            name, sep, raw = item.partition("=")
+            name = name.strip().lower()
+            if name == "bf_continue":
+                if sep:
+                    raise self.error(pline, written, f"bf_continue takes no value, got {item!r}")
+                params[name] = True
+                continue
+            if name not in SCHEDULER_PARAMETERS:
+                self.ignore(f"SchedulerParameters {item.split('=')[0]}")
+                continue
+            if not re.fullmatch(r"\d+", raw.strip()):
+                raise self.error(pline, written, f"{name}: expected a whole number >= 0, got {raw!r}")
+            number = int(raw)
+            least, most = SCHEDULER_PARAMETERS[name]
+            if number < least or (most is not None and number > most):
+                bound = f"between {least} and {most}" if most is not None else f"at least {least}"
+                raise self.error(pline, written, f"{name}: must be {bound} (Slurm's range), got {number}")
+            params[name] = number
         if value.lower() == "sched/backfill":
-            return "easy"
+            return "slurm", params
         if value.lower() == "sched/builtin":
-            return "none"
+            for name in params:
+                if name.startswith("bf_"):
+                    self.ignore(f"SchedulerParameters {name} (SchedulerType=sched/builtin has no backfill)")
+            return "none", params
         raise self.error(line, key, f"{value!r} is not modelled (sched/backfill, sched/builtin)")
 
     def _time(self, key: str, default: str, positive: bool = False) -> float:

@@ -222,6 +222,14 @@ def _kill_running(key: tuple, sweep_id: str) -> int:
     return _tracker(key).kill_running(sweep_id)
 
 
+def _prepare_ui(key: tuple) -> str:
+    from .ui import prepare
+
+    tracker = _tracker(key)
+    prepare(tracker.client, tracker.experiment_id)
+    return tracker.experiment_id
+
+
 def _finished_seed_runs(key: tuple, config_hash_value: str) -> dict[str, dict[str, float]]:
     runs = _tracker(key).finished_seed_runs(config_hash_value)
     return {run_key: dict(run.data.metrics) for run_key, run in runs.items()}
@@ -384,6 +392,11 @@ class TrackingService:
         """The metrics of FINISHED seed runs of a configuration, by run key (for ``resume``)."""
         self.wait()
         return self._send(_finished_seed_runs, self._key, config_hash_value).result()
+
+    def prepare_ui(self) -> str:
+        """Tag the experiment for the UI's view (``ui.prepare``) in the helper, where MLflow
+        is imported and the store open already; returns the experiment's id (waits)."""
+        return self._send(_prepare_ui, self._key).result()
 
     def kill_running(self, sweep_id: str, timeout: float | None = None) -> int:
         """Mark KILLED every run of sweep ``sweep_id`` still RUNNING; waits (``timeout``)."""

@@ -177,16 +177,12 @@ def run_events(*, submit, limit, nodes, dur, rejected, rank, total, backfill, en
     budget = np.int64(STEP_BUDGET)
     if backfill == "conservative":
         cap = 2 * (rmax + 2 * n) + 16  # breakpoints: now, running jobs' ends, two per reservation (x2: redundant ones)
-        profile_t = np.full(cap, -np.inf)
-        profile_free = np.full(cap, total, np.int64)
         state = (
             submit, limit, nodes, dur, arrivals, rank, total, bool(enforce_limits),
             np.int64(_COMPRESSION_ORDERS[compression]),
             begin, end, est, np.full(n, np.nan), np.zeros(n, np.int8), *running, *heap,
             np.empty(n, np.int64),  # the waiting queue in priority order
-            profile_t, profile_free,  # the profile, -inf on: all free
-            np.full((2, (cap >> kernels.PB_SHIFT) + 1), total, np.int64),  # its blocks' most / fewest free nodes
-            np.array([0, 1, 0], np.int64),  # its first and end index, its first stale block
+            *kernels.profile_arrays(cap, int(total)),  # the availability profile: all free from -inf on
             np.full((kernels.RC_SLOTS, 4), -1, np.int64),  # run cache: height, stamp, count, partial per slot
             np.empty((kernels.RC_SLOTS, kernels.RC_RUNS)), np.empty((kernels.RC_SLOTS, kernels.RC_RUNS)),
             np.empty(kernels.RC_SLOTS), np.full(int(total) + 1, -1, np.int64), np.empty(kernels.RC_SLOTS, np.int64),

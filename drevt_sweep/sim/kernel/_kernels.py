@@ -21,9 +21,9 @@ Two drivers share the engine's event loop (completions, then arrivals, then one 
   extra-nodes rule, at sustained overload) makes it backtrack through much of the queue.
 * :func:`conservative_steps` for ``conservative`` (every compression order). The waiting queue
   is an array in priority order; the availability profile is kept *between* passes (sorted
-  breakpoint arrays, updated when a job ends early or a reservation moves) instead of rebuilt
-  at every pass, with the most / fewest free nodes per block of 32 breakpoints so that its
-  scans step over whole blocks. Re-planning replays the reference's rounds exactly, but a
+  breakpoints in chunks of at most 64, updated when a job ends early or a reservation moves)
+  instead of rebuilt at every pass, with the most / fewest free nodes and a lazy offset per
+  chunk so that its scans step over whole chunks and an update shifts one chunk only. Re-planning replays the reference's rounds exactly, but a
   reserved job that provably cannot move (the argument is in the docstring of
   :func:`conservative_steps`) is passed over in O(1), and the others search the profile
   through a cache of its runs per job size shared by the whole pass. With limits not enforced the profile is rebuilt at every pass
@@ -35,8 +35,10 @@ event boundary, and ``drevt_sweep.sim.kernel.run_events`` calls them in a loop (
 Ctrl-C). All arrays are allocated by the caller, so every function is compiled without numba's
 reference-counting runtime (``_nrt=False``; no function here may allocate): with it, each call
 passing arrays did an atomic increment and decrement per array, which dominated the
-conservative profile (light-load KTH-SP2: 94 -> 65 ms). Helpers that take many arrays are also
-``inline="always"``.
+conservative profile (light-load KTH-SP2: 94 -> 65 ms). Only the small helpers and the
+run-cache search of the compression loop's hot path are ``inline="always"`` (one copy each):
+inlining the whole profile helper tree at every call site made ``conservative_steps`` cost
+70-120 s of CPU to compile cold; called, the rest compiles in ~10 s and runs as fast.
 
 Exactness. Times are float64 and every sum the reference computes (``now + time_limit``,
 ``begin + run_time``, ``start + time_limit``, ``nextafter(now, inf)``) is computed here the same
@@ -395,159 +397,308 @@ def queue_policy_steps(submit, limit, nodes, dur, arrivals, rank, total, mode,
     return status
 
 
-# --- conservative: availability profile as sorted breakpoint arrays --------------------------
-# pt[lo:hi] breakpoint times (strictly increasing), pf[lo:hi] free nodes from each breakpoint
-# to the next (the last step lasts forever); ps = [lo, hi]. Redundant breakpoints (the same
-# free nodes as the previous one) are allowed; they are dropped when the arrays fill up.
-# pb[0, k] / pb[1, k]: the most / fewest free nodes over the block pf[32k:32k + 32] (whatever
-# the entries outside [lo, hi) hold; a scan uses a block only when it lies inside [lo, hi)).
-# Blocks from ps[2] on may be stale: a write to pf at index x lowers ps[2] to x's block (a
-# write changes nothing before x), and a scan refreshes the stale blocks it needs when it
-# needs them. The scans below step over whole blocks that cannot stop them, so a long
-# profile of P breakpoints is scanned in O(P / 32 + 32) instead of O(P), and a short one
-# (light load) pays nothing for the blocks.
-# (A balanced tree of breakpoint deltas with prefix-sum aggregates, O(log P) per query and
-# update, was measured slower than these flat scans at the profile sizes simulations reach --
-# hundreds to a few thousand breakpoints -- on light and heavy load alike; see RESULTS.md.)
+# --- conservative: availability profile as a list of chunks of breakpoints --------------------
+# The profile is a step function: breakpoint times (strictly increasing) and the free nodes
+# from each breakpoint to the next (the last step lasts forever). Redundant breakpoints (the
+# same free nodes as the previous one) are allowed; they are dropped now and then
+# (``_prof_compact``). The breakpoints are kept in order in *chunks* of at most ``CH_CAP``:
+# pt[c, :n] the times, pf[c, :n] the free nodes minus the chunk's offset, pb[c] = (n, offset,
+# most free, fewest free) (the last two with the offset); ps[PS_CO + m0 : PS_CO + m1] lists the
+# chunks in time order, ps[PS_CO + NC:] holds the free ones, ps[PS_P] counts the breakpoints.
+# Why chunks: a reservation that moves adds up to two breakpoints near its new start. In one
+# flat sorted array (before 2026-12-02) that shifted the whole tail, O(P), and made every block
+# summary after it stale, which the next scan recomputed, O(P) again: a third of a heavy-load
+# run. In a chunk an insertion shifts at most CH_CAP entries and touches one summary; a change
+# over a whole chunk is one offset. Scans step over whole chunks that cannot stop them, so a
+# profile of P breakpoints is searched in O(P / CH_FILL + CH_CAP) and updated in O(P / CH_FILL
+# + CH_CAP). (A balanced tree of breakpoint deltas with prefix-sum aggregates, O(log P) per
+# query and update, was measured slower than flat scans at the profile sizes simulations reach
+# -- hundreds to a few thousand breakpoints; see RESULTS.md.)
+CH_CAP = 64  # breakpoints a chunk holds; a full chunk that needs one more is split in two
+CH_HALF = CH_CAP // 2
+CH_FILL = 48  # compaction merges neighbouring chunks up to this many
+PB_N = 0
+PB_ADD = 1
+PB_MAX = 2
+PB_MIN = 3
+PS_M0 = 0  # the chunk order is ps[PS_CO + m] for m in [m0, m1)
+PS_M1 = 1
+PS_NFREE = 2  # free chunks: ps[PS_CO + NC + i] for i < nfree
+PS_P = 3  # breakpoints in the profile
+PS_NC = 4  # chunks allocated
+PS_CO = 8
 
 
-PB_SHIFT = 5
-PB_SIZE = 1 << PB_SHIFT
-
-
-@njit(cache=True, _nrt=False, inline="always")
-def _pb_stale(ps, x):
-    """pf changed at index ``x`` (and maybe after it)."""
-    k = x >> PB_SHIFT
-    if k < ps[2]:
-        ps[2] = k
-
-
-@njit(cache=True, _nrt=False)
-def _pb_refresh(pf, pb, ps, last):
-    """Make the blocks up to ``last`` current."""
-    n = pf.shape[0]
-    for k in range(ps[2], last + 1):
-        a = k << PB_SHIFT
-        b = a + PB_SIZE
-        if b > n:
-            b = n
-        mx = pf[a]
-        mn = pf[a]
-        for x in range(a + 1, b):
-            v = pf[x]
-            if v > mx:
-                mx = v
-            if v < mn:
-                mn = v
-        pb[0, k] = mx
-        pb[1, k] = mn
-    if last + 1 > ps[2]:
-        ps[2] = last + 1
-
-
-@njit(cache=True, _nrt=False, inline="always")
-def _pb_max(pf, pb, ps, k):
-    if k >= ps[2]:
-        _pb_refresh(pf, pb, ps, k)
-    return pb[0, k]
-
-
-@njit(cache=True, _nrt=False, inline="always")
-def _pb_min(pf, pb, ps, k):
-    if k >= ps[2]:
-        _pb_refresh(pf, pb, ps, k)
-    return pb[1, k]
+def profile_arrays(max_breakpoints: int, total: int):
+    """The profile's arrays for up to ``max_breakpoints`` breakpoints, holding "all ``total``
+    nodes free from -inf on" (allocated here, in Python: the kernel never allocates)."""
+    nc = max_breakpoints // CH_HALF + 4  # split chunks are at least half full
+    pt = np.full((nc, CH_CAP), np.inf)
+    pf = np.zeros((nc, CH_CAP), np.int64)
+    pb = np.zeros((nc, 4), np.int64)
+    ps = np.zeros(PS_CO + 2 * nc, np.int64)
+    pt[0, 0] = -np.inf
+    pf[0, 0] = total
+    pb[0] = (1, 0, total, total)
+    ps[PS_M0], ps[PS_M1], ps[PS_NFREE], ps[PS_P], ps[PS_NC] = 0, 1, nc - 1, 1, nc
+    ps[PS_CO] = 0
+    ps[PS_CO + nc: PS_CO + 2 * nc - 1] = np.arange(nc - 1, 0, -1)
+    return pt, pf, pb, ps
 
 
 @njit(cache=True, _nrt=False)
-def _prof_compact(pt, pf, pb, ps):
-    """Drop redundant breakpoints (same free nodes as the previous one) and move to index 0."""
-    lo = ps[0]
-    hi = ps[1]
-    pt[0] = pt[lo]
-    pf[0] = pf[lo]
-    w = 0
-    for k in range(lo + 1, hi):
-        if pf[k] != pf[w]:
-            w += 1
-            pt[w] = pt[k]
-            pf[w] = pf[k]
-    ps[0] = 0
-    ps[1] = w + 1
-    ps[2] = 0
+def _ch_stats(pf, pb, c):
+    """Recompute chunk ``c``'s most and fewest free nodes."""
+    mx = pf[c, 0]
+    mn = mx
+    for k in range(1, pb[c, PB_N]):
+        v = pf[c, k]
+        if v > mx:
+            mx = v
+        if v < mn:
+            mn = v
+    pb[c, PB_MAX] = mx + pb[c, PB_ADD]
+    pb[c, PB_MIN] = mn + pb[c, PB_ADD]
+
+
+@njit(cache=True, _nrt=False)
+def _ch_alloc(ps):
+    nf = ps[PS_NFREE] - 1
+    ps[PS_NFREE] = nf
+    return ps[PS_CO + ps[PS_NC] + nf]
+
+
+@njit(cache=True, _nrt=False)
+def _ch_release(ps, c):
+    nf = ps[PS_NFREE]
+    ps[PS_CO + ps[PS_NC] + nf] = c
+    ps[PS_NFREE] = nf + 1
+
+
+@njit(cache=True, _nrt=False)
+def _co_insert(ps, m, c):
+    """Put chunk ``c`` at order position ``m``; returns its position (the order may have moved
+    to the front of its array)."""
+    m0 = ps[PS_M0]
+    m1 = ps[PS_M1]
+    if m1 == ps[PS_NC]:  # no room after the last: move the order to the front
+        for x in range(m0, m1):
+            ps[PS_CO + x - m0] = ps[PS_CO + x]
+        m -= m0
+        m1 -= m0
+        m0 = 0
+        ps[PS_M0] = 0
+    for x in range(m1, m, -1):
+        ps[PS_CO + x] = ps[PS_CO + x - 1]
+    ps[PS_CO + m] = c
+    ps[PS_M1] = m1 + 1
+    return m
 
 
 @njit(cache=True, _nrt=False, inline="always")
-def _prof_index(pt, ps, t):
-    """First index whose breakpoint time is >= ``t``."""
-    a = ps[0]
-    b = ps[1]
-    while a < b:
-        m = (a + b) >> 1
-        if pt[m] < t:
-            a = m + 1
+def _prof_locate(pt, pb, ps, t):
+    """Position (order index, index in the chunk) of the first breakpoint whose time is >= ``t``;
+    (m1, 0) if there is none."""
+    m0 = ps[PS_M0]
+    a = m0
+    b = ps[PS_M1]
+    while a < b:  # the first chunk starting at or after t
+        mid = (a + b) >> 1
+        if pt[ps[PS_CO + mid], 0] < t:
+            a = mid + 1
         else:
-            b = m
-    return a
+            b = mid
+    if a == m0:
+        return m0, 0
+    c = ps[PS_CO + a - 1]
+    lo = 1
+    hi = pb[c, PB_N]
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if pt[c, mid] < t:
+            lo = mid + 1
+        else:
+            hi = mid
+    if lo < pb[c, PB_N]:
+        return a - 1, lo
+    return a, 0
 
 
 @njit(cache=True, _nrt=False)
 def _prof_split(pt, pf, pb, ps, t):
-    """Index of the breakpoint at ``t`` (``t >= pt[lo]``), inserting one if needed."""
-    hi = ps[1]
-    a = _prof_index(pt, ps, t)
-    if a == hi or pt[a] != t:
-        for k in range(hi, a, -1):
-            pt[k] = pt[k - 1]
-            pf[k] = pf[k - 1]
-        pt[a] = t
-        pf[a] = pf[a - 1]
-        ps[1] = hi + 1
-        _pb_stale(ps, a)
-    return a
+    """Position of the breakpoint at ``t`` (``t`` >= the first breakpoint), inserting one (with
+    the free nodes of the one before) if needed."""
+    m, k = _prof_locate(pt, pb, ps, t)
+    if m < ps[PS_M1] and pt[ps[PS_CO + m], k] == t:
+        return m, k
+    if k == 0:  # append to the previous chunk (m > m0: t is after the first breakpoint)
+        m -= 1
+        c = ps[PS_CO + m]
+        k = pb[c, PB_N]
+    else:
+        c = ps[PS_CO + m]
+    if pb[c, PB_N] == CH_CAP:  # full: move its second half to a new chunk
+        d = _ch_alloc(ps)
+        for x in range(CH_HALF, CH_CAP):
+            pt[d, x - CH_HALF] = pt[c, x]
+            pf[d, x - CH_HALF] = pf[c, x]
+        pb[d, PB_N] = CH_CAP - CH_HALF
+        pb[c, PB_N] = CH_HALF
+        pb[d, PB_ADD] = pb[c, PB_ADD]
+        _ch_stats(pf, pb, c)
+        _ch_stats(pf, pb, d)
+        m = _co_insert(ps, m + 1, d) - 1
+        if k > CH_HALF:
+            c = d
+            k -= CH_HALF
+            m += 1
+    n = pb[c, PB_N]
+    for x in range(n, k, -1):
+        pt[c, x] = pt[c, x - 1]
+        pf[c, x] = pf[c, x - 1]
+    pt[c, k] = t
+    pf[c, k] = pf[c, k - 1]  # same free nodes as the breakpoint before: the chunk's extremes hold
+    pb[c, PB_N] = n + 1
+    ps[PS_P] += 1
+    return m, k
+
+
+@njit(cache=True, _nrt=False)
+def _prof_compact(pt, pf, pb, ps):
+    """Drop redundant breakpoints (same free nodes as the previous one), then merge neighbouring
+    chunks that fit in CH_FILL together."""
+    m0 = ps[PS_M0]
+    m1 = ps[PS_M1]
+    w = m0  # order positions kept
+    last = np.int64(-1)
+    first = True
+    total = 0
+    for m in range(m0, m1):
+        c = ps[PS_CO + m]
+        add = pb[c, PB_ADD]
+        n = pb[c, PB_N]
+        kept = 0
+        for k in range(n):
+            v = pf[c, k] + add
+            if first or v != last:
+                first = False
+                last = v
+                pt[c, kept] = pt[c, k]
+                pf[c, kept] = pf[c, k]
+                kept += 1
+        pb[c, PB_N] = kept
+        if kept == 0:
+            _ch_release(ps, c)
+            continue
+        if w > m0:  # merge into the previous kept chunk if both fit
+            p = ps[PS_CO + w - 1]
+            np_ = pb[p, PB_N]
+            if np_ + kept <= CH_FILL:
+                shift = add - pb[p, PB_ADD]
+                for k in range(kept):
+                    pt[p, np_ + k] = pt[c, k]
+                    pf[p, np_ + k] = pf[c, k] + shift
+                pb[p, PB_N] = np_ + kept
+                _ch_stats(pf, pb, p)
+                _ch_release(ps, c)
+                total += kept
+                continue
+        _ch_stats(pf, pb, c)
+        ps[PS_CO + w] = c
+        w += 1
+        total += kept
+    ps[PS_M1] = w
+    ps[PS_P] = total
 
 
 @njit(cache=True, _nrt=False)
 def _prof_occupy(pt, pf, pb, ps, start, stop, n):
     """``n`` nodes fewer free on [start, stop) (negative ``n``: more; ``Profile.add``)."""
-    if ps[1] + 2 > pt.shape[0]:
+    if ps[PS_NFREE] < 2:  # two splits may each need a chunk
         _prof_compact(pt, pf, pb, ps)
-    i = _prof_split(pt, pf, pb, ps, start)
+    _prof_split(pt, pf, pb, ps, start)
     if stop != np.inf:
-        k = _prof_split(pt, pf, pb, ps, stop)
+        mb, kb = _prof_split(pt, pf, pb, ps, stop)
     else:
-        k = ps[1]
-    for x in range(i, k):
-        pf[x] -= n
-    _pb_stale(ps, i)
+        mb = ps[PS_M1]
+        kb = 0
+    ma, ka = _prof_locate(pt, pb, ps, start)  # (the second split may have moved it)
+    c = ps[PS_CO + ma]
+    if ma == mb:
+        for x in range(ka, kb):
+            pf[c, x] -= n
+        _ch_stats(pf, pb, c)
+        return
+    if ka == 0:
+        pb[c, PB_ADD] -= n
+        pb[c, PB_MAX] -= n
+        pb[c, PB_MIN] -= n
+    else:
+        for x in range(ka, pb[c, PB_N]):
+            pf[c, x] -= n
+        _ch_stats(pf, pb, c)
+    for m in range(ma + 1, mb):
+        c = ps[PS_CO + m]
+        pb[c, PB_ADD] -= n
+        pb[c, PB_MAX] -= n
+        pb[c, PB_MIN] -= n
+    if kb > 0:
+        c = ps[PS_CO + mb]
+        for x in range(kb):
+            pf[c, x] -= n
+        _ch_stats(pf, pb, c)
 
 
 @njit(cache=True, _nrt=False)
 def _prof_trim(pt, pf, pb, ps, now):
     """Make ``now`` the profile's first breakpoint (drop the past)."""
-    lo = ps[0]
-    hi = ps[1]
-    while lo + 1 < hi and pt[lo + 1] <= now:
-        lo += 1
-    pt[lo] = now
-    ps[0] = lo
+    m, k = _prof_locate(pt, pb, ps, now)
+    if not (m < ps[PS_M1] and pt[ps[PS_CO + m], k] == now):  # keep the last one before now
+        if k > 0:
+            k -= 1
+        else:
+            m -= 1
+            k = pb[ps[PS_CO + m], PB_N] - 1
+    for x in range(ps[PS_M0], m):
+        c = ps[PS_CO + x]
+        ps[PS_P] -= pb[c, PB_N]
+        _ch_release(ps, c)
+    ps[PS_M0] = m
+    c = ps[PS_CO + m]
+    if k > 0:
+        n = pb[c, PB_N]
+        for x in range(k, n):
+            pt[c, x - k] = pt[c, x]
+            pf[c, x - k] = pf[c, x]
+        pb[c, PB_N] = n - k
+        ps[PS_P] -= k
+        _ch_stats(pf, pb, c)
+    pt[c, 0] = now
 
 
 @njit(cache=True, _nrt=False, inline="always")
 def _prof_first_at_least(pt, pf, pb, ps, lo, need, before):
     """Time of the first breakpoint at or after ``lo`` with ``need`` nodes free, if it is
     before ``before``; else +inf."""
-    hi = ps[1]
-    i = _prof_index(pt, ps, lo)
-    while i < hi and pf[i] < need:
-        i += 1
-        if (i & (PB_SIZE - 1)) == 0:  # step over whole blocks with fewer than need free
-            while i + PB_SIZE <= hi and _pb_max(pf, pb, ps, i >> PB_SHIFT) < need:
-                i += PB_SIZE
-    if i == hi or pt[i] >= before:
-        return np.inf
-    return pt[i]
+    m, k = _prof_locate(pt, pb, ps, lo)
+    m1 = ps[PS_M1]
+    while m < m1:
+        c = ps[PS_CO + m]
+        if pt[c, k] >= before:
+            return np.inf
+        if k == 0 and pb[c, PB_MAX] < need:  # no breakpoint in this chunk has enough
+            m += 1
+            continue
+        th = need - pb[c, PB_ADD]
+        n = pb[c, PB_N]
+        while k < n:
+            if pf[c, k] >= th:
+                t = pt[c, k]
+                return t if t < before else np.inf
+            k += 1
+        m += 1
+        k = 0
+    return np.inf
 
 
 @njit(cache=True, _nrt=False, inline="always")
@@ -556,44 +707,54 @@ def _prof_first_below(pt, pf, pb, ps, t, need, until):
     none), looking no further than the first breakpoint at or after ``until``: returns
     ``(time, complete)``, ``complete`` False if the search stopped there (then at least
     ``need`` nodes are free from ``t`` to the time returned)."""
-    hi = ps[1]
-    i = _prof_index(pt, ps, t)
-    if i < hi and pt[i] == t:
-        i += 1
-    while i < hi and pf[i] >= need:
-        if pt[i] >= until:
-            return pt[i], False
-        i += 1
-        if (i & (PB_SIZE - 1)) == 0:  # step over whole blocks with need free, all before until
-            while (i + PB_SIZE <= hi and pt[i + PB_SIZE - 1] < until
-                   and _pb_min(pf, pb, ps, i >> PB_SHIFT) >= need):
-                i += PB_SIZE
-    return (pt[i] if i < hi else np.inf), True
+    m, k = _prof_locate(pt, pb, ps, t)
+    m1 = ps[PS_M1]
+    if m < m1 and pt[ps[PS_CO + m], k] == t:
+        k += 1
+        if k == pb[ps[PS_CO + m], PB_N]:
+            m += 1
+            k = 0
+    while m < m1:
+        c = ps[PS_CO + m]
+        n = pb[c, PB_N]
+        if k == 0 and pb[c, PB_MIN] >= need and pt[c, n - 1] < until:  # nothing here stops it
+            m += 1
+            continue
+        th = need - pb[c, PB_ADD]
+        while k < n:
+            if pf[c, k] < th:
+                return pt[c, k], True
+            if pt[c, k] >= until:
+                return pt[c, k], False
+            k += 1
+        m += 1
+        k = 0
+    return np.inf, True
 
 
-@njit(cache=True, _nrt=False, inline="always")
+@njit(cache=True, _nrt=False)
 def _prof_max_before(pt, pf, pb, ps, t):
     """Most free nodes at any breakpoint before ``t`` (-BIG if there is none)."""
     best = -BIG
-    e = _prof_index(pt, ps, t)
-    i = ps[0]
-    while i < e and (i & (PB_SIZE - 1)) != 0:
-        if pf[i] > best:
-            best = pf[i]
-        i += 1
-    while i + PB_SIZE <= e:
-        m = _pb_max(pf, pb, ps, i >> PB_SHIFT)
-        if m > best:
-            best = m
-        i += PB_SIZE
-    while i < e:
-        if pf[i] > best:
-            best = pf[i]
-        i += 1
+    for m in range(ps[PS_M0], ps[PS_M1]):
+        c = ps[PS_CO + m]
+        n = pb[c, PB_N]
+        if pt[c, n - 1] < t:
+            if pb[c, PB_MAX] > best:
+                best = pb[c, PB_MAX]
+            continue
+        add = pb[c, PB_ADD]
+        for k in range(n):
+            if pt[c, k] >= t:
+                return best
+            v = pf[c, k] + add
+            if v > best:
+                best = v
+        return best
     return best
 
 
-@njit(cache=True, _nrt=False, inline="always")
+@njit(cache=True, _nrt=False)
 def _prof_fit(pt, pf, pb, ps, lo, need, duration, own, before):
     """``Profile.earliest_fit`` from ``lo``, among the starts before ``before``; +inf if none.
 
@@ -618,24 +779,40 @@ def _prof_fit(pt, pf, pb, ps, lo, need, duration, own, before):
 @njit(cache=True, _nrt=False)
 def _prof_rebuild(pt, pf, pb, ps, now, free, re, rn, R, q, Q, res, limit, nodes):
     """``Cluster.profile``: running jobs' releases (overdue ones right after ``now``) + reservations."""
+    for m in range(ps[PS_M0], ps[PS_M1]):
+        _ch_release(ps, ps[PS_CO + m])
+    ps[PS_M0] = 0
+    ps[PS_M1] = 0
+    c = _ch_alloc(ps)
+    _co_insert(ps, 0, c)
+    pb[c, PB_ADD] = 0
+    pt[c, 0] = now
+    pf[c, 0] = free
+    k = 1
+    total = 1
     soon = np.nextafter(now, np.inf)
-    pt[0] = now
-    pf[0] = free
-    m = 1
     level = free
     for r in range(R):
         e = re[r]
         t = e if e > now else soon
         level += rn[r]
-        if t == pt[m - 1]:
-            pf[m - 1] = level
-        else:
-            pt[m] = t
-            pf[m] = level
-            m += 1
-    ps[0] = 0
-    ps[1] = m
-    ps[2] = 0
+        if t == pt[c, k - 1]:
+            pf[c, k - 1] = level
+            continue
+        if k == CH_FILL:
+            pb[c, PB_N] = k
+            _ch_stats(pf, pb, c)
+            c = _ch_alloc(ps)
+            _co_insert(ps, ps[PS_M1], c)
+            pb[c, PB_ADD] = 0
+            k = 0
+        pt[c, k] = t
+        pf[c, k] = level
+        k += 1
+        total += 1
+    pb[c, PB_N] = k
+    _ch_stats(pf, pb, c)
+    ps[PS_P] = total
     for i in range(Q):
         j = q[i]
         s = res[j]
@@ -687,7 +864,7 @@ def _rc_slot(rc_i, rc_next, height_slot, active, st, h, now):
     return s
 
 
-@njit(cache=True, _nrt=False, inline="always")
+@njit(cache=True, _nrt=False)
 def _rc_changed(rc_i, rc_b, rc_next, active, st, x, now):
     """The profile changed from ``x`` on: drop the cached runs that end at or after ``x``."""
     for k in range(st[ST_ACTIVE]):
@@ -746,12 +923,13 @@ ORDER_INTERLEAVED = 1
 ORDER_ONE_PASS = 2
 
 
-@njit(cache=True, _nrt=False, inline="always")
+@njit(cache=True, _nrt=False)
 def _cons_visit(pt, pf, pb, ps, st, sf, rc_i, rc_a, rc_b, rc_next, height_slot, active,
-                j, now, nodes, limit, res, enforce, exact, F):
-    """Re-place (or place) waiting job ``j`` as ``place`` in ``ConservativeBackfill.select``
-    does; returns whether its reservation changed. ``F``: the most free nodes at any breakpoint
-    in [now, grown) (limits enforced; see :func:`conservative_steps`)."""
+                j, now, nodes, limit, res, enforce):
+    """Place waiting job ``j`` (no reservation yet), or re-place it with limits not enforced,
+    as ``place`` in ``ConservativeBackfill.select`` does; returns whether its reservation
+    changed. (A reserved job with limits enforced is re-placed inline in the compression loop
+    of :func:`conservative_steps`, the hot path.)"""
     nj = nodes[j]
     lj = limit[j]
     old = res[j]
@@ -774,21 +952,23 @@ def _cons_visit(pt, pf, pb, ps, st, sf, rc_i, rc_a, rc_b, rc_next, height_slot, 
         _prof_occupy(pt, pf, pb, ps, start, start + lj, nj)
         res[j] = start
         return start != old
-    grown = sf[SF_GROWN]
-    before = old if old < grown else grown
-    if before <= now or (not exact and nj > F):
-        return False  # provably cannot move (the argument is in conservative_steps)
-    start = _rc_fit(pt, pf, pb, ps, st, rc_i, rc_a, rc_b, rc_next, height_slot, active,
-                    now, nj, lj, old, before)
-    if start == np.inf:
-        return False  # stays at old; the profile's function is unchanged
+    # a reserved job with limits enforced: re-placed in conservative_steps' compression loop
+    return False
+
+
+@njit(cache=True, _nrt=False)
+def _cons_move(pt, pf, pb, ps, st, sf, rc_b, rc_i, rc_next, active, j, start, now, nodes, limit, res):
+    """Move reserved job ``j`` to ``start`` (earlier than its reservation): the profile, the run
+    cache and the grown region follow."""
+    nj = nodes[j]
+    lj = limit[j]
+    old = res[j]
     _prof_occupy(pt, pf, pb, ps, old, old + lj, -nj)
     _prof_occupy(pt, pf, pb, ps, start, start + lj, nj)
     _rc_changed(rc_i, rc_b, rc_next, active, st, start, now)
     res[j] = start
-    if old + lj > grown:
+    if old + lj > sf[SF_GROWN]:
         sf[SF_GROWN] = old + lj
-    return True
 
 
 @njit(cache=True, _nrt=False)
@@ -914,7 +1094,7 @@ def conservative_steps(submit, limit, nodes, dur, arrivals, rank, total, enforce
                     _prof_rebuild(pt, pf, pb, ps, now, free, re, rn, R, q, Q, res, limit, nodes)
                     sf[SF_GROWN] = np.inf  # no fixpoint to build on
                     exact = True
-                elif ps[1] - ps[0] > 2 * (1 + R + 2 * Q) + 64:  # keep the scans short
+                elif ps[PS_P] > 2 * (1 + R + 2 * Q) + 64:  # keep the scans short
                     _prof_compact(pt, pf, pb, ps)
             i = 0
             scan_to = Q
@@ -944,15 +1124,26 @@ def conservative_steps(submit, limit, nodes, dur, arrivals, rank, total, enforce
                         if enforce and sf[SF_GROWN] != grown_seen:  # F after every change
                             grown_seen = sf[SF_GROWN]
                             F = _prof_max_before(pt, pf, pb, ps, grown_seen)
-                            work += (ps[1] - ps[0]) >> 4  # a scan of the profile
+                            work += ps[PS_P] >> 4  # a scan of the profile
                         work += 1
                         old = res[j]
-                        if enforce and not exact and old == old:  # the O(1) test, inline
+                        if enforce and old == old:  # a reserved job: the hot path, inline
                             grown = sf[SF_GROWN]
-                            if old <= now or grown <= now or nodes[j] > F:
-                                continue  # provably cannot move (see above)
+                            if not exact and (old <= now or grown <= now or nodes[j] > F):
+                                continue  # provably cannot move (the O(1) test; see above)
+                            before = old if old < grown else grown
+                            if before <= now:
+                                continue
+                            start = _rc_fit(pt, pf, pb, ps, st, rc_i, rc_a, rc_b, rc_next, height_slot, active,
+                                            now, nodes[j], limit[j], old, before)
+                            if start != np.inf:
+                                _cons_move(pt, pf, pb, ps, st, sf, rc_b, rc_i, rc_next, active, j, start, now,
+                                           nodes, limit, res)
+                                last_move = i - 1
+                                grown_seen = np.nan
+                            continue
                         if _cons_visit(pt, pf, pb, ps, st, sf, rc_i, rc_a, rc_b, rc_next, height_slot, active,
-                                       j, now, nodes, limit, res, enforce, exact, F):
+                                       j, now, nodes, limit, res, enforce):
                             last_move = i - 1
                             grown_seen = np.nan
                     if st[ST_PASS_AT] >= 0:
@@ -979,9 +1170,9 @@ def conservative_steps(submit, limit, nodes, dur, arrivals, rank, total, enforce
                         st[ST_EXACT] = 1 if exact else 0
                         st[ST_PHASE] = PHASE_PLACE
                         break
-                    work += 1 + ((ps[1] - ps[0]) >> 6)  # a placement scans part of the profile
+                    work += 1 + (ps[PS_P] >> 6)  # a placement scans part of the profile
                     _cons_visit(pt, pf, pb, ps, st, sf, rc_i, rc_a, rc_b, rc_next, height_slot, active,
-                                j, now, nodes, limit, res, enforce, exact, F)
+                                j, now, nodes, limit, res, enforce)
             if st[ST_PASS_AT] >= 0:
                 status = 1
                 break

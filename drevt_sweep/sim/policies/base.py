@@ -295,6 +295,8 @@ class PolicyContext:
     backfill_order: str = "fcfs"  # EASY's candidate order: fcfs (queue order) or sjbf
     fcfs_rank: Sequence[int] = ()  # the static priority rank (FCFS for a dynamic one): sjbf's tie-break
     compression: str = "compress_first"  # conservative backfilling's compression order
+    backfill_params: dict | None = None  # a backfill policy's own settings (``slurm``: bf_window, ...)
+    users: Sequence[int] = ()  # each job's user code (-1 unknown): Slurm's bf_max_job_user
 
 
 class BackfillPolicy(Protocol):
