@@ -104,14 +104,10 @@ STREAM = [
     Job("T", 88, "biology", "batch", 1, 1, 4),
 ]
 # What drevt-sweep's policy=slurm does not model yet, and the jobs where it shows (every other
-# job must start within TOLERANCE of Slurm's start); docs/slurm.md explains each.
-KNOWN = {
-    "Z": "Slurm's backfill plans a start for every waiting job it tests (bf_max_job_test of them, "
-         "within bf_window), so Z may not take a node Y is planned on; EASY protects only the first "
-         "waiting job (X) and starts Z at once",
-    "T": "bf_max_job_test=3: Slurm's backfill tests only W, A1 and A2, never T (fourth in priority "
-         "order); EASY tests every waiting job and starts T at once",
-}
+# job must start within ASSERTED of Slurm's start); docs/slurm.md explains each. Empty since
+# policy=slurm runs Slurm's backfill (backfill: slurm): with EASY, Z (Slurm reserves for every
+# job it tests, so Z waited for Y) and T (bf_max_job_test=3: never tested) started at once.
+KNOWN: dict[str, str] = {}
 # The README's export ("Simulate your own cluster"): every job (-a) as one line (-X, no steps),
 # pipe-separated (-P), the fields the slurm reader uses, in UTC.
 SACCT_FIELDS = ("JobIDRaw,JobName,User,Account,Partition,Submit,Start,End,ReqNodes,ReqCPUS,ReqMem,"
@@ -243,7 +239,8 @@ def test_real_slurm_start_times_match_policy_slurm(cluster, tmp_path):
     trace = tmp_path / "stream.sacct"
     trace.write_text(export)
     jobs, schedule, spec = _simulate(trace, cluster.conf)
-    assert spec.priority == "multifactor" and spec.priority_params["fairshare"] == "fair_tree"
+    assert (spec.priority, spec.backfill) == ("multifactor", "slurm")
+    assert spec.priority_params["fairshare"] == "fair_tree"
     rows = comparison(jobs, schedule, {k: v.name for k, v in ids.items()})
     report = "\n".join(f"{r['job']:>3} submit {r['submit']:5.1f} nodes {r['nodes']} real {r['real']:6.1f} "
                        f"sim {r['sim']:6.1f} diff {r['diff']:+5.1f}" for r in rows)
