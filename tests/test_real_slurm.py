@@ -35,7 +35,7 @@ pytestmark = pytest.mark.slow
 SCHEDULING = """
 SelectType=select/linear
 SchedulerType=sched/backfill
-SchedulerParameters=bf_interval=1,bf_resolution=1
+SchedulerParameters=bf_interval=1,bf_resolution=1,bf_max_job_test=3
 PriorityType=priority/multifactor
 PriorityWeightPartition=4000
 PriorityWeightJobSize=2000
@@ -92,14 +92,22 @@ STREAM = [
     Job("Q5", 48, "physics", "batch", 1, 1, 8),
     Job("Q6", 49, "biology", "batch", 1, 1, 8),
     Job("H", 50, "physics", "high", 1, 1, 8),
+    # Backfill limit: bf_max_job_test=3 (phase 1 never has more than three jobs waiting). C1
+    # (3 nodes) leaves one node free; W (4 nodes), A1 and A2 (2 nodes) cannot use it, T (1 node,
+    # 1 min) fits before W's reserved start, but Slurm's backfill tests only the first three
+    # waiting jobs (W, A1, A2), and the main scheduler stops at W: T waits. One account, so
+    # that fair share does not reorder them.
+    Job("C1", 84, "biology", "batch", 3, 3, 15),
+    Job("W", 85, "biology", "batch", 4, 1, 4),
+    Job("A1", 86, "biology", "batch", 2, 2, 4),
+    Job("A2", 87, "biology", "batch", 2, 2, 4),
+    Job("T", 88, "biology", "batch", 1, 1, 4),
 ]
 # What drevt-sweep's policy=slurm does not model yet, and the jobs where it shows (every other
-# job must start within TOLERANCE of Slurm's start); docs/slurm.md explains each.
-KNOWN = {
-    "Z": "Slurm's backfill plans a start for every waiting job it tests (bf_max_job_test of them, "
-         "within bf_window), so Z may not take a node Y is planned on; EASY protects only the first "
-         "waiting job (X) and starts Z at once",
-}
+# job must start within ASSERTED of Slurm's start); docs/slurm.md explains each. Empty since
+# policy=slurm runs Slurm's backfill (backfill: slurm): with EASY, Z (Slurm reserves for every
+# job it tests, so Z waited for Y) and T (bf_max_job_test=3: never tested) started at once.
+KNOWN: dict[str, str] = {}
 # The README's export ("Simulate your own cluster"): every job (-a) as one line (-X, no steps),
 # pipe-separated (-P), the fields the slurm reader uses, in UTC.
 SACCT_FIELDS = ("JobIDRaw,JobName,User,Account,Partition,Submit,Start,End,ReqNodes,ReqCPUS,ReqMem,"
@@ -231,7 +239,8 @@ def test_real_slurm_start_times_match_policy_slurm(cluster, tmp_path):
     trace = tmp_path / "stream.sacct"
     trace.write_text(export)
     jobs, schedule, spec = _simulate(trace, cluster.conf)
-    assert spec.priority == "multifactor" and spec.priority_params["fairshare"] == "fair_tree"
+    assert (spec.priority, spec.backfill) == ("multifactor", "slurm")
+    assert spec.priority_params["fairshare"] == "fair_tree"
     rows = comparison(jobs, schedule, {k: v.name for k, v in ids.items()})
     report = "\n".join(f"{r['job']:>3} submit {r['submit']:5.1f} nodes {r['nodes']} real {r['real']:6.1f} "
                        f"sim {r['sim']:6.1f} diff {r['diff']:+5.1f}" for r in rows)
@@ -245,8 +254,10 @@ def test_real_slurm_start_times_match_policy_slurm(cluster, tmp_path):
     assert len(rows) == len(STREAM)  # every job ran and was simulated
     real = {r["job"]: r for r in rows}
     y_end = real["Y"]["real"] + float(jobs.actual_run_time[list(real).index("Y")])
-    # The explanation of Z holds on the real Slurm: Z waited for Y although it fitted before X.
+    # The explanation of Z holds on the real Slurm: Z waited for Y although it fitted before X;
+    # and of T: it did not start before W, the first of the three jobs backfill tested.
     assert real["Z"]["real"] >= y_end - TOLERANCE, report
+    assert real["T"]["real"] >= real["W"]["real"], report
     off = {r["job"]: r["diff"] for r in rows if abs(r["diff"]) > ASSERTED and r["job"] not in KNOWN}
     assert not off, f"unexplained disagreements {off}\n{report}"
     swapped = [pair for pair in discordant_pairs(rows, ASSERTED) if not set(pair) & set(KNOWN)]

@@ -43,11 +43,11 @@ def test_a_preset_is_the_bundled_machine_as_a_slurm_conf(hydra_compose, name, ya
     assert shape(system_machine(cfg.system)) == shape(bundled)
 
 
-def test_lassen_slurm_with_policy_slurm_is_multifactor_fair_tree_and_easy(hydra_compose):
+def test_lassen_slurm_with_policy_slurm_is_multifactor_fair_tree_and_slurm_backfill(hydra_compose):
     cfg = hydra_compose("trace=custom", f"trace.path={LASSEN_LAST25}", "format=lassen",
                         "format.queues=[all]", "system=lassen_slurm", "policy=slurm")
     spec = run_spec(cfg, None, None, ["pbatch", "pdebug"])
-    assert (spec.priority, spec.backfill) == ("multifactor", "easy")
+    assert (spec.priority, spec.backfill) == ("multifactor", "slurm")
     params = spec.priority_params
     assert params["fairshare"] == "fair_tree"
     assert params["weights"] == {"age": 1000.0, "fairshare": 10000.0, "job_size": 1000.0,
