@@ -19,7 +19,7 @@ from drevt_sweep.errors import ConfigError
 from drevt_sweep.sweep import grid
 from drevt_sweep.sweep.figure_choice import FIGURES_AUTO_MAX, figures_wanted
 from drevt_sweep.sweep.config import register_configs
-from drevt_sweep.sweep.validate import check_sweep, check_sweep_job_by_job
+from drevt_sweep.sweep.sweep_checks import check_sweep, check_sweep_job_by_job
 from drevt_sweep.tracking.store import shortened
 
 from sweep_helpers import TINY, run_sweep
