@@ -10,7 +10,7 @@ Targets: 10,000 configurations composed and validated <= 5 s; the first simulati
 Each is measured twice:
 
 - ``check``, in this process: Hydra's master config composed as ``drevt-sweep -m`` composes it,
-  then ``validate.check_sweep`` (every job's values, the one-pass check), CPU and wall seconds;
+  then ``sweep_checks.check_sweep`` (every job's values, the one-pass check), CPU and wall seconds;
   and the job-by-job check (``check_sweep_job_by_job``: every job composed and checked whole,
   what the previous engine did, twice) on the first ``--sample`` jobs, scaled to 10,000;
 - ``command``: the real ``drevt-sweep -m ...`` (tracking on, a fresh store) in a subprocess,
@@ -52,7 +52,7 @@ def check_in_process(overrides: list[str], sample: int) -> dict:
 
     from drevt_sweep.sweep import grid
     from drevt_sweep.sweep.config import register_configs
-    from drevt_sweep.sweep.validate import check_sweep, check_sweep_job_by_job
+    from drevt_sweep.sweep.sweep_checks import check_sweep, check_sweep_job_by_job
 
     register_configs()
     GlobalHydra.instance().clear()

@@ -62,7 +62,8 @@ from .naming import (
     source_tags,
     sweep_varying_keys,
 )
-from .validate import check_config, check_sweep, raise_problems
+from .sweep_checks import check_sweep
+from .validate import check_config, raise_problems
 from .workload_config import workload_spec
 
 log = logging.getLogger("drevt_sweep")

@@ -34,6 +34,9 @@ import re
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
+from ..errors import ConfigError
+from .validate import CHECKS, UNKNOWN_KEYS, _Checks, _checked, _schema, _unresolvable
+
 
 # What differs between jobs of one choice of groups besides their overrides (grid.Composer.job).
 PER_JOB = ("hydra.job.num", "hydra.job.id", "hydra.job.override_dirname", "hydra.overrides")
@@ -59,11 +62,65 @@ class _Failed(Exception):
     """This job does not compose: its one line is Hydra's, from composing it whole."""
 
 
+def sweep_job_configs(config: DictConfig):
+    """Every job config of a multirun with Hydra's basic sweeper or ours, composed as the
+    sweeper will compose them (other sweepers choose their values as they go: only ``config``
+    itself). Raises ConfigError (one line) for a sweep that cannot be expanded."""
+    from hydra.core.global_hydra import GlobalHydra
+
+    from . import grid
+
+    target = str(OmegaConf.select(config, "hydra.sweeper._target_", default="") or "")
+    if (not target.endswith(("BasicSweeper", "DrevtSweeper"))
+            or not GlobalHydra.instance().is_initialized()):
+        yield config
+        return
+    loader = GlobalHydra.instance().config_loader()
+    composer = grid.composer_for(loader, config)
+    for num, overrides in enumerate(grid.expand(grid.sweep_arguments(config), loader)):
+        try:
+            yield composer.job(num, overrides).config
+        except Exception as exc:  # noqa: BLE001 - Hydra's composition errors: one line each
+            raise ConfigError(f"{' '.join(overrides)}: {grid.one_line(exc)}") from None
+
+
+def check_sweep(config: DictConfig) -> list[str]:
+    """The problems of every job of a multirun (each said once), before any job starts: with
+    Hydra's basic sweeper or ours, each check once per distinct value of the swept keys it
+    reads (:func:`check_jobs`), not once per job; other sweepers choose their values as they
+    go, so only ``config`` itself is checked."""
+    from hydra.core.global_hydra import GlobalHydra
+
+    from . import grid
+
+    target = str(OmegaConf.select(config, "hydra.sweeper._target_", default="") or "")
+    try:
+        if (not target.endswith(("BasicSweeper", "DrevtSweeper"))
+                or not GlobalHydra.instance().is_initialized()):
+            return _checked(config)
+        loader = GlobalHydra.instance().config_loader()
+        composer = grid.composer_for(loader, config)
+        return check_jobs(composer, grid.expand(grid.sweep_arguments(config), loader))
+    except ConfigError as exc:
+        return [str(exc)]
+
+
+def check_sweep_job_by_job(config: DictConfig) -> list[str]:
+    """:func:`check_sweep` the slow way, every job composed and checked whole (the reference
+    the one-pass check is tested against)."""
+    problems: dict[str, None] = {}
+    try:
+        for job in sweep_job_configs(config):
+            for problem in _checked(job):
+                problems.setdefault(problem)
+    except ConfigError as exc:
+        problems.setdefault(str(exc))
+    return list(problems)
+
+
 def check_jobs(composer, jobs: list[list[str]]) -> list[str]:
     """The problems of every job (each said once, in job order); a job that does not compose
     ends the list with its one line, as the job-by-job check did."""
-    from .validate import _checked
-
     problems: dict[str, None] = {}
     split = {}
     members: dict[tuple, list[int]] = {}
@@ -174,8 +231,6 @@ class _Group:
 
     def _relevant(self) -> list:
         """For each check: the positions of the swept keys it reads, or _EXACT."""
-        from .validate import CHECKS, UNKNOWN_KEYS
-
         refs = _interpolations(OmegaConf.to_container(self.work, resolve=False), "")
         out, scopes = [], []
         for k, check in enumerate(CHECKS):
@@ -200,8 +255,6 @@ class _Group:
         added key (``+key``), or one that is not a leaf of the schema."""
         from omegaconf import MISSING
 
-        from .validate import _schema
-
         o = self.first[p]
         if o.is_add() or o.is_force_add():
             return True
@@ -209,8 +262,6 @@ class _Group:
         return leaf is MISSING or isinstance(leaf, (DictConfig, ListConfig, dict, list))
 
     def problems(self, num: int, overrides: list[str], values: list, parsed: list) -> list[str]:
-        from .validate import CHECKS
-
         if self.broken:
             raise _Failed
         for p in self.varying:  # each swept value once: does Hydra take it?
@@ -268,7 +319,6 @@ def _run(check, cfg: DictConfig, overrides: list[str] | None):
     """One check on one config: its problems, or the one line of OmegaConf's error."""
     from omegaconf.errors import OmegaConfBaseException
 
-    from .validate import _Checks, _unresolvable
 
     c = _Checks(cfg, overrides)
     try:

@@ -302,63 +302,6 @@ def check_trace_file(cfg: DictConfig) -> list[str]:
     return trace_file_problems(cfg)
 
 
-def sweep_job_configs(config: DictConfig):
-    """Every job config of a multirun with Hydra's basic sweeper or ours, composed as the
-    sweeper will compose them (other sweepers choose their values as they go: only ``config``
-    itself). Raises ConfigError (one line) for a sweep that cannot be expanded."""
-    from hydra.core.global_hydra import GlobalHydra
-
-    from . import grid
-
-    target = str(OmegaConf.select(config, "hydra.sweeper._target_", default="") or "")
-    if (not target.endswith(("BasicSweeper", "DrevtSweeper"))
-            or not GlobalHydra.instance().is_initialized()):
-        yield config
-        return
-    loader = GlobalHydra.instance().config_loader()
-    composer = grid.composer_for(loader, config)
-    for num, overrides in enumerate(grid.expand(grid.sweep_arguments(config), loader)):
-        try:
-            yield composer.job(num, overrides).config
-        except Exception as exc:  # noqa: BLE001 - Hydra's composition errors: one line each
-            raise ConfigError(f"{' '.join(overrides)}: {grid.one_line(exc)}") from None
-
-
-def check_sweep(config: DictConfig) -> list[str]:
-    """The problems of every job of a multirun (each said once), before any job starts: with
-    Hydra's basic sweeper or ours, each check once per distinct value of the swept keys it
-    reads (``sweep_checks``), not once per job; other sweepers choose their values as they
-    go, so only ``config`` itself is checked."""
-    from hydra.core.global_hydra import GlobalHydra
-
-    from . import grid
-    from .sweep_checks import check_jobs
-
-    target = str(OmegaConf.select(config, "hydra.sweeper._target_", default="") or "")
-    try:
-        if (not target.endswith(("BasicSweeper", "DrevtSweeper"))
-                or not GlobalHydra.instance().is_initialized()):
-            return _checked(config)
-        loader = GlobalHydra.instance().config_loader()
-        composer = grid.composer_for(loader, config)
-        return check_jobs(composer, grid.expand(grid.sweep_arguments(config), loader))
-    except ConfigError as exc:
-        return [str(exc)]
-
-
-def check_sweep_job_by_job(config: DictConfig) -> list[str]:
-    """:func:`check_sweep` the slow way, every job composed and checked whole (the reference
-    the one-pass check is tested against)."""
-    problems: dict[str, None] = {}
-    try:
-        for job in sweep_job_configs(config):
-            for problem in _checked(job):
-                problems.setdefault(problem)
-    except ConfigError as exc:
-        problems.setdefault(str(exc))
-    return list(problems)
-
-
 def _checked(cfg: DictConfig) -> list[str]:
     """check_config, with a value that cannot be resolved (``${oc.env:UNSET}``, ``${now:}``)
     said in one line instead of OmegaConf's traceback."""
