@@ -34,7 +34,8 @@ BASIC_PRIORITIES = ("fcfs", "sjf", "ljf", "smallest", "largest")
 
 def test_policy_names_are_the_documented_ones():
     assert PRIORITY_POLICIES == BASIC_PRIORITIES + ("f1", "f2", "f3", "f4", "wfp3", "unicef", "multifactor")
-    assert BACKFILL_POLICIES == ALL_BACKFILLS
+    # plus Slurm's backfill, whose schedules depend on its bf_* settings (tests/test_slurm_backfill.py)
+    assert BACKFILL_POLICIES == ALL_BACKFILLS + ("slurm",)
 
 
 # --- 1. The seeds' "Testing" example --------------------------------------------------------

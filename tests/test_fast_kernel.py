@@ -26,10 +26,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from drevt_sweep.sim import kernel as fast
-from drevt_sweep.sim.engine import BACKFILL_POLICIES, COMPRESSION_ORDERS, PRIORITY_POLICIES, simulate
+from drevt_sweep.sim.engine import BACKFILL_POLICIES as ALL_BACKFILL_POLICIES, COMPRESSION_ORDERS, PRIORITY_POLICIES, simulate
 from drevt_sweep.sim.policies import DYNAMIC_PRIORITY_POLICIES, STATIC_PRIORITY_POLICIES
 from drevt_sweep.errors import ConfigError
 from jobtable_factory import make_jobs
+
+# Slurm's backfill has no compiled version and a constant machine size only: tests/test_slurm_backfill.py
+BACKFILL_POLICIES = tuple(b for b in ALL_BACKFILL_POLICIES if b != "slurm")
 
 pytestmark = pytest.mark.skipif(fast.load(warn=False) is None, reason="numba is not importable")
 

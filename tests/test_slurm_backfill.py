@@ -179,10 +179,10 @@ def test_bf_continue_changes_nothing_in_zero_time_cycles(generated):
 # ------------------------------------------------------------------------------- reductions
 @pytest.fixture(scope="module")
 def generated():
-    """2,000 jobs on 32 nodes at a high load, float times, most jobs ending before their limit."""
+    """2,000 jobs on 32 nodes at a load near 0.9, float times, most jobs ending before their limit."""
     rng = np.random.default_rng(26)
     n = 2000
-    submit = np.cumsum(rng.exponential(95.0, n)) + rng.random(n)
+    submit = np.cumsum(rng.exponential(700.0, n)) + rng.random(n)
     nodes = np.minimum(32, np.ceil(2 ** rng.uniform(0, 5.2, n))).astype(int)
     limit = rng.uniform(60, 7200, n)
     rt = limit * rng.uniform(0.05, 1.0, n)
@@ -219,12 +219,14 @@ def test_unlimited_with_one_reservation_is_easy_bit_for_bit_on_a_generated_trace
     jobs, rt, total = generated
     a = engine.simulate(jobs, rt, total, backfill="easy", kernel="reference")
     b = run(jobs, total, rt, **EASY)
-    assert same(a, b) and (a.begin > jobs.submit).sum() > 1000
+    assert same(a, b) and (a.begin > jobs.submit).sum() > 500
 
 
 def test_reserving_every_job_is_conservative_when_jobs_run_to_their_limit(kth, generated):
+    """KTH-SP2's first 3,000 jobs: run to their limits the whole trace queues thousands of jobs,
+    which the reference re-plans from scratch at every pass for minutes."""
     jobs, _, total = generated
-    for table, size in ((jobs, total), (kth, 100)):
+    for table, size in ((jobs, total), (kth.take(np.arange(3000)), 100)):
         limit = np.asarray(table.time_limit, dtype=float)
         a = engine.simulate(table, limit, size, backfill="conservative", kernel="reference")
         b = run(table, size, limit, **EXACT)

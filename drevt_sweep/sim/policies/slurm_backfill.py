@@ -135,8 +135,12 @@ class SlurmBackfill:
         self.sched_interval = p["sched_interval"]
         self.limits = p.get("limits")  # association/QOS limits (trace.associations), or None
         self.tier = p.get("tier")  # per job: its partition's PriorityTier, or None
-        self.next_bf = -INF  # the first pass starts the cycle clock
-        self.next_full = -INF
+        # Cycles at t0 + k * bf_interval and full passes at t0 + k * sched_interval (t0: the
+        # first pass), events while jobs wait; while the queue is empty they pass unseen.
+        self.t0: float | None = None
+        self.k = {"bf": 0, "full": 1}  # the index of the next cycle / full pass
+        self.next_bf = INF
+        self.next_full = INF
         self.known: set[int] = set()  # jobs seen waiting (a new one is a submission event)
         self.held: dict[str, set[int]] = {}
 
@@ -147,6 +151,28 @@ class SlurmBackfill:
         if self.sched_interval > 0 and self.next_full < t:
             t = self.next_full
         return t
+
+    def _due(self, now: float, which: str) -> bool:
+        """Whether a cycle (``bf``) or full pass (``full``) falls at ``now``; moves on to the
+        next one after ``now`` (the ones passed while no job waited are skipped)."""
+        step = self.interval if which == "bf" else self.sched_interval
+        k = self.k[which]
+        t = self.t0 + k * step
+        if t < now:  # skipped while the queue was empty
+            k = max(k, math.ceil((now - self.t0) / step))
+            while self.t0 + k * step < now:
+                k += 1
+            t = self.t0 + k * step
+        due = t == now
+        if due:
+            k += 1
+        self.k[which] = k
+        nxt = self.t0 + k * step
+        if which == "bf":
+            self.next_bf = nxt
+        else:
+            self.next_full = nxt
+        return due
 
     def counts(self) -> dict[str, int]:
         """Jobs ever held, per reason (``held_<reason>``)."""
@@ -163,17 +189,10 @@ class SlurmBackfill:
             if j not in known:
                 arrived = True
                 known.add(j)
-        if self.next_bf == -INF:
-            self.next_bf = now
-            self.next_full = now + self.sched_interval if self.sched_interval > 0 else INF
-        full = self.sched_interval > 0 and now >= self.next_full
-        if full:
-            while self.next_full <= now:
-                self.next_full += self.sched_interval
-        bf_due = self.interval == 0 or now >= self.next_bf
-        if bf_due and self.interval > 0:
-            while self.next_bf <= now:
-                self.next_bf += self.interval
+        if self.t0 is None:  # the first pass starts both clocks
+            self.t0 = now
+        bf_due = self.interval == 0 or self._due(now, "bf")
+        full = self.sched_interval > 0 and self._due(now, "full")
 
         state = self.limits.state(cluster.running) if self.limits is not None else None
         started: list[int] = []
