@@ -7,19 +7,21 @@ its runs (issue 23: x16-19 the cost of a hand-written loop). Here, under ``hydra
 (the default), the sweeper (``hydra_plugins.drevt_sweeper``) hands the grid to :func:`sweep`:
 
 1. the jobs are expanded with Hydra's parser and composed once per distinct choice of groups
-   (``grid.py``), in waves of ``WAVE`` configurations, never all at once (memory);
+   (``grid.py``), in waves of about an eighth of the sweep (``wave_size``: at most ``WAVE``
+   configurations, never all at once: memory);
 2. each configuration of a wave is prepared as ``drevt-sweep`` prepares a Hydra job
    (``app.prepare_configuration``: its folder, its parent run, the trace -- read once for the
    whole sweep --, its spec and the seeds still to run; with ``resume=true`` the FINISHED seeds
    of the whole sweep are looked up in one query);
 3. the wave's seeds run as one task list, in chunks over the configured back-end
-   (``seeds.run_tasks``: loky, threading, dask, ray);
+   (``seeds.run_tasks``: loky, threading, dask, ray), in a thread: meanwhile the sweep process
+   prepares the next wave and completes the one before (its work overlaps the workers');
 4. each configuration is completed as a Hydra job is (``app.complete_configuration``: its
    outputs, its runs, ``result.json``); figures only when ``figures`` asks for them.
 
 Every configuration keeps the guarantees of the Hydra job path: a failure fails it alone (a
 worker that dies fails the configurations of its wave: ``resume=true`` runs them again), an
-interrupt marks every configuration of the wave KILLED (nothing left RUNNING) and goes up, and
+interrupt marks every configuration of the waves in flight KILLED (nothing left RUNNING) and goes up, and
 the results are byte-identical to the job path (``tests/test_sweep_scale.py``). Any other
 launcher (joblib, submitit, slurm), a search, or a swept ``parallel.*``/``hydra.*`` key gets
 the jobs one by one, as Hydra's basic sweeper would hand them out.
@@ -29,6 +31,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf, open_dict, read_write
@@ -111,6 +114,7 @@ def run_grid(sweeper, jobs: list[list[str]]) -> None:
     progress = Progress(total, "sweep", enabled=bool(config.progress))
     log.info("sweep: %d configurations (composed once per choice of groups; figures %s)",
              total, "per configuration" if figures else "off: drevt-sweep-report draws the sweep")
+    costs = {"compose": 0.0, "prepare": 0.0, "complete": 0.0}  # this thread's CPU seconds
     running: _Running | None = None  # the wave whose seeds run while the next is prepared
     in_flight: list[list] = []  # waves not yet completed (an interrupt kills their runs)
     try:
@@ -118,7 +122,10 @@ def run_grid(sweeper, jobs: list[list[str]]) -> None:
             wave: list = []
             in_flight.append(wave)
             for num in range(start, min(start + size, total)):
+                cpu = time.thread_time()
                 job = composer.job(num, jobs[num])
+                costs["compose"] += time.thread_time() - cpu
+                cpu = time.thread_time()
                 task, hydra_cfg = _task_and_hydra(_job_config(job.config))
                 run = app.begin_configuration(task, hydra_cfg, figures=figures)
                 run.remember = total <= WAVE
@@ -129,6 +136,7 @@ def run_grid(sweeper, jobs: list[list[str]]) -> None:
                     app.prepare_configuration(run, load=traces.load, finished=finished)
                     run.result["status"] = "RUNNING"
                     wave.append(run)
+                costs["prepare"] += time.thread_time() - cpu
             if workers is not None:
                 workers.join()
                 workers = None
@@ -138,13 +146,13 @@ def run_grid(sweeper, jobs: list[list[str]]) -> None:
                 app.store_ready()  # the first wave: the store opened while its seeds ran
             running = _Running(wave, traces, config)
             if done is not None:
-                _complete_wave(*done, tracker, progress)
+                _complete_wave(*done, tracker, progress, costs)
                 in_flight.remove(done[0])
         if running is not None:
             done = running.join()
             if done[2] is None:
                 app.store_ready()
-            _complete_wave(*done, tracker, progress)
+            _complete_wave(*done, tracker, progress, costs)
     except KeyboardInterrupt as exc:
         for wave in in_flight:
             for run in wave:
@@ -153,6 +161,9 @@ def run_grid(sweeper, jobs: list[list[str]]) -> None:
                     app.write_result(run)
         raise
     app.store_ready()  # (every wave failed before its completion)
+    log.info("sweep: CPU of this process per configuration: composing %.1f ms, preparing %.1f ms, "
+             "completing %.1f ms (outputs, runs, result.json; %d configurations)",
+             *(1000 * costs[k] / total for k in ("compose", "prepare", "complete")), total)
 
 
 def wave_size(total: int) -> int:
@@ -186,9 +197,18 @@ class _Running:
         return self.wave, self.results, self.error
 
 
-def _complete_wave(wave: list, results: dict, error: Exception | None, tracker, progress) -> None:
+def _complete_wave(wave: list, results: dict, error: Exception | None, tracker, progress,
+                   costs: dict) -> None:
     """Complete a wave's configurations, or fail them all when its seeds could not run (a dead
     worker: each fails with one line, the sweep goes on)."""
+    cpu = time.thread_time()
+    try:
+        _complete_runs(wave, results, error, tracker, progress)
+    finally:
+        costs["complete"] += time.thread_time() - cpu
+
+
+def _complete_runs(wave: list, results: dict, error: Exception | None, tracker, progress) -> None:
     from . import app
 
     if error is not None:
