@@ -19,7 +19,7 @@ from drevt_sweep.errors import ConfigError
 from drevt_sweep.sweep import grid
 from drevt_sweep.sweep.figure_choice import FIGURES_AUTO_MAX, figures_wanted
 from drevt_sweep.sweep.config import register_configs
-from drevt_sweep.sweep.validate import check_sweep
+from drevt_sweep.sweep.validate import check_sweep, check_sweep_job_by_job
 from drevt_sweep.tracking.store import shortened
 
 from sweep_helpers import TINY, run_sweep
@@ -65,6 +65,51 @@ def test_each_job_is_the_config_hydra_composes(loader, overrides):
     assert composer.composed == len(groups) <= len(jobs)
 
 
+def test_the_engine_gets_what_hydras_run_job_gives_a_task(loader):
+    """``Composer.run_job`` (the task config and HydraConfig, two copies fewer) against
+    Hydra's own: its composition, ``HydraConfig.set_config`` and the task's deep copy."""
+    import os
+
+    from hydra.core.hydra_config import HydraConfig
+
+    config = master(loader, "policy=fcfs,easy", "run_time=actual,lognormal", "+foo=1,2",
+                    "workload.load_factor=0.5,2")
+    str(config.hydra.sweep.dir), str(config.hydra.run.dir)  # (timestamps: named once)
+    jobs = grid.expand(grid.sweep_arguments(config), loader)
+    composer = grid.Composer(loader, config)
+    for num, job in enumerate(jobs):
+        task, hydra_cfg = composer.run_job(num, job)
+        assert hydra_cfg is HydraConfig.get()
+        ours = (OmegaConf.to_yaml(task, resolve=True), OmegaConf.to_yaml(hydra_cfg, resolve=True),
+                OmegaConf.get_type(task), task._metadata.flags)
+        theirs = loader.load_sweep_config(config, list(job))
+        with open_dict(theirs):
+            theirs.hydra.job.id = theirs.hydra.job.num = num
+            theirs.hydra.runtime.output_dir = os.path.abspath(
+                os.path.join(theirs.hydra.sweep.dir, theirs.hydra.sweep.subdir))
+        HydraConfig.instance().set_config(theirs)
+        their_task = grid.task_config(theirs)
+        assert ours == (OmegaConf.to_yaml(their_task, resolve=True),
+                        OmegaConf.to_yaml(HydraConfig.get(), resolve=True),
+                        OmegaConf.get_type(their_task), their_task._metadata.flags), job
+
+
+@pytest.mark.slow
+def test_a_few_hundred_jobs_are_the_configs_hydra_composes(loader):
+    config = master(loader, "policy=fcfs,easy", "run_time=actual,lognormal",
+                    "system.total_nodes=range(1,51)", "workload.load_factor=0.5,1")
+    jobs = grid.expand(grid.sweep_arguments(config), loader)
+    assert len(jobs) == 400
+    composer = grid.Composer(loader, config)
+    for num, job in enumerate(jobs):
+        ours = composer.job(num, job).config
+        theirs = loader.load_sweep_config(config, list(job))
+        with open_dict(theirs):
+            theirs.hydra.job.id = theirs.hydra.job.num = num
+        assert OmegaConf.to_container(ours) == OmegaConf.to_container(theirs), job
+    assert composer.composed == 4
+
+
 @pytest.mark.parametrize("override, named", [
     ("seed=range(1,3),0", "a range() cannot be one item of a list"),
     ("seed=range(0,3),range(5,6)", "a range() cannot be one item of a list"),
@@ -92,6 +137,48 @@ def test_a_sweep_of_hundreds_of_configurations_is_checked_in_one_pass(loader):
     assert check_sweep(config) == []
     bad = master(loader, "policy=fcfs,easy", "system.total_nodes=range(0,100)")
     assert check_sweep(bad) == ["system.total_nodes=0: must be >= 1"]
+
+
+ODD_SWEEPS = [
+    ("policy=fcfs,easy", "run_time=actual,lognormal", "run_time.scale=0,0.5", "system.total_nodes=0,8"),
+    ("+polcy=sjf,fcfs", "seed=range(0,3)"),  # a misspelt +key, swept: named with each value
+    ("+foo=1,2", "+bar.baz=x", "policy=easy,fcfs"),  # unknown keys in the order Hydra adds them
+    ("workload=load", "workload.load_factor=0,2", "workload.window_start=10,2000",
+     "workload.window_end=1000"),  # gated rules: the window's only when the values are sound
+    ("system.total_nodes=5,abc,7", "seed=0,1"),  # Hydra refuses a value: its first job's line
+    ("policy=fcfs,nope", "seed=1,2"),  # a group option that does not exist
+    ("seed=-1,0,1", "replicates=0,1", "figures=auto,bad", "tracking.experiment=x,' '"),
+    ("trace.path=tests/data/traces/sweep_tiny.csv", "paths.root=.,/tmp"),  # through interpolations
+    ("resume=true,false", "tracking.enabled=true,false"),
+    ("timezone.name=UTC,Mars/Base", "policy=glob(*)"),
+    ("format.queues=[all],[]", "++system.total_nodes=3,0"),
+    ("replicates=${oc.env:DREVT_TEST_UNSET_VARIABLE}", "policy=fcfs,easy"),  # unresolvable
+    ("system.total_nodes=${seed},4", "seed=0,1"),  # a swept interpolation: job by job
+    ("workload={load_factor:2},{load_factor:0}", "seed=0,1"),  # a swept dict: job by job
+    ("policy=fcfs,easy", "+policy.foo=1,2", "policy.weights.age=1,-1"),
+    ("trace=kth_sp2,lanl_cm5", "system.total_nodes=0,5"),
+    ("experiment=machine_size",),
+]
+
+
+@pytest.mark.parametrize("overrides", ODD_SWEEPS)
+def test_the_one_pass_check_says_what_checking_every_job_says(loader, overrides):
+    config = master(loader, *overrides)
+    assert check_sweep(config) == check_sweep_job_by_job(config)
+
+
+@pytest.mark.slow  # (the reference composes and checks every job: ~15 ms each)
+@pytest.mark.parametrize("overrides", [
+    ("policy=fcfs,easy,conservative", "system.total_nodes=range(-20,80)"),  # 300 configurations
+    ("policy=fcfs,easy", "run_time=actual,lognormal", "run_time.scale=0,0.5,1",
+     "workload=load", "workload.load_factor=0,0.5,1,2", "system.total_nodes=range(0,6)"),  # 288
+    ("+polcy=sjf", "system.total_nodes=range(1,301)"),  # a misspelt +key: one line
+])
+def test_the_one_pass_check_of_hundreds_of_configurations_is_the_job_by_job_one(loader, overrides):
+    config = master(loader, *overrides)
+    problems = check_sweep(config)
+    assert problems == check_sweep_job_by_job(config)
+    assert problems and all("\n" not in p for p in problems)
 
 
 def test_figures_are_drawn_for_small_sweeps_only_unless_asked():
@@ -199,6 +286,24 @@ def test_a_malformed_sweep_exits_2_with_one_line_and_no_traceback(tmp_path, over
     assert proc.returncode == 2, proc.stderr[-2000:]
     lines = [line for line in proc.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and lines[0].startswith("drevt-sweep: error: "), proc.stderr
+    assert not (tmp_path / "sweep").exists() or not list((tmp_path / "sweep").glob("*/result.json"))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("overrides, line", [
+    (("+polcy=sjf", "system.total_nodes=range(1,301)"),
+     "drevt-sweep: error: +polcy=sjf: unknown key 'polcy' (the schema has no such setting; "
+     "did you mean policy?)"),
+    (("policy=fcfs,easy", "system.total_nodes=range(0,150)"),
+     "drevt-sweep: error: system.total_nodes=0: must be >= 1"),
+    (("policy=fcfs,easy", "system.total_nodes=range(1,150),x"),
+     "drevt-sweep: error: policy=fcfs system.total_nodes=x: Error merging override"),
+])
+def test_a_bad_value_among_hundreds_of_configurations_exits_2_with_one_line(tmp_path, overrides, line):
+    proc = run_sweep(tmp_path, *overrides, "tracking.enabled=false", check=False)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    lines = [text for text in proc.stderr.splitlines() if text.strip()]
+    assert len(lines) == 1 and lines[0].startswith(line), proc.stderr
     assert not (tmp_path / "sweep").exists() or not list((tmp_path / "sweep").glob("*/result.json"))
 
 

@@ -1008,6 +1008,7 @@ class SweepSummaryCallback(Callback):
 
     def on_multirun_start(self, config: DictConfig, **kwargs) -> None:
         raise_problems(check_sweep(config))  # every job's values, before the store opens
+        _marks["validated"] = time.time()
         if config.resume:
             sweep_dir = Path(config.hydra.sweep.dir)
             state = "continuing" if (sweep_dir / "multirun.yaml").is_file() else "no earlier sweep: starting"

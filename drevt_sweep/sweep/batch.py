@@ -7,8 +7,8 @@ its runs (issue 23: x16-19 the cost of a hand-written loop). Here, under ``hydra
 (the default), the sweeper (``hydra_plugins.drevt_sweeper``) hands the grid to :func:`sweep`:
 
 1. the jobs are expanded with Hydra's parser and composed once per distinct choice of groups
-   (``grid.py``), in waves of about an eighth of the sweep (``wave_size``: at most ``WAVE``
-   configurations, never all at once: memory);
+   (``grid.py``), in waves (``FIRST_WAVE`` configurations, doubling up to ``WAVE``: the seeds
+   start soon, memory stays bounded), never all at once;
 2. each configuration of a wave is prepared as ``drevt-sweep`` prepares a Hydra job
    (``app.prepare_configuration``: its folder, its parent run, the trace -- read once for the
    whole sweep --, its spec and the seeds still to run; with ``resume=true`` the FINISHED seeds
@@ -41,8 +41,17 @@ from .figure_choice import figures_wanted
 
 log = logging.getLogger("drevt_sweep")
 
-WAVE = 256  # configurations prepared, run and completed together, at most (bounded memory)
-WAVE_MIN = 4  # ... and at least, unless the sweep is smaller
+WAVE = 256  # configurations prepared, run and completed together (bounded memory)
+FIRST_WAVE = 32  # the first wave's: its seeds start after 32 configurations are prepared, not 256
+
+
+def waves(total: int):
+    """``(start, stop)`` of each wave: FIRST_WAVE, doubling up to WAVE (results do not depend
+    on it: a wave's seeds are one task list whatever its size)."""
+    start, size = 0, FIRST_WAVE
+    while start < total:
+        yield start, min(start + size, total)
+        start, size = start + size, min(2 * size, WAVE)
 
 
 def engine_applies(config: DictConfig, jobs: list[list[str]]) -> bool:
@@ -110,7 +119,6 @@ def run_grid(sweeper, jobs: list[list[str]]) -> None:
     compile_if_cold()  # a fresh install: say so while numba compiles (the Hydra job path does it in _app)
     workers = _warm_workers(config)
     total = len(jobs)
-    size = wave_size(total)
     progress = Progress(total, "sweep", enabled=bool(config.progress))
     log.info("sweep: %d configurations (composed once per choice of groups; figures %s)",
              total, "per configuration" if figures else "off: drevt-sweep-report draws the sweep")
@@ -118,19 +126,18 @@ def run_grid(sweeper, jobs: list[list[str]]) -> None:
     running: _Running | None = None  # the wave whose seeds run while the next is prepared
     in_flight: list[list] = []  # waves not yet completed (an interrupt kills their runs)
     try:
-        for start in range(0, total, size):
+        for start, stop in waves(total):
             wave: list = []
             in_flight.append(wave)
-            for num in range(start, min(start + size, total)):
+            for num in range(start, stop):
                 cpu = time.thread_time()
-                job = composer.job(num, jobs[num])
+                task, hydra_cfg = composer.run_job(num, jobs[num])  # (HydraConfig set, as Hydra does)
                 costs["compose"] += time.thread_time() - cpu
                 cpu = time.thread_time()
-                task, hydra_cfg = _task_and_hydra(_job_config(job.config))
                 run = app.begin_configuration(task, hydra_cfg, figures=figures)
                 run.remember = total <= WAVE
                 run.deferred, run.tracker = tracker is not None, tracker
-                _write_overrides(run.out_dir, job.overrides)
+                _write_overrides(run.out_dir, jobs[num])
                 with app.configuration_errors(run, final=False):
                     run.result["status"] = "PREPARING"
                     app.prepare_configuration(run, load=traces.load, finished=finished)
@@ -164,13 +171,6 @@ def run_grid(sweeper, jobs: list[list[str]]) -> None:
     log.info("sweep: CPU of this process per configuration: composing %.1f ms, preparing %.1f ms, "
              "completing %.1f ms (outputs, runs, result.json; %d configurations)",
              *(1000 * costs[k] / total for k in ("compose", "prepare", "complete")), total)
-
-
-def wave_size(total: int) -> int:
-    """Configurations per wave: about 8 waves, so that the seeds of one run while the next is
-    prepared and the last completed (the sweep process's work overlaps the workers'), and at
-    most ``WAVE`` (memory); a small sweep is one wave."""
-    return max(WAVE_MIN, min(WAVE, -(-total // 8)))
 
 
 class _Running:
@@ -280,39 +280,6 @@ class _Traces:
 
     def index(self, table) -> int:
         return self._index[id(table)]
-
-
-def _job_config(cfg: DictConfig) -> DictConfig:
-    """What Hydra's ``run_job`` sets before the task runs: the job's output folder."""
-    output_dir = os.path.join(str(OmegaConf.select(cfg, "hydra.sweep.dir")),
-                              str(OmegaConf.select(cfg, "hydra.sweep.subdir")))
-    with read_write(cfg.hydra.runtime), open_dict(cfg.hydra.runtime):
-        cfg.hydra.runtime.output_dir = os.path.abspath(output_dir)
-    return cfg
-
-
-class _HydraNode:
-    """What ``HydraConfig`` holds (``.hydra``), without Hydra's ``masked_copy`` of the node."""
-
-    def __init__(self, node: DictConfig) -> None:
-        self.hydra = node
-
-
-def _task_and_hydra(cfg: DictConfig) -> tuple[DictConfig, DictConfig]:
-    """The task config (the job's without its ``hydra`` node) and that node, made current for
-    the ``${hydra:...}`` resolver: what ``HydraConfig.set_config`` and ``grid.task_config`` give
-    (key for key), by moving the node out rather than by two deep copies of the whole config
-    (~15% of the sweep process's CPU at 200 configurations, profiled). The node keeps the task
-    config as its parent, so its interpolations of the config (``${paths...}``) still resolve."""
-    from hydra.core.hydra_config import HydraConfig
-
-    OmegaConf.set_readonly(cfg.hydra, True)
-    node = cfg._get_node("hydra")
-    with read_write(cfg), open_dict(cfg):
-        del cfg["hydra"]
-    node._set_parent(cfg)
-    HydraConfig.instance().cfg = _HydraNode(node)
-    return cfg, node
 
 
 def _write_overrides(out_dir: Path, overrides: list[str]) -> None:

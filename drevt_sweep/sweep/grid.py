@@ -16,7 +16,8 @@ applied by that same function: the config Hydra would have composed, key for key
 from __future__ import annotations
 
 import copy
-import functools
+import dataclasses
+import re
 from dataclasses import dataclass
 
 from omegaconf import DictConfig, OmegaConf, open_dict
@@ -100,6 +101,9 @@ class Job:
     config: DictConfig  # with its ``hydra`` node, as Hydra's launcher hands it to ``run_job``
 
 
+_INT = re.compile(r"-?(?:0|[1-9][0-9]*)")
+
+
 class Composer:
     """Composes a multirun's jobs, each distinct choice of groups once (see the module)."""
 
@@ -110,36 +114,67 @@ class Composer:
         self.parser = OverridesParser.create(config_loader=loader)
         self.hydra_overrides = [str(o) for o in master.hydra.overrides.hydra]
         self._bases: dict[tuple[str, ...], DictConfig] = {}
+        self._task_bases: dict[tuple[str, ...], DictConfig] = {}  # the same without ``hydra``
+        self._parsed: dict[str, tuple] = {}  # line -> (its Override, is it a group choice)
+        self._int_templates: dict[str, object] = {}  # "key=" -> a parsed key=<int> override
+        self._groups: dict[str, bool] = {}  # key -> is it a config group
         self.composed = 0  # how many times Hydra composed (the distinct choices of groups)
 
-    @functools.lru_cache(maxsize=4096)
+    def parsed(self, line: str):
+        """``(override, is_group)`` of one override line, parsed once per sweep. A plain
+        integer (``system.total_nodes=61``, most of a ``range()`` sweep) is the parsed
+        ``key=<int>`` of its key with the new number: what the grammar gives (an INT token is
+        ``int(text)``), without running the ANTLR parser 10,000 times."""
+        known = self._parsed.get(line)
+        if known is not None:
+            return known
+        key, sep, value = line.partition("=")
+        template = self._int_templates.get(key) if sep and _INT.fullmatch(value) else None
+        if template is not None:
+            override = dataclasses.replace(template, _value=int(value), input_line=line)
+        else:
+            override = self.parser.parse_overrides([line])[0]
+            if (sep and _INT.fullmatch(value) and type(override._value) is int
+                    and override.value_type is not None and override.value_type.name == "ELEMENT"
+                    and override._value == int(value)):
+                self._int_templates[key] = override
+        known = self._parsed[line] = (override, self._is_group(override))
+        return known
+
     def _parse(self, line: str):
-        return self.parser.parse_overrides([line])[0]
+        return self.parsed(line)[0]
 
     def _is_group(self, override) -> bool:
         """Hydra's own rule (``defaults_list.Overrides``): a config group's name, not a dict."""
-        return (self.loader.repository.group_exists(override.key_or_group)
-                and not isinstance(override.value(), dict))
+        group = self._groups.get(override.key_or_group)
+        if group is None:  # (a look-up in the config search path: once per key)
+            group = self._groups[override.key_or_group] = self.loader.repository.group_exists(
+                override.key_or_group)
+        return group and not isinstance(override.value(), dict)
 
-    def job(self, num: int, overrides: list[str]) -> Job:
-        from hydra._internal.config_loader_impl import ConfigLoaderImpl, get_overrides_dirname
-        from hydra.errors import ConfigCompositionException
-        from omegaconf.errors import OmegaConfBaseException
+    def split(self, overrides: list[str]) -> tuple[tuple[str, ...], list, list]:
+        """A job's choice of groups, its value overrides in the order :meth:`job` applies them
+        (Hydra's own first), and every override it has (parsed)."""
+        parsed = [self.parsed(line) for line in self.hydra_overrides + list(overrides)]
+        own = parsed[len(self.hydra_overrides):]
+        groups = tuple(o.input_line for o, is_group in own if is_group)
+        return groups, [o for o, is_group in parsed if not is_group], [o for o, _ in parsed]
 
-        parsed = [self._parse(line) for line in self.hydra_overrides + list(overrides)]
-        groups = tuple(o.input_line for o in parsed[len(self.hydra_overrides):] if self._is_group(o))
+    def base(self, groups: tuple[str, ...]) -> DictConfig:
+        """The config Hydra composes for one choice of groups (once per sweep)."""
         base = self._bases.get(groups)
         if base is None:
             base = self.loader.load_sweep_config(self.master, list(groups))
             self._bases[groups] = base
             self.composed += 1
-        cfg = copy.deepcopy(base)
-        values = [o for o in parsed if not self._is_group(o)]
-        try:
-            OmegaConf.set_readonly(cfg.hydra, False)
-            ConfigLoaderImpl._apply_overrides_to_config(values, cfg)
-        except OmegaConfBaseException as exc:
-            raise ConfigCompositionException(str(exc)) from exc
+        return base
+
+    def job(self, num: int, overrides: list[str]) -> Job:
+        from hydra._internal.config_loader_impl import get_overrides_dirname
+
+        groups, values, parsed = self.split(overrides)
+        cfg = copy.deepcopy(self.base(groups))
+        apply_values(cfg, values)
         app = [o for o in parsed if not o.is_hydra_override()]
         with open_dict(cfg.hydra):
             cfg.hydra.overrides.task = [o.input_line for o in app]
@@ -152,6 +187,67 @@ class Composer:
             cfg.hydra.job.num = num
         OmegaConf.copy_cache(from_config=self.master, to_config=cfg)
         return Job(num, list(overrides), cfg)
+
+
+    def run_job(self, num: int, overrides: list[str]) -> tuple[DictConfig, DictConfig]:
+        """What Hydra's ``run_job`` gives a job before its task runs -- the task's config (no
+        ``hydra`` node) and ``HydraConfig`` set to the job's, its output folder filled in --
+        with one deep copy of the whole config instead of three (Hydra copies it for the task
+        and again for ``HydraConfig.set_config``): the task is the groups' config without its
+        ``hydra`` node, copied, with the job's value overrides applied (the same code, on the
+        same keys), and ``HydraConfig`` holds the job's own ``hydra`` node, parented to its
+        config as ``set_config`` parents its copy. Returns ``(task, hydra node)``."""
+        import os
+
+        from hydra.core.hydra_config import HydraConfig
+        from omegaconf import read_write
+
+        cfg = self.job(num, overrides).config
+        output_dir = os.path.join(str(OmegaConf.select(cfg, "hydra.sweep.dir")),
+                                  str(OmegaConf.select(cfg, "hydra.sweep.subdir")))
+        with read_write(cfg.hydra.runtime), open_dict(cfg.hydra.runtime):
+            cfg.hydra.runtime.output_dir = os.path.abspath(output_dir)
+        OmegaConf.set_readonly(cfg.hydra, True)
+        holder = OmegaConf.create({}, flags={"no_deepcopy_set_nodes": True})
+        holder["hydra"] = cfg._get_node("hydra")
+        holder._set_flag("no_deepcopy_set_nodes", None)
+        cfg._get_node("hydra")._set_parent(cfg)
+        HydraConfig.instance().cfg = holder
+        groups, values, _ = self.split(overrides)
+        task = copy.deepcopy(self._task_base(groups))
+        _apply(task, [o for o in values if not o.is_hydra_override()])
+        OmegaConf.copy_cache(from_config=self.master, to_config=task)
+        return task, HydraConfig.get()
+
+    def _task_base(self, groups: tuple[str, ...]) -> DictConfig:
+        base = self._task_bases.get(groups)
+        if base is None:
+            base = self._task_bases[groups] = task_config(self.base(groups))
+        return base
+
+
+def _apply(cfg: DictConfig, values: list) -> None:
+    from hydra._internal.config_loader_impl import ConfigLoaderImpl
+    from hydra.errors import ConfigCompositionException
+    from omegaconf.errors import OmegaConfBaseException
+
+    try:
+        ConfigLoaderImpl._apply_overrides_to_config(values, cfg)
+    except OmegaConfBaseException as exc:
+        raise ConfigCompositionException(str(exc)) from exc
+
+
+def apply_values(cfg: DictConfig, values: list) -> None:
+    """Value overrides applied as Hydra applies them at the end of composing (its own code)."""
+    from hydra._internal.config_loader_impl import ConfigLoaderImpl
+    from hydra.errors import ConfigCompositionException
+    from omegaconf.errors import OmegaConfBaseException
+
+    try:
+        OmegaConf.set_readonly(cfg.hydra, False)
+        ConfigLoaderImpl._apply_overrides_to_config(values, cfg)
+    except OmegaConfBaseException as exc:
+        raise ConfigCompositionException(str(exc)) from exc
 
 
 def task_config(job_config: DictConfig) -> DictConfig:

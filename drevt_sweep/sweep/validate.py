@@ -12,7 +12,9 @@ from __future__ import annotations
 import difflib
 import functools
 import math
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
@@ -30,8 +32,9 @@ def _number(value) -> float | None:
 
 
 class _Checks:
-    def __init__(self, cfg: DictConfig) -> None:
+    def __init__(self, cfg: DictConfig, overrides: list[str] | None = None) -> None:
         self.cfg = cfg
+        self.overrides = overrides  # the job's overrides (None: its hydra.overrides.task)
         self.problems: list[str] = []
 
     def get(self, key: str):
@@ -57,36 +60,84 @@ def _shown(value) -> str:
     return "null" if value is None else str(value)
 
 
-def check_config(cfg: DictConfig) -> list[str]:
-    """Every range or meaning problem of a composed sweep config, as ``key=value: why``."""
-    c = _Checks(cfg)
-    c.at_least("seed", 0)
-    c.at_least("replicates", 1)
-    if c.get("parallel.n_jobs") == 0:
-        c.fail("parallel.n_jobs", 0, "must not be 0 (1 = no parallelism, -1 = every core)")
-    c.at_least("system.total_nodes", 1, optional=True)
-    _check_run_time(c)
-    _check_zone(c)
-    queues = c.get("format.queues")
-    if queues is not None and (len(queues) == 0 or any(not str(q).strip() for q in queues)):
-        c.fail("format.queues", queues, "must name at least one queue (null = the format's "
-               "default, [all] = every queue)")
-    _check_workload(c)
-    if c.get("resume") and not c.get("tracking.enabled"):
-        c.fail("resume", True, "needs the tracking store (tracking.enabled=false): only the store "
-               "knows which seeds finished")
-    _check_tracking_limits(c)
+@dataclass(frozen=True)
+class _Check:
+    """One of :func:`check_config`'s checks: what it reads (key prefixes, followed through
+    interpolations by the sweep's check) and whether it runs only when the checks before it
+    found nothing (its rule needs their values sound)."""
+
+    reads: tuple[str, ...]
+    run: Callable[["_Checks"], None]
+    gated: bool = False
+
+
+def _tracking_experiment(c: "_Checks") -> None:
+    if not str(c.get("tracking.experiment") or "").strip():
+        c.fail("tracking.experiment", c.get("tracking.experiment"), "must not be empty")
+
+
+def _figures(c: "_Checks") -> None:
     from .figure_choice import FIGURE_CHOICES
 
     if str(c.get("figures")) not in FIGURE_CHOICES:
         c.fail("figures", c.get("figures"), "must be " + ", ".join(FIGURE_CHOICES))
-    if not str(c.get("tracking.experiment") or "").strip():
-        c.fail("tracking.experiment", c.get("tracking.experiment"), "must not be empty")
-    c.problems.extend(unknown_keys(cfg))
-    c.problems.extend(check_trace_file(cfg))
+
+
+def _queues(c: "_Checks") -> None:
+    queues = c.get("format.queues")
+    if queues is not None and (len(queues) == 0 or any(not str(q).strip() for q in queues)):
+        c.fail("format.queues", queues, "must name at least one queue (null = the format's "
+               "default, [all] = every queue)")
+
+
+def _n_jobs(c: "_Checks") -> None:
+    if c.get("parallel.n_jobs") == 0:
+        c.fail("parallel.n_jobs", 0, "must not be 0 (1 = no parallelism, -1 = every core)")
+
+
+def _resume(c: "_Checks") -> None:
+    if c.get("resume") and not c.get("tracking.enabled"):
+        c.fail("resume", True, "needs the tracking store (tracking.enabled=false): only the store "
+               "knows which seeds finished")
+
+
+def _trace_output(c: "_Checks") -> None:
     from .start_checks import trace_output_problems
 
-    c.problems.extend(trace_output_problems(cfg))  # never under the sweep's own files
+    c.problems.extend(trace_output_problems(c.cfg))  # never under the sweep's own files
+
+
+UNKNOWN_KEYS = "unknown_keys"  # the check that reads the config's shape (see check_sweep)
+
+CHECKS: tuple[_Check, ...] = (
+    _Check(("seed",), lambda c: c.at_least("seed", 0)),
+    _Check(("replicates",), lambda c: c.at_least("replicates", 1)),
+    _Check(("parallel.n_jobs",), _n_jobs),
+    _Check(("system.total_nodes",), lambda c: c.at_least("system.total_nodes", 1, optional=True)),
+    _Check(("run_time",), lambda c: _run_time_values(c)),
+    _Check(("run_time",), lambda c: _run_time_model(c), gated=True),
+    _Check(("timezone.name",), lambda c: _check_zone(c)),
+    _Check(("format.queues",), _queues),
+    _Check(("workload", "timezone.name"), lambda c: _workload_values(c)),
+    _Check(("workload", "system.total_nodes"), lambda c: _workload_rules(c), gated=True),
+    _Check(("resume", "tracking.enabled"), _resume),
+    _Check(("tracking.enabled", "trace.name", "trace.path"), lambda c: _check_tracking_limits(c)),
+    _Check(("figures",), _figures),
+    _Check(("tracking.experiment",), _tracking_experiment),
+    _Check((UNKNOWN_KEYS,), lambda c: c.problems.extend(unknown_keys(c.cfg, c.overrides))),
+    _Check(("trace.path", "trace.name", "paths.root"),
+           lambda c: c.problems.extend(check_trace_file(c.cfg))),
+    _Check(("trace.path", "paths.root", "hydra.mode", "hydra.sweep.dir", "hydra.run.dir",
+            "hydra.job_logging.handlers", "hydra.hydra_logging.handlers"), _trace_output),
+)
+
+
+def check_config(cfg: DictConfig) -> list[str]:
+    """Every range or meaning problem of a composed sweep config, as ``key=value: why``."""
+    c = _Checks(cfg)
+    for check in CHECKS:
+        if not (check.gated and c.problems):
+            check.run(c)
     return c.problems
 
 
@@ -121,11 +172,20 @@ def _check_tracking_limits(c: _Checks) -> None:
 
 
 def _check_run_time(c: _Checks) -> None:
+    _run_time_values(c)
+    if not c.problems:
+        _run_time_model(c)
+
+
+def _run_time_values(c: _Checks) -> None:
     uniform = _v(c.get("run_time.distribution")) == "uniform"
     c.at_least("run_time.scale", 0, strict=not uniform)
     c.at_least("run_time.stddev", 0)
     c.at_least("run_time.min_run_time", 0, strict=True)
-    if _v(c.get("run_time.mode")) == "distribution" and not c.problems:
+
+
+def _run_time_model(c: _Checks) -> None:
+    if _v(c.get("run_time.mode")) == "distribution":
         from ..sim.runtime import RunTimeModel
 
         rt = c.cfg.run_time
@@ -150,7 +210,7 @@ def _check_zone(c: _Checks) -> None:
                "America/Los_Angeles)")
 
 
-def _check_workload(c: _Checks) -> None:
+def _workload_values(c: _Checks) -> None:
     c.at_least("workload.load_factor", 0, strict=True)
     c.at_least("workload.rescale_nodes", 0, strict=True)
     c.at_least("workload.rescale_machine_nodes", 1, optional=True)
@@ -177,8 +237,9 @@ def _check_workload(c: _Checks) -> None:
     if len(bounds) == 2 and bounds["workload.window_start"] >= bounds["workload.window_end"]:
         c.fail("workload.window_end", c.get("workload.window_end"),
                f"the window is empty: it must end after window_start={c.get('workload.window_start')}")
-    if c.problems:
-        return
+
+
+def _workload_rules(c: _Checks) -> None:
     from .workload_config import workload_spec
 
     try:  # the transform's own cross-field rules (warm_start needs a window_start, ...)
@@ -187,11 +248,13 @@ def _check_workload(c: _Checks) -> None:
         c.problems.append(f"workload: {exc}")
 
 
-def unknown_keys(cfg: DictConfig) -> list[str]:
+def unknown_keys(cfg: DictConfig, overrides: list[str] | None = None) -> list[str]:
     """Keys that are not in the schema (``+polcy=sjf``, ``+foo=1``): Hydra's ``+`` adds any
-    key, so a misspelt one would be stored and silently ignored."""
+    key, so a misspelt one would be stored and silently ignored. ``overrides``: the job's
+    (default: its ``hydra.overrides.task``), to name the one that added the key."""
     schema = _schema()
-    overrides = [str(o) for o in OmegaConf.select(cfg, "hydra.overrides.task", default=[]) or []]
+    if overrides is None:
+        overrides = [str(o) for o in OmegaConf.select(cfg, "hydra.overrides.task", default=[]) or []]
     if not overrides:  # a job's config has no hydra section: Hydra's own copy has them
         from hydra.core.hydra_config import HydraConfig
 
@@ -262,16 +325,38 @@ def sweep_job_configs(config: DictConfig):
 
 
 def check_sweep(config: DictConfig) -> list[str]:
-    """The problems of every job of a multirun (each said once), before any job starts."""
-    problems: list[str] = []
+    """The problems of every job of a multirun (each said once), before any job starts: with
+    Hydra's basic sweeper or ours, each check once per distinct value of the swept keys it
+    reads (``sweep_checks``), not once per job; other sweepers choose their values as they
+    go, so only ``config`` itself is checked."""
+    from hydra.core.global_hydra import GlobalHydra
+
+    from . import grid
+    from .sweep_checks import check_jobs
+
+    target = str(OmegaConf.select(config, "hydra.sweeper._target_", default="") or "")
+    try:
+        if (not target.endswith(("BasicSweeper", "DrevtSweeper"))
+                or not GlobalHydra.instance().is_initialized()):
+            return _checked(config)
+        loader = GlobalHydra.instance().config_loader()
+        composer = grid.composer_for(loader, config)
+        return check_jobs(composer, grid.expand(grid.sweep_arguments(config), loader))
+    except ConfigError as exc:
+        return [str(exc)]
+
+
+def check_sweep_job_by_job(config: DictConfig) -> list[str]:
+    """:func:`check_sweep` the slow way, every job composed and checked whole (the reference
+    the one-pass check is tested against)."""
+    problems: dict[str, None] = {}
     try:
         for job in sweep_job_configs(config):
             for problem in _checked(job):
-                if problem not in problems:
-                    problems.append(problem)
+                problems.setdefault(problem)
     except ConfigError as exc:
-        problems.append(str(exc))
-    return problems
+        problems.setdefault(str(exc))
+    return list(problems)
 
 
 def _checked(cfg: DictConfig) -> list[str]:
@@ -282,8 +367,12 @@ def _checked(cfg: DictConfig) -> list[str]:
     try:
         return check_config(cfg)
     except OmegaConfBaseException as exc:
-        key = getattr(exc, "full_key", None)
-        return [f"{key or 'config'}: {' '.join(str(exc).split()).split(' full_key:')[0]}"]
+        return [_unresolvable(exc)]
+
+
+def _unresolvable(exc) -> str:
+    key = getattr(exc, "full_key", None)
+    return f"{key or 'config'}: {' '.join(str(exc).split()).split(' full_key:')[0]}"
 
 
 def raise_problems(problems: list[str]) -> None:
