@@ -89,3 +89,28 @@ def test_waves_in_flight_give_each_configuration_its_own_results(tmp_path):
             row = next(csv.DictReader(handle))
         for metric in ("wait_mean", "bsld_mean", "utilization", "jobs_rejected", "makespan"):
             assert float(row[metric]) == float(sim.metrics[metric]), (folder.name, metric)
+
+
+@pytest.mark.slow
+def test_the_sweeps_own_report_reads_from_its_folder_what_mlflow_holds(tmp_path):
+    """The report built at the end of a sweep (``from_folder``) has the records the MLflow
+    store gives: labels, status, metrics, seeds and their metrics, params, run ids, version."""
+    from pathlib import Path
+
+    from drevt_sweep.report import html
+
+    run_sweep(tmp_path, "policy=fcfs,easy", "run_time=actual,lognormal", "replicates=3",
+              "tracking.enabled=true", "figures=none")
+    sweep = tmp_path / "sweep"
+    folder, _ = html.load_folder(sweep)
+    uri = f"sqlite:///{tmp_path / 'out' / 'mlflow.db'}"
+    stored = html.load_mlflow(sweep, uri, folder, Path(tmp_path / "scratch"))
+    assert len(folder) == len(stored) == 4
+    for ours, theirs in zip(folder, stored):
+        assert (ours.label, ours.status, ours.run_id, ours.version) == (
+            theirs.label, theirs.status, theirs.run_id, theirs.version)
+        assert ours.metrics == pytest.approx(theirs.metrics, rel=0, abs=0)
+        assert ours.seeds == theirs.seeds and ours.params == theirs.params
+        assert ours.seed_metrics.equals(theirs.seed_metrics)
+    page = html.build_report(sweep, uri, from_folder=True).read_text()
+    assert "the sweep folder" in page and uri in page
