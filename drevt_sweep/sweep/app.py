@@ -1300,6 +1300,7 @@ def _app(cfg: DictConfig) -> dict:
     if _value(cfg.search.kind) != "none":  # a question (bisection, Optuna) instead of one configuration
         from .search import AppHooks, run_search
 
+        store_ready()  # a multirun's store, opened in on_multirun_start
         _state["ran"] = True
         return run_search(cfg, AppHooks(run_spec, result_config, _n_jobs, _backend_options, _tracker,
                                         _record_failure))
