@@ -71,6 +71,11 @@ def sweep(low: int, high: int, folder: Path, extra: tuple[str, ...] = ()) -> dic
     row.update(configurations=len(results), first_configuration_s=round(first - start, 1),
                last_result_s=round(last - started, 1),  # the rest: summary, report, sweep run
                load=os.getloadavg()[0])
+    log = folder / "sweep" / "drevt-sweep.log"  # the engine's per-configuration CPU line
+    lines = [l for l in log.read_text().splitlines() if "per configuration: composing" in l] \
+        if log.is_file() else []
+    if lines:
+        row["engine_cpu_per_configuration"] = lines[-1].split("per configuration: ", 1)[1]
     return row
 
 

@@ -1,23 +1,23 @@
 """What a configuration costs in a big sweep (issue 23 item 2): the shortcuts the engine takes
-give what the slow path gave, byte for byte -- the task config and Hydra node moved out of the
-job's config rather than copied, ``config.yaml`` from the config resolved once, the Hydra
-``overrides.yaml`` from the plain list."""
+give what the slow path gave, byte for byte -- ``config.yaml`` from the config resolved once,
+the Hydra ``overrides.yaml`` from the plain list -- and waves in flight together (one running
+while the next is prepared) give each configuration its own results."""
 
 from __future__ import annotations
 
-import copy
+import csv
 
 import pytest
+import yaml
 from hydra import initialize_config_module
 from hydra.core.global_hydra import GlobalHydra
-from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import OmegaConf
 
 from drevt_sweep.sweep import app, batch, grid
 from drevt_sweep.sweep.config import register_configs
 
-from sweep_helpers import TINY
+from sweep_helpers import TINY, run_sweep
 
 BASE = ["trace=custom", f"trace.path={TINY}", "format=simple", "format.queues=[all]",
         "system=custom", "system.total_nodes=10", "tracking.enabled=false",
@@ -46,22 +46,6 @@ def _jobs(loader, overrides):
 
 
 @pytest.mark.parametrize("overrides", SWEEPS)
-def test_the_task_config_and_hydra_node_are_hydras_without_the_copies(loader, overrides):
-    for job in _jobs(loader, overrides):
-        reference = batch._job_config(copy.deepcopy(job))
-        HydraConfig.instance().set_config(reference)
-        hydra_theirs = OmegaConf.to_container(HydraConfig.get(), resolve=False)
-        task_theirs = grid.task_config(reference)
-        task, hydra_ours = batch._task_and_hydra(batch._job_config(job))
-        assert OmegaConf.to_container(hydra_ours, resolve=False) == hydra_theirs
-        assert HydraConfig.get() is hydra_ours
-        assert "hydra" not in task
-        assert (OmegaConf.to_yaml(task, resolve=True)
-                == OmegaConf.to_yaml(task_theirs, resolve=True))
-        assert str(hydra_ours.sweep.dir) == str(HydraConfig.get().sweep.dir)
-
-
-@pytest.mark.parametrize("overrides", SWEEPS)
 def test_config_yaml_from_the_resolved_config_is_omegaconfs_byte_for_byte(loader, overrides):
     app._YAML_PIECES.clear()
     for _ in range(2):  # the second time every section comes from the cache
@@ -84,8 +68,49 @@ def test_overrides_yaml_is_what_omegaconf_saves(tmp_path, overrides):
     assert batch._overrides_yaml(overrides) == (tmp_path / "theirs.yaml").read_text(encoding="utf-8")
 
 
-def test_waves_are_an_eighth_of_the_sweep_within_bounds():
-    assert batch.wave_size(1) == batch.WAVE_MIN
-    assert batch.wave_size(8) == batch.WAVE_MIN  # the byte-for-byte test's sweep: 2 waves
-    assert batch.wave_size(200) == 25
-    assert batch.wave_size(10_000) == batch.WAVE
+@pytest.mark.slow
+def test_waves_in_flight_give_each_configuration_its_own_results(tmp_path):
+    """40 configurations: two waves (32, then 8), the first running while the second is
+    prepared; each configuration's metrics are the Python API's for its policy and size."""
+    from drevt_sweep.api import simulate_trace
+
+    run_sweep(tmp_path, "policy=fcfs,easy", "system.total_nodes=range(6,26)",
+              "tracking.enabled=false", "figures=none")
+    backfill = {"fcfs": "none", "easy": "easy"}
+    folders = [p for p in (tmp_path / "sweep").iterdir() if p.name.isdigit()]
+    assert len(folders) == 40
+    for folder in folders:
+        overrides = dict(line.split("=", 1) for line in
+                         yaml.safe_load((folder / ".hydra" / "overrides.yaml").read_text()))
+        sim = simulate_trace(TINY, trace_format="simple", priority="fcfs",
+                             backfill=backfill[overrides["policy"]],
+                             total_nodes=int(overrides["system.total_nodes"]), cache=False)
+        with open(folder / "seed_metrics.csv", newline="") as handle:
+            row = next(csv.DictReader(handle))
+        for metric in ("wait_mean", "bsld_mean", "utilization", "jobs_rejected", "makespan"):
+            assert float(row[metric]) == float(sim.metrics[metric]), (folder.name, metric)
+
+
+@pytest.mark.slow
+def test_the_sweeps_own_report_reads_from_its_folder_what_mlflow_holds(tmp_path):
+    """The report built at the end of a sweep (``from_folder``) has the records the MLflow
+    store gives: labels, status, metrics, seeds and their metrics, params, run ids, version."""
+    from pathlib import Path
+
+    from drevt_sweep.report import html
+
+    run_sweep(tmp_path, "policy=fcfs,easy", "run_time=actual,lognormal", "replicates=3",
+              "tracking.enabled=true", "figures=none")
+    sweep = tmp_path / "sweep"
+    folder, _ = html.load_folder(sweep)
+    uri = f"sqlite:///{tmp_path / 'out' / 'mlflow.db'}"
+    stored = html.load_mlflow(sweep, uri, folder, Path(tmp_path / "scratch"))
+    assert len(folder) == len(stored) == 4
+    for ours, theirs in zip(folder, stored):
+        assert (ours.label, ours.status, ours.run_id, ours.version) == (
+            theirs.label, theirs.status, theirs.run_id, theirs.version)
+        assert ours.metrics == pytest.approx(theirs.metrics, rel=0, abs=0)
+        assert ours.seeds == theirs.seeds and ours.params == theirs.params
+        assert ours.seed_metrics.equals(theirs.seed_metrics)
+    page = html.build_report(sweep, uri, from_folder=True).read_text()
+    assert "the sweep folder" in page and uri in page

@@ -314,6 +314,7 @@ class Configuration:
     deferred: bool = False
     warming: object = None
     plain: dict | None = None  # the config resolved once (settings, config.yaml)
+    sweep_tagged: bool = False  # its run was written with the sweep run's id as a tag
 
     @property
     def timings(self) -> dict:
@@ -550,6 +551,8 @@ def write_result(run: Configuration) -> None:
             result["parent_run_id"] = tracker.run_id(parent_id)
         except Exception:  # noqa: BLE001 - an interrupted or broken helper
             pass
+    if run.sweep_tagged and result["parent_run_id"]:
+        _state.setdefault("tagged_parents", set()).add(result["parent_run_id"])
     result["marks"]["result"] = time.time()
     _results[str(run.out_dir)] = result  # for the summary, should result.json not be written
     try:
@@ -735,7 +738,7 @@ def _log_seed_runs(tracker, parent_id, cfg, jobs, spec, chash, label, results, r
 def _log_configuration_runs(run: Configuration, results, figures: list[Path], failed) -> None:
     """The configuration's run and its seeds' in one command (one transaction in an SQL
     store), its files copied beside; nested under the sweep's run."""
-    from ..tracking.store import TAG_CONFIG_HASH, TAG_KIND, TAG_SWEEP_DIR
+    from ..tracking.store import TAG_CONFIG_HASH, TAG_KIND, TAG_SWEEP_DIR, TAG_SWEEP_RUN
 
     cfg, jobs = run.cfg, run.jobs
     command = reproduce_command(list(run.hydra_cfg.overrides.task))
@@ -743,6 +746,9 @@ def _log_configuration_runs(run: Configuration, results, figures: list[Path], fa
             **_run_tags(cfg, run.hydra_cfg, run.label, description(command)),
             TAG_CONFIG_HASH: run.chash, "trace_checksum": jobs.meta.checksum}
     params = {**run.params, **_configuration_params(cfg, jobs, run.spec, results, run.result)}
+    if _state.get("sweep_run"):  # (its MLflow id, in the helper): no tagging at the end
+        tags[TAG_SWEEP_RUN] = _state["sweep_run"]
+        run.sweep_tagged = True
     parent = RunRecord(run.name, tags, params=params, metrics=run.result["metrics"],
                        status="FAILED" if failed else "FINISHED", parent_id=_state.get("sweep_run"),
                        dataset=(_trace_name(cfg, run.path), jobs.meta.checksum, str(run.path), len(jobs)),
@@ -1199,8 +1205,10 @@ def _log_sweep_run(config: DictConfig, sweep_dir: Path, report: Path | None) -> 
     tracker.finish(handle, "FAILED" if failed else "FINISHED")
     tracker.wait()
     _state["sweep_run"] = None
-    if parents:
-        tracker.tag_runs(parents, {TAG_SWEEP_RUN: tracker.run_id(handle)})
+    tagged = set(_state.get("tagged_parents", ()))  # the engine's, tagged when written
+    untagged = [p for p in parents if p not in tagged]
+    if untagged:
+        tracker.tag_runs(untagged, {TAG_SWEEP_RUN: tracker.run_id(handle)})
     tracker.wait()
 
 
@@ -1298,6 +1306,7 @@ def _app(cfg: DictConfig) -> dict:
     if _value(cfg.search.kind) != "none":  # a question (bisection, Optuna) instead of one configuration
         from .search import AppHooks, run_search
 
+        store_ready()  # a multirun's store, opened in on_multirun_start
         _state["ran"] = True
         return run_search(cfg, AppHooks(run_spec, result_config, _n_jobs, _backend_options, _tracker,
                                         _record_failure))

@@ -14,13 +14,14 @@ its runs (issue 23: x16-19 the cost of a hand-written loop). Here, under ``hydra
    whole sweep --, its spec and the seeds still to run; with ``resume=true`` the FINISHED seeds
    of the whole sweep are looked up in one query);
 3. the wave's seeds run as one task list, in chunks over the configured back-end
-   (``seeds.run_tasks``: loky, threading, dask, ray);
+   (``seeds.run_tasks``: loky, threading, dask, ray), in a thread: meanwhile the sweep process
+   prepares the next wave and completes the one before (its work overlaps the workers');
 4. each configuration is completed as a Hydra job is (``app.complete_configuration``: its
    outputs, its runs, ``result.json``); figures only when ``figures`` asks for them.
 
 Every configuration keeps the guarantees of the Hydra job path: a failure fails it alone (a
 worker that dies fails the configurations of its wave: ``resume=true`` runs them again), an
-interrupt marks every configuration of the wave KILLED (nothing left RUNNING) and goes up, and
+interrupt marks every configuration of the waves in flight KILLED (nothing left RUNNING) and goes up, and
 the results are byte-identical to the job path (``tests/test_sweep_scale.py``). Any other
 launcher (joblib, submitit, slurm), a search, or a swept ``parallel.*``/``hydra.*`` key gets
 the jobs one by one, as Hydra's basic sweeper would hand them out.
@@ -30,6 +31,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf, open_dict, read_write
@@ -40,15 +42,13 @@ from .figure_choice import figures_wanted
 log = logging.getLogger("drevt_sweep")
 
 WAVE = 256  # configurations prepared, run and completed together, at most (bounded memory)
-WAVE_MIN = 4  # ... and at least, unless the sweep is smaller
 FIRST_WAVE = 32  # the first wave's, at most: its seeds start after 32 configurations are prepared
 
 
-def waves(total: int, largest: int | None = None):
-    """``(start, stop)`` of each wave: the first of at most FIRST_WAVE configurations (the first
-    simulations start seconds after the command), doubling up to ``wave_size(total)``. Results
-    do not depend on it: a wave's seeds are one task list whatever its size."""
-    largest = wave_size(total) if largest is None else largest
+def waves(total: int, largest: int = WAVE):
+    """``(start, stop)`` of each wave: FIRST_WAVE, doubling up to ``largest`` (the first
+    simulations start seconds after the command; results do not depend on it: a wave's seeds
+    are one task list whatever its size)."""
     start, size = 0, min(FIRST_WAVE, largest)
     while start < total:
         yield start, min(start + size, total)
@@ -125,10 +125,11 @@ def run_grid(sweeper, jobs: list[list[str]]) -> None:
     from .arrays import ArrayRunner, array_wave_size, cluster_of
 
     arrays = ArrayRunner(config) if cluster_of(config) else None
-    largest = array_wave_size(config, wave_size(total))
+    largest = array_wave_size(config, WAVE)
     progress = Progress(total, "sweep", enabled=bool(config.progress))
     log.info("sweep: %d configurations (composed once per choice of groups; figures %s)",
              total, "per configuration" if figures else "off: drevt-sweep-report draws the sweep")
+    costs = {"compose": 0.0, "prepare": 0.0, "complete": 0.0}  # this thread's CPU seconds
     running: _Running | None = None  # the wave whose seeds run while the next is prepared
     in_flight: list[list] = []  # waves not yet completed (an interrupt kills their runs)
     try:
@@ -136,7 +137,10 @@ def run_grid(sweeper, jobs: list[list[str]]) -> None:
             wave: list = []
             in_flight.append(wave)
             for num in range(start, stop):
+                cpu = time.thread_time()
                 task, hydra_cfg = composer.run_job(num, jobs[num])  # (HydraConfig set, as Hydra does)
+                costs["compose"] += time.thread_time() - cpu
+                cpu = time.thread_time()
                 run = app.begin_configuration(task, hydra_cfg, figures=figures)
                 run.remember = total <= WAVE
                 run.deferred, run.tracker = tracker is not None, tracker
@@ -146,6 +150,7 @@ def run_grid(sweeper, jobs: list[list[str]]) -> None:
                     app.prepare_configuration(run, load=traces.load, finished=finished)
                     run.result["status"] = "RUNNING"
                     wave.append(run)
+                costs["prepare"] += time.thread_time() - cpu
             if workers is not None:
                 workers.join()
                 workers = None
@@ -155,13 +160,13 @@ def run_grid(sweeper, jobs: list[list[str]]) -> None:
                 app.store_ready()  # the first wave: the store opened while its seeds ran
             running = _Running(wave, traces, config, arrays)
             if done is not None:
-                _complete_wave(*done, tracker, progress)
+                _complete_wave(*done, tracker, progress, costs)
                 in_flight.remove(done[0])
         if running is not None:
             done = running.join()
             if done[2] is None:
                 app.store_ready()
-            _complete_wave(*done, tracker, progress)
+            _complete_wave(*done, tracker, progress, costs)
     except KeyboardInterrupt as exc:
         if arrays is not None:
             arrays.cancel_all()  # the array tasks of every wave in flight (one scancel)
@@ -172,13 +177,9 @@ def run_grid(sweeper, jobs: list[list[str]]) -> None:
                     app.write_result(run)
         raise
     app.store_ready()  # (every wave failed before its completion)
-
-
-def wave_size(total: int) -> int:
-    """Configurations per wave: about 8 waves, so that the seeds of one run while the next is
-    prepared and the last completed (the sweep process's work overlaps the workers'), and at
-    most ``WAVE`` (memory); a small sweep is one wave."""
-    return max(WAVE_MIN, min(WAVE, -(-total // 8)))
+    log.info("sweep: CPU of this process per configuration: composing %.1f ms, preparing %.1f ms, "
+             "completing %.1f ms (outputs, runs, result.json; %d configurations)",
+             *(1000 * costs[k] / total for k in ("compose", "prepare", "complete")), total)
 
 
 class _Running:
@@ -205,9 +206,18 @@ class _Running:
         return self.wave, self.results, self.error
 
 
-def _complete_wave(wave: list, results: dict, error: Exception | None, tracker, progress) -> None:
+def _complete_wave(wave: list, results: dict, error: Exception | None, tracker, progress,
+                   costs: dict) -> None:
     """Complete a wave's configurations, or fail them all when its seeds could not run (a dead
     worker: each fails with one line, the sweep goes on)."""
+    cpu = time.thread_time()
+    try:
+        _complete_runs(wave, results, error, tracker, progress)
+    finally:
+        costs["complete"] += time.thread_time() - cpu
+
+
+def _complete_runs(wave: list, results: dict, error: Exception | None, tracker, progress) -> None:
     from . import app
 
     if error is not None:

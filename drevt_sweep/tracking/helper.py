@@ -182,12 +182,24 @@ def _log_runs(key: tuple, handles: list[str], records: list) -> None:
             found = _run_ids.get(handle) or _tracker(key).run_with_handle(handle)
             if found is not None:
                 existing[index] = found
-    records = [replace(r, tags={**r.tags, TAG_HANDLE: handle},
+    records = [replace(r, tags=_with_run_ids({**r.tags, TAG_HANDLE: handle}),
                        parent_id=_run(key, r.parent_id) if r.parent_id else None,
                        artifacts=tuple((str(p), f) for p, f in r.artifacts))
                for r, handle in zip(records, handles)]
     run_ids = _tracker(key).log_runs(records, existing)
     _run_ids.update(zip(handles, run_ids))
+
+
+def _with_run_ids(tags: dict) -> dict:
+    """A ``drevt_sweep_run_id`` tag given as the sweep run's handle carries its MLflow id (the
+    engine tags each configuration run as it is written, not all of them at the end: one
+    client call per configuration, seconds per thousand)."""
+    from .store import TAG_SWEEP_RUN
+
+    value = tags.get(TAG_SWEEP_RUN)
+    if value in _run_ids:
+        return {**tags, TAG_SWEEP_RUN: _run_ids[value]}
+    return tags
 
 
 def _log(key: tuple, handle: str, metrics, params, tags) -> None:
