@@ -311,3 +311,17 @@ def test_a_slurm_conf_gives_the_partition_tiers_and_limits(tmp_path):
     conf.write_text("SchedulerParameters=bf_window=0\nNodeName=n1 CPUs=8\nPartitionName=p Nodes=n1\n")
     with pytest.raises(ConfigError, match=r"slurm.conf:1: SchedulerParameters: bf_window: must be between 1"):
         read_slurm_conf(conf)
+
+
+def test_a_capacity_schedule_is_refused_with_one_clear_error():
+    """Slurm's backfill models a constant machine size: a maintenance window (a node
+    reduction) is a ConfigError naming why, not a schedule that silently ignores it; an empty
+    schedule is no change and runs."""
+    from drevt_sweep.sim.capacity import CapacitySchedule
+
+    jobs = make_jobs([0, 1], [2, 2], [100, 100], [100, 100])
+    with pytest.raises(ConfigError, match="constant machine size"):
+        engine.simulate(jobs, jobs.actual_run_time, 4, backfill="slurm",
+                        capacity=CapacitySchedule(reductions=((10.0, 50.0, 2),)))
+    s = engine.simulate(jobs, jobs.actual_run_time, 4, backfill="slurm", capacity=CapacitySchedule())
+    assert s.begin.tolist() == [0, 1]

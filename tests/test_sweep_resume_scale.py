@@ -21,6 +21,8 @@ from pathlib import Path
 
 import pytest
 
+from drevt_sweep.sweep.batch import FIRST_WAVE
+
 from sweep_helpers import TINY, start, sweep_cmd, tagged_processes
 
 pytestmark = pytest.mark.slow
@@ -74,8 +76,8 @@ def test_an_interrupted_sweep_of_300_configurations_resumes_with_one_lookup(tmp_
     proc = start(sweep_cmd(tmp_path, "sweep", *GRID), tag)
     deadline = time.time() + 600
     while time.time() < deadline and proc.poll() is None:
-        if len(list((tmp_path / "sweep").glob("*/result.json"))) >= 256:
-            break  # the first wave is done; the second is being prepared or run
+        if len(list((tmp_path / "sweep").glob("*/result.json"))) >= FIRST_WAVE:
+            break  # the first wave is done; the next are being prepared or run
         time.sleep(0.05)
     assert proc.poll() is None, proc.communicate()[1][-3000:]
     proc.send_signal(signum)
@@ -87,7 +89,7 @@ def test_an_interrupted_sweep_of_300_configurations_resumes_with_one_lookup(tmp_
     for kind in ("sweep", "configuration", "seed"):
         assert _count(tmp_path, "RUNNING", kind) == 0, kind
     finished = _count(tmp_path, "FINISHED")
-    assert 256 <= finished < CONFIGURATIONS
+    assert FIRST_WAVE <= finished < CONFIGURATIONS
     killed = [json.loads(p.read_text()) for p in (tmp_path / "sweep").glob("*/result.json")]
     assert sum(r["status"] == "FINISHED" for r in killed) == finished
 
