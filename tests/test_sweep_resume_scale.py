@@ -70,7 +70,7 @@ def _finished_seed_searches(log: Path) -> int:
     return count
 
 
-@pytest.mark.parametrize("signum", [signal.SIGINT])
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
 def test_an_interrupted_sweep_of_300_configurations_resumes_with_one_lookup(tmp_path, signum):
     tag = f"resume-scale-{os.getpid()}"
     proc = start(sweep_cmd(tmp_path, "sweep", *GRID), tag)

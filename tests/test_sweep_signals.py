@@ -46,7 +46,11 @@ def test_a_signal_marks_runs_killed_ends_the_workers_and_exits_128_plus_n(tmp_pa
 
 
 def test_resume_after_sigterm_reuses_the_finished_configuration_and_runs_the_rest(tmp_path):
-    sweep = ("policy=fcfs,easy", "run_time=lognormal", "replicates=24", "parallel.n_jobs=2")
+    # Hydra's basic sweeper runs the configurations one after the other (the Hydra job path),
+    # so there is a moment when the first is finished and the second running; the engine's
+    # configurations of one wave finish together (test_sweep_resume_scale.py signals it).
+    sweep = ("policy=fcfs,easy", "run_time=lognormal", "replicates=24", "parallel.n_jobs=2",
+             "hydra/sweeper=basic")
     tag = f"resume-{os.getpid()}-{time.time()}"
     proc = start(sweep_cmd(tmp_path, "first", *sweep), tag)
     first_done = tmp_path / "first" / "0" / "result.json"

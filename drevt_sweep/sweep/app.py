@@ -30,7 +30,8 @@ from .. import __version__
 from .callback_policy import guard_hydra_callbacks
 from .slurm_system import backfill_params, identity_settings, slurm_conf_of, slurm_policy
 from .config import register_configs
-from .interrupts import end_idle_workers, end_workers, exit_code, install_handlers, signal_name
+from .interrupts import (end_idle_workers, end_workers, exit_code, ignore_late_signals, install_handlers,
+                         signal_name)
 from ..errors import ConfigError, DrevtError
 from .first_run import compile_if_cold
 from .seeds import (
@@ -1359,6 +1360,7 @@ def main() -> None:
     try:
         _app()
         end_idle_workers()  # done with them: the exit need not wait for each to wind down
+        ignore_late_signals()
     except SystemExit as exc:
         if exc.code in (0, None) or (_state["ran"] and not _state.get("refused")):
             raise

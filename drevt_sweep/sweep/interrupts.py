@@ -49,6 +49,15 @@ def install_handlers() -> None:
         signal.signal(signum, _on_signal)
 
 
+def ignore_late_signals() -> None:
+    """Once the sweep has finished (every result written, the store up to date), a signal that
+    lands while the interpreter exits has nothing left to interrupt: raising then would only
+    print "Exception ignored" from an exit hook, so it is ignored and the exit code stays the
+    sweep's."""
+    for signum in HANDLED_SIGNALS:
+        signal.signal(signum, signal.SIG_IGN)
+
+
 def end_idle_workers() -> None:
     """Kill joblib's reusable loky workers once the sweep is done with them, instead of
     letting the interpreter's exit wait for each to shut itself down (tearing down numba,
