@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -100,6 +101,25 @@ def cleanup(proc: subprocess.Popen, tag: str) -> None:
             os.kill(pid, signal.SIGKILL)
         except OSError:
             pass
+
+
+def wait_for_running_runs(tmp_path: Path, timeout: float = 180) -> None:
+    """Until the sweep's runs are in its store, RUNNING: the store is created and written
+    while the first wave's seeds run, so workers running seeds do not mean runs yet."""
+    import sqlite3
+
+    db = tmp_path / "out" / "mlflow.db"
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if db.exists():
+            try:
+                with contextlib.closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)) as con:
+                    if con.execute("SELECT count(*) FROM runs WHERE status = 'RUNNING'").fetchone()[0]:
+                        return
+            except sqlite3.OperationalError:  # the schema is being written
+                pass
+        time.sleep(0.2)
+    raise AssertionError(f"no RUNNING run appeared in {db}")
 
 
 def runs(tmp_path: Path):

@@ -19,6 +19,7 @@ from sweep_helpers import (
     runs,
     start,
     sweep_cmd,
+    wait_for_running_runs,
     wait_for_workers,
 )
 
@@ -114,6 +115,7 @@ def test_runs_of_a_sweep_killed_by_sigkill_are_closed_by_the_next_sweep(tmp_path
     proc = start(long_kth_sweep(tmp_path), tag)
     try:
         wait_for_workers(proc, tag)
+        wait_for_running_runs(tmp_path)
         proc.kill()
         proc.wait(timeout=60)
         time.sleep(2.0)  # the helper notices its sweep is gone

@@ -157,6 +157,29 @@ def check_sqlite_store(db_path: Path) -> None:
                           f"{'; '.join(problems)}): {move_away}")
 
 
+def _create_sqlite_store(db_path: Path) -> None:
+    """Create a new embedded store whole, or not at all: MLflow builds its schema in a file
+    under another name, which then replaces nothing (``os.replace``, atomic). MLflow's schema
+    is dozens of statements (tables, then migrations) that sqlite does not run as one
+    transaction; a sweep killed among them (SIGKILL, a batch system's time limit) left a store
+    that every later open tried to migrate again and failed on ("index ... already exists").
+    Called under the store lock: a ``.creating`` file found here is a killed creation's."""
+    for stale in db_path.parent.glob(f".{db_path.name}.creating-*"):
+        stale.unlink(missing_ok=True)
+    part = db_path.with_name(f".{db_path.name}.creating-{os.getpid()}")
+    part_uri = f"sqlite:///{part}"
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=part_uri)
+    client.search_experiments(max_results=1)  # builds the schema and the Default experiment
+    store = getattr(getattr(client, "_tracking_client", None), "store", None)
+    engine = getattr(store, "engine", None)
+    if engine is not None:  # no pooled connection may outlive the name it was opened under
+        engine.dispose()
+        getattr(type(store), "_engine_map", {}).pop(part_uri, None)
+    os.replace(part, db_path)
+
+
 @contextlib.contextmanager
 def _store_lock(uri: str) -> Iterator[None]:
     """An exclusive lock beside an embedded sqlite store (no-op for other stores)."""
@@ -198,7 +221,10 @@ class Tracker:
         check_reachable(uri)
         with _store_lock(uri):
             if uri.startswith("sqlite:///"):
-                check_sqlite_store(Path(uri[len("sqlite:///"):]))
+                db_path = Path(uri[len("sqlite:///"):])
+                check_sqlite_store(db_path)
+                if not db_path.exists():
+                    _create_sqlite_store(db_path)
             client = _client(uri)
             _use_write_ahead_log(uri)
             found = client.get_experiment_by_name(experiment)
