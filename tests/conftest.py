@@ -68,3 +68,18 @@ def pytest_collection_modifyitems(config, items):
         defs = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {})
         if any(d.scope in ("module", "class", "package") for fixturedefs in defs.values() for d in fixturedefs):
             item.add_marker(pytest.mark.xdist_group(item.module.__name__))
+
+
+@pytest.fixture(scope="module")
+def dask_cluster():
+    """A real LocalCluster: a scheduler and 2 worker processes, on 127.0.0.1."""
+    distributed = pytest.importorskip("dask.distributed")
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                       host="127.0.0.1", dashboard_address=None)
+    try:
+        yield cluster
+    finally:
+        from drevt_sweep.sweep.backends import close_dask
+
+        close_dask()  # clients that run_seeds opened in this process
+        cluster.close()

@@ -3,8 +3,6 @@ reason, exclusive partitions scheduled independently, the readers' request colum
 
 from __future__ import annotations
 
-import gzip
-import os
 from pathlib import Path
 
 import numpy as np

@@ -68,21 +68,7 @@ def assert_same_results(expected, actual) -> None:
                     assert a == b, name
 
 
-# ---------------------------------------------------------------- dask.distributed
-@pytest.fixture(scope="module")
-def dask_cluster():
-    """A real LocalCluster: a scheduler and 2 worker processes, on 127.0.0.1."""
-    distributed = pytest.importorskip("dask.distributed")
-    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                       host="127.0.0.1", dashboard_address=None)
-    try:
-        yield cluster
-    finally:
-        from drevt_sweep.sweep.backends import close_dask
-
-        close_dask()  # clients that run_seeds opened in this process
-        cluster.close()
-
+# ---------------------------------------------------------------- dask.distributed (dask_cluster: conftest.py)
 
 class TaskRecorder:
     """A scheduler plugin: for each task that starts, which keys it depends on, and on how

@@ -77,20 +77,7 @@ def reference():
     return run_tasks(tiny_traces(), mixed_tasks(), n_jobs=2, backend="loky")
 
 
-# ---------------------------------------------------------------- dask
-@pytest.fixture(scope="module")
-def dask_cluster():
-    distributed = pytest.importorskip("dask.distributed")
-    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                       host="127.0.0.1", dashboard_address=None)
-    try:
-        yield cluster
-    finally:
-        from drevt_sweep.sweep.backends import close_dask
-
-        close_dask()
-        cluster.close()
-
+# ---------------------------------------------------------------- dask (dask_cluster: conftest.py)
 
 @pytest.mark.parametrize("chunk_size", CHUNK_SIZES)
 def test_chunks_on_a_dask_cluster_equal_loky_byte_for_byte(dask_cluster, reference, chunk_size):

@@ -804,7 +804,6 @@ def paired_figure(
                             squeeze=False)
     for k, metric in enumerate(metrics):
         rows = table[table["metric"] == metric]
-        kind = COMPARISON_METRICS.get(metric, ("", "ratio"))[1]
         for i, comparison in enumerate(comparisons):
             ax = axes[i][k]
             ax.axvline(0, color="black", linewidth=0.8)

@@ -18,7 +18,7 @@ from typing import Callable, Mapping
 
 import numpy as np
 
-from ..sim import engine, kernel
+from ..sim import kernel
 from ..errors import DrevtError
 from ..jobs import JobTable
 from ..sim.machine import Machine

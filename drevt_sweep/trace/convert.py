@@ -71,7 +71,7 @@ def _exact(parsed, column, canon, missing_as, text_ids):
         is_text_id = text.str.fullmatch(_TEXT_ID).to_numpy(dtype=bool)
         if is_text_id.any():
             parsed.problem(rest & ~is_text_id, canon, "not_an_id",
-                           f"not a job id (an integer, or an array task such as 123_4)")
+                           "not a job id (an integer, or an array task such as 123_4)")
             return text.to_numpy(dtype=str), missing
     if rest.any():
         floats = pd.to_numeric(text.where(rest, None), errors="coerce").to_numpy(dtype=np.float64)
