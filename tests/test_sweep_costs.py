@@ -69,6 +69,23 @@ def test_overrides_yaml_is_what_omegaconf_saves(tmp_path, overrides):
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("total", [1, 31, 32, 33, 40, 200, 1000, 10_000])
+@pytest.mark.parametrize("largest", [256, 1024])
+def test_waves_cover_the_sweep_start_small_and_end_small(total, largest):
+    """Contiguous, every configuration once; the first wave FIRST_WAVE (or all), none over
+    ``largest``; near the end each wave at most half of what is left (or FIRST_WAVE)."""
+    from drevt_sweep.sweep.batch import FIRST_WAVE, waves
+
+    spans = list(waves(total, largest))
+    assert spans[0][0] == 0 and spans[-1][1] == total
+    assert all(a[1] == b[0] for a, b in zip(spans, spans[1:]))
+    sizes = [stop - start for start, stop in spans]
+    assert sizes[0] == min(FIRST_WAVE, total) and max(sizes) <= largest
+    for (start, stop), size in zip(spans, sizes):
+        assert size <= max(FIRST_WAVE, -(-(total - start) // 2))
+    assert sizes[-1] <= FIRST_WAVE
+
+
 def test_waves_in_flight_give_each_configuration_its_own_results(tmp_path):
     """40 configurations: two waves (32, then 8), the first running while the second is
     prepared; each configuration's metrics are the Python API's for its policy and size."""
