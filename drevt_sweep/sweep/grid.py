@@ -116,7 +116,8 @@ class Composer:
         self.hydra_overrides = [str(o) for o in master.hydra.overrides.hydra]
         self._bases: dict[tuple[str, ...], DictConfig] = {}
         self._copies: dict[tuple[str, ...], bytes] = {}  # each base, pickled (see :meth:`copy`)
-        self._task_copies: dict[tuple[str, ...], bytes] = {}  # the same without ``hydra``
+        self._task_bases: dict[tuple[str, ...], DictConfig] = {}  # the same without ``hydra``
+        self._task_copies: dict[tuple[str, ...], bytes] = {}  # ... pickled
         self._parsed: dict[str, tuple] = {}  # line -> (its Override, is it a group choice)
         self._int_templates: dict[str, object] = {}  # "key=" -> a parsed key=<int> override
         self._groups: dict[str, bool] = {}  # key -> is it a config group
@@ -180,10 +181,17 @@ class Composer:
         store = self._task_copies if task else self._copies
         data = store.get(groups)
         if data is None:
-            base = self.base(groups)
-            data = store[groups] = pickle.dumps(task_config(base) if task else base,
-                                                protocol=pickle.HIGHEST_PROTOCOL)
+            data = store[groups] = pickle.dumps(
+                self.task_base(groups) if task else self.base(groups), protocol=pickle.HIGHEST_PROTOCOL)
         return pickle.loads(data)
+
+    def task_base(self, groups: tuple[str, ...]) -> DictConfig:
+        """The task config (no ``hydra`` node) of one choice of groups, before any value
+        override: shared, not to be changed (``run_job`` copies it)."""
+        base = self._task_bases.get(groups)
+        if base is None:
+            base = self._task_bases[groups] = task_config(self.base(groups))
+        return base
 
     def job(self, num: int, overrides: list[str]) -> Job:
         from hydra._internal.config_loader_impl import get_overrides_dirname
