@@ -103,6 +103,13 @@ def sweep(sweeper, arguments: list[str]) -> list:
 
 def run_grid(sweeper, jobs: list[list[str]]) -> None:
     """Prepare, run and complete the configurations, a wave at a time (see the module)."""
+    from ..garbage import fewer_collections
+
+    with fewer_collections():  # (OmegaConf's trees are cycles: the default ran 6 per configuration)
+        _run_grid(sweeper, jobs)
+
+
+def _run_grid(sweeper, jobs: list[list[str]]) -> None:
     from hydra.core.utils import setup_globals
 
     from . import app, grid
