@@ -526,6 +526,7 @@ _REJECT_TEXT = {  # drevt_sweep.sim.machine.REJECT_REASONS
     "memory": "more memory per node than a node has",
     "partition_max_nodes": "more nodes than their partition's MaxNodes",
     "partition_time_limit": "a time limit above their partition's MaxTime",
+    "partition_default_time": "no time limit, and their partition's DefaultTime is 0 (Slurm refuses them)",
 }
 _WARNING_TEXT = {
     "replay_overcommit_instants": "the recorded schedule uses more than {total_nodes} nodes at "
@@ -920,8 +921,10 @@ def run(args: argparse.Namespace) -> int:
             )
         schedule = replay_machine(jobs, machine)
     else:
+        from ..sim.machine import default_time_limits
         from ..sim.runtime import draw_run_times
 
+        jobs = default_time_limits(jobs, machine)  # a Slurm partition's DefaultTime/MaxTime
         run_times = draw_run_times(jobs, model, args.seed, enforce_limits=args.enforce_limits)
         progress = _Progress.for_run(args, len(jobs), jobs.submit)
         schedule = simulate_machine(

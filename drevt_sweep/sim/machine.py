@@ -41,8 +41,8 @@ from ..jobs import JobTable
 SHARING = ("exclusive", "shared")
 EVERY_QUEUE = "*"
 REJECT_REASONS = ("no_partition", "unknown_partition", "nodes", "cores", "gpus", "memory",
-                  "partition_max_nodes", "partition_time_limit")
-LIMIT_KEYS = ("max_time", "max_nodes", "priority_tier")  # Partition.limits per served name
+                  "partition_max_nodes", "partition_time_limit", "partition_default_time")
+LIMIT_KEYS = ("max_time", "max_nodes", "priority_tier", "default_time")  # Partition.limits per served name
 UNSTATED = ("", "-1")  # a partition name that says nothing (SWF field 16 unknown, or empty)
 RESOURCES = ("nodes", "cores", "gpus", "memory")
 
@@ -59,7 +59,7 @@ class Partition:
     sharing: str = "exclusive"
     queues: tuple[str, ...] = ()  # job partition/queue names served here; () = (name,)
     # Slurm's per-partition limits of the names served here: {name: {max_time (s), max_nodes,
-    # priority_tier}} (a pool may serve several Slurm partitions sharing its nodes)
+    # priority_tier, default_time (s)}} (a pool may serve several Slurm partitions sharing its nodes)
     limits: dict = field(default_factory=dict, compare=False, hash=False)
 
     def __post_init__(self) -> None:
@@ -260,8 +260,46 @@ def _partition_limits(jobs: JobTable, parts, slot: np.ndarray) -> dict[str, np.n
                 max_nodes[rows] = int(lim["max_nodes"])
             if "max_time" in lim:
                 max_time[rows] = float(lim["max_time"])
+    default_zero = np.zeros(len(jobs), dtype=bool)
+    unstated = np.asarray(jobs.time_limit_unstated, dtype=bool)
+    if unstated.any():  # DefaultTime=0: Slurm refuses a job that asks for no limit
+        zero = {name for part in parts for name, lim in part.limits.items() if lim.get("default_time") == 0}
+        if zero:
+            default_zero = unstated & np.array([name in zero for name in names.tolist()], dtype=bool)
     return {"partition_max_nodes": np.asarray(jobs.num_nodes) > max_nodes,
-            "partition_time_limit": np.asarray(jobs.time_limit, dtype=np.float64) > max_time}
+            "partition_time_limit": ~default_zero & (np.asarray(jobs.time_limit, dtype=np.float64) > max_time),
+            "partition_default_time": default_zero}
+
+
+def default_time_limits(jobs: JobTable, machine: Machine) -> JobTable:
+    """The jobs with Slurm's limit for those that requested none (``time_limit_unstated``):
+    their partition's ``DefaultTime``, else its ``MaxTime``, else the trace reader's stand-in
+    (Slurm's "unlimited" cannot be simulated). Slurm sets ``DefaultTime`` at submission
+    (``job_mgr.c``, ``_part_access_check``: ``time_limit == NO_VAL`` takes ``default_time``) and
+    ``MaxTime`` at the start of a job still without one (``node_scheduler.c``,
+    ``select_nodes``); slurm.conf man page, DefaultTime: "Run time limit used for jobs that
+    don't specify a value. If not set then MaxTime will be used." Idempotent; the same table
+    when no job is concerned. ``DefaultTime=0`` is left to ``place_jobs`` (rejected)."""
+    unstated = np.asarray(jobs.time_limit_unstated, dtype=bool)
+    if not unstated.any() or not any(p.limits for p in machine.partitions):
+        return jobs
+    given: dict[str, float] = {}
+    for part in machine.partitions:
+        for name, lim in part.limits.items():
+            value = lim.get("default_time", lim.get("max_time"))
+            if value is not None and value > 0 and math.isfinite(value):
+                given[name] = float(value)
+    if not given:
+        return jobs
+    rows = np.flatnonzero(unstated)
+    names = served_names(jobs.take(rows), machine)
+    new = np.array([given.get(name, math.nan) for name in names.tolist()], dtype=np.float64)
+    keep = np.isfinite(new)
+    if not keep.any():
+        return jobs
+    limit = np.array(jobs.time_limit, dtype=np.float64, copy=True)
+    limit[rows[keep]] = new[keep]
+    return jobs.replace(time_limit=limit)
 
 
 # ------------------------------------------------------------------ jobs -> partitions

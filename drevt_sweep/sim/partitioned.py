@@ -27,7 +27,7 @@ from ..errors import ConfigError
 from ..jobs import JobTable
 from . import engine
 from .capacity import IRREGULAR_GAP, CapacitySchedule
-from .machine import Machine, Placement, place_jobs
+from .machine import Machine, Placement, default_time_limits, place_jobs
 from .schedule import Schedule
 
 
@@ -71,6 +71,7 @@ def simulate_machine(
             raise ConfigError(f"capacity changes and maintenance windows are modelled on partitions of "
                               f"whole nodes only; shared-node partition(s): {', '.join(shared)}")
         capacities = partition_capacities(capacity, machine)
+    jobs = default_time_limits(jobs, machine)  # DefaultTime/MaxTime for jobs that asked none
     placement = place_jobs(jobs, machine)
     n = len(jobs)
     rt = np.asarray(run_time, dtype=np.float64)

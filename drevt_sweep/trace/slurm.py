@@ -43,7 +43,9 @@ Decisions, each counted in ``TraceMeta``:
 * ``UNLIMITED``, ``Partition_Limit`` and ``INVALID`` limits: the job gets the largest finite
   limit that any job of the same partition requested in this file, the best available estimate
   of the partition's maximum (``notes['time_limit_from_partition_max']``); in a partition with
-  no finite limit at all the job is excluded (``excluded['unknown_time_limit']``).
+  no finite limit at all the job is excluded (``excluded['unknown_time_limit']``). The kept ones
+  are marked ``time_limit_unstated``: on a machine read from a slurm.conf they get their
+  partition's ``DefaultTime``, else ``MaxTime``, as Slurm gives them (``sim.machine``).
 
 Job states: https://slurm.schedmd.com/sacct.html#SECTION_JOB-STATE-CODES.
 """
@@ -371,6 +373,7 @@ def _time_limit(parsed: ParsedTrace, column_of) -> np.ndarray:
     filled = no_limit & np.isfinite(estimate)
     parsed.note("time_limit_from_partition_max", filled)
     parsed.exclude("unknown_time_limit", no_limit & ~filled)
+    parsed.time_limit_unstated = filled  # a slurm.conf's DefaultTime/MaxTime replaces the stand-in
     return np.where(filled, estimate, limit)
 
 

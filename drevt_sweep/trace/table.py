@@ -72,6 +72,7 @@ class ParsedTrace:
     submit: np.ndarray = field(default_factory=lambda: np.empty(0))  # float64 seconds
     num_nodes: np.ndarray = field(default_factory=lambda: np.empty(0))  # float64, validated then cast
     time_limit: np.ndarray = field(default_factory=lambda: np.empty(0))  # float64 seconds
+    time_limit_unstated: np.ndarray | None = None  # bool: no limit requested (a reader's stand-in)
     queue_codes: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
     queue_names: list[str] = field(default_factory=list)
     begin: np.ndarray | None = None
@@ -507,6 +508,7 @@ def _assemble(parsed: ParsedTrace, options, order, excluded, rejects) -> JobTabl
         user_names=user_names,
         group_code=group_code,
         group_names=group_names,
+        time_limit_unstated=take(parsed.time_limit_unstated, False).astype(bool),
     )
 
 
