@@ -41,7 +41,9 @@ from ..jobs import JobTable
 SHARING = ("exclusive", "shared")
 EVERY_QUEUE = "*"
 REJECT_REASONS = ("no_partition", "unknown_partition", "nodes", "cores", "gpus", "memory",
-                  "partition_max_nodes", "partition_time_limit", "partition_default_time")
+                  "partition_max_nodes", "partition_time_limit", "partition_default_time",
+                  # association/QOS limits a job can never meet (sim.limits.STATIC_REASONS)
+                  "no_association", "assoc_max_wall", "qos_max_wall", "assoc_job_limit", "qos_job_limit")
 LIMIT_KEYS = ("max_time", "max_nodes", "priority_tier", "default_time")  # Partition.limits per served name
 UNSTATED = ("", "-1")  # a partition name that says nothing (SWF field 16 unknown, or empty)
 RESOURCES = ("nodes", "cores", "gpus", "memory")

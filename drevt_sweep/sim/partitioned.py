@@ -41,6 +41,7 @@ def simulate_machine(
     enforce_limits: bool = True,
     kernel: str = "auto",
     capacity=None,
+    limits=None,
     **policy_options,
 ) -> Schedule:
     """The schedule of ``jobs`` on ``machine`` (see the module docstring); rejected jobs keep
@@ -50,8 +51,20 @@ def simulate_machine(
     the user's time limits in priority order only. ``progress`` counts the jobs of the partitions
     already simulated as done (each partition's simulated time starts again). ``capacity`` is
     shared among exclusive partitions (``partition_capacities``); jobs it never lets run are
-    rejected (``warnings['rejected_capacity']``); shared partitions refuse it."""
-    if machine.is_single_pool:
+    rejected (``warnings['rejected_capacity']``); shared partitions refuse it.
+    ``limits``: Slurm associations and QOS (``trace.associations.Associations``), enforced by
+    ``backfill='slurm'`` on whole-node pools (``sim.limits``); jobs they refuse or can never
+    let run are rejected per reason, jobs they held counted in ``warnings['held_<reason>']``."""
+    if limits is not None and backfill != "slurm":
+        raise ConfigError(f"association and QOS limits are enforced by Slurm's backfill (backfill 'slurm', "
+                          f"policy=slurm with SchedulerType=sched/backfill); backfill {backfill!r} would ignore "
+                          f"them: choose backfill 'slurm' or leave the associations out")
+    if limits is not None and any(p.shared for p in machine.partitions):
+        shared = ", ".join(p.name for p in machine.partitions if p.shared)
+        raise ConfigError(f"association and QOS limits are enforced on whole-node pools only (Slurm's backfill "
+                          f"runs there); shared-node partition(s): {shared} (select/cons_tres without "
+                          f"OverSubscribe=EXCLUSIVE)")
+    if machine.is_single_pool and limits is None:
         return engine.simulate(jobs, run_time, machine.total_nodes, priority=priority,
                                backfill=backfill, enforce_limits=enforce_limits, kernel=kernel,
                                capacity=capacity, **policy_options)
@@ -73,6 +86,9 @@ def simulate_machine(
         capacities = partition_capacities(capacity, machine)
     jobs = default_time_limits(jobs, machine)  # DefaultTime/MaxTime for jobs that asked none
     placement = place_jobs(jobs, machine)
+    assoc_limits = None
+    if limits is not None:
+        placement, assoc_limits = _with_limits(jobs, machine, placement, limits)
     n = len(jobs)
     rt = np.asarray(run_time, dtype=np.float64)
     if rt.shape != (n,):
@@ -89,7 +105,8 @@ def simulate_machine(
         dur = np.full(n, np.nan)
         killed = np.zeros(n, dtype=bool)
     withdrawn = np.zeros(n, dtype=bool)  # rejected by a partition's capacity (maintenance)
-    held: dict[str, int] = {}  # jobs a policy held, per reason (backfill 'slurm')
+    held: dict[str, int] = {}  # jobs a policy held or refused, per reason (backfill 'slurm')
+    refused = np.zeros(n, dtype=bool)  # refused at submission by an association/QOS limit
     irregular = 0  # of those, the jobs only a DST day's longer gap would fit
     done_before = 0
     names = None  # the names jobs are served under, for PriorityTier (backfill 'slurm')
@@ -106,6 +123,10 @@ def simulate_machine(
             params = dict(policy_options.get("backfill_params") or {})
             params["tier"] = [part.tier_of(name) for name in names[rows].tolist()]
             options = {**policy_options, "backfill_params": params}
+        if assoc_limits is not None:
+            params = dict(options.get("backfill_params") or {})
+            params["limits"] = assoc_limits.state_for(rows)
+            options = {**options, "backfill_params": params}
         sub = jobs.take(rows)
         if part.shared:
             from .shared import simulate_shared
@@ -124,18 +145,28 @@ def simulate_machine(
             result = engine.simulate(sub, rt[rows], part.nodes, priority=priority,
                                      backfill=backfill, enforce_limits=enforce_limits, kernel=kernel,
                                      capacity=capacities[k], progress=step, **options)
-            withdrawn[rows] = result.rejected
-            irregular += result.warnings.get(IRREGULAR_GAP, 0)
+            policy_rejected = False
             for key, count in result.warnings.items():
-                if key.startswith("held_"):
+                if key.startswith("held_") or (key.startswith("rejected_") and key not in (
+                        "rejected_oversized", "rejected_capacity")):
                     held[key] = held.get(key, 0) + count
+                    policy_rejected = policy_rejected or key.startswith("rejected_")
+            if policy_rejected:  # refused at submission (no capacity schedule with backfill slurm)
+                refused[rows] = result.rejected
+            else:
+                withdrawn[rows] = result.rejected
+            irregular += result.warnings.get(IRREGULAR_GAP, 0)
         done_before += rows.size
         begin[rows] = result.begin
         end[rows] = result.end
         dur[rows] = result.run_time
         killed[rows] = result.killed
-    rejected = placement.rejected
-    warnings = {"rejected_oversized": int(rejected.sum()), **placement.counts(), **held}
+    rejected = placement.rejected | refused
+    warnings = {"rejected_oversized": int(placement.rejected.sum()), **placement.counts(), **held}
+    if assoc_limits is not None:
+        split = assoc_limits.split_over_pools(placement.partition)
+        if split:
+            warnings["limits_split_over_pools"] = split
     if withdrawn.any():
         rejected |= withdrawn
         warnings["rejected_capacity"] = int(withdrawn.sum())
@@ -153,6 +184,33 @@ def simulate_machine(
         machine=machine,
         placement=placement,
     )
+
+
+def _with_limits(jobs: JobTable, machine: Machine, placement: Placement, limits):
+    """The association limits of the jobs, and the placement with the jobs they can never let
+    run rejected (after the machine's own reasons: the first reason that applies is given)."""
+    import dataclasses
+
+    from .limits import AssociationLimits
+    from .machine import REJECT_REASONS
+
+    served = placement.served if placement.served is not None else placement.partition
+    cores = np.array([p.cores if p.cores is not None else 0 for p in machine.partitions] + [0],
+                     dtype=np.int64)[served]
+    own = np.asarray(jobs.cores_per_node, dtype=np.int64)
+    cpus = np.where(cores > 0, cores, np.maximum(own, 1))  # whole nodes: every CPU of them
+    assoc_limits = AssociationLimits(limits, jobs, cpus)
+    never = (assoc_limits.reason > 0) & (placement.partition >= 0)
+    if not never.any():
+        return placement, assoc_limits
+    from .limits import STATIC_REASONS
+
+    reason = placement.reason.copy()
+    codes = np.array([0] + [1 + REJECT_REASONS.index(r) for r in STATIC_REASONS], dtype=np.int8)
+    reason[never] = codes[assoc_limits.reason[never]]
+    partition = placement.partition.copy()
+    partition[never] = -1
+    return dataclasses.replace(placement, partition=partition, reason=reason), assoc_limits
 
 
 def partition_capacities(capacity: CapacitySchedule, machine: Machine) -> list[CapacitySchedule]:

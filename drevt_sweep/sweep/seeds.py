@@ -47,6 +47,7 @@ class RunSpec:
     estimate_refresh: str = "submit"  # when user_history predicts a waiting job (sim.estimates)
     priority_params: dict | None = field(default=None, hash=False)  # a dynamic priority's
     backfill_params: dict | None = field(default=None, hash=False)  # backfill 'slurm''s settings
+    limits: object = field(default=None, hash=False)  # Slurm associations/QOS (trace.associations)
 
     @property
     def stochastic(self) -> bool:
@@ -104,6 +105,7 @@ def simulate_seed(jobs: JobTable, spec: RunSpec, seed: int) -> tuple[JobTable, S
         priority_params=spec.priority_params,
         compression=spec.compression,
         backfill_params=spec.backfill_params,
+        limits=spec.limits,
     )
     return jobs, schedule
 

@@ -18,8 +18,11 @@ would order). Here (parameter names are the slurm.conf ones in snake case):
   (total_nodes - nodes) / total_nodes: a job asking for the whole machine gets 1.0 (0.0);
 * partition = the partition's ``PriorityJobFactor`` / the largest one of the trace's
   partitions (``partition_priority: {name: value}``, default 1 each, so 1.0 for everyone);
-* QOS: traces carry no QOS, so every job has Slurm's default ``normal`` QOS of priority 0
-  (factor 0); the weight is accepted for configs copied from a slurm.conf;
+* QOS = the job's QOS ``Priority`` / the largest QOS ``Priority`` (Slurm's ``norm_priority``,
+  ``assoc_mgr.c``), given per association as ``qos_factor: {"account/user": factor}`` (filled
+  from ``sacctmgr show assoc``/``show qos`` by ``system.associations``/``--associations``: the
+  association's ``Def QOS``); 0 for jobs of associations not listed (Slurm's ``normal`` QOS of
+  priority 0);
 * fair-share (classic) F = 2^(-UE / S). Associations form a tree root -> account -> user
   (``fairshare_by: account/user``, the job's group/account and user; ``user`` or ``account``:
   one level). Normalised shares S = (S_user / S_siblings) * (S_account / S_sibling_accounts)
@@ -81,6 +84,7 @@ DEFAULTS = {
     "account_shares": {},
     "user_shares": {},
     "partition_priority": {},
+    "qos_factor": {},  # "account/user" -> the QOS factor of the association's jobs, in [0, 1]
 }
 
 
@@ -105,6 +109,10 @@ def check_params(params: dict) -> dict:
     if p["fairshare_by"] not in FAIRSHARE_BY:
         raise ConfigError(f"unknown multifactor fairshare_by {p['fairshare_by']!r}; choose one of: "
                           f"{', '.join(FAIRSHARE_BY)}")
+    p["qos_factor"] = dict(p["qos_factor"] or {})
+    for name, value in p["qos_factor"].items():
+        if number(f"multifactor qos_factor[{name!r}]", value) > 1:
+            raise ConfigError(f"multifactor qos_factor[{name!r}] must be in [0, 1], got {value!r}")
     for what in ("account_shares", "user_shares", "partition_priority"):
         p[what] = dict(p[what] or {})
         for name, value in p[what].items():
@@ -130,7 +138,7 @@ class Multifactor:
         total = float(inputs.total_nodes)
         size = (total - nodes) / total if p["favor_small"] else nodes / total
         part = _partition_factor(inputs, dict(p["partition_priority"] or {}))
-        qos = np.zeros_like(nodes)  # every job in the default QOS (priority 0)
+        qos = _qos_factor(inputs, dict(p["qos_factor"] or {}), len(nodes))
         static = (w["job_size"] * size + w["partition"] * part) + w["qos"] * qos
         self.static = static
         self.static_l = static.tolist()
@@ -383,6 +391,24 @@ def _check_shares(what: str, shares: dict, names: tuple, used: bool) -> None:
     missing = sorted(str(name) for name in shares if name not in names)
     if missing:
         raise ConfigError(f"multifactor {what} names {', '.join(missing)}, not in this trace")
+
+
+def _qos_factor(inputs: PriorityInputs, factors: dict, n: int) -> np.ndarray:
+    """Each job's QOS factor from its association ("account/user"); 0 when not listed."""
+    if not factors:
+        return np.zeros(n)
+    users = tuple(inputs.user_names) + ("",)
+    groups = tuple(inputs.group_names) + ("",)
+    per_pair: dict[tuple[int, int], float] = {}
+    out = np.zeros(n)
+    user_code = np.asarray(inputs.user_code).tolist()
+    group_code = np.asarray(inputs.group_code).tolist()
+    for j, (g, u) in enumerate(zip(group_code, user_code)):
+        f = per_pair.get((g, u))
+        if f is None:
+            f = per_pair[(g, u)] = float(factors.get(f"{groups[g]}/{users[u]}", 0.0))
+        out[j] = f
+    return out
 
 
 def _partition_factor(inputs: PriorityInputs, priority: dict) -> np.ndarray:
