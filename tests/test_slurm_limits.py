@@ -106,3 +106,267 @@ def test_drevt_sim_gives_default_time_to_a_sacct_partition_limit_job(tmp_path):
     first = float(rows[0]["begin_time"])
     assert [float(r["begin_time"]) - first for r in rows] == [0, 100, 200]
     assert [float(r["time_limit"]) for r in rows] == [100, 100, 120]
+
+
+# ------------------------------------------------------------------- association/QOS limits
+from jobtable_factory import make_jobs  # noqa: E402
+
+from drevt_sweep.errors import ConfigError  # noqa: E402
+from drevt_sweep.sim.limits import STATIC_REASONS  # noqa: E402
+from drevt_sweep.sim.machine import REJECT_REASONS  # noqa: E402
+from drevt_sweep.trace.associations import read_associations  # noqa: E402
+
+HEADER = "Cluster|Account|User|Partition|Share|GrpJobs|GrpTRES|GrpSubmit|MaxJobs|MaxTRES|MaxSubmit|MaxWall|QOS|Def QOS\n"
+# 4 whole nodes of 2 CPUs
+MACHINE = machine_from_mapping({"partitions": [{"name": "p", "nodes": 4, "cores": 2, "queues": ["p"]}]})
+
+
+def assoc_line(account, user="", share="1", grp_jobs="", grp_tres="", grp_submit="", max_jobs="", max_tres="",
+               max_submit="", max_wall="", qos="normal", def_qos=""):
+    return "|".join(["c", account, user, "", share, grp_jobs, grp_tres, grp_submit, max_jobs, max_tres,
+                     max_submit, max_wall, qos, def_qos]) + "\n"
+
+
+def associations(tmp_path, *lines, qos=None):
+    """root -> physics (alice, bob) and biology (carol), with the given lines on top (a line
+    for an existing association replaces it)."""
+    base = {("root", ""): assoc_line("root"), ("physics", ""): assoc_line("physics"),
+            ("biology", ""): assoc_line("biology"), ("physics", "alice"): assoc_line("physics", "alice"),
+            ("physics", "bob"): assoc_line("physics", "bob"), ("biology", "carol"): assoc_line("biology", "carol")}
+    for line in lines:
+        cells = line.split("|")
+        base[(cells[1], cells[2])] = line
+    path = write(tmp_path / "assoc.txt", HEADER + "".join(base.values()))
+    qos_path = write(tmp_path / "qos.txt", qos) if qos else None
+    return read_associations(path, qos_path)
+
+
+def jobs_of(rows):
+    """rows: (submit, nodes, limit, run, user, account)."""
+    submit, nodes, limit, run, user, group = zip(*rows)
+    return make_jobs(list(submit), list(nodes), list(limit), list(run), queue=["p"] * len(rows),
+                     user=list(user), group=list(group))
+
+
+def simulate(jobs, limits, **options):
+    return simulate_machine(jobs, jobs.actual_run_time, MACHINE, backfill="slurm", backfill_params=EXACT,
+                            limits=limits, **options)
+
+
+def begins(schedule):
+    return [None if math.isnan(b) else b for b in schedule.begin.tolist()]
+
+
+THREE = [(0, 1, 100, 100, "alice", "physics"),  # A1
+         (1, 1, 100, 100, "alice", "physics"),  # A2
+         (2, 1, 100, 100, "bob", "physics")]  # B1
+
+
+def test_max_jobs_holds_a_users_second_job_until_the_first_ends(tmp_path):
+    """4 free nodes: without limits all three start at submission. alice MaxJobs=1: A2 is held
+    (AssocMaxJobsLimit) until A1 ends at 100; bob's job is not held (his own association) and,
+    though after A2 in priority order, starts at 2: a held job does not stop the scheduler."""
+    jobs = jobs_of(THREE)
+    free = simulate(jobs, associations(tmp_path))
+    assert begins(free) == [0, 1, 2] and not any(k.startswith("held_") for k in free.warnings)
+    held = simulate(jobs, associations(tmp_path, assoc_line("physics", "alice", max_jobs="1")))
+    assert begins(held) == [0, 100, 2]
+    assert held.warnings["held_AssocMaxJobsLimit"] == 1
+
+
+def test_max_jobs_is_inherited_from_the_account_and_a_users_own_value_wins(tmp_path):
+    """physics MaxJobs=1 applies to each of its users' associations (Slurm's Max* limits are
+    per user association, inherited down the tree): A2 held until 100, bob's job free (his own
+    count). alice MaxJobs=2 overrides the account's: nothing held."""
+    jobs = jobs_of(THREE)
+    inherited = simulate(jobs, associations(tmp_path, assoc_line("physics", max_jobs="1")))
+    assert begins(inherited) == [0, 100, 2]
+    own = simulate(jobs, associations(tmp_path, assoc_line("physics", max_jobs="1"),
+                                      assoc_line("physics", "alice", max_jobs="2")))
+    assert begins(own) == [0, 1, 2]
+
+
+def test_grp_jobs_counts_every_user_of_the_account(tmp_path):
+    """physics GrpJobs=2 (the account's subtree): A1 and A2 run, bob's job is held
+    (AssocGrpJobsLimit) until A1 ends at 100."""
+    schedule = simulate(jobs_of(THREE), associations(tmp_path, assoc_line("physics", grp_jobs="2")))
+    assert begins(schedule) == [0, 1, 100]
+    assert schedule.warnings["held_AssocGrpJobsLimit"] == 1
+
+
+def test_max_submit_refuses_the_submission_and_counts_it(tmp_path):
+    """alice MaxSubmitJobs=1: A2 (t=1) is refused while A1 (t=0) runs -- rejected, never
+    queued; A3 (t=150, after A1 ended at 100) is accepted and starts at once."""
+    jobs = jobs_of([THREE[0], THREE[1], (150, 1, 100, 100, "alice", "physics")])
+    schedule = simulate(jobs, associations(tmp_path, assoc_line("physics", "alice", max_submit="1")))
+    assert begins(schedule) == [0, None, 150]
+    assert schedule.warnings["rejected_assoc_max_submit"] == 1
+    assert schedule.rejected.tolist() == [False, True, False]
+    assert math.isnan(schedule.run_time[1]) and not schedule.killed.any()
+    # GrpSubmit on the account counts bob's pending/running jobs too: bob's job at t=2 is refused
+    jobs = jobs_of(THREE)
+    schedule = simulate(jobs, associations(tmp_path, assoc_line("physics", grp_submit="2")))
+    assert begins(schedule) == [0, 1, None]
+    assert schedule.warnings["rejected_assoc_grp_submit"] == 1
+
+
+@pytest.mark.parametrize("tres, reason", [("node=2", "AssocGrpNodeLimit"), ("cpu=4", "AssocGrpCpuLimit")])
+def test_grp_tres_holds_a_job_over_the_accounts_nodes_or_cpus(tmp_path, tres, reason):
+    """physics GrpTRES node=2 (or cpu=4: 2 CPUs per node): alice's 2-node job runs [0, 100);
+    bob's 1-node job (t=1) would make 3 nodes (6 CPUs): held until 100; carol (biology, t=2)
+    starts at once -- bob's hold does not fail the partition."""
+    jobs = jobs_of([(0, 2, 100, 100, "alice", "physics"), (1, 1, 100, 100, "bob", "physics"),
+                    (2, 1, 100, 100, "carol", "biology")])
+    schedule = simulate(jobs, associations(tmp_path, assoc_line("physics", grp_tres=tres)))
+    assert begins(schedule) == [0, 100, 2]
+    assert schedule.warnings[f"held_{reason}"] == 1
+
+
+def test_jobs_no_limit_lets_run_are_rejected_by_reason(tmp_path):
+    """alice MaxWall=1 (minute): her 100 s job can never run (Slurm keeps it pending for ever):
+    rejected_assoc_max_wall; her 50 s job runs. physics GrpTRES node=2: bob's 3-node job alone
+    is over it: rejected_assoc_job_limit. dave has no association: rejected_no_association."""
+    jobs = jobs_of([(0, 1, 100, 100, "alice", "physics"), (1, 1, 50, 50, "alice", "physics"),
+                    (2, 3, 100, 100, "bob", "physics"), (3, 1, 100, 100, "dave", "physics")])
+    schedule = simulate(jobs, associations(tmp_path, assoc_line("physics", "alice", max_wall="1"),
+                                           assoc_line("physics", grp_tres="node=2")))
+    assert begins(schedule) == [None, 1, None, None]
+    assert {k: v for k, v in schedule.warnings.items() if k.startswith("rejected_") and v} == {
+        "rejected_oversized": 3, "rejected_assoc_max_wall": 1, "rejected_assoc_job_limit": 1,
+        "rejected_no_association": 1}
+    assert STATIC_REASONS == REJECT_REASONS[-len(STATIC_REASONS):]
+
+
+QOS_HEADER = "Name|Priority|GraceTime|GrpTRES|GrpJobs|MaxWall|MaxTRESPU|MaxJobsPU|MaxSubmitPU\n"
+
+
+def test_qos_limits_replace_the_associations(tmp_path):
+    """QOS 'small' (alice's and bob's default): MaxJobsPU=1 holds A2 (QOSMaxJobsPerUserLimit)
+    although alice's association allows 5 (a QOS limit of the same kind replaces the
+    association's); the QOS's GrpTRES node=2 lets A1 and bob's job (1 node each) run."""
+    qos = QOS_HEADER + "normal|0||||||||\nsmall|0|00:00:00|node=2||||1|\n"
+    limits = associations(tmp_path, assoc_line("physics", "alice", max_jobs="5", def_qos="small"),
+                          assoc_line("physics", "bob", def_qos="small"), qos=qos)
+    schedule = simulate(jobs_of(THREE), limits)
+    assert begins(schedule) == [0, 100, 2]
+    assert schedule.warnings["held_QOSMaxJobsPerUserLimit"] == 1
+    # carol joins 'small' with a 1-node job at t=3: A1 and bob use the QOS's 2 nodes, so she is
+    # held (QOSGrpNodeLimit). At 100 A1 ends: A2 (first in priority order, alice has no job
+    # running now) takes the QOS's free node; carol waits for bob's end at 102.
+    limits = associations(tmp_path, assoc_line("physics", "alice", def_qos="small"),
+                          assoc_line("physics", "bob", def_qos="small"),
+                          assoc_line("biology", "carol", def_qos="small"), qos=qos)
+    schedule = simulate(jobs_of(THREE + [(3, 1, 100, 100, "carol", "biology")]), limits)
+    assert begins(schedule) == [0, 100, 2, 102]
+    assert schedule.warnings["held_QOSGrpNodeLimit"] == 1
+
+
+def test_limits_need_slurms_backfill_and_whole_node_pools(tmp_path):
+    limits = associations(tmp_path)
+    jobs = jobs_of(THREE)
+    with pytest.raises(ConfigError, match="enforced by Slurm's backfill"):
+        simulate_machine(jobs, jobs.actual_run_time, MACHINE, backfill="easy", limits=limits)
+    shared = machine_from_mapping({"partitions": [{"name": "p", "nodes": 4, "cores": 2, "queues": ["p"],
+                                                   "sharing": "shared"}]})
+    with pytest.raises(ConfigError, match="whole-node pools only"):
+        simulate_machine(jobs, jobs.actual_run_time, shared, backfill="slurm", limits=limits)
+
+
+@pytest.mark.parametrize("text, message", [
+    (HEADER.replace("MaxWall", "MaxWallz"), ":1: MaxWallz: not a column sacctmgr prints"),
+    (HEADER + assoc_line("physics") + assoc_line("physics", "alice", grp_tres="cpu=abc"),
+     ":3: GrpTRES: cpu: expected a whole number >= 0, got 'abc'"),
+    (HEADER + assoc_line("physics") + assoc_line("physics", "alice", max_jobs="-1"),
+     ":3: MaxJobs: must be at least 0, got -1"),
+    (HEADER + assoc_line("physics") + assoc_line("physics", "alice", max_wall="soon"),
+     ":3: MaxWall: expected a Slurm time"),
+    (HEADER + assoc_line("physics") + assoc_line("physics", "alice") + assoc_line("physics", "alice"),
+     ":4: Account/User/Partition: the association physics/alice/ is repeated (first at line 3)"),
+    (HEADER + assoc_line("physics", "alice"), ":2: Account: the user association physics/alice has no account"),
+    (HEADER + assoc_line("physics") + "c|physics|alice\n", ":3: line: 3 fields, the header has 14"),
+    ("Name|Priority\nnormal|0\n", ":1: Account: missing"),
+])
+def test_bad_associations_are_one_line_naming_file_line_and_column(tmp_path, text, message):
+    path = write(tmp_path / "assoc.txt", text)
+    with pytest.raises(ConfigError) as info:
+        read_associations(path)
+    assert f"{path}{message}" in str(info.value)
+
+
+def test_drevt_sim_refuses_bad_associations_with_exit_2(tmp_path, capsys):
+    trace = write(tmp_path / "jobs.csv", "job_submit_time,num_nodes,queue,time_limit,actual_run_time,user,group\n"
+                                        "0,1,p,100,50,alice,physics\n")
+    conf = write(tmp_path / "slurm.conf", "SelectType=select/linear\nNodeName=n[1-4] CPUs=2\n"
+                 "PartitionName=p Nodes=n[1-4] Default=YES\n")
+    assert sim_main([str(trace), "--slurm-conf", str(conf), "--associations", str(tmp_path / "none.txt")]) == 2
+    assert "cannot read the associations file" in capsys.readouterr().err
+    bad = write(tmp_path / "assoc.txt", HEADER + assoc_line("physics") + assoc_line("physics", "alice", grp_tres="cpu=abc"))
+    assert sim_main([str(trace), "--slurm-conf", str(conf), "--associations", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert f"{bad}:3: GrpTRES: cpu: expected a whole number" in err and "Traceback" not in err
+    good = write(tmp_path / "good.txt", HEADER + assoc_line("physics") + assoc_line("physics", "alice"))
+    assert sim_main([str(trace), "--slurm-conf", str(conf), "--associations", str(good),
+                     "--backfill_policy", "easy"]) == 2
+    assert "enforced by Slurm's backfill" in capsys.readouterr().err
+
+
+FAIRSHARE_TRACE = (
+    "job_submit_time,num_nodes,queue,time_limit,actual_run_time,user,group\n"
+    "0,1,p,100,100,carol,biology\n"  # J0
+    "1,1,p,100,100,alice,physics\n"  # J1
+    "2,1,p,100,100,alice,physics\n"  # J2
+    "3,1,p,100,100,carol,biology\n")  # J3
+
+
+@pytest.mark.parametrize("shares, first", [(("1", "1"), "J2"), (("1", "3"), "J3")])
+def test_shares_from_the_associations_feed_fair_share(tmp_path, shares, first):
+    """One node, classic fair share only (weight 10000), no decay, usage counted every minute.
+    J0 (biology) runs [0, 100), J1 (physics) [100, 200): at t=200 the ticks of 60, 120, 180
+    have counted biology 100 node-s, physics 80 (root 180). Equal shares: F = 2^(-U/S):
+    physics 2^(-(80/180)/0.5) = 0.540, biology 2^(-(100/180)/0.5) = 0.463: J2 (physics) first.
+    physics Share=1, biology Share=3 (S = 0.25, 0.75): physics 2^(-1.78) = 0.29, biology
+    2^(-0.74) = 0.60: J3 (biology) first."""
+    conf = write(tmp_path / "slurm.conf", (
+        "SelectType=select/linear\nNodeName=n1 CPUs=1\nPartitionName=p Nodes=n1 Default=YES\n"
+        "PriorityType=priority/multifactor\nPriorityFlags=NO_FAIR_TREE\nPriorityWeightFairshare=10000\n"
+        "PriorityDecayHalfLife=0\nPriorityCalcPeriod=1\n"))
+    assoc = write(tmp_path / "assoc.txt", HEADER + assoc_line("root") + assoc_line("physics", share=shares[0])
+                  + assoc_line("biology", share=shares[1]) + assoc_line("physics", "alice")
+                  + assoc_line("biology", "carol"))
+    trace = write(tmp_path / "jobs.csv", FAIRSHARE_TRACE)
+    stats = tmp_path / "stats.json"
+    out = tmp_path / "schedule.csv"
+    params = [x for k, v in EXACT.items() for x in ("--backfill_param", f"{k}={v}")]
+    assert sim_main([str(trace), "--slurm-conf", str(conf), "--associations", str(assoc), "--quiet", "--queues", "all",
+                     "--output", str(out), "--stats", str(stats), *params]) == 0
+    import csv
+
+    starts = [float(r["begin_time"]) for r in csv.DictReader(out.open())]
+    assert starts[:2] == [0, 100]
+    assert (starts[2], starts[3]) == ((200, 300) if first == "J2" else (300, 200))
+    used = json.loads(stats.read_text())["run"]["priority_params"]
+    assert used["account_shares"] == {"biology": float(shares[1]), "physics": float(shares[0])}
+
+
+def test_qos_priority_feeds_the_qos_factor(tmp_path):
+    """One node, QOS weight 1000 only. J0 (bob, normal) runs [0, 100); J1 (bob, t=1) and J2
+    (alice, t=2, Def QOS 'high') wait: FCFS would start J1 at 100. 'high' has Priority 10, the
+    largest: factor 10/10 = 1 -> 1000 for J2, 0 -> 1 (Slurm's floor) for J1: J2 at 100, J1 at
+    200. With 'high' at Priority 0 too, every factor is 0: FCFS."""
+    conf = write(tmp_path / "slurm.conf", (
+        "SelectType=select/linear\nNodeName=n1 CPUs=1\nPartitionName=p Nodes=n1 Default=YES\n"
+        "PriorityType=priority/multifactor\nPriorityWeightQOS=1000\n"))
+    trace = write(tmp_path / "jobs.csv", "job_submit_time,num_nodes,queue,time_limit,actual_run_time,user,group\n"
+                  "0,1,p,100,100,bob,physics\n1,1,p,100,100,bob,physics\n2,1,p,100,100,alice,physics\n")
+    params = [x for k, v in EXACT.items() for x in ("--backfill_param", f"{k}={v}")]
+    import csv
+
+    for high, expected in (("10", [0, 200, 100]), ("0", [0, 100, 200])):
+        qos = write(tmp_path / "qos.txt", f"Name|Priority|MaxJobsPU\nnormal|0|\nhigh|{high}|\n")
+        assoc = write(tmp_path / "assoc.txt", HEADER + assoc_line("root") + assoc_line("physics")
+                      + assoc_line("physics", "alice", qos="normal,high", def_qos="high")
+                      + assoc_line("physics", "bob"))
+        out = tmp_path / "schedule.csv"
+        assert sim_main([str(trace), "--slurm-conf", str(conf), "--associations", str(assoc), "--qos", str(qos),
+                         "--quiet", "--queues", "all", "--output", str(out), *params]) == 0
+        assert [float(r["begin_time"]) for r in csv.DictReader(out.open())] == expected

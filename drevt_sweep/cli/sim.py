@@ -344,6 +344,7 @@ def _check_options(args: argparse.Namespace):
     from ..sim.runtime import RunTimeModel
 
     _apply_slurm_conf(args)
+    _read_associations(args)
     backfill = args.backfill_policy
     if args.drevt_compat:
         if backfill not in ("easy", "easy_drevt"):
@@ -427,33 +428,37 @@ def _apply_slurm_conf(args: argparse.Namespace) -> None:
     args.backfill_policy = args.backfill_policy or (args.slurm.backfill if args.slurm else "easy")
 
 
-def _associations(args: argparse.Namespace, jobs, backfill: str):
-    """``--associations`` (and ``--qos``): read them, warn once about what is not modelled, give
-    multifactor their shares and QOS factors (unless --priority_param sets the shares); None
-    without --associations."""
+def _read_associations(args: argparse.Namespace) -> None:
+    """``--associations`` (and ``--qos``): read them before the trace (``args.limits``; None
+    without), warn once about what is not modelled; they need Slurm's backfill."""
     from ..errors import ConfigError
 
+    args.limits = None
     if not getattr(args, "associations", None):
         if getattr(args, "qos", None):
             raise ConfigError("--qos gives the QOS of the associations: add --associations")
-        return None
-    if backfill != "slurm":
-        raise ConfigError(f"--associations: association and QOS limits are enforced by Slurm's backfill "
-                          f"(--backfill_policy slurm, or a --slurm-conf with SchedulerType=sched/backfill); "
-                          f"--backfill_policy {backfill} would ignore them")
+        return
     from ..trace.associations import read_associations
 
-    limits = read_associations(args.associations, args.qos)
-    if limits.ignored:
-        _warn(f"{args.associations}: not modelled, ignored (docs/slurm.md): {'; '.join(limits.ignored)}")
-    if args.priority_params is not None:
-        extra, notes = limits.priority_params(jobs.group_names, jobs.user_names)
-        for note in notes:
-            _warn(f"{args.associations}: {note}")
-        given = {p.split("=", 1)[0].split(".", 1)[0] for p in args.priority_param}
-        args.priority_params = {**args.priority_params,
-                                **{k: v for k, v in extra.items() if k not in given and v}}
-    return limits
+    args.limits = read_associations(args.associations, args.qos)
+    if args.limits.ignored:
+        _warn(f"{args.associations}: not modelled, ignored (docs/slurm.md): {'; '.join(args.limits.ignored)}")
+    if args.backfill_policy != "slurm":
+        raise ConfigError(f"--associations: association and QOS limits are enforced by Slurm's backfill "
+                          f"(--backfill_policy slurm, or a --slurm-conf with SchedulerType=sched/backfill); "
+                          f"--backfill_policy {args.backfill_policy} would ignore them")
+
+
+def _association_priority(args: argparse.Namespace, jobs) -> None:
+    """Multifactor's shares and QOS factors from the associations (unless --priority_param sets
+    the key)."""
+    if args.limits is None or args.priority_params is None:
+        return
+    extra, notes = args.limits.priority_params(jobs.group_names, jobs.user_names)
+    for note in notes:
+        _warn(f"{args.associations}: {note}")
+    given = {p.split("=", 1)[0].split(".", 1)[0] for p in args.priority_param}
+    args.priority_params = {**args.priority_params, **{k: v for k, v in extra.items() if k not in given and v}}
 
 
 def _machine(args: argparse.Namespace, total_nodes: int):
@@ -977,7 +982,7 @@ def run(args: argparse.Namespace) -> int:
         from ..sim.machine import default_time_limits
         from ..sim.runtime import draw_run_times
 
-        limits = _associations(args, jobs, backfill)
+        _association_priority(args, jobs)
 
         jobs = default_time_limits(jobs, machine)  # a Slurm partition's DefaultTime/MaxTime
         run_times = draw_run_times(jobs, model, args.seed, enforce_limits=args.enforce_limits)
@@ -997,7 +1002,7 @@ def run(args: argparse.Namespace) -> int:
             compression=args.compression,
             progress=progress.update if progress else None,
             backfill_params=args.backfill_params,
-            limits=limits,
+            limits=args.limits,
         )
         if progress:
             progress.close()
