@@ -370,3 +370,36 @@ def test_qos_priority_feeds_the_qos_factor(tmp_path):
         assert sim_main([str(trace), "--slurm-conf", str(conf), "--associations", str(assoc), "--qos", str(qos),
                          "--quiet", "--queues", "all", "--output", str(out), *params]) == 0
         assert [float(r["begin_time"]) for r in csv.DictReader(out.open())] == expected
+
+
+@pytest.mark.slow
+def test_a_sweep_with_system_associations(tmp_path):
+    """A real Hydra multirun: system=slurm with system.associations, without and with alice's
+    MaxJobs=1 (two files, swept): the held job is counted, the schedule's mean wait changes
+    (A2 waits 99 s instead of 0), and each file's sha256 is in its configuration's identity."""
+    import os
+    import subprocess
+    import sys
+
+    conf = write(tmp_path / "slurm.conf", "SelectType=select/linear\nNodeName=n[1-4] CPUs=2\n"
+                 "PartitionName=p Nodes=n[1-4] Default=YES\n"
+                 "SchedulerParameters=bf_interval=1,bf_resolution=1\n")
+    trace = write(tmp_path / "jobs.csv", "job_submit_time,num_nodes,queue,time_limit,actual_run_time,user,group\n"
+                  "0,1,p,100,100,alice,physics\n1,1,p,100,100,alice,physics\n2,1,p,100,100,bob,physics\n")
+    free = write(tmp_path / "free.txt", HEADER + assoc_line("root") + assoc_line("physics")
+                 + assoc_line("physics", "alice") + assoc_line("physics", "bob"))
+    one = write(tmp_path / "one.txt", HEADER + assoc_line("root") + assoc_line("physics")
+                + assoc_line("physics", "alice", max_jobs="1") + assoc_line("physics", "bob"))
+    cmd = [sys.executable, "-m", "drevt_sweep", "-m", "system=slurm", f"system.slurm_conf={conf}",
+           f"system.associations={free},{one}", "policy=slurm", "trace=custom", f"trace.path={trace}",
+           "format=simple", "format.queues=[all]", "tracking.enabled=false", "progress=false",
+           f"paths.output_root={tmp_path / 'out'}", f"hydra.sweep.dir={tmp_path / 'sweep'}"]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=dict(os.environ))
+    assert done.returncode == 0, done.stderr[-3000:]
+    results = [json.loads(p.read_text()) for p in sorted((tmp_path / "sweep").glob("*/result.json"))]
+    assert [r["status"] for r in results] == ["FINISHED", "FINISHED"]
+    metrics = {r["label"].split("system.associations=")[1].split()[0]: r["metrics"] for r in results}
+    assert results[0]["config_hash"] != results[1]["config_hash"]
+    assert metrics[str(free)]["wait_mean"] == 0 and "held/AssocMaxJobsLimit" not in metrics[str(free)]
+    # A2 waits from 1 to A1's end at 100 (a main-scheduler pass at the completion): 99 s / 3 jobs
+    assert metrics[str(one)]["held/AssocMaxJobsLimit"] == 1 and metrics[str(one)]["wait_mean"] == 33
