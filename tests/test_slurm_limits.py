@@ -403,3 +403,19 @@ def test_a_sweep_with_system_associations(tmp_path):
     assert metrics[str(free)]["wait_mean"] == 0 and "held/AssocMaxJobsLimit" not in metrics[str(free)]
     # A2 waits from 1 to A1's end at 100 (a main-scheduler pass at the completion): 99 s / 3 jobs
     assert metrics[str(one)]["held/AssocMaxJobsLimit"] == 1 and metrics[str(one)]["wait_mean"] == 33
+
+
+def test_a_limit_over_jobs_of_two_pools_is_counted_as_split(tmp_path):
+    """Pools are simulated apart, so alice's MaxJobs=1 over jobs in pools p and q is enforced
+    per pool: both her jobs start at once (Slurm would hold one), and the result says so
+    (limits_split_over_pools: 2 jobs) rather than hiding it. bob's jobs (one pool) are not."""
+    machine = machine_from_mapping({"partitions": [
+        {"name": "p", "nodes": 2, "cores": 2, "queues": ["p"]}, {"name": "q", "nodes": 2, "cores": 2, "queues": ["q"]}]})
+    jobs = make_jobs([0, 1, 2, 3], [1, 1, 1, 1], [100] * 4, [100] * 4, queue=["p", "q", "p", "p"],
+                     user=["alice", "alice", "bob", "bob"], group=["physics"] * 4)
+    limits = associations(tmp_path, assoc_line("physics", "alice", max_jobs="1"),
+                          assoc_line("physics", "bob", max_jobs="1"))
+    schedule = simulate_machine(jobs, jobs.actual_run_time, machine, backfill="slurm", backfill_params=EXACT,
+                                limits=limits)
+    assert begins(schedule) == [0, 1, 2, 102]  # bob's second job held in p: his first ends at 102
+    assert schedule.warnings["limits_split_over_pools"] == 2

@@ -223,8 +223,9 @@ class AssociationLimits:
                     node.grp_jobs, node.grp_submit, node.grp_cpu, node.grp_node)):
                 keys.append(("node", chain[0]))
             limited_of_leaf.append(keys)
-        qos_limited = [any(v is not None for v in (q.grp_jobs, q.max_jobs_pu, q.max_submit_pu))
-                       or bool(q.grp_tres) or bool(q.max_tres_pu) for q in self.qos]
+        qos_group = [q.grp_jobs is not None or bool(q.grp_tres) for q in self.qos]
+        qos_user = [q.max_jobs_pu is not None or q.max_submit_pu is not None or bool(q.max_tres_pu)
+                    for q in self.qos]
         leaf = self.leaf[runs].tolist()
         qos = self.job_qos[runs].tolist()
         user = self.users[runs].tolist()
@@ -232,8 +233,9 @@ class AssociationLimits:
         keys_of_job = []
         for x, q, u, p in zip(leaf, qos, user, where):
             keys = list(limited_of_leaf[x]) if x != NONE else []
-            if q != NONE and qos_limited[q]:
+            if q != NONE and qos_group[q]:
                 keys.append(("qos", q))
+            if q != NONE and qos_user[q]:
                 keys.append(("qos-user", q, u))
             for key in keys:
                 groups.setdefault(key, set()).add(p)

@@ -62,6 +62,8 @@ LIMIT_METRIC_DEFINITIONS: dict[str, str] = {
     "rejected/<reason>": "jobs an association or QOS limit refused at submission (assoc_max_submit, "
     "assoc_grp_submit, qos_max_submit_pu) or can never let run (no_association, assoc_max_wall, "
     "qos_max_wall, assoc_job_limit, qos_job_limit); counted in jobs_rejected too",
+    "limits_split_over_pools": "jobs under a limit whose jobs run in several node pools: each pool "
+    "enforces it on its own jobs only (pools are simulated apart), so these may start earlier than in Slurm",
 }
 LIMIT_REJECTIONS = ("assoc_max_submit", "assoc_grp_submit", "qos_max_submit_pu", "no_association",
                     "assoc_max_wall", "qos_max_wall", "assoc_job_limit", "qos_job_limit")
@@ -202,6 +204,8 @@ def compute_metrics(jobs: JobTable, schedule: Schedule) -> dict[str, float]:
             metrics[f"held/{key[len('held_'):]}"] = float(count)
         elif key.startswith("rejected_") and key[len("rejected_"):] in LIMIT_REJECTIONS:
             metrics[f"rejected/{key[len('rejected_'):]}"] = float(count)
+        elif key == "limits_split_over_pools":
+            metrics[key] = float(count)
 
     if getattr(schedule, "placement", None) is not None:  # a machine with partitions
         def of_rows(rows):
