@@ -74,13 +74,10 @@ class AssociationLimits:
 
     def __init__(self, assoc: Associations, jobs: JobTable, cpus_per_node: np.ndarray) -> None:
         n = len(jobs)
-        users = jobs.user
-        groups = jobs.group
-        partitions = jobs.partition
-        if n and all(u is None for u in users.tolist()):
+        if n and not (np.asarray(jobs.user_code) >= 0).any():
             raise ConfigError("association limits need each job's user (Slurm User, SWF field 12, a simple "
                               "trace's user column), but this trace has none")
-        if n and all(g is None for g in groups.tolist()):
+        if n and not (np.asarray(jobs.group_code) >= 0).any():
             raise ConfigError("association limits need each job's account (Slurm Account, SWF field 13, a simple "
                               "trace's group/account column), but this trace has none")
         self.assoc = assoc
@@ -99,31 +96,30 @@ class AssociationLimits:
             node_of_account[name] = len(self.nodes)
             self.nodes.append(grp(a))
         leaf_of: dict[tuple, int] = {}
-        self.leaf = np.full(n, NONE, dtype=np.int64)
-        self.job_qos = np.full(n, NONE, dtype=np.int64)
         # per leaf: (chain of limited node ids, leaf first; max_jobs, max_submit, max_cpu, max_node, max_wall)
         self.chains: list[tuple[int, ...]] = []
         self.leaf_max: list[tuple] = []
         self.leaf_qos: list[int] = []
-        keys = list(zip(groups.tolist(), users.tolist(), partitions.tolist()))
-        for j, (account, user, partition) in enumerate(keys):
-            if account is None or user is None:
+        # one lookup per distinct (account, user, partition) of the trace, not per job
+        codes = np.stack([np.asarray(jobs.group_code, dtype=np.int64), np.asarray(jobs.user_code, dtype=np.int64),
+                          np.asarray(jobs.partition_code, dtype=np.int64)], axis=1) if n else np.zeros((0, 3), np.int64)
+        distinct, inverse = np.unique(codes, axis=0, return_inverse=True)
+        leaf_of_key = np.full(len(distinct), NONE, dtype=np.int64)
+        group_names, user_names, part_names = jobs.group_names, jobs.user_names, jobs.partition_names
+        for k, (g, u, p) in enumerate(distinct.tolist()):
+            if g < 0 or u < 0:
                 continue
-            key = (account, user, partition)
-            leaf = leaf_of.get(key)
+            a = assoc.user_association(group_names[g], user_names[u], part_names[p])
+            if a is None:
+                continue
+            leaf = leaf_of.get((a.account, a.user, a.partition))
             if leaf is None:
-                a = assoc.user_association(account, user, partition)
-                if a is None:
-                    leaf_of[key] = leaf = NONE
-                else:
-                    leaf = leaf_of.get(("assoc", a.account, a.user, a.partition))
-                    if leaf is None:
-                        leaf = self._add_leaf(a, accounts, node_of_account, qos_index)
-                        leaf_of[("assoc", a.account, a.user, a.partition)] = leaf
-                    leaf_of[key] = leaf
-            self.leaf[j] = leaf
-            if leaf != NONE:
-                self.job_qos[j] = self.leaf_qos[leaf]
+                leaf = leaf_of[(a.account, a.user, a.partition)] = self._add_leaf(
+                    a, accounts, node_of_account, qos_index)
+            leaf_of_key[k] = leaf
+        self.leaf = leaf_of_key[inverse.reshape(-1)] if n else np.zeros(0, dtype=np.int64)
+        leaf_qos = np.array(self.leaf_qos + [NONE], dtype=np.int64)
+        self.job_qos = leaf_qos[self.leaf]
         nodes_l = np.asarray(jobs.num_nodes, dtype=np.int64)
         self.job_nodes = nodes_l
         self.job_cpus = nodes_l * np.asarray(cpus_per_node, dtype=np.int64)
@@ -164,7 +160,16 @@ class AssociationLimits:
         reason = np.zeros(n, dtype=np.int8)
         none = self.leaf == NONE
         reason[none] = 1 + STATIC_REASONS.index("no_association")
-        for j in np.flatnonzero(~none).tolist():
+        maybe = np.zeros(len(self.chains) + 1, dtype=bool)  # leaves with a limit a job could exceed
+        for leaf in range(len(self.chains)):
+            q = self.qos[self.leaf_qos[leaf]] if self.leaf_qos[leaf] != NONE else None
+            maybe[leaf] = (any(v is not None for v in self.leaf_max[leaf][:1] + self.leaf_max[leaf][2:])
+                           or any(self.nodes[c].grp_jobs is not None or self.nodes[c].grp_cpu is not None
+                                  or self.nodes[c].grp_node is not None for c in self.chains[leaf])
+                           or (q is not None and (q.max_wall is not None or q.max_jobs_pu is not None
+                                                  or q.grp_jobs is not None or bool(q.max_tres)
+                                                  or bool(q.grp_tres) or bool(q.max_tres_pu))))
+        for j in np.flatnonzero(~none & maybe[self.leaf]).tolist():
             why = self._never(j, float(limit[j]))
             if why:
                 reason[j] = 1 + STATIC_REASONS.index(why)
@@ -269,6 +274,21 @@ class LimitState:
         self.user = limits.users[rows].tolist()
         self.cpus = limits.job_cpus[rows].tolist()
         self.n = limits.job_nodes[rows].tolist()
+        # per job: whether it is under any running-jobs (pre) or TRES (post) limit at all, so
+        # that the scheduler skips the test for the others
+        qos = self.qos
+        pre_leaf, post_leaf = {}, {}
+        for leaf in set(self.leaf):
+            if leaf == NONE:
+                pre_leaf[leaf] = post_leaf[leaf] = False
+                continue
+            chain = [self.nodes[c] for c in limits.chains[leaf]]
+            pre_leaf[leaf] = limits.leaf_max[leaf][0] is not None or any(c.grp_jobs is not None for c in chain)
+            post_leaf[leaf] = any(c.grp_cpu is not None or c.grp_node is not None for c in chain)
+        q_pre = [q.max_jobs_pu is not None or q.grp_jobs is not None for q in qos] + [False]
+        q_post = [bool(q.grp_tres) or bool(q.max_tres_pu) for q in qos] + [False]
+        self.gated_pre = [pre_leaf[x] or q_pre[q] for x, q in zip(self.leaf, self.q)]
+        self.gated_post = [post_leaf[x] or q_post[q] for x, q in zip(self.leaf, self.q)]
 
     def _pu(self, j: int) -> list[int]:
         key = (self.q[j], self.user[j])

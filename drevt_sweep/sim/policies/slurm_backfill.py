@@ -259,12 +259,12 @@ class SlurmBackfill:
             if looked > depth:  # job_depth++ > def_job_limit
                 break
             looked += 1
-            if state is not None and self._held(j, state.pre(j)):
+            if state is not None and state.gated_pre[j] and self._held(j, state.pre(j)):
                 continue  # held by a running-jobs limit: skipped, the partition does not fail
             n = nodes[j]
             if n > free:
                 break  # the partition failed: nothing after this job starts in this pass
-            if state is not None and self._held(j, state.post(j)):
+            if state is not None and state.gated_post[j] and self._held(j, state.post(j)):
                 continue  # fits, but over a TRES limit (select_nodes: ESLURM_ACCOUNTING_POLICY)
             started.append(j)
             free -= n
@@ -295,7 +295,7 @@ class SlurmBackfill:
                 continue
             if tested >= self.max_test:
                 break
-            if state is not None and self._held(j, state.pre(j)):
+            if state is not None and state.gated_pre[j] and self._held(j, state.pre(j)):
                 continue  # (before it counts toward bf_max_job_test, as in _attempt_backfill)
             if self.max_part and in_part >= self.max_part:
                 continue
@@ -310,7 +310,7 @@ class SlurmBackfill:
             d = limit[j]
             s = profile.earliest_fit(n, d)
             if s == now:
-                if state is not None and self._held(j, state.post(j)):
+                if state is not None and state.gated_post[j] and self._held(j, state.post(j)):
                     continue  # could start, but over a TRES limit: no start, no reservation
                 started.append(j)
                 if state is not None:
