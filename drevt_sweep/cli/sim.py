@@ -561,6 +561,7 @@ _REPORTED_ABOVE = ("rejected_oversized", "rejected_capacity")  # reported with t
 _REJECT_TEXT = {  # drevt_sweep.sim.machine.REJECT_REASONS
     "no_partition": "their queue/partition maps to no partition",
     "unknown_partition": "their partition is not one the machine has",
+    "multi_partition": "submitted to several partitions (a,b), which is not modelled yet (docs/slurm.md)",
     "nodes": "more nodes than their partition has",
     "cores": "more cores per node than a node has",
     "gpus": "more GPUs per node than a node has",

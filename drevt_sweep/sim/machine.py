@@ -18,7 +18,8 @@ format's ``partition`` column; else the queue), else the one listing its queue n
 partition listing ``"*"`` (every other name). A job no partition serves is rejected
 (``no_partition``), and so is a job that names a partition of its own (a partition column
 distinct from its queue) that no partition lists (``unknown_partition``: Slurm refuses it at
-submission; ``"*"`` does not take it), as is one that can never fit its partition: more nodes than it has
+submission; ``"*"`` does not take it), one submitted to several partitions (a comma list of
+listed names, ``multi_partition``: not modelled yet), as is one that can never fit its partition: more nodes than it has
 (``nodes``), or more cores, GPUs or memory per node than a node has (``cores``, ``gpus``,
 ``memory``). Rejected jobs are counted by reason, never dropped or moved silently.
 
@@ -40,7 +41,7 @@ from ..jobs import JobTable
 
 SHARING = ("exclusive", "shared")
 EVERY_QUEUE = "*"
-REJECT_REASONS = ("no_partition", "unknown_partition", "nodes", "cores", "gpus", "memory",
+REJECT_REASONS = ("no_partition", "unknown_partition", "multi_partition", "nodes", "cores", "gpus", "memory",
                   "partition_max_nodes", "partition_time_limit", "partition_default_time",
                   # association/QOS limits a job can never meet (sim.limits.STATIC_REASONS)
                   "no_association", "assoc_max_wall", "qos_max_wall", "assoc_job_limit", "qos_job_limit")
@@ -343,6 +344,20 @@ def _unknown_partition(jobs: JobTable, index_of: dict[str, int]) -> np.ndarray:
     return candidate
 
 
+def _multi_partition(jobs: JobTable, index_of: dict[str, int]) -> np.ndarray:
+    """Per job, whether it was submitted to several partitions the machine has (``--partition
+    =a,b``: a comma list of listed names as its partition or queue). Not modelled: Slurm starts
+    such a job in whichever listed partition can start it first, which needs the pools in one
+    simulation (docs/slurm.md); rejected with a reason of its own, never silently."""
+    def several(names) -> np.ndarray:
+        return np.array([("," in name and all(part.strip() in index_of for part in name.split(",")))
+                         for name in names] or [False])
+
+    by_partition = several(jobs.partition_names)[np.asarray(jobs.partition_code)]
+    by_queue = several(jobs.queue_names)[np.asarray(jobs.queue_code)]
+    return (by_partition | by_queue) if len(jobs) else np.zeros(0, dtype=bool)
+
+
 def place_jobs(jobs: JobTable, machine: Machine) -> Placement:
     """Which partition serves each job, its resolved per-node request, and why rejected jobs
     are rejected (see the module docstring). Vectorised: a few whole-table operations."""
@@ -374,6 +389,8 @@ def place_jobs(jobs: JobTable, machine: Machine) -> Placement:
     if (part < 0).any():
         reason[part < 0] = 1 + REJECT_REASONS.index("no_partition")
         reason[unknown] = 1 + REJECT_REASONS.index("unknown_partition")
+        multi = _multi_partition(jobs, index_of) & (part < 0)
+        reason[multi] = 1 + REJECT_REASONS.index("multi_partition")
         labels = jobs.partition[part < 0]
         names, counts = np.unique(labels.astype(str), return_counts=True)
         unmatched = {str(a): int(b) for a, b in zip(names, counts)}
