@@ -438,3 +438,21 @@ def test_a_job_submitted_to_several_partitions_is_rejected_with_its_own_reason(t
                  "PartitionName=p Nodes=n[1-2] Default=YES\nPartitionName=q Nodes=n[3-4]\n")
     assert sim_main([str(trace), "--queues", "all", "--slurm-conf", str(conf), "--quiet"]) == 0
     assert "submitted to several partitions (a,b), which is not modelled yet" in capsys.readouterr().err
+
+
+def test_qos_per_user_limits_and_max_wall(tmp_path):
+    """QOS 'capped' (alice's default): MaxSubmitPU=2 refuses A3 (alice's third job while A1
+    and A2 are queued or running: rejected_qos_max_submit_pu); MaxTRESPU node=2 holds A2 (2
+    nodes) while A1 (1 node) runs (QOSMaxNodePerUserLimit) until A1 ends at 100; MaxWall=1
+    rejects A4 (limit 100 s > 60 s: rejected_qos_max_wall, before any submission count)."""
+    qos = QOS_HEADER + "normal|0||||||||\ncapped|0||||01:00|node=2||2\n"
+    limits = associations(tmp_path, assoc_line("physics", "alice", def_qos="capped"), qos=qos)
+    jobs = jobs_of([(0, 1, 50, 50, "alice", "physics"),  # A1
+                    (1, 2, 50, 50, "alice", "physics"),  # A2
+                    (2, 1, 50, 50, "alice", "physics"),  # A3
+                    (3, 1, 100, 100, "alice", "physics")])  # A4
+    schedule = simulate(jobs, limits)
+    assert begins(schedule) == [0, 50, None, None]
+    assert schedule.warnings["held_QOSMaxNodePerUserLimit"] == 1
+    assert schedule.warnings["rejected_qos_max_submit_pu"] == 1
+    assert schedule.warnings["rejected_qos_max_wall"] == 1
