@@ -43,13 +43,17 @@ job and event, no scan of the running jobs.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..errors import ConfigError
 from ..jobs import JobTable
-from ..trace.associations import Associations
 
+if TYPE_CHECKING:  # plain data read by trace.associations; the simulator does no I/O
+    from ..trace.associations import Associations
+
+SUBMIT_REASONS = ("assoc_max_submit", "assoc_grp_submit", "qos_max_submit_pu")  # refused at submission
 STATIC_REASONS = ("no_association", "assoc_max_wall", "qos_max_wall", "assoc_job_limit", "qos_job_limit")
 NONE = -1
 

@@ -27,6 +27,7 @@ from ..errors import ConfigError
 from ..jobs import JobTable
 from . import engine
 from .capacity import IRREGULAR_GAP, CapacitySchedule
+from .limits import SUBMIT_REASONS
 from .machine import Machine, Placement, default_time_limits, place_jobs
 from .schedule import Schedule
 
@@ -147,10 +148,10 @@ def simulate_machine(
                                      capacity=capacities[k], progress=step, **options)
             policy_rejected = False
             for key, count in result.warnings.items():
-                if key.startswith("held_") or (key.startswith("rejected_") and key not in (
-                        "rejected_oversized", "rejected_capacity")):
+                refusal = key.startswith("rejected_") and key[len("rejected_"):] in SUBMIT_REASONS
+                if key.startswith("held_") or refusal:
                     held[key] = held.get(key, 0) + count
-                    policy_rejected = policy_rejected or key.startswith("rejected_")
+                    policy_rejected = policy_rejected or (refusal and count > 0)
             if policy_rejected:  # refused at submission (no capacity schedule with backfill slurm)
                 refused[rows] = result.rejected
             else:
