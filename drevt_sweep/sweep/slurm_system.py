@@ -4,7 +4,10 @@
 ``policy=slurm`` also takes the priority (``PriorityType``, ``PriorityWeight*``, Fair Tree or
 classic) and backfilling (``SchedulerType``) from it. Sweeping ``system.slurm_conf`` over a few
 copies of a slurm.conf is how a sweep asks "what if this line changed". Each file is read once
-per process, and what it says that is not modelled is logged once.
+per process, and what it says that is not modelled is logged once. ``system.associations``
+(``sacctmgr -P show assoc``) and ``system.qos`` (``show qos``) add the association tree's
+shares, QOS priorities and limits (``trace.associations``, enforced by ``sim.limits`` under
+backfill ``slurm``; any other backfill with them is an error).
 """
 
 from __future__ import annotations
