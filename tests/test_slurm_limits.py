@@ -456,3 +456,39 @@ def test_qos_per_user_limits_and_max_wall(tmp_path):
     assert schedule.warnings["held_QOSMaxNodePerUserLimit"] == 1
     assert schedule.warnings["rejected_qos_max_submit_pu"] == 1
     assert schedule.warnings["rejected_qos_max_wall"] == 1
+
+
+def test_the_sweep_reads_system_associations_and_refuses_them_without_slurms_backfill(tmp_path):
+    """run_spec, as each configuration of drevt-sweep builds it: system.associations gives the
+    limits and (with policy=slurm's multifactor) the shares and QOS factors; a backfill other
+    than Slurm's with associations is a ConfigError (exit 2), not a silent skip; so is
+    system.qos without system.associations."""
+    from hydra import compose, initialize_config_module
+
+    from drevt_sweep.sweep.app import run_spec
+    from drevt_sweep.sweep.config import register_configs
+
+    conf = write(tmp_path / "slurm.conf", "SelectType=select/linear\nNodeName=n[1-4] CPUs=2\n"
+                 "PartitionName=p Nodes=n[1-4] Default=YES\nPriorityType=priority/multifactor\n"
+                 "PriorityWeightQOS=1000\n")
+    assoc = write(tmp_path / "assoc.txt", HEADER + assoc_line("root") + assoc_line("physics", share="3")
+                  + assoc_line("physics", "alice", def_qos="high") + assoc_line("biology")
+                  + assoc_line("biology", "carol"))
+    qos = write(tmp_path / "qos.txt", "Name|Priority\nnormal|0\nhigh|4\n")
+    register_configs()
+
+    def spec(*overrides):
+        with initialize_config_module(version_base="1.3", config_module="drevt_sweep.conf"):
+            cfg = compose("config", overrides=["system=slurm", f"system.slurm_conf={conf}", *overrides])
+        return run_spec(cfg, None, None, ("p",), (("biology", "physics"), ("alice", "carol")))
+
+    made = spec(f"system.associations={assoc}", f"system.qos={qos}", "policy=slurm")
+    assert made.backfill == "slurm" and made.limits is not None
+    assert made.priority_params["account_shares"] == {"biology": 1.0, "physics": 3.0}
+    assert made.priority_params["qos_factor"] == {"physics/alice": 1.0}
+    with pytest.raises(ConfigError, match="enforced by Slurm's backfill"):
+        spec(f"system.associations={assoc}", "policy=easy")
+    with pytest.raises(ConfigError, match="set system.associations too"):
+        spec(f"system.qos={qos}", "policy=slurm")
+    with pytest.raises(ConfigError, match="system.associations: cannot read"):
+        spec(f"system.associations={tmp_path / 'none.txt'}", "policy=slurm")
