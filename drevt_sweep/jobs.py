@@ -16,7 +16,8 @@ Resource requests (``drevt_sweep.sim.machine`` places them on a machine's partit
 ``time_limit_unstated`` marks the jobs whose trace states no requested limit (SWF's -1, sacct's
 ``Partition_Limit``/``UNLIMITED``): their ``time_limit`` is the reader's stand-in, which a
 machine's Slurm partition replaces with its ``DefaultTime``, else ``MaxTime``
-(``sim.machine.default_time_limits``).
+(``sim.machine.default_time_limits``; a list ``a,b`` of partitions of one pool becomes the
+one Slurm would start the job in: ``several_partitions``).
 """
 
 from __future__ import annotations

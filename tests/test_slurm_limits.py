@@ -421,11 +421,37 @@ def test_a_limit_over_jobs_of_two_pools_is_counted_as_split(tmp_path):
     assert schedule.warnings["limits_split_over_pools"] == 2
 
 
-def test_a_job_submitted_to_several_partitions_is_rejected_with_its_own_reason(tmp_path, capsys):
-    """--partition=p,q (sacct shows the list for a job that never started, a simple trace may
-    state it): not modelled yet, so rejected and counted as multi_partition -- not mistaken for
-    an unknown partition, never dropped silently; a name of the list the machine lacks stays
-    no_partition."""
+def test_a_job_submitted_to_several_partitions_of_one_pool_runs_in_the_first_slurm_would_pick(tmp_path):
+    """batch (tier 1) and high (PriorityTier=2, MaxTime=1) share one node: one pool. J0 (batch)
+    runs [0, 100). J1 (batch, 50 s) waits. J2 (--partition=batch,high, 50 s) runs in high, the
+    higher tier: at 100 it goes before J1 (100, then J1 at 150). J3 (batch,high, 100 s: over
+    high's MaxTime) can only run in batch: after J1, at 200. Each is then counted in the
+    partition it ran in, as sacct shows it."""
+    from drevt_sweep.sim.machine import several_partitions
+
+    conf = read_slurm_conf(write(tmp_path / "slurm.conf", (
+        "SelectType=select/linear\nNodeName=n1 CPUs=1\nPartitionName=batch Nodes=n1 Default=YES\n"
+        "PartitionName=high Nodes=n1 PriorityTier=2 MaxTime=1\n")))
+    machine = machine_from_mapping(conf.system)
+    jobs = make_jobs([0, 1, 2, 3], [1] * 4, [100, 50, 50, 100], [100, 50, 50, 100],
+                     queue=["batch", "batch", "batch,high", "batch,high"])
+    assert several_partitions(jobs, machine).partition.tolist() == ["batch", "batch", "high", "batch"]
+    schedule = simulate_machine(jobs, jobs.actual_run_time, machine, backfill="slurm", backfill_params=EXACT)
+    assert begins(schedule) == [0, 150, 100, 200]
+    assert not any(k.startswith("rejected_") and v for k, v in schedule.warnings.items())
+    # without tiers: the higher PriorityJobFactor, else the partition listed first
+    flat = machine_from_mapping(read_slurm_conf(write(tmp_path / "flat.conf", (
+        "SelectType=select/linear\nNodeName=n1 CPUs=1\nPartitionName=batch Nodes=n1 Default=YES\n"
+        "PartitionName=high Nodes=n1\n"))).system)
+    two = make_jobs([0, 1], [1, 1], [50, 50], [50, 50], queue=["batch,high", "high,batch"])
+    assert several_partitions(two, flat).partition.tolist() == ["batch", "high"]
+    assert several_partitions(two, flat, {"high": 2, "batch": 1}).partition.tolist() == ["high", "high"]
+
+
+def test_a_job_submitted_to_partitions_of_several_pools_is_rejected_with_its_own_reason(tmp_path, capsys):
+    """--partition=p,q over two pools is not modelled (it needs the pools in one simulation):
+    rejected and counted as multi_partition -- not mistaken for an unknown partition, never
+    dropped silently; a list naming a partition the machine lacks stays no_partition."""
     machine = machine_from_mapping({"partitions": [
         {"name": "p", "nodes": 2, "queues": ["p"]}, {"name": "q", "nodes": 2, "queues": ["q"]}]})
     jobs = make_jobs([0, 1, 2], [1, 1, 1], [100] * 3, [100] * 3, queue=["p", "p,q", "p,x"])
@@ -437,7 +463,7 @@ def test_a_job_submitted_to_several_partitions_is_rejected_with_its_own_reason(t
     conf = write(tmp_path / "slurm.conf", "SelectType=select/linear\nNodeName=n[1-4] CPUs=2\n"
                  "PartitionName=p Nodes=n[1-2] Default=YES\nPartitionName=q Nodes=n[3-4]\n")
     assert sim_main([str(trace), "--queues", "all", "--slurm-conf", str(conf), "--quiet"]) == 0
-    assert "submitted to several partitions (a,b), which is not modelled yet" in capsys.readouterr().err
+    assert "submitted to several partitions (a,b) in different node pools" in capsys.readouterr().err
 
 
 def test_qos_per_user_limits_and_max_wall(tmp_path):

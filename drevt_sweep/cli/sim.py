@@ -561,7 +561,8 @@ _REPORTED_ABOVE = ("rejected_oversized", "rejected_capacity")  # reported with t
 _REJECT_TEXT = {  # drevt_sweep.sim.machine.REJECT_REASONS
     "no_partition": "their queue/partition maps to no partition",
     "unknown_partition": "their partition is not one the machine has",
-    "multi_partition": "submitted to several partitions (a,b), which is not modelled yet (docs/slurm.md)",
+    "multi_partition": "submitted to several partitions (a,b) in different node pools, which is not "
+                       "modelled yet (docs/slurm.md)",
     "nodes": "more nodes than their partition has",
     "cores": "more cores per node than a node has",
     "gpus": "more GPUs per node than a node has",
@@ -980,12 +981,12 @@ def run(args: argparse.Namespace) -> int:
             )
         schedule = replay_machine(jobs, machine)
     else:
-        from ..sim.machine import default_time_limits
+        from ..sim.machine import slurm_job_settings
         from ..sim.runtime import draw_run_times
 
         _association_priority(args, jobs)
-
-        jobs = default_time_limits(jobs, machine)  # a Slurm partition's DefaultTime/MaxTime
+        factors = (args.priority_params or {}).get("partition_priority")
+        jobs = slurm_job_settings(jobs, machine, factors)  # several partitions; DefaultTime/MaxTime
         run_times = draw_run_times(jobs, model, args.seed, enforce_limits=args.enforce_limits)
         progress = _Progress.for_run(args, len(jobs), jobs.submit)
         schedule = simulate_machine(

@@ -18,8 +18,9 @@ format's ``partition`` column; else the queue), else the one listing its queue n
 partition listing ``"*"`` (every other name). A job no partition serves is rejected
 (``no_partition``), and so is a job that names a partition of its own (a partition column
 distinct from its queue) that no partition lists (``unknown_partition``: Slurm refuses it at
-submission; ``"*"`` does not take it), one submitted to several partitions (a comma list of
-listed names, ``multi_partition``: not modelled yet), as is one that can never fit its partition: more nodes than it has
+submission; ``"*"`` does not take it), one submitted to several partitions of different pools
+(a comma list of listed names, ``multi_partition``: not modelled; lists within one pool are
+resolved first, ``several_partitions``), as is one that can never fit its partition: more nodes than it has
 (``nodes``), or more cores, GPUs or memory per node than a node has (``cores``, ``gpus``,
 ``memory``). Rejected jobs are counted by reason, never dropped or moved silently.
 
@@ -274,6 +275,73 @@ def _partition_limits(jobs: JobTable, parts, slot: np.ndarray) -> dict[str, np.n
             "partition_default_time": default_zero}
 
 
+def several_partitions(jobs: JobTable, machine: Machine, factors: dict | None = None) -> JobTable:
+    """Jobs submitted to several partitions (``--partition=a,b``: a comma list as the job's
+    partition name, and as its queue when that names the same list) whose partitions are all
+    served by **one** pool run in the one Slurm would start them in: Slurm keeps a queue record
+    per listed partition and starts the job through the first record that can start it, in the
+    order of ``PriorityTier`` then priority (``_schedule``, ``_attempt_backfill``); on one pool
+    of identical nodes every record fits at the same moment, so it is the partition of the
+    highest ``PriorityTier``, then ``PriorityJobFactor`` (``factors``; 1 each), then listed
+    first, among those whose ``MaxNodes``/``MaxTime`` accept the job (the first one when none
+    does: its limit then rejects the job). The job is then that partition's (its limits,
+    ``DefaultTime``, tier and factor), as ``sacct`` shows a job in the partition it ran in.
+    Lists over several pools are left as they are (``place_jobs`` rejects them:
+    ``multi_partition``). Every listed name is added to the table's names, so that
+    per-partition settings may name them. The same table when no job lists several."""
+    names = jobs.partition_names
+    multi = [c for c, name in enumerate(names) if "," in name]
+    if not multi:
+        return jobs
+    pool_of = {q: k for k, p in enumerate(machine.partitions) for q in p.queues if q != EVERY_QUEUE}
+    factors = dict(factors or {})
+    part_names, queue_names = list(names), list(jobs.queue_names)
+    pcode = np.array(jobs.partition_code, dtype=np.int32, copy=True)
+    qcode = np.array(jobs.queue_code, dtype=np.int32, copy=True)
+
+    def code_of(table: list, name: str) -> int:
+        if name not in table:
+            table.append(name)
+        return table.index(name)
+
+    nodes = np.asarray(jobs.num_nodes)
+    limit = np.asarray(jobs.time_limit, dtype=np.float64)
+    unstated = np.asarray(jobs.time_limit_unstated, dtype=bool)
+    for c in multi:
+        listed = [p.strip() for p in names[c].split(",") if p.strip()]
+        for name in listed:
+            code_of(part_names, name)
+            code_of(queue_names, name)
+        pools = {pool_of.get(name, -1) for name in listed}
+        if -1 in pools or len(pools) != 1:
+            continue
+        pool = machine.partitions[pools.pop()]
+        rows = np.flatnonzero(np.asarray(jobs.partition_code) == c)
+        ranked = sorted(listed, key=lambda p: (-pool.tier_of(p), -float(factors.get(p, 1.0)), listed.index(p)))
+        choice = np.full(rows.size, code_of(part_names, ranked[0]), dtype=np.int32)
+        for name in reversed(ranked):  # the best accepting partition is written last
+            lim = pool.limits.get(name, {})
+            ok = np.ones(rows.size, dtype=bool)
+            if "max_nodes" in lim:
+                ok &= nodes[rows] <= int(lim["max_nodes"])
+            if "max_time" in lim:
+                ok &= unstated[rows] | (limit[rows] <= float(lim["max_time"]))
+            choice[ok] = code_of(part_names, name)
+        pcode[rows] = choice
+        same = np.asarray(jobs.queue_names, dtype=object)[qcode[rows]] == names[c]
+        chosen = np.asarray(part_names, dtype=object)[choice[same]]
+        qcode[rows[same]] = [code_of(queue_names, name) for name in chosen.tolist()]
+    return jobs.replace(partition_code=pcode, partition_names=tuple(part_names), queue_code=qcode,
+                        queue_names=tuple(queue_names))
+
+
+def slurm_job_settings(jobs: JobTable, machine: Machine, factors: dict | None = None) -> JobTable:
+    """What Slurm decides of a job at submission from the machine: the partition of a job
+    submitted to several (``several_partitions``), then the limit of a job that asked none
+    (``default_time_limits``). Idempotent."""
+    return default_time_limits(several_partitions(jobs, machine, factors), machine)
+
+
 def default_time_limits(jobs: JobTable, machine: Machine) -> JobTable:
     """The jobs with Slurm's limit for those that requested none (``time_limit_unstated``):
     their partition's ``DefaultTime``, else its ``MaxTime``, else the trace reader's stand-in
@@ -346,9 +414,10 @@ def _unknown_partition(jobs: JobTable, index_of: dict[str, int]) -> np.ndarray:
 
 def _multi_partition(jobs: JobTable, index_of: dict[str, int]) -> np.ndarray:
     """Per job, whether it was submitted to several partitions the machine has (``--partition
-    =a,b``: a comma list of listed names as its partition or queue). Not modelled: Slurm starts
-    such a job in whichever listed partition can start it first, which needs the pools in one
-    simulation (docs/slurm.md); rejected with a reason of its own, never silently."""
+    =a,b``: a comma list of listed names as its partition or queue) that ``several_partitions``
+    could not resolve (they are in different pools). Not modelled: Slurm starts such a job in
+    whichever listed partition can start it first, which needs the pools in one simulation
+    (docs/slurm.md); rejected with a reason of its own, never silently."""
     def several(names) -> np.ndarray:
         return np.array([("," in name and all(part.strip() in index_of for part in name.split(",")))
                          for name in names] or [False])

@@ -28,7 +28,7 @@ from ..jobs import JobTable
 from . import engine
 from .capacity import IRREGULAR_GAP, CapacitySchedule
 from .limits import SUBMIT_REASONS
-from .machine import Machine, Placement, default_time_limits, place_jobs
+from .machine import Machine, Placement, place_jobs, slurm_job_settings
 from .schedule import Schedule
 
 
@@ -85,7 +85,8 @@ def simulate_machine(
             raise ConfigError(f"capacity changes and maintenance windows are modelled on partitions of "
                               f"whole nodes only; shared-node partition(s): {', '.join(shared)}")
         capacities = partition_capacities(capacity, machine)
-    jobs = default_time_limits(jobs, machine)  # DefaultTime/MaxTime for jobs that asked none
+    factors = (policy_options.get("priority_params") or {}).get("partition_priority")
+    jobs = slurm_job_settings(jobs, machine, factors)  # several partitions; DefaultTime/MaxTime
     placement = place_jobs(jobs, machine)
     assoc_limits = None
     if limits is not None:

@@ -21,7 +21,7 @@ import numpy as np
 from ..sim import engine, kernel
 from ..errors import DrevtError
 from ..jobs import JobTable
-from ..sim.machine import Machine, default_time_limits
+from ..sim.machine import Machine, slurm_job_settings
 from ..sim.metrics import compute_metrics
 from ..sim.partitioned import replay_machine, simulate_machine
 from ..sim.runtime import RunTimeModel, draw_run_times, is_stochastic
@@ -89,7 +89,8 @@ def simulate_seed(jobs: JobTable, spec: RunSpec, seed: int) -> tuple[JobTable, S
     machine = spec.machine or Machine.single_pool(spec.total_nodes)
     if spec.replay:
         return jobs, replay_machine(jobs, machine)
-    jobs = default_time_limits(jobs, machine)  # a Slurm partition's DefaultTime, before run times
+    factors = (spec.priority_params or {}).get("partition_priority")
+    jobs = slurm_job_settings(jobs, machine, factors)  # before run times: a partition's DefaultTime
     run_time = draw_run_times(jobs, spec.run_time, seed, enforce_limits=spec.enforce_limits)
     schedule = simulate_machine(
         jobs,

@@ -89,7 +89,8 @@ class SlurmConf:
         multifactor policy refuses names that are not queues of the trace)."""
         if self.priority_params is None:
             return None
-        present = {k: v for k, v in self.partition_factors.items() if k in set(queue_names)}
+        names = {part.strip() for q in queue_names for part in str(q).split(",")}  # a,b: several
+        present = {k: v for k, v in self.partition_factors.items() if k in names}
         return {**self.priority_params, "partition_priority": present}
 
 
