@@ -8,7 +8,6 @@ import json
 import math
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from drevt_sweep.cli.sim import main as sim_main

@@ -222,10 +222,10 @@ class _Table:
             elif key in other:
                 names.append("-" + key)
             else:
-                allowed = sorted({c for c in self.columns if _norm(c) in known} | set())
                 raise self.error(self.header_line, column or "(empty)", f"not a column sacctmgr prints "
-                                 f"(modelled: {', '.join(sorted(set(known.values())))}; read: {', '.join(allowed)})")
-        if len(set(n for n in names if not n.startswith("-"))) != len([n for n in names if not n.startswith("-")]):
+                                 f"(modelled: {', '.join(sorted(set(known.values())))})")
+        read = [n for n in names if not n.startswith("-")]
+        if len(set(read)) != len(read):
             raise self.error(self.header_line, "header", "a column is named twice")
         for number, raw in self.rows:
             cells = raw.split("|")
@@ -357,7 +357,7 @@ def read_associations(path, qos_path=None) -> Associations:
             if name in qos:
                 raise qtable.error(line, rec["name"][0], f"QOS {name!r} is repeated (first at line {qos[name].line})")
             qos[name] = Qos(
-                name=name, priority=table_whole(qtable, line, rec.get("priority", empty)) or 0,
+                name=name, priority=qtable.whole(line, rec.get("priority", empty)) or 0,
                 grp_jobs=qtable.whole(line, rec.get("grp_jobs", empty)),
                 grp_tres=qtable.tres(line, rec.get("grp_tres", empty), ignored),
                 max_tres=qtable.tres(line, rec.get("max_tres", empty), ignored),
@@ -380,10 +380,6 @@ def read_associations(path, qos_path=None) -> Associations:
     _check_no_cycle(associations, table)
     return Associations(str(path), tuple(associations), qos, str(qos_path) if qos_path else None,
                         tuple(ignored), has_parents="parent" in present)
-
-
-def table_whole(table: _Table, line: int, cell) -> int | None:
-    return table.whole(line, cell)
 
 
 def _check_no_cycle(associations, table: _Table) -> None:
