@@ -97,6 +97,8 @@ class JobTable:
     partition_code: np.ndarray | None = None  # int32 index into partition_names
     partition_names: tuple[str, ...] | None = None
     time_limit_unstated: np.ndarray | None = None  # bool: no limit requested (None: all stated)
+    qos_code: np.ndarray | None = None  # int32 index into qos_names (sacct's QOS), -1 unknown
+    qos_names: tuple[str, ...] = ()
 
     COLUMNS = (
         "job_id",
@@ -116,6 +118,7 @@ class JobTable:
         "memory_per_node",
         "partition_code",
         "time_limit_unstated",
+        "qos_code",
     )
 
     def __post_init__(self) -> None:
@@ -132,6 +135,8 @@ class JobTable:
             fill(self, "gpus_per_node", np.full(n, -1, dtype=np.int64))
         if self.memory_per_node is None:
             fill(self, "memory_per_node", np.full(n, np.nan))
+        if self.qos_code is None:
+            fill(self, "qos_code", np.full(n, -1, dtype=np.int32))
         if self.time_limit_unstated is None:
             fill(self, "time_limit_unstated", np.zeros(n, dtype=bool))
         if self.partition_code is None:
@@ -177,7 +182,7 @@ class JobTable:
         """A pandas DataFrame view for reports and exploration (never used in hot paths)."""
         import pandas as pd
 
-        codes = ("queue_code", "user_code", "group_code", "partition_code", "time_limit_unstated")
+        codes = ("queue_code", "user_code", "group_code", "partition_code", "time_limit_unstated", "qos_code")
         frame = pd.DataFrame({k: v for k, v in self.columns().items() if k not in codes})
         frame.insert(frame.columns.get_loc("exit_status"), "queue", self.queue)
         frame["user"] = self.user

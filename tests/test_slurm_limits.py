@@ -8,6 +8,7 @@ import json
 import math
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from drevt_sweep.cli.sim import main as sim_main
@@ -517,3 +518,38 @@ def test_the_sweep_reads_system_associations_and_refuses_them_without_slurms_bac
         spec(f"system.qos={qos}", "policy=slurm")
     with pytest.raises(ConfigError, match="system.associations: cannot read"):
         spec(f"system.associations={tmp_path / 'none.txt'}", "policy=slurm")
+
+
+def test_a_jobs_own_qos_from_sacct_sets_its_qos_priority_and_limits(tmp_path):
+    """sacct's QOS column: the job runs in the QOS it asked for (when the QOS file has it), not
+    its association's default. Priority: one node, QOS weight only; bob's default QOS is
+    normal, but J2 asked for 'high' (Priority 10): at 100 it goes before J1 (FCFS would not).
+    Limits: QOS 'debug' MaxJobsPU=1 holds the second of bob's debug jobs, not his normal one."""
+    conf = write(tmp_path / "slurm.conf", (
+        "SelectType=select/linear\nNodeName=n1 CPUs=1\nPartitionName=p Nodes=n1 Default=YES\n"
+        "PriorityType=priority/multifactor\nPriorityWeightQOS=1000\n"))
+    trace = write(tmp_path / "sacct.txt", (
+        "JobID|User|Account|Partition|QOS|Submit|ReqNodes|Timelimit|ElapsedRaw|State\n"
+        "1|bob|physics|p|normal|2026-01-01T00:00:00|1|00:01:40|100|COMPLETED\n"
+        "2|bob|physics|p|normal|2026-01-01T00:00:01|1|00:01:40|100|COMPLETED\n"
+        "3|bob|physics|p|high|2026-01-01T00:00:02|1|00:01:40|100|COMPLETED\n"))
+    qos = write(tmp_path / "qos.txt", "Name|Priority|MaxJobsPU\nnormal|0|\nhigh|10|\ndebug|0|1\n")
+    assoc = write(tmp_path / "assoc.txt", HEADER + assoc_line("root") + assoc_line("physics")
+                  + assoc_line("physics", "bob", qos="normal,high,debug", def_qos="normal"))
+    out = tmp_path / "schedule.csv"
+    params = [x for k, v in EXACT.items() for x in ("--backfill_param", f"{k}={v}")]
+    assert sim_main([str(trace), "--trace_format", "slurm", "--slurm-conf", str(conf), "--associations", str(assoc),
+                     "--qos", str(qos), "--quiet", "--output", str(out), *params]) == 0
+    import csv
+
+    starts = [float(r["begin_time"]) for r in csv.DictReader(out.open())]
+    assert [s - starts[0] for s in starts] == [0, 200, 100]
+    jobs = read_trace(trace, ReadOptions(trace_format="slurm"))
+    assert jobs.qos_names == ("high", "normal") and jobs.qos_code.tolist() == [1, 1, 0]
+    # limits: 4 nodes; J0 and J1 in QOS debug (MaxJobsPU=1), J2 in bob's default (normal)
+    jobs = jobs_of([(0, 1, 100, 100, "bob", "physics"), (1, 1, 100, 100, "bob", "physics"),
+                    (2, 1, 100, 100, "bob", "physics")])
+    jobs = jobs.replace(qos_code=np.array([0, 0, -1], dtype=np.int32), qos_names=("debug",))
+    schedule = simulate(jobs, read_associations(assoc, qos))
+    assert begins(schedule) == [0, 100, 2]
+    assert schedule.warnings["held_QOSMaxJobsPerUserLimit"] == 1

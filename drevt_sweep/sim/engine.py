@@ -211,6 +211,7 @@ def simulate(
             user_code=np.asarray(jobs.user_code), user_names=tuple(jobs.user_names),
             group_code=np.asarray(jobs.group_code), group_names=tuple(jobs.group_names),
             t0=float(submit[ok].min()) if ok.any() else 0.0,
+            qos_code=np.asarray(jobs.qos_code), qos_names=tuple(jobs.qos_names),
         )
         dynamic = DYNAMIC_PRIORITIES[priority](inputs, **dict(priority_params or {}))
     extended = dynamic is not None or estimate != "user" or backfill_order != "fcfs"

@@ -6,8 +6,9 @@ Sources (reference only, read at SchedMD/slurm 284c3b95): ``src/slurmctld/acct_p
 resource_limits.html, "Hierarchy": job QOS, then the user association, then the accounts up
 the tree, the first place a limit is set wins) and the ``sacctmgr`` man page. What a job runs
 under: the association of its user in its account (``JobTable.group`` is the account), the
-partition's own one if the file has it; its QOS is the association's ``Def QOS`` (traces carry
-no per-job QOS), else ``normal`` when the QOS file has it.
+partition's own one if the file has it; its QOS is the one the trace states (sacct's ``QOS``)
+when the QOS file has it, else the association's ``Def QOS``, else ``normal`` when the QOS file
+has it.
 
 * **Per-association limits** (``Max*``: ``MaxJobs``, ``MaxSubmit``, ``MaxTRES`` cpu/node per
   job, ``MaxWall``) apply to the user association, inherited from its account, then the
@@ -124,6 +125,10 @@ class AssociationLimits:
         self.leaf = leaf_of_key[inverse.reshape(-1)] if n else np.zeros(0, dtype=np.int64)
         leaf_qos = np.array(self.leaf_qos + [NONE], dtype=np.int64)
         self.job_qos = leaf_qos[self.leaf]
+        # a job whose trace states its QOS (sacct's QOS) runs in it, when the QOS file has it
+        own = np.array([qos_index.get(name, NONE) for name in jobs.qos_names] + [NONE], dtype=np.int64)
+        stated = own[np.asarray(jobs.qos_code, dtype=np.int64)] if n else np.zeros(0, dtype=np.int64)
+        self.job_qos = np.where(stated != NONE, stated, self.job_qos)
         nodes_l = np.asarray(jobs.num_nodes, dtype=np.int64)
         self.job_nodes = nodes_l
         self.job_cpus = nodes_l * np.asarray(cpus_per_node, dtype=np.int64)
@@ -166,14 +171,13 @@ class AssociationLimits:
         reason[none] = 1 + STATIC_REASONS.index("no_association")
         maybe = np.zeros(len(self.chains) + 1, dtype=bool)  # leaves with a limit a job could exceed
         for leaf in range(len(self.chains)):
-            q = self.qos[self.leaf_qos[leaf]] if self.leaf_qos[leaf] != NONE else None
             maybe[leaf] = (any(v is not None for v in self.leaf_max[leaf][:1] + self.leaf_max[leaf][2:])
                            or any(self.nodes[c].grp_jobs is not None or self.nodes[c].grp_cpu is not None
-                                  or self.nodes[c].grp_node is not None for c in self.chains[leaf])
-                           or (q is not None and (q.max_wall is not None or q.max_jobs_pu is not None
-                                                  or q.grp_jobs is not None or bool(q.max_tres)
-                                                  or bool(q.grp_tres) or bool(q.max_tres_pu))))
-        for j in np.flatnonzero(~none & maybe[self.leaf]).tolist():
+                                  or self.nodes[c].grp_node is not None for c in self.chains[leaf]))
+        qos_maybe = np.array([q.max_wall is not None or q.max_jobs_pu is not None or q.grp_jobs is not None
+                              or bool(q.max_tres) or bool(q.grp_tres) or bool(q.max_tres_pu) for q in self.qos]
+                             + [False], dtype=bool)  # QOS with such a limit (last: none)
+        for j in np.flatnonzero(~none & (maybe[self.leaf] | qos_maybe[self.job_qos])).tolist():
             why = self._never(j, float(limit[j]))
             if why:
                 reason[j] = 1 + STATIC_REASONS.index(why)

@@ -169,7 +169,9 @@ class Associations:
                 f = factors.get(self.job_qos(a), 0.0)
                 if f:
                     qos_factor[f"{a.account}/{a.user}"] = f
-        return {"account_shares": account_shares, "user_shares": user_shares, "qos_factor": qos_factor}, notes
+        qos_priority = {name: f for name, f in factors.items() if f}
+        return ({"account_shares": account_shares, "user_shares": user_shares, "qos_factor": qos_factor,
+                 "qos_priority": qos_priority}, notes)
 
     def job_qos(self, assoc: Association) -> str:
         """The QOS a job of this association runs in: its default QOS (``Def QOS``; traces do

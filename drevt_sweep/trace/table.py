@@ -89,6 +89,7 @@ class ParsedTrace:
     # Who submitted, as text ('' = unknown; a pandas Series or a CodedText); None: no such column.
     users: pd.Series | CodedText | None = None
     groups: pd.Series | CodedText | None = None  # the group or account, as ``users``
+    qos: pd.Series | CodedText | None = None  # the job's QOS (sacct), as ``users``
     mode: str | None = None  # None: replay exactly when every kept job has begin and end
     machine_nodes: int | None = None
     header_timezone: str | None = None  # the zone the file itself states (SWF TimeZoneString)
@@ -486,6 +487,7 @@ def _assemble(parsed: ParsedTrace, options, order, excluded, rejects) -> JobTabl
     )
     user_code, user_names = _who(parsed.users, order)
     group_code, group_names = _who(parsed.groups, order)
+    qos_code, qos_names = _who(parsed.qos, order)
     return JobTable(
         job_id=_owned(parsed.job_id[order], np.int64 if parsed.job_id.dtype.kind in "iu" else str),
         source_line=_owned(parsed.rows.lines[order], np.int64),
@@ -509,6 +511,8 @@ def _assemble(parsed: ParsedTrace, options, order, excluded, rejects) -> JobTabl
         group_code=group_code,
         group_names=group_names,
         time_limit_unstated=take(parsed.time_limit_unstated, False).astype(bool),
+        qos_code=qos_code,
+        qos_names=qos_names,
     )
 
 

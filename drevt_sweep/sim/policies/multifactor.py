@@ -19,10 +19,10 @@ would order). Here (parameter names are the slurm.conf ones in snake case):
 * partition = the partition's ``PriorityJobFactor`` / the largest one of the trace's
   partitions (``partition_priority: {name: value}``, default 1 each, so 1.0 for everyone);
 * QOS = the job's QOS ``Priority`` / the largest QOS ``Priority`` (Slurm's ``norm_priority``,
-  ``assoc_mgr.c``), given per association as ``qos_factor: {"account/user": factor}`` (filled
-  from ``sacctmgr show assoc``/``show qos`` by ``system.associations``/``--associations``: the
-  association's ``Def QOS``); 0 for jobs of associations not listed (Slurm's ``normal`` QOS of
-  priority 0);
+  ``assoc_mgr.c``): ``qos_priority: {qos: factor}`` for a job whose trace states its QOS
+  (sacct's ``QOS``), else per association ``qos_factor: {"account/user": factor}`` (its ``Def
+  QOS``); both filled from ``sacctmgr show assoc``/``show qos`` by ``system.associations``/
+  ``--associations``; 0 otherwise (Slurm's ``normal`` QOS of priority 0);
 * fair-share (classic) F = 2^(-UE / S). Associations form a tree root -> account -> user
   (``fairshare_by: account/user``, the job's group/account and user; ``user`` or ``account``:
   one level). Normalised shares S = (S_user / S_siblings) * (S_account / S_sibling_accounts)
@@ -85,6 +85,7 @@ DEFAULTS = {
     "user_shares": {},
     "partition_priority": {},
     "qos_factor": {},  # "account/user" -> the QOS factor of the association's jobs, in [0, 1]
+    "qos_priority": {},  # QOS name -> its factor, for jobs whose trace states their QOS
 }
 
 
@@ -109,10 +110,11 @@ def check_params(params: dict) -> dict:
     if p["fairshare_by"] not in FAIRSHARE_BY:
         raise ConfigError(f"unknown multifactor fairshare_by {p['fairshare_by']!r}; choose one of: "
                           f"{', '.join(FAIRSHARE_BY)}")
-    p["qos_factor"] = dict(p["qos_factor"] or {})
-    for name, value in p["qos_factor"].items():
-        if number(f"multifactor qos_factor[{name!r}]", value) > 1:
-            raise ConfigError(f"multifactor qos_factor[{name!r}] must be in [0, 1], got {value!r}")
+    for what in ("qos_factor", "qos_priority"):
+        p[what] = dict(p[what] or {})
+        for name, value in p[what].items():
+            if number(f"multifactor {what}[{name!r}]", value) > 1:
+                raise ConfigError(f"multifactor {what}[{name!r}] must be in [0, 1], got {value!r}")
     for what in ("account_shares", "user_shares", "partition_priority"):
         p[what] = dict(p[what] or {})
         for name, value in p[what].items():
@@ -138,7 +140,7 @@ class Multifactor:
         total = float(inputs.total_nodes)
         size = (total - nodes) / total if p["favor_small"] else nodes / total
         part = _partition_factor(inputs, dict(p["partition_priority"] or {}))
-        qos = _qos_factor(inputs, dict(p["qos_factor"] or {}), len(nodes))
+        qos = _qos_factor(inputs, dict(p["qos_factor"] or {}), dict(p["qos_priority"] or {}), len(nodes))
         static = (w["job_size"] * size + w["partition"] * part) + w["qos"] * qos
         self.static = static
         self.static_l = static.tolist()
@@ -393,8 +395,19 @@ def _check_shares(what: str, shares: dict, names: tuple, used: bool) -> None:
         raise ConfigError(f"multifactor {what} names {', '.join(missing)}, not in this trace")
 
 
-def _qos_factor(inputs: PriorityInputs, factors: dict, n: int) -> np.ndarray:
-    """Each job's QOS factor from its association ("account/user"); 0 when not listed."""
+def _qos_factor(inputs: PriorityInputs, factors: dict, by_qos: dict, n: int) -> np.ndarray:
+    """Each job's QOS factor: its own QOS's (``by_qos``) when the trace states it, else its
+    association's ("account/user", ``factors``); 0 when neither is listed."""
+    out = _association_qos(inputs, factors, n)
+    if by_qos and inputs.qos_code is not None and inputs.qos_names:
+        code = np.asarray(inputs.qos_code, dtype=np.int64)
+        known = np.array([name in by_qos for name in inputs.qos_names] + [False])[code]
+        values = np.array([float(by_qos.get(name, 0.0)) for name in inputs.qos_names] + [0.0])[code]
+        out = np.where(known, values, out)
+    return out
+
+
+def _association_qos(inputs: PriorityInputs, factors: dict, n: int) -> np.ndarray:
     if not factors:
         return np.zeros(n)
     users = tuple(inputs.user_names) + ("",)
