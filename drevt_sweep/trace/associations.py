@@ -174,8 +174,9 @@ class Associations:
                  "qos_priority": qos_priority}, notes)
 
     def job_qos(self, assoc: Association) -> str:
-        """The QOS a job of this association runs in: its default QOS (``Def QOS``; traces do
-        not carry a job's own QOS request), else ``normal`` when that QOS exists, else ""."""
+        """The QOS a job of this association runs in when its trace states none: the default
+        QOS (``Def QOS``, inherited from the accounts), else ``normal`` when that QOS exists,
+        else ""."""
         if assoc.def_qos:
             return assoc.def_qos
         account = self.accounts.get(assoc.account)
