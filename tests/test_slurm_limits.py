@@ -553,3 +553,30 @@ def test_a_jobs_own_qos_from_sacct_sets_its_qos_priority_and_limits(tmp_path):
     schedule = simulate(jobs, read_associations(assoc, qos))
     assert begins(schedule) == [0, 100, 2]
     assert schedule.warnings["held_QOSMaxJobsPerUserLimit"] == 1
+
+
+def test_max_wall_is_the_limit_of_jobs_that_asked_none_where_there_is_no_default_time(tmp_path):
+    """The DefaultTime case above (J2 asked for no limit) with MaxTime=10 and no DefaultTime:
+    J2 gets MaxTime (600 s) and waits for J1 (200). With its association's MaxWall=1 minute,
+    Slurm gives it MaxWall instead (``_set_time_limit`` at submission, before MaxTime): 60 s, it
+    ends by 62 < 100 and is backfilled at 2 -- not rejected as over MaxWall. With DefaultTime=2
+    as well, DefaultTime wins (applied first): 120 s, after J1."""
+    trace = write(tmp_path / "t.swf", swf_line(1, 0, 100, 2, 100, user=2) + swf_line(2, 1, 100, 4, 100, user=2)
+                  + swf_line(3, 2, 50, 2, -1, user=1))  # J0, J1 of user 2; J2 of user 1 (MaxWall)
+    jobs = read_trace(trace, ReadOptions(trace_format="swf"))
+    assoc_text = (HEADER + assoc_line("root") + assoc_line("1") + assoc_line("1", "1", max_wall="1")
+                  + assoc_line("1", "2"))
+
+    def run(partition_keys, with_limits):
+        conf = read_slurm_conf(write(tmp_path / "slurm.conf", (
+            "SelectType=select/linear\nNodeName=n[1-4] CPUs=1\n"
+            f"PartitionName=p Nodes=n[1-4] Default=YES {partition_keys}\n")))
+        limits = read_associations(write(tmp_path / "a.txt", assoc_text)) if with_limits else None
+        return simulate_machine(jobs, jobs.actual_run_time, machine_from_mapping(conf.system), backfill="slurm",
+                                backfill_params=EXACT, limits=limits)
+
+    assert begins(run("MaxTime=10", False)) == [0, 100, 200]
+    with_wall = run("MaxTime=10", True)
+    assert begins(with_wall) == [0, 100, 2] and "rejected_assoc_max_wall" not in with_wall.warnings
+    both = run("MaxTime=10 DefaultTime=2", True)
+    assert begins(both) == [0, 100, None] and both.warnings["rejected_assoc_max_wall"] == 1

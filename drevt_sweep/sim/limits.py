@@ -33,6 +33,10 @@ has it.
   (``rejected_assoc_max_wall``, ``_qos_max_wall``, ``_assoc_job_limit``, ``_qos_job_limit``),
   and so is a job whose user has no association in its account (Slurm refuses it at
   submission with ``AccountingStorageEnforce=associations``): ``rejected_no_association``.
+* A job that asked for no limit (``JobTable.time_limit_unstated``) in a partition without
+  ``DefaultTime`` gets its MaxWall (QOS first), at most the partition's ``MaxTime``: Slurm's
+  ``_set_time_limit`` at submission (``_valid_job_part`` has already applied ``DefaultTime``),
+  then ``select_nodes``' cap at ``MaxTime``.
 * CPUs of a job: its nodes x the pool's cores per node (whole nodes: Slurm's ``select/linear``
   and ``OverSubscribe=EXCLUSIVE`` allocate every CPU), else x its own cores per node.
 
@@ -213,6 +217,14 @@ class AssociationLimits:
                 if (q is None or q.grp_tres.get(tres) is None) and most is not None and value > most:
                     return "assoc_job_limit"
         return None
+
+    def max_wall(self) -> np.ndarray:
+        """Each job's MaxWall in seconds (its QOS's, else its association's, inherited; NaN:
+        none)."""
+        leaf_wall = np.array([m[4] if m[4] is not None else np.nan for m in self.leaf_max] + [np.nan])
+        qos_wall = np.array([q.max_wall if q.max_wall is not None else np.nan for q in self.qos] + [np.nan])
+        own = qos_wall[self.job_qos]
+        return np.where(np.isnan(own), leaf_wall[self.leaf], own)
 
     def static_counts(self, reason: np.ndarray) -> dict[str, int]:
         found = np.bincount(reason, minlength=len(STATIC_REASONS) + 1)

@@ -90,7 +90,7 @@ def simulate_machine(
     placement = place_jobs(jobs, machine)
     assoc_limits = None
     if limits is not None:
-        placement, assoc_limits = _with_limits(jobs, machine, placement, limits)
+        jobs, placement, assoc_limits = _with_limits(jobs, machine, placement, limits)
     n = len(jobs)
     rt = np.asarray(run_time, dtype=np.float64)
     if rt.shape != (n,):
@@ -202,9 +202,10 @@ def _with_limits(jobs: JobTable, machine: Machine, placement: Placement, limits)
     own = np.asarray(jobs.cores_per_node, dtype=np.int64)
     cpus = np.where(cores > 0, cores, np.maximum(own, 1))  # whole nodes: every CPU of them
     assoc_limits = AssociationLimits(limits, jobs, cpus)
+    jobs = _max_wall_limits(jobs, machine, assoc_limits)
     never = (assoc_limits.reason > 0) & (placement.partition >= 0)
     if not never.any():
-        return placement, assoc_limits
+        return jobs, placement, assoc_limits
     from .limits import STATIC_REASONS
 
     reason = placement.reason.copy()
@@ -212,7 +213,35 @@ def _with_limits(jobs: JobTable, machine: Machine, placement: Placement, limits)
     reason[never] = codes[assoc_limits.reason[never]]
     partition = placement.partition.copy()
     partition[never] = -1
-    return dataclasses.replace(placement, partition=partition, reason=reason), assoc_limits
+    return jobs, dataclasses.replace(placement, partition=partition, reason=reason), assoc_limits
+
+
+def _max_wall_limits(jobs: JobTable, machine: Machine, assoc_limits) -> JobTable:
+    """Jobs that asked for no limit, in a partition without ``DefaultTime``: their MaxWall, at
+    most the partition's ``MaxTime`` (``sim.limits``); the never-run test redone with them."""
+    wall = assoc_limits.max_wall()
+    unstated = np.asarray(jobs.time_limit_unstated, dtype=bool) & np.isfinite(wall)
+    if not unstated.any():
+        return jobs
+    from .machine import served_names
+
+    limits_of = {name: lim for part in machine.partitions for name, lim in part.limits.items()}
+    rows = np.flatnonzero(unstated)
+    names = served_names(jobs.take(rows), machine).tolist()
+    limit = np.array(jobs.time_limit, dtype=np.float64, copy=True)
+    changed = False
+    for row, name in zip(rows.tolist(), names):
+        lim = limits_of.get(name, {})
+        if "default_time" in lim:
+            continue  # DefaultTime came first (default_time_limits)
+        value = min(float(wall[row]), float(lim.get("max_time", np.inf)))
+        if value > 0 and value != limit[row]:
+            limit[row] = value
+            changed = True
+    if not changed:
+        return jobs
+    assoc_limits.reason = assoc_limits._static(limit)
+    return jobs.replace(time_limit=limit)
 
 
 def partition_capacities(capacity: CapacitySchedule, machine: Machine) -> list[CapacitySchedule]:
