@@ -1,7 +1,8 @@
 """Association limits against a real Slurm (issue 26 items 4 and 5): a 4-node Slurm on loopback
-(``slurm_cluster.py``) with ``AccountingStorageEnforce=associations,limits``, ``MaxJobs=1`` on
-the user's association in account physics and ``GrpTRES=node=2`` on account biology, runs a
-stream of short ``sleep`` jobs where both limits hold jobs; ``sacctmgr -P show assoc``/``show
+(``slurm_cluster.py``) with ``AccountingStorageEnforce=associations,limits,qos``, ``MaxJobs=1``
+on the user's association in account physics, ``GrpTRES=node=2`` on account biology and a QOS
+``debug`` with ``MaxJobsPU=1`` (asked for with ``--qos``), runs a stream of short ``sleep`` jobs
+where each limit holds jobs; ``sacctmgr -P show assoc``/``show
 qos`` (the README's commands) and the ``sacct`` export are simulated with drevt-sim's
 ``--slurm-conf --associations --qos``; start times are compared job by job. Slurm's own reasons
 for the held jobs (``squeue``'s ``%r``) are checked to be the ones drevt-sweep counts.
@@ -32,7 +33,7 @@ SelectType=select/linear
 SchedulerType=sched/backfill
 SchedulerParameters=bf_interval=1,bf_resolution=1
 PriorityType=priority/basic
-AccountingStorageEnforce=associations,limits
+AccountingStorageEnforce=associations,limits,qos
 PartitionName=batch Nodes=ALL Default=YES MaxTime=10 State=UP
 """
 TOLERANCE = 3.0  # bf_interval + whole-second truncation of submit and start (tests/test_real_slurm.py)
@@ -48,6 +49,7 @@ class Job:
     account: str
     nodes: int
     sleep: int
+    qos: str = ""
 
 
 # physics MaxJobs=1: L2 waits for L1's end (8 s), L3 for L2's (16 s). biology GrpTRES=node=2:
@@ -59,24 +61,33 @@ STREAM = [
     Job("L3", 1.0, "physics", 1, 8),
     Job("B1", 1.5, "biology", 2, 10),
     Job("B2", 2.0, "biology", 1, 5),
+    # QOS debug MaxJobsPU=1, asked for with --qos=debug (sacct's QOS column): D2 waits for D1's end
+    # (7.5 s), on the node D1 frees.
+    Job("D1", 2.5, "tools", 1, 5, "debug"),
+    Job("D2", 3.0, "tools", 1, 5, "debug"),
 ]
-HELD = {"L2": "AssocMaxJobsLimit", "L3": "AssocMaxJobsLimit", "B2": "AssocGrpNodeLimit"}
+HELD = {"L2": "AssocMaxJobsLimit", "L3": "AssocMaxJobsLimit", "B2": "AssocGrpNodeLimit",
+        "D2": "QOSMaxJobsPerUserLimit"}
 
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
     _installed_or_skip()
-    cluster = start_cluster(tmp_path_factory.mktemp("slurm-limits"), SCHEDULING, accounts=("physics", "biology"))
+    cluster = start_cluster(tmp_path_factory.mktemp("slurm-limits"), SCHEDULING,
+                            accounts=("physics", "biology", "tools"))
     try:
         user = os.environ.get("USER") or "root"
         cluster.run("sacctmgr", "-i", "modify", "user", user, "where", "account=physics", "set", "MaxJobs=1")
         cluster.run("sacctmgr", "-i", "modify", "account", "biology", "set", "GrpTRES=node=2")
+        cluster.run("sacctmgr", "-i", "add", "qos", "debug", "MaxJobsPU=1")
+        cluster.run("sacctmgr", "-i", "modify", "user", user, "set", "qos+=debug")
         deadline = time.monotonic() + 20  # until slurmctld has the new limits from slurmdbd
         while True:
             shown = cluster.run("scontrol", "show", "assoc_mgr", "flags=assoc", check=False)
-            if "MaxJobs=1" in shown and "node=2" in shown:
+            qos = cluster.run("scontrol", "show", "assoc_mgr", "flags=qos", check=False)
+            if "MaxJobs=1" in shown and "node=2" in shown and "QOS=debug" in qos:
                 break
-            assert time.monotonic() < deadline, shown[-2000:]
+            assert time.monotonic() < deadline, shown[-1500:] + qos[-1500:]
             time.sleep(0.5)
         yield cluster
     finally:
@@ -89,8 +100,9 @@ def _submit(cluster) -> tuple[dict[int, Job], dict[str, str]]:
     ids = {}
     for job in STREAM:
         time.sleep(max(0.0, start + job.at - time.time()))
+        qos = [f"--qos={job.qos}"] if job.qos else []
         ids[cluster.submit(f"--job-name={job.name}", f"--account={job.account}", "--partition=batch",
-                           f"--nodes={job.nodes}", "--time=1", command=f"sleep {job.sleep}")] = job
+                           f"--nodes={job.nodes}", "--time=1", *qos, command=f"sleep {job.sleep}")] = job
     time.sleep(1.0)
     reasons = {}
     for line in cluster.run("squeue", "-h", "-t", "PD", "-o", "%j %r").splitlines():
@@ -152,8 +164,9 @@ def test_real_slurm_holds_jobs_as_the_association_limits_say(cluster, tmp_path):
         f"{report}\n{summary}\n{trace.read_text()}\n{assoc.read_text()}")
     # Slurm held the jobs for the reasons drevt-sweep counts, and so did the simulation
     assert {name: reasons.get(name) for name in HELD} == HELD, reasons
-    assert held == {"held_AssocGrpNodeLimit": 1, "held_AssocMaxJobsLimit": 2}, held
+    assert held == {"held_AssocGrpNodeLimit": 1, "held_AssocMaxJobsLimit": 2, "held_QOSMaxJobsPerUserLimit": 1}, held
     by_name = {r["job"]: r for r in rows}
     assert by_name["L2"]["real"] >= 7 and by_name["B2"]["real"] >= 10, report  # the limits held them
+    assert by_name["D2"]["real"] >= by_name["D1"]["real"] + 4, report
     off = {r["job"]: r["diff"] for r in rows if abs(r["diff"]) > ASSERTED}
     assert not off, f"unexplained disagreements {off}\n{report}"
