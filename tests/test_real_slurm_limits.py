@@ -2,7 +2,7 @@
 (``slurm_cluster.py``) with ``AccountingStorageEnforce=associations,limits,qos``, ``MaxJobs=1``
 on the user's association in account physics, ``GrpTRES=node=2`` on account biology and a QOS
 ``debug`` with ``MaxJobsPU=1`` (asked for with ``--qos``), runs a stream of short ``sleep`` jobs
-where each limit holds jobs; ``sacctmgr -P show assoc``/``show
+where each limit holds jobs, and a QOS of higher ``Priority`` (``PriorityWeightQOS``) reorders two; ``sacctmgr -P show assoc``/``show
 qos`` (the README's commands) and the ``sacct`` export are simulated with drevt-sim's
 ``--slurm-conf --associations --qos``; start times are compared job by job. Slurm's own reasons
 for the held jobs (``squeue``'s ``%r``) are checked to be the ones drevt-sweep counts.
@@ -27,12 +27,14 @@ from test_real_slurm import _installed_or_skip, readme_export
 
 pytestmark = pytest.mark.slow
 
-# FCFS (priority/basic) so that only the limits and backfill order the jobs.
+# Multifactor with the QOS weight only: jobs of QOS normal (and debug: Priority 0) have Slurm's
+# floor priority 1 (FCFS among them), a job of QOS high (Priority 10, the largest) 1000.
 SCHEDULING = """
 SelectType=select/linear
 SchedulerType=sched/backfill
 SchedulerParameters=bf_interval=1,bf_resolution=1
-PriorityType=priority/basic
+PriorityType=priority/multifactor
+PriorityWeightQOS=1000
 AccountingStorageEnforce=associations,limits,qos
 PartitionName=batch Nodes=ALL Default=YES MaxTime=10 State=UP
 """
@@ -52,19 +54,22 @@ class Job:
     qos: str = ""
 
 
-# physics MaxJobs=1: L2 waits for L1's end (8 s), L3 for L2's (16 s). biology GrpTRES=node=2:
-# B1 takes 2 nodes; B2 (1 node, with a node free beside L1 and B1) waits for B1's end (11.5 s).
-# Without the limits every job starts at its submission.
+# physics MaxJobs=1: L2 waits for L1's end (5 s), L3 for L2's (10 s). biology GrpTRES=node=2:
+# B1 takes 2 nodes; B2 (1 node) waits for B1's end (7.5 s). QOS debug MaxJobsPU=1, asked for with
+# --qos=debug (sacct's QOS column): D2 waits for D1's end (6.5 s), on the node D1 frees. Without
+# the limits each would start at its submission (a node is free for it, or the next one is).
 STREAM = [
-    Job("L1", 0.0, "physics", 1, 8),
-    Job("L2", 0.5, "physics", 1, 8),
-    Job("L3", 1.0, "physics", 1, 8),
-    Job("B1", 1.5, "biology", 2, 10),
-    Job("B2", 2.0, "biology", 1, 5),
-    # QOS debug MaxJobsPU=1, asked for with --qos=debug (sacct's QOS column): D2 waits for D1's end
-    # (7.5 s), on the node D1 frees.
-    Job("D1", 2.5, "tools", 1, 5, "debug"),
-    Job("D2", 3.0, "tools", 1, 5, "debug"),
+    Job("L1", 0.0, "physics", 1, 5),
+    Job("L2", 0.5, "physics", 1, 5),
+    Job("L3", 1.0, "physics", 1, 5),
+    Job("B1", 1.5, "biology", 2, 6),
+    Job("B2", 2.0, "biology", 1, 4),
+    Job("D1", 2.5, "tools", 1, 4, "debug"),
+    Job("D2", 3.0, "tools", 1, 4, "debug"),
+    # QOS priority: X and H1 (4 nodes each) wait for L3's end (15 s); H1, submitted after X but
+    # in QOS high, starts first (15 s), X after it (18 s). FCFS would start X first.
+    Job("X", 12.0, "tools", 4, 3),
+    Job("H1", 13.0, "tools", 4, 3, "high"),
 ]
 HELD = {"L2": "AssocMaxJobsLimit", "L3": "AssocMaxJobsLimit", "B2": "AssocGrpNodeLimit",
         "D2": "QOSMaxJobsPerUserLimit"}
@@ -80,12 +85,13 @@ def cluster(tmp_path_factory):
         cluster.run("sacctmgr", "-i", "modify", "user", user, "where", "account=physics", "set", "MaxJobs=1")
         cluster.run("sacctmgr", "-i", "modify", "account", "biology", "set", "GrpTRES=node=2")
         cluster.run("sacctmgr", "-i", "add", "qos", "debug", "MaxJobsPU=1")
-        cluster.run("sacctmgr", "-i", "modify", "user", user, "set", "qos+=debug")
+        cluster.run("sacctmgr", "-i", "add", "qos", "high", "Priority=10")
+        cluster.run("sacctmgr", "-i", "modify", "user", user, "set", "qos+=debug,high")
         deadline = time.monotonic() + 20  # until slurmctld has the new limits from slurmdbd
         while True:
             shown = cluster.run("scontrol", "show", "assoc_mgr", "flags=assoc", check=False)
             qos = cluster.run("scontrol", "show", "assoc_mgr", "flags=qos", check=False)
-            if "MaxJobs=1" in shown and "node=2" in shown and "QOS=debug" in qos:
+            if "MaxJobs=1" in shown and "node=2" in shown and "QOS=debug" in qos and "QOS=high" in qos:
                 break
             assert time.monotonic() < deadline, shown[-1500:] + qos[-1500:]
             time.sleep(0.5)
@@ -95,19 +101,20 @@ def cluster(tmp_path_factory):
 
 
 def _submit(cluster) -> tuple[dict[int, Job], dict[str, str]]:
-    """The stream; and each job's pending reason, read 1 s after the last submission."""
+    """The stream; and the pending reasons, read 1 s after the last job of phase 1 (D2)."""
     start = time.time() + 0.5
     ids = {}
+    reasons = {}
     for job in STREAM:
         time.sleep(max(0.0, start + job.at - time.time()))
         qos = [f"--qos={job.qos}"] if job.qos else []
         ids[cluster.submit(f"--job-name={job.name}", f"--account={job.account}", "--partition=batch",
                            f"--nodes={job.nodes}", "--time=1", *qos, command=f"sleep {job.sleep}")] = job
-    time.sleep(1.0)
-    reasons = {}
-    for line in cluster.run("squeue", "-h", "-t", "PD", "-o", "%j %r").splitlines():
-        name, _, reason = line.partition(" ")
-        reasons[name] = reason.strip()
+        if job.name == "D2":
+            time.sleep(1.0)
+            for line in cluster.run("squeue", "-h", "-t", "PD", "-o", "%j %r").splitlines():
+                name, _, reason = line.partition(" ")
+                reasons[name] = reason.strip()
     return ids, reasons
 
 
@@ -117,7 +124,7 @@ def test_real_slurm_holds_jobs_as_the_association_limits_say(cluster, tmp_path):
 
     ids, reasons = _submit(cluster)
     first = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(time.time() - 60))
-    cluster.wait_empty(timeout=90)
+    cluster.wait_empty(timeout=120)
     cluster.sacct(ids, "State")
     lines = readme_export(cluster, first).splitlines()
     trace = tmp_path / "stream.sacct"
@@ -166,7 +173,10 @@ def test_real_slurm_holds_jobs_as_the_association_limits_say(cluster, tmp_path):
     assert {name: reasons.get(name) for name in HELD} == HELD, reasons
     assert held == {"held_AssocGrpNodeLimit": 1, "held_AssocMaxJobsLimit": 2, "held_QOSMaxJobsPerUserLimit": 1}, held
     by_name = {r["job"]: r for r in rows}
-    assert by_name["L2"]["real"] >= 7 and by_name["B2"]["real"] >= 10, report  # the limits held them
-    assert by_name["D2"]["real"] >= by_name["D1"]["real"] + 4, report
+    # the limits held them on the real Slurm: each waited for the end of the job before it
+    assert by_name["L2"]["real"] >= 4 and by_name["B2"]["real"] >= 6, report
+    assert by_name["D2"]["real"] >= by_name["D1"]["real"] + 3, report
+    assert by_name["H1"]["real"] < by_name["X"]["real"], report  # QOS priority, on the real Slurm too
+    assert by_name["H1"]["sim"] < by_name["X"]["sim"], report
     off = {r["job"]: r["diff"] for r in rows if abs(r["diff"]) > ASSERTED}
     assert not off, f"unexplained disagreements {off}\n{report}"
