@@ -262,7 +262,7 @@ def test_qos_limits_replace_the_associations(tmp_path):
 
 
 def test_limits_need_slurms_backfill_and_whole_node_pools(tmp_path):
-    limits = associations(tmp_path)
+    limits = associations(tmp_path, assoc_line("physics", "alice", max_jobs="1"))
     jobs = jobs_of(THREE)
     with pytest.raises(ConfigError, match="enforced by Slurm's backfill"):
         simulate_machine(jobs, jobs.actual_run_time, MACHINE, backfill="easy", limits=limits)
@@ -297,14 +297,14 @@ def test_drevt_sim_refuses_bad_associations_with_exit_2(tmp_path, capsys):
     trace = write(tmp_path / "jobs.csv", "job_submit_time,num_nodes,queue,time_limit,actual_run_time,user,group\n"
                                         "0,1,p,100,50,alice,physics\n")
     conf = write(tmp_path / "slurm.conf", "SelectType=select/linear\nNodeName=n[1-4] CPUs=2\n"
-                 "PartitionName=p Nodes=n[1-4] Default=YES\n")
+                 "PartitionName=p Nodes=n[1-4] Default=YES\nAccountingStorageEnforce=associations,limits\n")
     assert sim_main([str(trace), "--slurm-conf", str(conf), "--associations", str(tmp_path / "none.txt")]) == 2
     assert "cannot read the associations file" in capsys.readouterr().err
     bad = write(tmp_path / "assoc.txt", HEADER + assoc_line("physics") + assoc_line("physics", "alice", grp_tres="cpu=abc"))
     assert sim_main([str(trace), "--slurm-conf", str(conf), "--associations", str(bad)]) == 2
     err = capsys.readouterr().err
     assert f"{bad}:3: GrpTRES: cpu: expected a whole number" in err and "Traceback" not in err
-    good = write(tmp_path / "good.txt", HEADER + assoc_line("physics") + assoc_line("physics", "alice"))
+    good = write(tmp_path / "good.txt", HEADER + assoc_line("physics") + assoc_line("physics", "alice", max_jobs="1"))
     assert sim_main([str(trace), "--slurm-conf", str(conf), "--associations", str(good),
                      "--backfill_policy", "easy"]) == 2
     assert "enforced by Slurm's backfill" in capsys.readouterr().err
@@ -382,7 +382,7 @@ def test_a_sweep_with_system_associations(tmp_path):
     import sys
 
     conf = write(tmp_path / "slurm.conf", "SelectType=select/linear\nNodeName=n[1-4] CPUs=2\n"
-                 "PartitionName=p Nodes=n[1-4] Default=YES\n"
+                 "PartitionName=p Nodes=n[1-4] Default=YES\nAccountingStorageEnforce=limits\n"
                  "SchedulerParameters=bf_interval=1,bf_resolution=1\n")
     trace = write(tmp_path / "jobs.csv", "job_submit_time,num_nodes,queue,time_limit,actual_run_time,user,group\n"
                   "0,1,p,100,100,alice,physics\n1,1,p,100,100,alice,physics\n2,1,p,100,100,bob,physics\n")
@@ -496,10 +496,10 @@ def test_the_sweep_reads_system_associations_and_refuses_them_without_slurms_bac
 
     conf = write(tmp_path / "slurm.conf", "SelectType=select/linear\nNodeName=n[1-4] CPUs=2\n"
                  "PartitionName=p Nodes=n[1-4] Default=YES\nPriorityType=priority/multifactor\n"
-                 "PriorityWeightQOS=1000\n")
+                 "PriorityWeightQOS=1000\nAccountingStorageEnforce=limits\n")
     assoc = write(tmp_path / "assoc.txt", HEADER + assoc_line("root") + assoc_line("physics", share="3")
                   + assoc_line("physics", "alice", def_qos="high") + assoc_line("biology")
-                  + assoc_line("biology", "carol"))
+                  + assoc_line("biology", "carol", max_jobs="2"))
     qos = write(tmp_path / "qos.txt", "Name|Priority\nnormal|0\nhigh|4\n")
     register_configs()
 
@@ -580,3 +580,36 @@ def test_max_wall_is_the_limit_of_jobs_that_asked_none_where_there_is_no_default
     assert begins(with_wall) == [0, 100, 2] and "rejected_assoc_max_wall" not in with_wall.warnings
     both = run("MaxTime=10 DefaultTime=2", True)
     assert begins(both) == [0, 100, None] and both.warnings["rejected_assoc_max_wall"] == 1
+
+
+@pytest.mark.parametrize("enforce, begins_expected, rejected", [
+    ("", [0, 1, 2, 3], 0),  # Slurm's default: nothing enforced (dave runs too)
+    ("AccountingStorageEnforce=associations\n", [0, 1, 2, None], 1),  # only: no association, no job
+    ("AccountingStorageEnforce=associations,limits\n", [0, 100, 2, None], 1),  # and alice's MaxJobs=1
+    ("AccountingStorageEnforce=safe\n", [0, 100, 2, None], 1),  # safe implies limits
+])
+def test_accounting_storage_enforce_decides_what_the_associations_enforce(tmp_path, capsys, enforce,
+                                                                          begins_expected, rejected):
+    """The slurm.conf's AccountingStorageEnforce (slurm.conf man page): without 'limits' Slurm
+    enforces no association limit (alice's MaxJobs=1 does not hold A2), without 'associations'
+    it runs jobs of users without one (dave); the associations still give shares and QOS
+    priorities. Said on stderr, never silent."""
+    conf = write(tmp_path / "slurm.conf", "SelectType=select/linear\nNodeName=n[1-4] CPUs=2\n"
+                 "PartitionName=p Nodes=n[1-4] Default=YES\n" + enforce)
+    trace = write(tmp_path / "jobs.csv", "job_submit_time,num_nodes,queue,time_limit,actual_run_time,user,group\n"
+                  "0,1,p,100,100,alice,physics\n1,1,p,100,100,alice,physics\n2,1,p,100,100,bob,physics\n"
+                  "3,1,p,100,100,dave,physics\n")
+    assoc = write(tmp_path / "assoc.txt", HEADER + assoc_line("root") + assoc_line("physics")
+                  + assoc_line("physics", "alice", max_jobs="1") + assoc_line("physics", "bob"))
+    out = tmp_path / "schedule.csv"
+    params = [x for k, v in EXACT.items() for x in ("--backfill_param", f"{k}={v}")]
+    assert sim_main([str(trace), "--queues", "all", "--slurm-conf", str(conf), "--associations", str(assoc),
+                     "--quiet", "--output", str(out), *params]) == 0
+    err = capsys.readouterr().err
+    import csv
+
+    got = {int(r["job_id"]): float(r["begin_time"]) for r in csv.DictReader(out.open())}
+    first = min(got.values())
+    assert [got[i] - first if i in got else None for i in range(1, 5)] == begins_expected
+    assert ("enforces no association or QOS limit" in err) == ("limits" not in enforce and "safe" not in enforce)
+    assert ("no association in their account" in err) == bool(rejected)

@@ -440,10 +440,16 @@ def _read_associations(args: argparse.Namespace) -> None:
         return
     from ..trace.associations import read_associations
 
-    args.limits = read_associations(args.associations, args.qos)
-    if args.limits.ignored:
-        _warn(f"{args.associations}: not modelled, ignored (docs/slurm.md): {'; '.join(args.limits.ignored)}")
-    if args.backfill_policy != "slurm":
+    args.associations_read = read_associations(args.associations, args.qos)
+    if args.associations_read.ignored:
+        _warn(f"{args.associations}: not modelled, ignored (docs/slurm.md): "
+              f"{'; '.join(args.associations_read.ignored)}")
+    args.limits = args.associations_read.enforced(args.slurm.enforce if args.slurm else None)
+    if args.slurm is not None and args.limits is not args.associations_read:
+        _warn(f"{args.slurm_conf}: AccountingStorageEnforce has no 'limits', so Slurm enforces no association "
+              f"or QOS limit: --associations gives shares and QOS priorities"
+              f"{' and rejects jobs without an association' if args.limits is not None else ''} only")
+    if args.limits is not None and args.limits.has_limits() and args.backfill_policy != "slurm":
         raise ConfigError(f"--associations: association and QOS limits are enforced by Slurm's backfill "
                           f"(--backfill_policy slurm, or a --slurm-conf with SchedulerType=sched/backfill); "
                           f"--backfill_policy {args.backfill_policy} would ignore them")
@@ -452,9 +458,10 @@ def _read_associations(args: argparse.Namespace) -> None:
 def _association_priority(args: argparse.Namespace, jobs) -> None:
     """Multifactor's shares and QOS factors from the associations (unless --priority_param sets
     the key)."""
-    if args.limits is None or args.priority_params is None:
+    assoc = getattr(args, "associations_read", None)
+    if assoc is None or args.priority_params is None:
         return
-    extra, notes = args.limits.priority_params(jobs.group_names, jobs.user_names)
+    extra, notes = assoc.priority_params(jobs.group_names, jobs.user_names)
     for note in notes:
         _warn(f"{args.associations}: {note}")
     given = {p.split("=", 1)[0].split(".", 1)[0] for p in args.priority_param}

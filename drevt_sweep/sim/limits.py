@@ -40,6 +40,9 @@ has it.
 * CPUs of a job: its nodes x the pool's cores per node (whole nodes: Slurm's ``select/linear``
   and ``OverSubscribe=EXCLUSIVE`` allocate every CPU), else x its own cores per node.
 
+What is enforced follows the slurm.conf's ``AccountingStorageEnforce``
+(``Associations.enforced``: ``limits``, ``associations`` alone, or nothing).
+
 Cost: counters per association, QOS and (QOS, user) are updated at each submission, start and
 end; a test reads the job's precomputed chain of limited associations (its depth): O(1) per
 job and event, no scan of the running jobs.

@@ -56,11 +56,11 @@ def simulate_machine(
     ``limits``: Slurm associations and QOS (``trace.associations.Associations``), enforced by
     ``backfill='slurm'`` on whole-node pools (``sim.limits``); jobs they refuse or can never
     let run are rejected per reason, jobs they held counted in ``warnings['held_<reason>']``."""
-    if limits is not None and backfill != "slurm":
+    if limits is not None and backfill != "slurm" and limits.has_limits():
         raise ConfigError(f"association and QOS limits are enforced by Slurm's backfill (backfill 'slurm', "
                           f"policy=slurm with SchedulerType=sched/backfill); backfill {backfill!r} would ignore "
                           f"them: choose backfill 'slurm' or leave the associations out")
-    if limits is not None and any(p.shared for p in machine.partitions):
+    if limits is not None and limits.has_limits() and any(p.shared for p in machine.partitions):
         shared = ", ".join(p.name for p in machine.partitions if p.shared)
         raise ConfigError(f"association and QOS limits are enforced on whole-node pools only (Slurm's backfill "
                           f"runs there); shared-node partition(s): {shared} (select/cons_tres without "
@@ -125,7 +125,7 @@ def simulate_machine(
             params = dict(policy_options.get("backfill_params") or {})
             params["tier"] = [part.tier_of(name) for name in names[rows].tolist()]
             options = {**policy_options, "backfill_params": params}
-        if assoc_limits is not None:
+        if assoc_limits is not None and backfill == "slurm" and not part.shared:
             params = dict(options.get("backfill_params") or {})
             params["limits"] = assoc_limits.state_for(rows)
             options = {**options, "backfill_params": params}

@@ -116,14 +116,16 @@ def run_spec(cfg: DictConfig, machine_nodes: int | None,
 
         options["backfill_params"] = backfill_params(cfg.policy, slurm_conf_of(cfg.system))
         check_backfill_params(options["backfill_params"])
-    limits = associations_of(cfg.system)
-    if limits is not None:
-        if backfill != "slurm":
+    assoc = associations_of(cfg.system)
+    conf = slurm_conf_of(cfg.system)
+    limits = assoc.enforced(conf.enforce if conf is not None else None) if assoc is not None else None
+    if assoc is not None:
+        if limits is not None and limits.has_limits() and backfill != "slurm":
             raise ConfigError(f"system.associations: association and QOS limits are enforced by Slurm's backfill "
                               f"(policy=slurm with SchedulerType=sched/backfill, or policy.backfill=slurm); "
                               f"backfill {backfill!r} would ignore them")
         explicit = [k for k in ("account_shares", "user_shares") if cfg.policy.get(k)]
-        options["priority_params"] = with_association_priority(options["priority_params"], limits, *who,
+        options["priority_params"] = with_association_priority(options["priority_params"], assoc, *who,
                                                                explicit=explicit)
     return RunSpec(
         machine=machine,

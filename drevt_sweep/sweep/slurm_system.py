@@ -68,6 +68,11 @@ def associations_of(system) -> Associations | None:
         assoc = read_associations(key[0][0], key[1][0] if key[1] else None)
         if assoc.ignored:
             log.warning("%s: not modelled, ignored (docs/slurm.md): %s", name, "; ".join(assoc.ignored))
+        conf = slurm_conf_of(system)
+        if conf is not None and "limits" not in conf.enforce:
+            log.warning("%s: AccountingStorageEnforce has no 'limits', so Slurm enforces no association or QOS "
+                        "limit: system.associations gives shares and QOS priorities%s only", conf.path,
+                        " and rejects jobs without an association" if "associations" in conf.enforce else "")
         _read_assoc[key] = assoc
     return _read_assoc[key]
 

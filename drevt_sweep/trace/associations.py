@@ -139,6 +139,34 @@ class Associations:
         top = max((q.priority for q in self.qos.values()), default=0)
         return {name: (q.priority / top if top > 0 else 0.0) for name, q in self.qos.items()}
 
+    def has_limits(self) -> bool:
+        """Whether any association or QOS sets a limit (MaxJobs, GrpTRES, MaxWall, ...)."""
+        for a in self.associations:
+            if any(v is not None for v in (a.grp_jobs, a.grp_submit, a.max_jobs, a.max_submit, a.max_wall)) \
+                    or a.grp_tres or a.max_tres:
+                return True
+        return any(any(v is not None for v in (q.grp_jobs, q.max_wall, q.max_jobs_pu, q.max_submit_pu))
+                   or q.grp_tres or q.max_tres or q.max_tres_pu for q in self.qos.values())
+
+    def without_limits(self) -> Associations:
+        """The same tree and QOS with no limit set: a job needs an association, nothing else
+        is enforced (``AccountingStorageEnforce=associations`` without ``limits``)."""
+        import dataclasses
+
+        bare = tuple(dataclasses.replace(a, grp_jobs=None, grp_submit=None, grp_tres={}, max_jobs=None,
+                                         max_submit=None, max_tres={}, max_wall=None) for a in self.associations)
+        qos = {name: Qos(name=q.name, priority=q.priority, line=q.line) for name, q in self.qos.items()}
+        return dataclasses.replace(self, associations=bare, qos=qos)
+
+    def enforced(self, enforce) -> Associations | None:
+        """What a slurm.conf's ``AccountingStorageEnforce`` (``SlurmConf.enforce``; None: no
+        slurm.conf, everything enforced) makes Slurm apply: every limit with ``limits``, only
+        "a job needs an association" with ``associations`` alone, nothing without either
+        (None). Shares and QOS priorities apply whatever it says (``priority_params``)."""
+        if enforce is None or "limits" in enforce:
+            return self
+        return self.without_limits() if "associations" in enforce else None
+
     def priority_params(self, group_names, user_names) -> tuple[dict, list[str]]:
         """Multifactor's ``account_shares``, ``user_shares`` and ``qos_factor`` for the trace's
         accounts and users (the fair-share tree is the trace's account -> user: an account's

@@ -83,6 +83,9 @@ class SlurmConf:
     partition_factors: dict = field(default_factory=dict)  # PriorityJobFactor per partition
     ignored: tuple[str, ...] = ()  # keys read but not modelled, once each
     backfill_params: dict = field(default_factory=dict)  # SchedulerParameters (bf_window, ...)
+    # AccountingStorageEnforce with its implications (associations, limits, qos, safe, wckeys):
+    # whether association limits apply at all (trace.associations, sim.limits)
+    enforce: frozenset = frozenset()
 
     def params_for(self, queue_names) -> dict | None:
         """``priority_params`` with the partition factors of the partitions a trace has (the
@@ -298,14 +301,39 @@ class _Reader:
                         "OverSubscribe=EXCLUSIVE): those pools are simulated with EASY")
         used = {"clustername", "selecttype", "selecttypeparameters", "prioritytype", "priorityflags",
                 "prioritymaxage", "prioritydecayhalflife", "prioritycalcperiod",
-                "priorityfavorsmall", "schedulertype", "schedulerparameters", *WEIGHTS}
+                "priorityfavorsmall", "schedulertype", "schedulerparameters", "accountingstorageenforce",
+                *WEIGHTS}
         for key, (written, _, _) in self.globals.items():
             if key not in used:
                 self.ignore(written)
         factors = {p["name"]: p["factor"] for p in self.partitions}
+        enforce = self._enforce()
         return SlurmConf(str(self.path), system, priority, backfill, priority_params,
                          factors if len(set(factors.values())) > 1 else {}, tuple(self.ignored),
-                         backfill_params)
+                         backfill_params, enforce)
+
+    def _enforce(self) -> frozenset:
+        """``AccountingStorageEnforce`` with what each option implies (slurm.conf man page:
+        ``limits``, ``qos``, ``wckeys`` imply ``associations``; ``safe`` implies ``limits``;
+        ``all`` every option but ``nojobs``/``nosteps``); unset: nothing is enforced."""
+        written, value, line = self.value("accountingstorageenforce", "")
+        flags = set()
+        for item in value.split(","):
+            item = item.strip().lower()
+            if not item:
+                continue
+            if item not in ("all", "associations", "limits", "nojobs", "nosteps", "qos", "safe", "wckeys"):
+                raise self.error(line, written, f"{item!r} is not an AccountingStorageEnforce option")
+            flags.add(item)
+        if "all" in flags:
+            flags |= {"associations", "limits", "qos", "safe", "wckeys"}
+        if "safe" in flags:
+            flags.add("limits")
+        if flags & {"limits", "qos", "wckeys"}:
+            flags.add("associations")
+        for flag in sorted(flags & {"safe", "wckeys", "nojobs", "nosteps"}):
+            self.ignore(f"AccountingStorageEnforce {flag}")
+        return frozenset(flags)
 
     def _pools(self, whole_nodes: bool, memory_tracked: bool) -> list[dict]:
         if not self.partitions:
