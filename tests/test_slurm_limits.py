@@ -613,3 +613,69 @@ def test_accounting_storage_enforce_decides_what_the_associations_enforce(tmp_pa
     assert [got[i] - first if i in got else None for i in range(1, 5)] == begins_expected
     assert ("enforces no association or QOS limit" in err) == ("limits" not in enforce and "safe" not in enforce)
     assert ("no association in their account" in err) == bool(rejected)
+
+
+def random_jobs(n=300, seed=7):
+    """n jobs of 6 users in 2 accounts on a 16-node machine, busy enough that jobs wait."""
+    rng = np.random.default_rng(seed)
+    submit = np.sort(rng.uniform(0, 20000, n)).round()
+    nodes = rng.integers(1, 9, n)
+    limit = rng.choice([600, 1800, 3600, 7200], n).astype(float)
+    run = (limit * rng.uniform(0.1, 1.0, n)).round()
+    users = [f"u{k}" for k in rng.integers(0, 6, n)]
+    groups = ["physics" if int(u[1:]) < 3 else "biology" for u in users]
+    jobs = make_jobs(submit.tolist(), nodes.tolist(), limit.tolist(), run.tolist(), queue=["p"] * n,
+                     user=users, group=groups)
+    return jobs
+
+
+SIXTEEN = machine_from_mapping({"partitions": [{"name": "p", "nodes": 16, "cores": 2, "queues": ["p"]}]})
+SLURM_DEFAULTS = {}  # Slurm's own backfill settings (bf_interval 30 s, bf_resolution 60 s, ...)
+
+
+def test_associations_without_limits_change_no_schedule(tmp_path):
+    """Every user with an association and no limit: the counters run, nothing is held, and the
+    schedule is the one without associations, bit for bit (Slurm's defaults and exact times)."""
+    jobs = random_jobs()
+    lines = [assoc_line("root"), assoc_line("physics"), assoc_line("biology")]
+    lines += [assoc_line("physics" if k < 3 else "biology", f"u{k}") for k in range(6)]
+    path = write(tmp_path / "assoc.txt", HEADER + "".join(lines))
+    for params in (SLURM_DEFAULTS, EXACT):
+        plain = simulate_machine(jobs, jobs.actual_run_time, SIXTEEN, backfill="slurm", backfill_params=params)
+        limited = simulate_machine(jobs, jobs.actual_run_time, SIXTEEN, backfill="slurm", backfill_params=params,
+                                   limits=read_associations(path))
+        assert np.array_equal(plain.begin, limited.begin)
+        assert not any(k.startswith("held_") for k in limited.warnings)
+
+
+def _peak(schedule, jobs, rows, weight):
+    """The largest sum of ``weight`` over the jobs of ``rows`` running at one instant."""
+    events = sorted([(schedule.end[j], -weight[j]) for j in rows] + [(schedule.begin[j], weight[j]) for j in rows])
+    peak = now = 0
+    for _, w in events:  # ends sort before starts at the same instant (negative weight first)
+        now += w
+        peak = max(peak, now)
+    return peak
+
+
+@pytest.mark.parametrize("params", [SLURM_DEFAULTS, EXACT])
+def test_the_limits_hold_at_every_instant(tmp_path, params):
+    """Invariants on a busy random trace: no user ever runs more than its MaxJobs (2), the
+    account physics never more than GrpTRES node=8 nodes, nor biology more than GrpJobs=3 jobs;
+    and jobs were really held (the limits bind)."""
+    jobs = random_jobs()
+    lines = [assoc_line("root"), assoc_line("physics", grp_tres="node=8"), assoc_line("biology", grp_jobs="3")]
+    lines += [assoc_line("physics" if k < 3 else "biology", f"u{k}", max_jobs="2") for k in range(6)]
+    limits = read_associations(write(tmp_path / "assoc.txt", HEADER + "".join(lines)))
+    schedule = simulate_machine(jobs, jobs.actual_run_time, SIXTEEN, backfill="slurm", backfill_params=params,
+                                limits=limits)
+    ran = np.flatnonzero(~schedule.rejected)
+    users, groups = jobs.user, jobs.group
+    ones = np.ones(len(jobs))
+    for k in range(6):
+        rows = [j for j in ran if users[j] == f"u{k}"]
+        assert _peak(schedule, jobs, rows, ones) <= 2
+    assert _peak(schedule, jobs, [j for j in ran if groups[j] == "physics"], jobs.num_nodes.astype(float)) <= 8
+    assert _peak(schedule, jobs, [j for j in ran if groups[j] == "biology"], ones) <= 3
+    assert schedule.warnings.get("held_AssocMaxJobsLimit", 0) > 0
+    assert schedule.warnings.get("held_AssocGrpNodeLimit", 0) + schedule.warnings.get("held_AssocGrpJobsLimit", 0) > 0
