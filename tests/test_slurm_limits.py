@@ -679,3 +679,26 @@ def test_the_limits_hold_at_every_instant(tmp_path, params):
     assert _peak(schedule, jobs, [j for j in ran if groups[j] == "biology"], ones) <= 3
     assert schedule.warnings.get("held_AssocMaxJobsLimit", 0) > 0
     assert schedule.warnings.get("held_AssocGrpNodeLimit", 0) + schedule.warnings.get("held_AssocGrpJobsLimit", 0) > 0
+
+
+def test_a_users_share_is_per_account(tmp_path):
+    """alice has Share=3 in physics and 1 in biology (sacctmgr keeps a share per association):
+    the fair-share tree gets both, per account/user, not one per user name."""
+    from drevt_sweep.sim.policies.dynamic import PriorityInputs
+    from drevt_sweep.sim.policies.multifactor import FairShareTree
+
+    limits = associations(tmp_path, assoc_line("physics", "alice", share="3"), assoc_line("physics", "bob"),
+                          assoc_line("biology", "alice", share="1"), assoc_line("biology", "carol", share="3"))
+    params, notes = limits.priority_params(("biology", "physics"), ("alice", "bob", "carol"))
+    assert params["association_shares"] == {"physics/alice": 3.0, "physics/bob": 1.0, "biology/alice": 1.0,
+                                             "biology/carol": 3.0} and not notes
+    jobs = jobs_of([(0, 1, 10, 10, "alice", "physics"), (1, 1, 10, 10, "bob", "physics"),
+                    (2, 1, 10, 10, "alice", "biology"), (3, 1, 10, 10, "carol", "biology")])
+    inputs = PriorityInputs(submit=jobs.submit, time_limit=jobs.time_limit, num_nodes=jobs.num_nodes, total_nodes=4,
+                            queue_code=jobs.queue_code, queue_names=jobs.queue_names, user_code=jobs.user_code,
+                            user_names=jobs.user_names, group_code=jobs.group_code, group_names=jobs.group_names,
+                            t0=0.0)
+    tree = FairShareTree.build(inputs, "account/user", params["account_shares"], {}, params["association_shares"])
+    ratio = dict(zip(tree.leaf_names, tree.sib_ratio.tolist()))
+    assert ratio == {("physics", "alice"): 0.75, ("physics", "bob"): 0.25, ("biology", "alice"): 0.25,
+                     ("biology", "carol"): 0.75}

@@ -465,6 +465,8 @@ def _association_priority(args: argparse.Namespace, jobs) -> None:
     for note in notes:
         _warn(f"{args.associations}: {note}")
     given = {p.split("=", 1)[0].split(".", 1)[0] for p in args.priority_param}
+    if "user_shares" in given:  # the command line's user shares win over sacctmgr's
+        given.add("association_shares")
     args.priority_params = {**args.priority_params, **{k: v for k, v in extra.items() if k not in given and v}}
 
 

@@ -124,7 +124,9 @@ def run_spec(cfg: DictConfig, machine_nodes: int | None,
             raise ConfigError(f"system.associations: association and QOS limits are enforced by Slurm's backfill "
                               f"(policy=slurm with SchedulerType=sched/backfill, or policy.backfill=slurm); "
                               f"backfill {backfill!r} would ignore them")
-        explicit = [k for k in ("account_shares", "user_shares") if cfg.policy.get(k)]
+        explicit = [k for k in ("account_shares",) if cfg.policy.get(k)]
+        if cfg.policy.get("user_shares"):  # the configuration's user shares win over sacctmgr's
+            explicit.append("association_shares")
         options["priority_params"] = with_association_priority(options["priority_params"], assoc, *who,
                                                                explicit=explicit)
     return RunSpec(

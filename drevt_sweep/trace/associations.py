@@ -168,25 +168,17 @@ class Associations:
         return self.without_limits() if "associations" in enforce else None
 
     def priority_params(self, group_names, user_names) -> tuple[dict, list[str]]:
-        """Multifactor's ``account_shares``, ``user_shares`` and ``qos_factor`` for the trace's
-        accounts and users (the fair-share tree is the trace's account -> user: an account's
-        ``Share`` from its own association; a user's from its association, when all of the
-        user's associations agree), and notes on what could not be used."""
+        """Multifactor's ``account_shares``, ``association_shares`` ("account/user"),
+        ``qos_factor`` and ``qos_priority`` for the trace's accounts and users (the fair-share
+        tree is the trace's account -> user: an account's ``Share`` from its own association, a
+        user's from its association in that account), and notes on what could not be used."""
         notes = []
         groups, users = set(group_names), set(user_names)
         account_shares = {name: a.share for name, a in self.accounts.items()
                           if name in groups and a.share is not None and a.share > 0}
-        by_user: dict[str, set] = {}
-        for a in self.associations:
-            if a.user in users and not a.partition and a.share is not None:
-                by_user.setdefault(a.user, set()).add(a.share)
-        user_shares = {}
-        for user, shares in sorted(by_user.items()):
-            if len(shares) > 1:
-                notes.append(f"user {user}: Share differs between its accounts ({', '.join(map(str, sorted(shares)))}): "
-                             f"the fair-share tree keys users by name, so 1 is used")
-            elif min(shares) > 0:
-                user_shares[user] = min(shares)
+        association_shares = {f"{a.account}/{a.user}": a.share for a in self.associations
+                              if a.user in users and a.account in groups and not a.partition
+                              and a.share is not None and a.share > 0}
         zero = sorted(name for name, a in self.accounts.items() if name in groups and a.share == 0)
         if zero:
             notes.append(f"Share=0 (no fair share) of account(s) {', '.join(zero)} not modelled: 1 is used")
@@ -198,8 +190,8 @@ class Associations:
                 if f:
                     qos_factor[f"{a.account}/{a.user}"] = f
         qos_priority = {name: f for name, f in factors.items() if f}
-        return ({"account_shares": account_shares, "user_shares": user_shares, "qos_factor": qos_factor,
-                 "qos_priority": qos_priority}, notes)
+        return ({"account_shares": account_shares, "association_shares": association_shares,
+                 "qos_factor": qos_factor, "qos_priority": qos_priority}, notes)
 
     def job_qos(self, assoc: Association) -> str:
         """The QOS a job of this association runs in when its trace states none: the default

@@ -26,7 +26,9 @@ would order). Here (parameter names are the slurm.conf ones in snake case):
 * fair-share (classic) F = 2^(-UE / S). Associations form a tree root -> account -> user
   (``fairshare_by: account/user``, the job's group/account and user; ``user`` or ``account``:
   one level). Normalised shares S = (S_user / S_siblings) * (S_account / S_sibling_accounts)
-  from raw shares (``account_shares``, ``user_shares``: {name: shares}, default 1 each: equal).
+  from raw shares (``account_shares``, ``user_shares``: {name: shares}, default 1 each: equal;
+  ``association_shares``: {"account/user": shares}, a user's in one account, wins over
+  ``user_shares``: what ``sacctmgr show assoc`` gives).
   Normalised usage U = an association's usage / the root's usage; an account's effective usage
   is its U (the tier under root), a user's UE = U_user + (UE_account - U_user) * S_user /
   S_siblings. With no usage at all, F = 1. Unknown users/groups form one association of their own.
@@ -83,6 +85,7 @@ DEFAULTS = {
     "fairshare": "classic",
     "account_shares": {},
     "user_shares": {},
+    "association_shares": {},  # "account/user" -> raw shares of that user association
     "partition_priority": {},
     "qos_factor": {},  # "account/user" -> the QOS factor of the association's jobs, in [0, 1]
     "qos_priority": {},  # QOS name -> its factor, for jobs whose trace states their QOS
@@ -115,6 +118,9 @@ def check_params(params: dict) -> dict:
         for name, value in p[what].items():
             if number(f"multifactor {what}[{name!r}]", value) > 1:
                 raise ConfigError(f"multifactor {what}[{name!r}] must be in [0, 1], got {value!r}")
+    p["association_shares"] = dict(p["association_shares"] or {})
+    for name, value in p["association_shares"].items():
+        number(f"multifactor association_shares[{name!r}]", value, positive=True)
     for what in ("account_shares", "user_shares", "partition_priority"):
         p[what] = dict(p[what] or {})
         for name, value in p[what].items():
@@ -148,7 +154,7 @@ class Multifactor:
         if self.w_fs > 0 and len(inputs.submit):
             _check_who(inputs, p["fairshare_by"])
         tree = FairShareTree.build(inputs, p["fairshare_by"], dict(p["account_shares"] or {}),
-                                   dict(p["user_shares"] or {}))
+                                   dict(p["user_shares"] or {}), dict(p["association_shares"] or {}))
         self.tree = tree
         self.fair_tree = p["fairshare"] == "fair_tree"
         # The compiled kernel computes classic fair-share only (engine dispatch reads this).
@@ -320,7 +326,8 @@ class FairShareTree:
         self.leaf_names = leaf_names  # (account, user) per leaf, for reports and tests
 
     @classmethod
-    def build(cls, inputs: PriorityInputs, by: str, account_shares: dict, user_shares: dict) -> FairShareTree:
+    def build(cls, inputs: PriorityInputs, by: str, account_shares: dict, user_shares: dict,
+              association_shares: dict | None = None) -> FairShareTree:
         if by not in FAIRSHARE_BY:
             raise ConfigError(f"unknown multifactor fairshare_by {by!r}; choose one of: {', '.join(FAIRSHARE_BY)}")
         users = np.asarray(inputs.user_code, dtype=np.int64)
@@ -344,6 +351,12 @@ class FairShareTree:
             accounts, acct_of_leaf = np.unique(leaf_group, return_inverse=True)
             s_acct = np.array([raw(account_shares, inputs.group_names, int(g)) for g in accounts])
             s_user = np.array([raw(user_shares, inputs.user_names, int(u)) for u in leaf_user])
+            if association_shares:  # a user association's own shares ("account/user")
+                for i, (g, u) in enumerate(zip(leaf_group.tolist(), leaf_user.tolist())):
+                    if g >= 0 and u >= 0:
+                        key = f"{inputs.group_names[g]}/{inputs.user_names[u]}"
+                        if key in association_shares:
+                            s_user[i] = float(association_shares[key])
             siblings = np.bincount(acct_of_leaf, weights=s_user)
             sib_ratio = s_user / siblings[acct_of_leaf]
             s_norm = sib_ratio * (s_acct[acct_of_leaf] / s_acct.sum())
