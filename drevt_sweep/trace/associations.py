@@ -180,8 +180,10 @@ class Associations:
                               if a.user in users and a.account in groups and not a.partition
                               and a.share is not None and a.share > 0}
         zero = sorted(name for name, a in self.accounts.items() if name in groups and a.share == 0)
+        zero += sorted(f"{a.account}/{a.user}" for a in self.associations
+                       if a.user in users and a.account in groups and not a.partition and a.share == 0)
         if zero:
-            notes.append(f"Share=0 (no fair share) of account(s) {', '.join(zero)} not modelled: 1 is used")
+            notes.append(f"Share=0 (no fair share) of {', '.join(zero)} not modelled: 1 is used")
         factors = self.qos_factors()
         qos_factor = {}
         for a in self.associations:
