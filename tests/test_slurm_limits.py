@@ -261,15 +261,14 @@ def test_qos_limits_replace_the_associations(tmp_path):
     assert schedule.warnings["held_QOSGrpNodeLimit"] == 1
 
 
-def test_limits_need_slurms_backfill_and_whole_node_pools(tmp_path):
+def test_limits_need_slurms_backfill(tmp_path):
     limits = associations(tmp_path, assoc_line("physics", "alice", max_jobs="1"))
     jobs = jobs_of(THREE)
     with pytest.raises(ConfigError, match="enforced by Slurm's backfill"):
         simulate_machine(jobs, jobs.actual_run_time, MACHINE, backfill="easy", limits=limits)
-    shared = machine_from_mapping({"partitions": [{"name": "p", "nodes": 4, "cores": 2, "queues": ["p"],
-                                                   "sharing": "shared"}]})
-    with pytest.raises(ConfigError, match="whole-node pools only"):
-        simulate_machine(jobs, jobs.actual_run_time, shared, backfill="slurm", limits=limits)
+    # associations without limits (shares, QOS priorities) go with any backfill
+    plain = simulate_machine(jobs, jobs.actual_run_time, MACHINE, backfill="easy", limits=associations(tmp_path))
+    assert begins(plain) == [0, 1, 2]
 
 
 @pytest.mark.parametrize("text, message", [
@@ -702,3 +701,29 @@ def test_a_users_share_is_per_account(tmp_path):
     ratio = dict(zip(tree.leaf_names, tree.sib_ratio.tolist()))
     assert ratio == {("physics", "alice"): 0.75, ("physics", "bob"): 0.25, ("biology", "alice"): 0.25,
                      ("biology", "carol"): 0.75}
+
+
+def test_limits_on_shared_nodes_hold_jobs_in_the_easy_pass(tmp_path):
+    """A shared-node pool (select/cons_tres: 2 nodes of 4 cores; Slurm's backfill runs EASY
+    there, held jobs passed over): alice MaxJobs=1 holds A2 (1 core) although cores are free,
+    until A1 ends at 100; bob's first job starts at once, his second is refused (MaxSubmitJobs=1).
+    GrpTRES=cpu counts the cores a job asked for, not whole nodes."""
+    machine = machine_from_mapping({"partitions": [{"name": "p", "nodes": 2, "cores": 4, "queues": ["p"],
+                                                    "sharing": "shared"}]})
+    jobs = jobs_of([(0, 1, 100, 100, "alice", "physics"), (1, 1, 100, 100, "alice", "physics"),
+                    (2, 1, 100, 100, "bob", "physics"), (3, 1, 100, 100, "bob", "physics")])
+    jobs = jobs.replace(cores_per_node=np.array([2, 1, 2, 2]))
+    limits = associations(tmp_path, assoc_line("physics", "alice", max_jobs="1"),
+                          assoc_line("physics", grp_tres="cpu=5"), assoc_line("physics", "bob", max_submit="1"))
+    schedule = simulate_machine(jobs, jobs.actual_run_time, machine, backfill="slurm", limits=limits)
+    # A1 (2 cores) at 0; A2 held (MaxJobs); B1 (2 cores: physics at 4 <= 5) at 2; B2 refused
+    # (bob's MaxSubmit=1 while B1 runs); at 100 A2 (1 core: 2 + 1 <= 5) starts.
+    assert begins(schedule) == [0, 100, 2, None]
+    assert schedule.warnings["held_AssocMaxJobsLimit"] == 1
+    assert schedule.warnings["rejected_assoc_max_submit"] == 1 and schedule.rejected.tolist()[3]
+    # GrpTRES cpu=3: B1 (2 cores) beside A1 (2) would make 4 > 3: held until A1 ends at 100
+    limits = associations(tmp_path, assoc_line("physics", grp_tres="cpu=3"))
+    schedule = simulate_machine(jobs.take(np.array([0, 2])), jobs.actual_run_time[[0, 2]], machine,
+                                backfill="slurm", limits=limits)
+    assert begins(schedule) == [0, 100]
+    assert schedule.warnings["held_AssocGrpCpuLimit"] == 1

@@ -38,7 +38,8 @@ has it.
   ``_set_time_limit`` at submission (``_valid_job_part`` has already applied ``DefaultTime``),
   then ``select_nodes``' cap at ``MaxTime``.
 * CPUs of a job: its nodes x the pool's cores per node (whole nodes: Slurm's ``select/linear``
-  and ``OverSubscribe=EXCLUSIVE`` allocate every CPU), else x its own cores per node.
+  and ``OverSubscribe=EXCLUSIVE`` allocate every CPU), on shared-node pools x the cores per node
+  it asked for (``sim.shared`` enforces the limits in its EASY pass).
 
 What is enforced follows the slurm.conf's ``AccountingStorageEnforce``
 (``Associations.enforced``: ``limits``, ``associations`` alone, or nothing).

@@ -60,11 +60,6 @@ def simulate_machine(
         raise ConfigError(f"association and QOS limits are enforced by Slurm's backfill (backfill 'slurm', "
                           f"policy=slurm with SchedulerType=sched/backfill); backfill {backfill!r} would ignore "
                           f"them: choose backfill 'slurm' or leave the associations out")
-    if limits is not None and limits.has_limits() and any(p.shared for p in machine.partitions):
-        shared = ", ".join(p.name for p in machine.partitions if p.shared)
-        raise ConfigError(f"association and QOS limits are enforced on whole-node pools only (Slurm's backfill "
-                          f"runs there); shared-node partition(s): {shared} (select/cons_tres without "
-                          f"OverSubscribe=EXCLUSIVE)")
     if machine.is_single_pool and limits is None:
         return engine.simulate(jobs, run_time, machine.total_nodes, priority=priority,
                                backfill=backfill, enforce_limits=enforce_limits, kernel=kernel,
@@ -135,12 +130,20 @@ def simulate_machine(
 
             # Slurm's backfill limits are modelled on whole-node pools; the shared-node engine
             # runs EASY for it (trace.slurm_conf lists this as not modelled)
+            # (association limits too, on the reference engine: a held job is passed over)
+            report: dict = {}
             result = simulate_shared(
                 sub, rt[rows], part, placement.cores[rows], placement.gpus[rows],
                 placement.memory[rows], priority=priority,
                 backfill="easy" if backfill == "slurm" else backfill,
                 enforce_limits=enforce_limits, kernel=kernel,
+                limits=assoc_limits.state_for(rows) if assoc_limits is not None and backfill == "slurm" else None,
+                report=report,
             )
+            for j in report.pop("refused", []):
+                refused[rows[j]] = True
+            for key, count in report.items():
+                held[key] = held.get(key, 0) + count
         else:
             step = None if progress is None else (
                 lambda now, done, base=done_before: progress(now, base + done))
@@ -164,6 +167,7 @@ def simulate_machine(
         dur[rows] = result.run_time
         killed[rows] = result.killed
     rejected = placement.rejected | refused
+    dur[refused] = np.nan  # (the shared-node engine gives every job its run time)
     warnings = {"rejected_oversized": int(placement.rejected.sum()), **placement.counts(), **held}
     if assoc_limits is not None:
         split = assoc_limits.split_over_pools(placement.partition)
@@ -199,8 +203,10 @@ def _with_limits(jobs: JobTable, machine: Machine, placement: Placement, limits)
     served = placement.served if placement.served is not None else placement.partition
     cores = np.array([p.cores if p.cores is not None else 0 for p in machine.partitions] + [0],
                      dtype=np.int64)[served]
+    shared = np.array([p.shared for p in machine.partitions] + [False])[served]
     own = np.asarray(jobs.cores_per_node, dtype=np.int64)
     cpus = np.where(cores > 0, cores, np.maximum(own, 1))  # whole nodes: every CPU of them
+    cpus = np.where(shared, np.maximum(placement.cores, 1), cpus)  # shared nodes: the cores it asked
     assoc_limits = AssociationLimits(limits, jobs, cpus)
     jobs = _max_wall_limits(jobs, machine, assoc_limits)
     never = (assoc_limits.reason > 0) & (placement.partition >= 0)
