@@ -12,6 +12,12 @@ Resource requests (``drevt_sweep.sim.machine`` places them on a machine's partit
 ``num_nodes`` nodes, each with ``cores_per_node`` cores, ``gpus_per_node`` GPUs and
 ``memory_per_node`` MiB (-1 / NaN where the trace does not say), in the partition named
 ``partition_names[partition_code]`` (by default the job's queue: Slurm's Partition is both).
+
+``time_limit_unstated`` marks the jobs whose trace states no requested limit (SWF's -1, sacct's
+``Partition_Limit``/``UNLIMITED``): their ``time_limit`` is the reader's stand-in, which a
+machine's Slurm partition replaces with its ``DefaultTime``, else ``MaxTime``
+(``sim.machine.default_time_limits``; a list ``a,b`` of partitions of one pool becomes the
+one Slurm would start the job in: ``several_partitions``).
 """
 
 from __future__ import annotations
@@ -90,6 +96,9 @@ class JobTable:
     memory_per_node: np.ndarray | None = None  # float64 MiB, NaN when unknown
     partition_code: np.ndarray | None = None  # int32 index into partition_names
     partition_names: tuple[str, ...] | None = None
+    time_limit_unstated: np.ndarray | None = None  # bool: no limit requested (None: all stated)
+    qos_code: np.ndarray | None = None  # int32 index into qos_names (sacct's QOS), -1 unknown
+    qos_names: tuple[str, ...] = ()
 
     COLUMNS = (
         "job_id",
@@ -108,6 +117,8 @@ class JobTable:
         "gpus_per_node",
         "memory_per_node",
         "partition_code",
+        "time_limit_unstated",
+        "qos_code",
     )
 
     def __post_init__(self) -> None:
@@ -124,6 +135,10 @@ class JobTable:
             fill(self, "gpus_per_node", np.full(n, -1, dtype=np.int64))
         if self.memory_per_node is None:
             fill(self, "memory_per_node", np.full(n, np.nan))
+        if self.qos_code is None:
+            fill(self, "qos_code", np.full(n, -1, dtype=np.int32))
+        if self.time_limit_unstated is None:
+            fill(self, "time_limit_unstated", np.zeros(n, dtype=bool))
         if self.partition_code is None:
             fill(self, "partition_code", self.queue_code)
             fill(self, "partition_names", self.queue_names)
@@ -167,7 +182,7 @@ class JobTable:
         """A pandas DataFrame view for reports and exploration (never used in hot paths)."""
         import pandas as pd
 
-        codes = ("queue_code", "user_code", "group_code", "partition_code")
+        codes = ("queue_code", "user_code", "group_code", "partition_code", "time_limit_unstated", "qos_code")
         frame = pd.DataFrame({k: v for k, v in self.columns().items() if k not in codes})
         frame.insert(frame.columns.get_loc("exit_status"), "queue", self.queue)
         frame["user"] = self.user

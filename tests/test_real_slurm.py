@@ -110,7 +110,7 @@ STREAM = [
 KNOWN: dict[str, str] = {}
 # The README's export ("Simulate your own cluster"): every job (-a) as one line (-X, no steps),
 # pipe-separated (-P), the fields the slurm reader uses, in UTC.
-SACCT_FIELDS = ("JobIDRaw,JobName,User,Account,Partition,Submit,Start,End,ReqNodes,ReqCPUS,ReqMem,"
+SACCT_FIELDS = ("JobIDRaw,JobName,User,Account,Partition,QOS,Submit,Start,End,ReqNodes,ReqCPUS,ReqMem,"
                 "ReqTRES,TimelimitRaw,ElapsedRaw,State,ExitCode")
 
 

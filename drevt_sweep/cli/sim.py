@@ -48,7 +48,8 @@ MAX_LISTED = 5  # jobs named in a warning before "..."
 # may name one of these files (``_check_paths``). A new input option is added here, and
 # tests/test_file_safety.py checks that every file option is either here or in OUTPUT_OPTIONS.
 INPUT_OPTIONS = {"trace": "the input trace", "system": "the --system file",
-                 "slurm_conf": "the --slurm-conf file"}
+                 "slurm_conf": "the --slurm-conf file", "associations": "the --associations file",
+                 "qos": "the --qos file"}
 OUTPUT_OPTIONS = ("output", "resource_trace", "stats", "rejects")
 QUEUE_LABEL_LIMIT = 60  # characters of a queue name in the per-queue table
 
@@ -139,6 +140,12 @@ def build_parser() -> argparse.ArgumentParser:
                          help="a Slurm slurm.conf: its nodes and partitions are the machine, and "
                          "its PriorityType/PriorityWeight*/SchedulerType the default priority and "
                          "backfilling (what is modelled: docs/slurm.md)")
+    machine.add_argument("--associations", metavar="PATH",
+                         help="the output of 'sacctmgr -P show assoc': shares, QOS and association limits "
+                         "(MaxJobs, MaxSubmit, GrpTRES, MaxWall...), enforced by --backfill_policy slurm")
+    machine.add_argument("--qos", metavar="PATH",
+                         help="the output of 'sacctmgr -P show qos' (with --associations): QOS priority "
+                         "and limits")
     machine.add_argument("--partitions", metavar="LIST",
                          help="partitions 'name:nodes,name:nodes' (each serves the queue of its "
                          "name), e.g. 'pbatch:756,pdebug:36'")
@@ -337,6 +344,7 @@ def _check_options(args: argparse.Namespace):
     from ..sim.runtime import RunTimeModel
 
     _apply_slurm_conf(args)
+    _read_associations(args)
     backfill = args.backfill_policy
     if args.drevt_compat:
         if backfill not in ("easy", "easy_drevt"):
@@ -418,6 +426,48 @@ def _apply_slurm_conf(args: argparse.Namespace) -> None:
                   f"{'; '.join(args.slurm.ignored)}")
     args.priority_policy = args.priority_policy or (args.slurm.priority if args.slurm else "fcfs")
     args.backfill_policy = args.backfill_policy or (args.slurm.backfill if args.slurm else "easy")
+
+
+def _read_associations(args: argparse.Namespace) -> None:
+    """``--associations`` (and ``--qos``): read them before the trace (``args.limits``; None
+    without), warn once about what is not modelled; they need Slurm's backfill."""
+    from ..errors import ConfigError
+
+    args.limits = None
+    if not getattr(args, "associations", None):
+        if getattr(args, "qos", None):
+            raise ConfigError("--qos gives the QOS of the associations: add --associations")
+        return
+    from ..trace.associations import read_associations
+
+    args.associations_read = read_associations(args.associations, args.qos)
+    if args.associations_read.ignored:
+        _warn(f"{args.associations}: not modelled, ignored (docs/slurm.md): "
+              f"{'; '.join(args.associations_read.ignored)}")
+    args.limits = args.associations_read.enforced(args.slurm.enforce if args.slurm else None)
+    if args.slurm is not None and args.limits is not args.associations_read:
+        _warn(f"{args.slurm_conf}: AccountingStorageEnforce has no 'limits', so Slurm enforces no association "
+              f"or QOS limit: --associations gives shares and QOS priorities"
+              f"{' and rejects jobs without an association' if args.limits is not None else ''} only")
+    if args.limits is not None and args.limits.has_limits() and args.backfill_policy != "slurm":
+        raise ConfigError(f"--associations: association and QOS limits are enforced by Slurm's backfill "
+                          f"(--backfill_policy slurm, or a --slurm-conf with SchedulerType=sched/backfill); "
+                          f"--backfill_policy {args.backfill_policy} would ignore them")
+
+
+def _association_priority(args: argparse.Namespace, jobs) -> None:
+    """Multifactor's shares and QOS factors from the associations (unless --priority_param sets
+    the key)."""
+    assoc = getattr(args, "associations_read", None)
+    if assoc is None or args.priority_params is None:
+        return
+    extra, notes = assoc.priority_params(jobs.group_names, jobs.user_names)
+    for note in notes:
+        _warn(f"{args.associations}: {note}")
+    given = {p.split("=", 1)[0].split(".", 1)[0] for p in args.priority_param}
+    if "user_shares" in given:  # the command line's user shares win over sacctmgr's
+        given.add("association_shares")
+    args.priority_params = {**args.priority_params, **{k: v for k, v in extra.items() if k not in given and v}}
 
 
 def _machine(args: argparse.Namespace, total_nodes: int):
@@ -520,12 +570,26 @@ _REPORTED_ABOVE = ("rejected_oversized", "rejected_capacity")  # reported with t
 _REJECT_TEXT = {  # drevt_sweep.sim.machine.REJECT_REASONS
     "no_partition": "their queue/partition maps to no partition",
     "unknown_partition": "their partition is not one the machine has",
+    "multi_partition": "submitted to several partitions (a,b) in different node pools, which is not "
+                       "modelled yet (docs/slurm.md)",
     "nodes": "more nodes than their partition has",
     "cores": "more cores per node than a node has",
     "gpus": "more GPUs per node than a node has",
     "memory": "more memory per node than a node has",
     "partition_max_nodes": "more nodes than their partition's MaxNodes",
     "partition_time_limit": "a time limit above their partition's MaxTime",
+    "partition_default_time": "no time limit, and their partition's DefaultTime is 0 (Slurm refuses them)",
+    "no_association": "their user has no association in their account (--associations)",
+    "assoc_max_wall": "a time limit above their association's MaxWall",
+    "qos_max_wall": "a time limit above their QOS's MaxWall",
+    "assoc_job_limit": "more than an association limit allows any job (MaxTRES, GrpTRES, MaxJobs=0...)",
+    "qos_job_limit": "more than a QOS limit allows any job (MaxTRES, GrpTRES, MaxTRESPU, MaxJobsPU=0...)",
+}
+_ASSOC_REJECTS = ("no_association", "assoc_max_wall", "qos_max_wall", "assoc_job_limit", "qos_job_limit")
+_LIMIT_TEXT = {  # refused at submission by Slurm's backfill with --associations (sim.limits)
+    "assoc_max_submit": "submitted over their association's MaxSubmitJobs (Slurm refuses it)",
+    "assoc_grp_submit": "submitted over an account's GrpSubmitJobs (Slurm refuses it)",
+    "qos_max_submit_pu": "submitted over their QOS's MaxSubmitJobsPerUser (Slurm refuses it)",
 }
 _WARNING_TEXT = {
     "replay_overcommit_instants": "the recorded schedule uses more than {total_nodes} nodes at "
@@ -549,9 +613,15 @@ def _report_schedule(jobs, schedule) -> None:
         )
         more = ", ..." if rejected.size > MAX_LISTED else ""
         if schedule.placement is not None:
-            reasons = ", ".join(f"{_REJECT_TEXT[key[len('rejected_'):]]} ({count})"
-                                for key, count in schedule.placement.counts().items())
-            what = f"fit no partition of the machine ({reasons})"
+            counts = dict(schedule.placement.counts())
+            counts.update({k: v for k, v in schedule.warnings.items()  # refused at submission
+                           if k.startswith("rejected_") and k[len("rejected_"):] in _LIMIT_TEXT})
+            reasons = ", ".join(f"{_REJECT_TEXT.get(key[len('rejected_'):]) or _LIMIT_TEXT[key[len('rejected_'):]]}"
+                                f" ({count})" for key, count in counts.items())
+            slurm_limits = any(key[len("rejected_"):] in _LIMIT_TEXT or key[len("rejected_"):] in _ASSOC_REJECTS
+                               for key in counts)
+            what = (f"cannot run under the machine's partitions or Slurm's association/QOS limits ({reasons})"
+                    if slurm_limits else f"fit no partition of the machine ({reasons})")
         elif "rejected_capacity" in schedule.warnings:
             what = ("can never run within the machine's capacity schedule (too large for it "
                     "throughout their time limit)")
@@ -920,8 +990,12 @@ def run(args: argparse.Namespace) -> int:
             )
         schedule = replay_machine(jobs, machine)
     else:
+        from ..sim.machine import slurm_job_settings
         from ..sim.runtime import draw_run_times
 
+        _association_priority(args, jobs)
+        factors = (args.priority_params or {}).get("partition_priority")
+        jobs = slurm_job_settings(jobs, machine, factors)  # several partitions; DefaultTime/MaxTime
         run_times = draw_run_times(jobs, model, args.seed, enforce_limits=args.enforce_limits)
         progress = _Progress.for_run(args, len(jobs), jobs.submit)
         schedule = simulate_machine(
@@ -939,6 +1013,7 @@ def run(args: argparse.Namespace) -> int:
             compression=args.compression,
             progress=progress.update if progress else None,
             backfill_params=args.backfill_params,
+            limits=args.limits,
         )
         if progress:
             progress.close()

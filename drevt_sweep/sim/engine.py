@@ -161,7 +161,9 @@ def simulate(
     simulated time reached and the number of jobs finished so far; it may raise (an interrupt)
     to stop the run. Both kernels return to Python that often, so Ctrl-C stops a long run.
     ``backfill_params``: a backfill policy's own settings (``slurm``: ``bf_window`` etc., see
-    ``policies.slurm_backfill``); jobs it held are counted in ``warnings["held_<reason>"]``.
+    ``policies.slurm_backfill``); jobs it held are counted in ``warnings["held_<reason>"]``, jobs
+    it refused at submission (association limits: ``backfill_params["limits"]``) are rejected,
+    counted in ``warnings["rejected_<reason>"]``.
     """
     check_priority(priority)
     check_backfill(backfill)
@@ -209,6 +211,7 @@ def simulate(
             user_code=np.asarray(jobs.user_code), user_names=tuple(jobs.user_names),
             group_code=np.asarray(jobs.group_code), group_names=tuple(jobs.group_names),
             t0=float(submit[ok].min()) if ok.any() else 0.0,
+            qos_code=np.asarray(jobs.qos_code), qos_names=tuple(jobs.qos_names),
         )
         dynamic = DYNAMIC_PRIORITIES[priority](inputs, **dict(priority_params or {}))
     extended = dynamic is not None or estimate != "user" or backfill_order != "fcfs"
@@ -267,6 +270,11 @@ def simulate(
             warnings[IRREGULAR_GAP] = int(
                 schedule_of_capacity.irregular_only(total, submit, nodes, limit).sum())
     warnings.update(held)
+    if any(key.startswith("rejected_") for key in held):  # refused at submission by the policy
+        refused = ~rejected & np.isnan(np.array(begin_l, dtype=np.float64))
+        rejected = rejected | refused
+        killed = killed & ~rejected
+        dur[refused] = np.nan
     return Schedule(
         mode="simulation",
         total_nodes=total,
@@ -409,6 +417,7 @@ def _run_events(*, submit, limit, nodes, dur, rejected, rank, capacity, backfill
     events = 0
     finished = 0
     wake = getattr(policy, "wake_at", None)  # a policy's own event (a start it promised)
+    refused = getattr(policy, "refused", None)  # jobs it refused at submission (never to run)
     t_wake = inf
     while a < n_arr or completions or (queue and (c < n_cap or t_wake < inf)):
         t_arr = submit_l[arrivals[a]] if a < n_arr else inf
@@ -441,6 +450,8 @@ def _run_events(*, submit, limit, nodes, dur, rejected, rank, capacity, backfill
             del running[bisect_left(running, (e, j))]
             cluster.free += nodes_l[j]
             cluster.completed = True
+            if cluster.ended is not None:
+                cluster.ended.append(j)
             if end[j] < e:
                 cluster.freed_early = True
             if dyn is not None:
@@ -520,6 +531,14 @@ def _run_events(*, submit, limit, nodes, dur, rejected, rank, capacity, backfill
             started = policy.select(now, queue, cluster)
             if cluster.withdrawn:
                 cluster.withdrawn.clear()
+            if refused is not None and refused:  # refused at submission (association limits)
+                for j in refused:
+                    i = bisect_left(qrank, rank_l[j])
+                    if i == len(queue) or queue[i] != j:
+                        raise RuntimeError(f"policy {backfill!r} refused job {j}, which is not waiting")
+                    del queue[i]
+                    del qrank[i]
+                refused.clear()
             if started:
                 for j in started:
                     b = now

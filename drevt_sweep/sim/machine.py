@@ -18,7 +18,9 @@ format's ``partition`` column; else the queue), else the one listing its queue n
 partition listing ``"*"`` (every other name). A job no partition serves is rejected
 (``no_partition``), and so is a job that names a partition of its own (a partition column
 distinct from its queue) that no partition lists (``unknown_partition``: Slurm refuses it at
-submission; ``"*"`` does not take it), as is one that can never fit its partition: more nodes than it has
+submission; ``"*"`` does not take it), one submitted to several partitions of different pools
+(a comma list of listed names, ``multi_partition``: not modelled; lists within one pool are
+resolved first, ``several_partitions``), as is one that can never fit its partition: more nodes than it has
 (``nodes``), or more cores, GPUs or memory per node than a node has (``cores``, ``gpus``,
 ``memory``). Rejected jobs are counted by reason, never dropped or moved silently.
 
@@ -40,9 +42,11 @@ from ..jobs import JobTable
 
 SHARING = ("exclusive", "shared")
 EVERY_QUEUE = "*"
-REJECT_REASONS = ("no_partition", "unknown_partition", "nodes", "cores", "gpus", "memory",
-                  "partition_max_nodes", "partition_time_limit")
-LIMIT_KEYS = ("max_time", "max_nodes", "priority_tier")  # Partition.limits per served name
+REJECT_REASONS = ("no_partition", "unknown_partition", "multi_partition", "nodes", "cores", "gpus", "memory",
+                  "partition_max_nodes", "partition_time_limit", "partition_default_time",
+                  # association/QOS limits a job can never meet (sim.limits.STATIC_REASONS)
+                  "no_association", "assoc_max_wall", "qos_max_wall", "assoc_job_limit", "qos_job_limit")
+LIMIT_KEYS = ("max_time", "max_nodes", "priority_tier", "default_time")  # Partition.limits per served name
 UNSTATED = ("", "-1")  # a partition name that says nothing (SWF field 16 unknown, or empty)
 RESOURCES = ("nodes", "cores", "gpus", "memory")
 
@@ -59,7 +63,7 @@ class Partition:
     sharing: str = "exclusive"
     queues: tuple[str, ...] = ()  # job partition/queue names served here; () = (name,)
     # Slurm's per-partition limits of the names served here: {name: {max_time (s), max_nodes,
-    # priority_tier}} (a pool may serve several Slurm partitions sharing its nodes)
+    # priority_tier, default_time (s)}} (a pool may serve several Slurm partitions sharing its nodes)
     limits: dict = field(default_factory=dict, compare=False, hash=False)
 
     def __post_init__(self) -> None:
@@ -260,8 +264,113 @@ def _partition_limits(jobs: JobTable, parts, slot: np.ndarray) -> dict[str, np.n
                 max_nodes[rows] = int(lim["max_nodes"])
             if "max_time" in lim:
                 max_time[rows] = float(lim["max_time"])
+    default_zero = np.zeros(len(jobs), dtype=bool)
+    unstated = np.asarray(jobs.time_limit_unstated, dtype=bool)
+    if unstated.any():  # DefaultTime=0: Slurm refuses a job that asks for no limit
+        zero = {name for part in parts for name, lim in part.limits.items() if lim.get("default_time") == 0}
+        if zero:
+            default_zero = unstated & np.array([name in zero for name in names.tolist()], dtype=bool)
     return {"partition_max_nodes": np.asarray(jobs.num_nodes) > max_nodes,
-            "partition_time_limit": np.asarray(jobs.time_limit, dtype=np.float64) > max_time}
+            "partition_time_limit": ~default_zero & (np.asarray(jobs.time_limit, dtype=np.float64) > max_time),
+            "partition_default_time": default_zero}
+
+
+def several_partitions(jobs: JobTable, machine: Machine, factors: dict | None = None) -> JobTable:
+    """Jobs submitted to several partitions (``--partition=a,b``: a comma list as the job's
+    partition name, and as its queue when that names the same list) whose partitions are all
+    served by **one** pool run in the one Slurm would start them in: Slurm keeps a queue record
+    per listed partition and starts the job through the first record that can start it, in the
+    order of ``PriorityTier`` then priority (``_schedule``, ``_attempt_backfill``); on one pool
+    of identical nodes every record fits at the same moment, so it is the partition of the
+    highest ``PriorityTier``, then ``PriorityJobFactor`` (``factors``; 1 each), then listed
+    first, among those whose ``MaxNodes``/``MaxTime`` accept the job (the first one when none
+    does: its limit then rejects the job). The job is then that partition's (its limits,
+    ``DefaultTime``, tier and factor), as ``sacct`` shows a job in the partition it ran in.
+    Lists over several pools are left as they are (``place_jobs`` rejects them:
+    ``multi_partition``). Every listed name is added to the table's names, so that
+    per-partition settings may name them. The same table when no job lists several."""
+    names = jobs.partition_names
+    multi = [c for c, name in enumerate(names) if "," in name]
+    if not multi:
+        return jobs
+    pool_of = {q: k for k, p in enumerate(machine.partitions) for q in p.queues if q != EVERY_QUEUE}
+    factors = dict(factors or {})
+    part_names, queue_names = list(names), list(jobs.queue_names)
+    pcode = np.array(jobs.partition_code, dtype=np.int32, copy=True)
+    qcode = np.array(jobs.queue_code, dtype=np.int32, copy=True)
+
+    def code_of(table: list, name: str) -> int:
+        if name not in table:
+            table.append(name)
+        return table.index(name)
+
+    nodes = np.asarray(jobs.num_nodes)
+    limit = np.asarray(jobs.time_limit, dtype=np.float64)
+    unstated = np.asarray(jobs.time_limit_unstated, dtype=bool)
+    for c in multi:
+        listed = [p.strip() for p in names[c].split(",") if p.strip()]
+        for name in listed:
+            code_of(part_names, name)
+            code_of(queue_names, name)
+        pools = {pool_of.get(name, -1) for name in listed}
+        if -1 in pools or len(pools) != 1:
+            continue
+        pool = machine.partitions[pools.pop()]
+        rows = np.flatnonzero(np.asarray(jobs.partition_code) == c)
+        ranked = sorted(listed, key=lambda p: (-pool.tier_of(p), -float(factors.get(p, 1.0)), listed.index(p)))
+        choice = np.full(rows.size, code_of(part_names, ranked[0]), dtype=np.int32)
+        for name in reversed(ranked):  # the best accepting partition is written last
+            lim = pool.limits.get(name, {})
+            ok = np.ones(rows.size, dtype=bool)
+            if "max_nodes" in lim:
+                ok &= nodes[rows] <= int(lim["max_nodes"])
+            if "max_time" in lim:
+                ok &= unstated[rows] | (limit[rows] <= float(lim["max_time"]))
+            choice[ok] = code_of(part_names, name)
+        pcode[rows] = choice
+        same = np.asarray(jobs.queue_names, dtype=object)[qcode[rows]] == names[c]
+        chosen = np.asarray(part_names, dtype=object)[choice[same]]
+        qcode[rows[same]] = [code_of(queue_names, name) for name in chosen.tolist()]
+    return jobs.replace(partition_code=pcode, partition_names=tuple(part_names), queue_code=qcode,
+                        queue_names=tuple(queue_names))
+
+
+def slurm_job_settings(jobs: JobTable, machine: Machine, factors: dict | None = None) -> JobTable:
+    """What Slurm decides of a job at submission from the machine: the partition of a job
+    submitted to several (``several_partitions``), then the limit of a job that asked none
+    (``default_time_limits``). Idempotent."""
+    return default_time_limits(several_partitions(jobs, machine, factors), machine)
+
+
+def default_time_limits(jobs: JobTable, machine: Machine) -> JobTable:
+    """The jobs with Slurm's limit for those that requested none (``time_limit_unstated``):
+    their partition's ``DefaultTime``, else its ``MaxTime``, else the trace reader's stand-in
+    (Slurm's "unlimited" cannot be simulated). Slurm sets ``DefaultTime`` at submission
+    (``job_mgr.c``, ``_part_access_check``: ``time_limit == NO_VAL`` takes ``default_time``) and
+    ``MaxTime`` at the start of a job still without one (``node_scheduler.c``,
+    ``select_nodes``); slurm.conf man page, DefaultTime: "Run time limit used for jobs that
+    don't specify a value. If not set then MaxTime will be used." Idempotent; the same table
+    when no job is concerned. ``DefaultTime=0`` is left to ``place_jobs`` (rejected)."""
+    unstated = np.asarray(jobs.time_limit_unstated, dtype=bool)
+    if not unstated.any() or not any(p.limits for p in machine.partitions):
+        return jobs
+    given: dict[str, float] = {}
+    for part in machine.partitions:
+        for name, lim in part.limits.items():
+            value = lim.get("default_time", lim.get("max_time"))
+            if value is not None and value > 0 and math.isfinite(value):
+                given[name] = float(value)
+    if not given:
+        return jobs
+    rows = np.flatnonzero(unstated)
+    names = served_names(jobs.take(rows), machine)
+    new = np.array([given.get(name, math.nan) for name in names.tolist()], dtype=np.float64)
+    keep = np.isfinite(new)
+    if not keep.any():
+        return jobs
+    limit = np.array(jobs.time_limit, dtype=np.float64, copy=True)
+    limit[rows[keep]] = new[keep]
+    return jobs.replace(time_limit=limit)
 
 
 # ------------------------------------------------------------------ jobs -> partitions
@@ -303,6 +412,21 @@ def _unknown_partition(jobs: JobTable, index_of: dict[str, int]) -> np.ndarray:
     return candidate
 
 
+def _multi_partition(jobs: JobTable, index_of: dict[str, int]) -> np.ndarray:
+    """Per job, whether it was submitted to several partitions the machine has (``--partition
+    =a,b``: a comma list of listed names as its partition or queue) that ``several_partitions``
+    could not resolve (they are in different pools). Not modelled: Slurm starts such a job in
+    whichever listed partition can start it first, which needs the pools in one simulation
+    (docs/slurm.md); rejected with a reason of its own, never silently."""
+    def several(names) -> np.ndarray:
+        return np.array([("," in name and all(part.strip() in index_of for part in name.split(",")))
+                         for name in names] or [False])
+
+    by_partition = several(jobs.partition_names)[np.asarray(jobs.partition_code)]
+    by_queue = several(jobs.queue_names)[np.asarray(jobs.queue_code)]
+    return (by_partition | by_queue) if len(jobs) else np.zeros(0, dtype=bool)
+
+
 def place_jobs(jobs: JobTable, machine: Machine) -> Placement:
     """Which partition serves each job, its resolved per-node request, and why rejected jobs
     are rejected (see the module docstring). Vectorised: a few whole-table operations."""
@@ -334,6 +458,8 @@ def place_jobs(jobs: JobTable, machine: Machine) -> Placement:
     if (part < 0).any():
         reason[part < 0] = 1 + REJECT_REASONS.index("no_partition")
         reason[unknown] = 1 + REJECT_REASONS.index("unknown_partition")
+        multi = _multi_partition(jobs, index_of) & (part < 0)
+        reason[multi] = 1 + REJECT_REASONS.index("multi_partition")
         labels = jobs.partition[part < 0]
         names, counts = np.unique(labels.astype(str), return_counts=True)
         unmatched = {str(a): int(b) for a, b in zip(names, counts)}

@@ -54,6 +54,20 @@ METRIC_DEFINITIONS: dict[str, str] = {
     "are several (utilization = that queue's share of the whole machine over the overall span)",
 }
 
+# Slurm association/QOS limits (backfill 'slurm' with system.associations; sim.limits): present
+# only when some job was held or refused.
+LIMIT_METRIC_DEFINITIONS: dict[str, str] = {
+    "held/<reason>": "jobs held at least once by an association or QOS limit, per Slurm reason "
+    "(AssocMaxJobsLimit, AssocGrpCpuLimit, QOSMaxJobsPerUserLimit, ...)",
+    "rejected/<reason>": "jobs an association or QOS limit refused at submission (assoc_max_submit, "
+    "assoc_grp_submit, qos_max_submit_pu) or can never let run (no_association, assoc_max_wall, "
+    "qos_max_wall, assoc_job_limit, qos_job_limit); counted in jobs_rejected too",
+    "limits_split_over_pools": "jobs under a limit whose jobs run in several node pools: each pool "
+    "enforces it on its own jobs only (pools are simulated apart), so these may start earlier than in Slurm",
+}
+LIMIT_REJECTIONS = ("assoc_max_submit", "assoc_grp_submit", "qos_max_submit_pu", "no_association",
+                    "assoc_max_wall", "qos_max_wall", "assoc_job_limit", "qos_job_limit")
+
 _WAIT_PERCENTILES = (50.0, 90.0, 95.0, 99.0)
 
 
@@ -185,6 +199,13 @@ def compute_metrics(jobs: JobTable, schedule: Schedule) -> dict[str, float]:
         metrics["user_bsld_jain"] = jain_index(users["bsld_mean"])
     # Keep the documented order: makespan before throughput in reports.
     metrics = {k: metrics[k] for k in _ORDER if k in metrics}
+    for key, count in (schedule.warnings or {}).items():  # Slurm association/QOS limits
+        if key.startswith("held_"):
+            metrics[f"held/{key[len('held_'):]}"] = float(count)
+        elif key.startswith("rejected_") and key[len("rejected_"):] in LIMIT_REJECTIONS:
+            metrics[f"rejected/{key[len('rejected_'):]}"] = float(count)
+        elif key == "limits_split_over_pools":
+            metrics[key] = float(count)
 
     if getattr(schedule, "placement", None) is not None:  # a machine with partitions
         def of_rows(rows):

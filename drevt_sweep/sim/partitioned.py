@@ -27,7 +27,8 @@ from ..errors import ConfigError
 from ..jobs import JobTable
 from . import engine
 from .capacity import IRREGULAR_GAP, CapacitySchedule
-from .machine import Machine, Placement, place_jobs
+from .limits import SUBMIT_REASONS
+from .machine import Machine, Placement, place_jobs, slurm_job_settings
 from .schedule import Schedule
 
 
@@ -41,6 +42,7 @@ def simulate_machine(
     enforce_limits: bool = True,
     kernel: str = "auto",
     capacity=None,
+    limits=None,
     **policy_options,
 ) -> Schedule:
     """The schedule of ``jobs`` on ``machine`` (see the module docstring); rejected jobs keep
@@ -50,8 +52,15 @@ def simulate_machine(
     the user's time limits in priority order only. ``progress`` counts the jobs of the partitions
     already simulated as done (each partition's simulated time starts again). ``capacity`` is
     shared among exclusive partitions (``partition_capacities``); jobs it never lets run are
-    rejected (``warnings['rejected_capacity']``); shared partitions refuse it."""
-    if machine.is_single_pool:
+    rejected (``warnings['rejected_capacity']``); shared partitions refuse it.
+    ``limits``: Slurm associations and QOS (``trace.associations.Associations``), enforced by
+    ``backfill='slurm'`` on whole-node pools (``sim.limits``); jobs they refuse or can never
+    let run are rejected per reason, jobs they held counted in ``warnings['held_<reason>']``."""
+    if limits is not None and backfill != "slurm" and limits.has_limits():
+        raise ConfigError(f"association and QOS limits are enforced by Slurm's backfill (backfill 'slurm', "
+                          f"policy=slurm with SchedulerType=sched/backfill); backfill {backfill!r} would ignore "
+                          f"them: choose backfill 'slurm' or leave the associations out")
+    if machine.is_single_pool and limits is None:
         return engine.simulate(jobs, run_time, machine.total_nodes, priority=priority,
                                backfill=backfill, enforce_limits=enforce_limits, kernel=kernel,
                                capacity=capacity, **policy_options)
@@ -71,7 +80,12 @@ def simulate_machine(
             raise ConfigError(f"capacity changes and maintenance windows are modelled on partitions of "
                               f"whole nodes only; shared-node partition(s): {', '.join(shared)}")
         capacities = partition_capacities(capacity, machine)
+    factors = (policy_options.get("priority_params") or {}).get("partition_priority")
+    jobs = slurm_job_settings(jobs, machine, factors)  # several partitions; DefaultTime/MaxTime
     placement = place_jobs(jobs, machine)
+    assoc_limits = None
+    if limits is not None:
+        jobs, placement, assoc_limits = _with_limits(jobs, machine, placement, limits)
     n = len(jobs)
     rt = np.asarray(run_time, dtype=np.float64)
     if rt.shape != (n,):
@@ -88,7 +102,8 @@ def simulate_machine(
         dur = np.full(n, np.nan)
         killed = np.zeros(n, dtype=bool)
     withdrawn = np.zeros(n, dtype=bool)  # rejected by a partition's capacity (maintenance)
-    held: dict[str, int] = {}  # jobs a policy held, per reason (backfill 'slurm')
+    held: dict[str, int] = {}  # jobs a policy held or refused, per reason (backfill 'slurm')
+    refused = np.zeros(n, dtype=bool)  # refused at submission by an association/QOS limit
     irregular = 0  # of those, the jobs only a DST day's longer gap would fit
     done_before = 0
     names = None  # the names jobs are served under, for PriorityTier (backfill 'slurm')
@@ -105,36 +120,59 @@ def simulate_machine(
             params = dict(policy_options.get("backfill_params") or {})
             params["tier"] = [part.tier_of(name) for name in names[rows].tolist()]
             options = {**policy_options, "backfill_params": params}
+        if assoc_limits is not None and backfill == "slurm" and not part.shared:
+            params = dict(options.get("backfill_params") or {})
+            params["limits"] = assoc_limits.state_for(rows)
+            options = {**options, "backfill_params": params}
         sub = jobs.take(rows)
         if part.shared:
             from .shared import simulate_shared
 
             # Slurm's backfill limits are modelled on whole-node pools; the shared-node engine
             # runs EASY for it (trace.slurm_conf lists this as not modelled)
+            # (association limits too, on the reference engine: a held job is passed over)
+            report: dict = {}
             result = simulate_shared(
                 sub, rt[rows], part, placement.cores[rows], placement.gpus[rows],
                 placement.memory[rows], priority=priority,
                 backfill="easy" if backfill == "slurm" else backfill,
                 enforce_limits=enforce_limits, kernel=kernel,
+                limits=assoc_limits.state_for(rows) if assoc_limits is not None and backfill == "slurm" else None,
+                report=report,
             )
+            for j in report.pop("refused", []):
+                refused[rows[j]] = True
+            for key, count in report.items():
+                held[key] = held.get(key, 0) + count
         else:
             step = None if progress is None else (
                 lambda now, done, base=done_before: progress(now, base + done))
             result = engine.simulate(sub, rt[rows], part.nodes, priority=priority,
                                      backfill=backfill, enforce_limits=enforce_limits, kernel=kernel,
                                      capacity=capacities[k], progress=step, **options)
-            withdrawn[rows] = result.rejected
-            irregular += result.warnings.get(IRREGULAR_GAP, 0)
+            policy_rejected = False
             for key, count in result.warnings.items():
-                if key.startswith("held_"):
+                refusal = key.startswith("rejected_") and key[len("rejected_"):] in SUBMIT_REASONS
+                if key.startswith("held_") or refusal:
                     held[key] = held.get(key, 0) + count
+                    policy_rejected = policy_rejected or (refusal and count > 0)
+            if policy_rejected:  # refused at submission (no capacity schedule with backfill slurm)
+                refused[rows] = result.rejected
+            else:
+                withdrawn[rows] = result.rejected
+            irregular += result.warnings.get(IRREGULAR_GAP, 0)
         done_before += rows.size
         begin[rows] = result.begin
         end[rows] = result.end
         dur[rows] = result.run_time
         killed[rows] = result.killed
-    rejected = placement.rejected
-    warnings = {"rejected_oversized": int(rejected.sum()), **placement.counts(), **held}
+    rejected = placement.rejected | refused
+    dur[refused] = np.nan  # (the shared-node engine gives every job its run time)
+    warnings = {"rejected_oversized": int(placement.rejected.sum()), **placement.counts(), **held}
+    if assoc_limits is not None:
+        split = assoc_limits.split_over_pools(placement.partition)
+        if split:
+            warnings["limits_split_over_pools"] = split
     if withdrawn.any():
         rejected |= withdrawn
         warnings["rejected_capacity"] = int(withdrawn.sum())
@@ -152,6 +190,64 @@ def simulate_machine(
         machine=machine,
         placement=placement,
     )
+
+
+def _with_limits(jobs: JobTable, machine: Machine, placement: Placement, limits):
+    """The association limits of the jobs, and the placement with the jobs they can never let
+    run rejected (after the machine's own reasons: the first reason that applies is given)."""
+    import dataclasses
+
+    from .limits import AssociationLimits
+    from .machine import REJECT_REASONS
+
+    served = placement.served if placement.served is not None else placement.partition
+    cores = np.array([p.cores if p.cores is not None else 0 for p in machine.partitions] + [0],
+                     dtype=np.int64)[served]
+    shared = np.array([p.shared for p in machine.partitions] + [False])[served]
+    own = np.asarray(jobs.cores_per_node, dtype=np.int64)
+    cpus = np.where(cores > 0, cores, np.maximum(own, 1))  # whole nodes: every CPU of them
+    cpus = np.where(shared, np.maximum(placement.cores, 1), cpus)  # shared nodes: the cores it asked
+    assoc_limits = AssociationLimits(limits, jobs, cpus)
+    jobs = _max_wall_limits(jobs, machine, assoc_limits)
+    never = (assoc_limits.reason > 0) & (placement.partition >= 0)
+    if not never.any():
+        return jobs, placement, assoc_limits
+    from .limits import STATIC_REASONS
+
+    reason = placement.reason.copy()
+    codes = np.array([0] + [1 + REJECT_REASONS.index(r) for r in STATIC_REASONS], dtype=np.int8)
+    reason[never] = codes[assoc_limits.reason[never]]
+    partition = placement.partition.copy()
+    partition[never] = -1
+    return jobs, dataclasses.replace(placement, partition=partition, reason=reason), assoc_limits
+
+
+def _max_wall_limits(jobs: JobTable, machine: Machine, assoc_limits) -> JobTable:
+    """Jobs that asked for no limit, in a partition without ``DefaultTime``: their MaxWall, at
+    most the partition's ``MaxTime`` (``sim.limits``); the never-run test redone with them."""
+    wall = assoc_limits.max_wall()
+    unstated = np.asarray(jobs.time_limit_unstated, dtype=bool) & np.isfinite(wall)
+    if not unstated.any():
+        return jobs
+    from .machine import served_names
+
+    limits_of = {name: lim for part in machine.partitions for name, lim in part.limits.items()}
+    rows = np.flatnonzero(unstated)
+    names = served_names(jobs.take(rows), machine).tolist()
+    limit = np.array(jobs.time_limit, dtype=np.float64, copy=True)
+    changed = False
+    for row, name in zip(rows.tolist(), names):
+        lim = limits_of.get(name, {})
+        if "default_time" in lim:
+            continue  # DefaultTime came first (default_time_limits)
+        value = min(float(wall[row]), float(lim.get("max_time", np.inf)))
+        if value > 0 and value != limit[row]:
+            limit[row] = value
+            changed = True
+    if not changed:
+        return jobs
+    assoc_limits.reason = assoc_limits._static(limit)
+    return jobs.replace(time_limit=limit)
 
 
 def partition_capacities(capacity: CapacitySchedule, machine: Machine) -> list[CapacitySchedule]:

@@ -68,11 +68,17 @@ class SharedSchedule:
 def simulate_shared(jobs: JobTable, run_time: np.ndarray, partition: Partition, cores: np.ndarray,
                     gpus: np.ndarray, memory: np.ndarray, *, priority: str = "fcfs",
                     backfill: str = "easy", enforce_limits: bool = True, kernel: str = "auto",
-                    on_reservation=None) -> SharedSchedule:
+                    on_reservation=None, limits=None, report: dict | None = None) -> SharedSchedule:
     """Schedule every job of ``jobs`` (all served by ``partition`` and fitting one of its
     nodes: ``machine.place_jobs`` rejects the others) with per-node requests ``cores``,
     ``gpus`` and ``memory``. ``kernel``: ``"reference"`` (this module), ``"fast"`` (the compiled
-    kernel) or ``"auto"`` (the compiled kernel once loading numba pays off)."""
+    kernel) or ``"auto"`` (the compiled kernel once loading numba pays off).
+
+    ``limits``: Slurm's association/QOS limits (a ``sim.limits.LimitState`` of these jobs; the
+    reference engine runs them): a submission they refuse is never queued (NaN times, listed
+    in ``report["refused"]``), a job they hold is passed over in the queue pass (neither the
+    head nor backfilled) while held; ``report`` receives the counts (``held_<reason>``,
+    ``rejected_<reason>``) as ``engine.simulate``'s warnings."""
     check_priority(priority)
     check_backfill(backfill)
     if backfill not in SHARED_BACKFILLS:
@@ -93,16 +99,20 @@ def simulate_shared(jobs: JobTable, run_time: np.ndarray, partition: Partition, 
     rank = priority_rank(priority, submit, limit, nodes)
     request = (np.asarray(cores, dtype=np.int64), np.asarray(gpus, dtype=np.int64),
                _kib(np.asarray(memory, dtype=np.float64)))
-    if _use_kernel(kernel, backfill, on_reservation, n):
+    if limits is None and _use_kernel(kernel, backfill, on_reservation, n):
         from .kernel import shared as fast
 
         begin, end, node_start, node_list = fast.run_shared(
             submit, limit, nodes, dur, rank, request, (partition.nodes, *node_resources(partition)), backfill,
             bool(enforce_limits))
     else:
+        gate = _LimitGate(limits, rank.tolist()) if limits is not None else None
         begin, end, placed = _run_events(submit.tolist(), limit.tolist(), nodes.tolist(), dur.tolist(),
                                          rank, [r.tolist() for r in request], partition, backfill,
-                                         bool(enforce_limits), on_reservation)
+                                         bool(enforce_limits), on_reservation, gate)
+        if gate is not None and report is not None:
+            report.update(gate.counts())
+            report["refused"] = sorted(gate.refused)
         node_start = np.zeros(n + 1, dtype=np.int64)
         node_start[1:] = np.cumsum([len(p) for p in placed])
         node_list = np.array([i for p in placed for i in p], dtype=np.int64)
@@ -194,7 +204,39 @@ class _Nodes:
             fm[i] += sign * m
 
 
-def _run_events(submit, limit, nodes, dur, rank, request, partition, backfill, enforce, hook):
+class _LimitGate:
+    """Association/QOS limits in the shared-node EASY pass (``simulate_shared``'s ``limits``)."""
+
+    def __init__(self, state, rank) -> None:
+        self.state = state
+        self.held: dict[str, set] = {}
+        self.rejected: dict[str, int] = {}
+        self.refused: set[int] = set()
+
+    def submit(self, j: int) -> bool:
+        reason = self.state.submit(j)
+        if reason is None:
+            return True
+        self.refused.add(j)
+        self.rejected[reason] = self.rejected.get(reason, 0) + 1
+        return False
+
+    def blocked(self, j: int) -> bool:
+        """Held by a running-jobs or TRES limit now (counted)."""
+        state = self.state
+        reason = (state.pre(j) if state.gated_pre[j] else None) or (state.post(j) if state.gated_post[j] else None)
+        if reason is None:
+            return False
+        self.held.setdefault(reason, set()).add(j)
+        return True
+
+    def counts(self) -> dict[str, int]:
+        out = {f"held_{reason}": len(jobs) for reason, jobs in sorted(self.held.items())}
+        out.update({f"rejected_{reason}": count for reason, count in sorted(self.rejected.items())})
+        return out
+
+
+def _run_events(submit, limit, nodes, dur, rank, request, partition, backfill, enforce, hook, gate=None):
     """The event loop (as ``engine._run_events``), on per-node free resources."""
     n = len(submit)
     cores, gpus, memory = request
@@ -235,9 +277,13 @@ def _run_events(submit, limit, nodes, dur, rank, request, partition, backfill, e
             del running[bisect_left(running, (est_end[j], j))]
             free.add(placed[j], cores[j], gpus[j], memory[j], +1)
             freed_early |= end[j] < est_end[j]
+            if gate is not None:
+                gate.state.end(j)
         while a < n and submit[order[a]] <= now:
             j = order[a]
             a += 1
+            if gate is not None and not gate.submit(j):
+                continue  # refused at submission: never queued
             pos = bisect_left(qrank, rank_l[j])
             queue.insert(pos, j)
             qrank.insert(pos, rank_l[j])
@@ -246,7 +292,7 @@ def _run_events(submit, limit, nodes, dur, rank, request, partition, backfill, e
         if planner is not None:
             due = planner.plan(now, queue, running, est_end, placed, freed_early or not enforce)
         else:
-            due = _queue_pass(now, queue, free, running, placed, nodes, limit, request, backfill, hook)
+            due = _queue_pass(now, queue, free, running, placed, nodes, limit, request, backfill, hook, gate)
         for j, where in due:
             start(j, where, now)
         if due:
@@ -259,19 +305,24 @@ def _run_events(submit, limit, nodes, dur, rank, request, partition, backfill, e
     return begin, end, placed
 
 
-def _queue_pass(now, queue, free, running, placed, nodes, limit, request, backfill, hook):
+def _queue_pass(now, queue, free, running, placed, nodes, limit, request, backfill, hook, gate=None):
     """none / easy / easy_drevt: the jobs to start now and their nodes, in start order (their
-    resources are taken from ``free`` here)."""
+    resources are taken from ``free`` here). With ``gate`` (association limits) a held job is
+    passed over: neither started nor the head."""
     cores, gpus, memory = request
     due = []
-    k = 0
-    for j in queue:
+    k = len(queue)  # the head's position (len: none)
+    for i, j in enumerate(queue):
+        if gate is not None and gate.blocked(j):
+            continue
         where = free.first_fit(nodes[j], cores[j], gpus[j], memory[j])
         if where is None:
+            k = i
             break
         free.add(where, cores[j], gpus[j], memory[j], -1)
         due.append((j, where))
-        k += 1
+        if gate is not None:
+            gate.state.start(j)
     if k < len(queue) and backfill != "none":
         head = queue[k]
         later = [(now + limit[j], j, where) for j, where in due]
@@ -281,6 +332,8 @@ def _queue_pass(now, queue, free, running, placed, nodes, limit, request, backfi
         strict = backfill == "easy_drevt"
         use_extra = backfill == "easy"
         for j in queue[k + 1:]:
+            if gate is not None and gate.blocked(j):
+                continue
             where = free.first_fit(nodes[j], cores[j], gpus[j], memory[j])
             if where is None:
                 continue
@@ -296,6 +349,8 @@ def _queue_pass(now, queue, free, running, placed, nodes, limit, request, backfi
                 continue
             free.add(where, cores[j], gpus[j], memory[j], -1)
             due.append((j, where))
+            if gate is not None:
+                gate.state.start(j)
     return due
 
 

@@ -28,7 +28,8 @@ from omegaconf import DictConfig, OmegaConf
 
 from .. import __version__
 from .callback_policy import guard_hydra_callbacks
-from .slurm_system import backfill_params, identity_settings, slurm_conf_of, slurm_policy
+from .slurm_system import (associations_of, backfill_params, identity_settings, slurm_conf_of, slurm_policy,
+                           with_association_priority)
 from .config import register_configs
 from .interrupts import (end_idle_workers, end_workers, exit_code, ignore_late_signals, install_handlers,
                          signal_name)
@@ -96,8 +97,9 @@ def _value(node):
 
 
 def run_spec(cfg: DictConfig, machine_nodes: int | None,
-             workload: WorkloadSpec | None = None, queue_names=()) -> RunSpec:
-    """``queue_names``: the trace's, for ``policy=slurm``'s partition factors."""
+             workload: WorkloadSpec | None = None, queue_names=(), who=((), ())) -> RunSpec:
+    """``queue_names``: the trace's, for ``policy=slurm``'s partition factors; ``who``: its
+    (accounts, users), for the associations' shares and QOS factors."""
     rt = cfg.run_time
     total_nodes = cfg.system.total_nodes
     if total_nodes is not None and total_nodes < 1:
@@ -114,6 +116,19 @@ def run_spec(cfg: DictConfig, machine_nodes: int | None,
 
         options["backfill_params"] = backfill_params(cfg.policy, slurm_conf_of(cfg.system))
         check_backfill_params(options["backfill_params"])
+    assoc = associations_of(cfg.system)
+    conf = slurm_conf_of(cfg.system)
+    limits = assoc.enforced(conf.enforce if conf is not None else None) if assoc is not None else None
+    if assoc is not None:
+        if limits is not None and limits.has_limits() and backfill != "slurm":
+            raise ConfigError(f"system.associations: association and QOS limits are enforced by Slurm's backfill "
+                              f"(policy=slurm with SchedulerType=sched/backfill, or policy.backfill=slurm); "
+                              f"backfill {backfill!r} would ignore them")
+        explicit = [k for k in ("account_shares",) if cfg.policy.get(k)]
+        if cfg.policy.get("user_shares"):  # the configuration's user shares win over sacctmgr's
+            explicit.append("association_shares")
+        options["priority_params"] = with_association_priority(options["priority_params"], assoc, *who,
+                                                               explicit=explicit)
     return RunSpec(
         machine=machine,
         total_nodes=int(total_nodes or machine_nodes or LASSEN_NODES),
@@ -130,6 +145,7 @@ def run_spec(cfg: DictConfig, machine_nodes: int | None,
         ),
         enforce_limits=bool(cfg.system.enforce_limits),
         workload=workload or WorkloadSpec(),
+        limits=limits,
         **options,
     )
 
@@ -410,7 +426,8 @@ def prepare_configuration(run: Configuration, load=None, finished: dict | None =
     # The first seed's transform: what each transform kept, moved or dropped, and the
     # machine size after a job-size rescaling.
     probe, _, workload_report = apply_workload(jobs, wspec, int(cfg.seed))
-    run.spec = spec = run_spec(cfg, probe.meta.machine_nodes, wspec, probe.queue_names)
+    run.spec = spec = run_spec(cfg, probe.meta.machine_nodes, wspec, probe.queue_names,
+                               (probe.group_names, probe.user_names))
     if cfg.policy.name == "slurm":  # what the slurm.conf chose (policy.priority is a placeholder)
         chosen = {"slurm.priority": spec.priority, "slurm.backfill": spec.backfill,
                   "slurm.fairshare": (spec.priority_params or {}).get("fairshare")}

@@ -238,6 +238,8 @@ class SystemConf:
     enforce_limits: bool = True
     partitions: Optional[List[PartitionConf]] = None
     slurm_conf: Optional[str] = None  # system=slurm: a slurm.conf gives the partitions instead
+    associations: Optional[str] = None  # sacctmgr -P show assoc: shares, association limits
+    qos: Optional[str] = None  # sacctmgr -P show qos: QOS priority and limits (with associations)
 
 
 @dataclass

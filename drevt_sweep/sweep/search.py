@@ -543,7 +543,8 @@ class ProbeRunner:
 
         wspec = workload_spec(cfg.workload, cfg.system.total_nodes)
         probe, _, _ = apply_workload(self.jobs, wspec, int(cfg.seed))
-        return self.app.run_spec(cfg, probe.meta.machine_nodes, wspec, probe.queue_names)
+        return self.app.run_spec(cfg, probe.meta.machine_nodes, wspec, probe.queue_names,
+                                 (probe.group_names, probe.user_names))
 
     def __call__(self, setting: Mapping[str, object], n_seeds: int) -> Measurement:
         from omegaconf import OmegaConf

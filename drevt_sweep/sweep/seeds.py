@@ -21,7 +21,7 @@ import numpy as np
 from ..sim import kernel
 from ..errors import DrevtError
 from ..jobs import JobTable
-from ..sim.machine import Machine
+from ..sim.machine import Machine, slurm_job_settings
 from ..sim.metrics import compute_metrics
 from ..sim.partitioned import replay_machine, simulate_machine
 from ..sim.runtime import RunTimeModel, draw_run_times, is_stochastic
@@ -47,6 +47,7 @@ class RunSpec:
     estimate_refresh: str = "submit"  # when user_history predicts a waiting job (sim.estimates)
     priority_params: dict | None = field(default=None, hash=False)  # a dynamic priority's
     backfill_params: dict | None = field(default=None, hash=False)  # backfill 'slurm''s settings
+    limits: object = field(default=None, hash=False)  # Slurm associations/QOS (trace.associations)
 
     @property
     def stochastic(self) -> bool:
@@ -88,6 +89,8 @@ def simulate_seed(jobs: JobTable, spec: RunSpec, seed: int) -> tuple[JobTable, S
     machine = spec.machine or Machine.single_pool(spec.total_nodes)
     if spec.replay:
         return jobs, replay_machine(jobs, machine)
+    factors = (spec.priority_params or {}).get("partition_priority")
+    jobs = slurm_job_settings(jobs, machine, factors)  # before run times: a partition's DefaultTime
     run_time = draw_run_times(jobs, spec.run_time, seed, enforce_limits=spec.enforce_limits)
     schedule = simulate_machine(
         jobs,
@@ -103,6 +106,7 @@ def simulate_seed(jobs: JobTable, spec: RunSpec, seed: int) -> tuple[JobTable, S
         priority_params=spec.priority_params,
         compression=spec.compression,
         backfill_params=spec.backfill_params,
+        limits=spec.limits,
     )
     return jobs, schedule
 

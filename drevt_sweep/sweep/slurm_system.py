@@ -4,7 +4,10 @@
 ``policy=slurm`` also takes the priority (``PriorityType``, ``PriorityWeight*``, Fair Tree or
 classic) and backfilling (``SchedulerType``) from it. Sweeping ``system.slurm_conf`` over a few
 copies of a slurm.conf is how a sweep asks "what if this line changed". Each file is read once
-per process, and what it says that is not modelled is logged once.
+per process, and what it says that is not modelled is logged once. ``system.associations``
+(``sacctmgr -P show assoc``) and ``system.qos`` (``show qos``) add the association tree's
+shares, QOS priorities and limits (``trace.associations``, enforced by ``sim.limits`` under
+backfill ``slurm``; any other backfill with them is an error).
 """
 
 from __future__ import annotations
@@ -14,10 +17,12 @@ import logging
 from pathlib import Path
 
 from ..errors import ConfigError
+from ..trace.associations import Associations, read_associations
 from ..trace.slurm_conf import SlurmConf, read_slurm_conf
 
 log = logging.getLogger(__name__)
 _read: dict[tuple[str, float], SlurmConf] = {}
+_read_assoc: dict[tuple, Associations] = {}
 
 
 def slurm_conf_of(system) -> SlurmConf | None:
@@ -36,6 +41,56 @@ def slurm_conf_of(system) -> SlurmConf | None:
             log.warning("%s: not modelled, ignored (docs/slurm.md): %s", name, "; ".join(conf.ignored))
         _read[key] = conf
     return _read[key]
+
+
+def associations_of(system) -> Associations | None:
+    """The associations (``sacctmgr -P show assoc``) and QOS (``show qos``) a ``system``
+    section names (``associations``, ``qos``), or None; read once per process, what is not
+    modelled logged once."""
+    get = system.get if hasattr(system, "get") else (lambda key: None)
+    name, qos = get("associations"), get("qos")
+    if not name:
+        if qos:
+            raise ConfigError("system.qos gives the QOS of the associations: set system.associations too")
+        return None
+    key = []
+    for what, given in (("associations", name), ("qos", qos)):
+        if not given:
+            key.append(None)
+            continue
+        path = Path(str(given)).expanduser().resolve()
+        try:
+            key.append((str(path), path.stat().st_mtime))
+        except OSError:
+            raise ConfigError(f"system.{what}: cannot read {given}: no such file") from None
+    key = tuple(key)
+    if key not in _read_assoc:
+        assoc = read_associations(key[0][0], key[1][0] if key[1] else None)
+        if assoc.ignored:
+            log.warning("%s: not modelled, ignored (docs/slurm.md): %s", name, "; ".join(assoc.ignored))
+        conf = slurm_conf_of(system)
+        if conf is not None and "limits" not in conf.enforce:
+            log.warning("%s: AccountingStorageEnforce has no 'limits', so Slurm enforces no association or QOS "
+                        "limit: system.associations gives shares and QOS priorities%s only", conf.path,
+                        " and rejects jobs without an association" if "associations" in conf.enforce else "")
+        _read_assoc[key] = assoc
+    return _read_assoc[key]
+
+
+def with_association_priority(params: dict | None, assoc: Associations | None, group_names, user_names,
+                              explicit=()) -> dict | None:
+    """Multifactor's parameters with the associations' shares and QOS factors, for the keys the
+    configuration leaves unset (``explicit``: keys it sets); notes logged once per call."""
+    if params is None or assoc is None:
+        return params
+    extra, notes = assoc.priority_params(group_names, user_names)
+    for note in notes:
+        log.warning("%s: %s", assoc.path, note)
+    out = dict(params)
+    for key, value in extra.items():
+        if key not in explicit and not out.get(key):
+            out[key] = value
+    return out
 
 
 def slurm_policy(conf: SlurmConf | None, queue_names) -> tuple[str, str, dict | None]:
@@ -69,16 +124,17 @@ def identity_settings(settings: dict) -> dict:
     this feature added are left out while unset (``system.slurm_conf: null``,
     ``policy.fairshare: classic``, ``policy.estimate_refresh: submit``), so that earlier sweeps keep their hashes and resume."""
     system, policy = settings.get("system"), settings.get("policy")
-    if isinstance(system, dict) and "slurm_conf" in system:
-        if system["slurm_conf"] is None:
-            system = {k: v for k, v in system.items() if k != "slurm_conf"}
-        else:
-            path = Path(str(system["slurm_conf"])).expanduser()
-            try:
-                digest = hashlib.sha256(path.read_bytes()).hexdigest()
-            except OSError:
-                digest = None  # reported when the machine is built
-            system = {**system, "slurm_conf_sha256": digest}
+    for key in ("slurm_conf", "associations", "qos"):  # a named file's sha256 joins its path
+        if isinstance(system, dict) and key in system:
+            if system[key] is None:
+                system = {k: v for k, v in system.items() if k != key}
+            else:
+                path = Path(str(system[key])).expanduser()
+                try:
+                    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+                except OSError:
+                    digest = None  # reported when the machine is built
+                system = {**system, f"{key}_sha256": digest}
     defaults = {"fairshare": "classic", "estimate_refresh": "submit"}  # keys added in 2026-12
     defaults.update({key: None for key in BACKFILL_KEYS})  # issue 26: unset = as before
     if isinstance(policy, dict):

@@ -39,7 +39,7 @@ from .source import checksum_of, read_bytes
 from .table import write_rejects
 
 CACHE_ENV = "DREVT_TRACE_CACHE"
-FORMAT_VERSION = 4  # 2: entries carry the sha256 of their content; 3: per-node requests, partitions; 4: exact (int64 or text) job ids
+FORMAT_VERSION = 5  # 5: time_limit_unstated, qos; 2: entries carry the sha256 of their content; 3: per-node requests, partitions; 4: exact (int64 or text) job ids
 
 
 def default_cache_dir() -> Path:
@@ -91,12 +91,13 @@ def _code_fingerprint() -> str:
     return digest.hexdigest()
 
 
-_NAMES = ("queue_names", "user_names", "group_names", "partition_names")  # the code columns' names, stored as text
-_DTYPES = {  # the dtype kind of every JobTable column: i(nt) or f(loat); job_id may also be U (text ids)
+_NAMES = ("queue_names", "user_names", "group_names", "partition_names", "qos_names")  # the code columns' names, stored as text
+_DTYPES = {  # the dtype kind of every JobTable column: i(nt), f(loat) or b(ool); job_id may also be U (text ids)
     "job_id": "i", "source_line": "i", "submit": "f", "begin": "f", "end": "f",
     "num_nodes": "i", "time_limit": "f", "actual_run_time": "f", "queue_code": "i",
     "exit_status": "i", "user_code": "i", "group_code": "i",
     "cores_per_node": "i", "gpus_per_node": "i", "memory_per_node": "f", "partition_code": "i",
+    "time_limit_unstated": "b", "qos_code": "i",
 }
 
 

@@ -21,6 +21,8 @@ Columns (names matched case-insensitively, first present wins):
   components ``123+1`` (``JobID``), every id is kept as its text, so that each task keeps an
   id of its own; an empty id becomes the row number.
 * ``Partition`` -> queue (every partition is kept by default); ``ExitCode`` ``N:S`` -> N.
+* ``QOS`` (optional) -> ``JobTable.qos_code``: the job's QOS, for Slurm's QOS priority and
+  limits (``system.associations``/``system.qos``).
 * Requests per node (optional columns): cores = ``ReqCPUS`` (else ``AllocCPUS``/``NCPUS``)
   / nodes, rounded up; memory from ``ReqMem`` (else ``AllocMem``): a number with an optional
   unit ``K``/``M``/``G``/``T`` (MiB when none) and suffix ``c`` (per CPU: times the cores per
@@ -43,7 +45,9 @@ Decisions, each counted in ``TraceMeta``:
 * ``UNLIMITED``, ``Partition_Limit`` and ``INVALID`` limits: the job gets the largest finite
   limit that any job of the same partition requested in this file, the best available estimate
   of the partition's maximum (``notes['time_limit_from_partition_max']``); in a partition with
-  no finite limit at all the job is excluded (``excluded['unknown_time_limit']``).
+  no finite limit at all the job is excluded (``excluded['unknown_time_limit']``). The kept ones
+  are marked ``time_limit_unstated``: on a machine read from a slurm.conf they get their
+  partition's ``DefaultTime``, else ``MaxTime``, as Slurm gives them (``sim.machine``).
 
 Job states: https://slurm.schedmd.com/sacct.html#SECTION_JOB-STATE-CODES.
 """
@@ -79,6 +83,7 @@ NAMES = {  # canonical -> accepted sacct field names (lower case), first present
     "req_cpus": ("reqcpus",),
     "user": ("user",),
     "group": ("account", "group"),  # fair-share is per account; the Unix group when no Account
+    "qos": ("qos",),
     "cpus": ("reqcpus", "alloccpus", "ncpus"),
     "memory": ("reqmem", "allocmem"),
     "tres": ("reqtres", "alloctres"),
@@ -234,6 +239,7 @@ def _fill(parsed: ParsedTrace, column_of, options: ReadOptions, zone) -> None:
     _requests(parsed, column_of, nodes)
     parsed.users = _text(column_of["user"]) if "user" in column_of else None
     parsed.groups = _text(column_of["group"]) if "group" in column_of else None
+    parsed.qos = _text(column_of["qos"]) if "qos" in column_of else None
     if "exit_status" in column_of:
         code = _text(column_of["exit_status"]).str.extract(r"^(-?\d{1,9})(?::\d+)?$", expand=False)
         bad = code.isna() & (_text(column_of["exit_status"]) != "")
@@ -371,6 +377,7 @@ def _time_limit(parsed: ParsedTrace, column_of) -> np.ndarray:
     filled = no_limit & np.isfinite(estimate)
     parsed.note("time_limit_from_partition_max", filled)
     parsed.exclude("unknown_time_limit", no_limit & ~filled)
+    parsed.time_limit_unstated = filled  # a slurm.conf's DefaultTime/MaxTime replaces the stand-in
     return np.where(filled, estimate, limit)
 
 

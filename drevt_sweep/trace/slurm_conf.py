@@ -11,7 +11,9 @@ Reads what the simulator models and maps it onto plain data (no simulator object
   the partition's pool; ``Default=YES`` also serves jobs that name no partition (a queue of
   ``""`` or SWF's ``-1``); ``PriorityJobFactor`` the multifactor partition factor;
   ``MaxNodes``/``MaxTime`` (jobs over them never run: ``rejected_partition_max_nodes``/
-  ``_time_limit``) and ``PriorityTier`` (backfill ``slurm`` orders a pool's queue by it first)
+  ``_time_limit``), ``DefaultTime`` (the limit of jobs whose trace states none,
+  ``JobTable.time_limit_unstated``; dropped when above ``MaxTime``, as slurmctld does) and
+  ``PriorityTier`` (backfill ``slurm`` orders a pool's queue by it first)
   as the pool's ``limits``;
   ``OverSubscribe=EXCLUSIVE`` whole nodes. Partitions sharing nodes become one pool serving
   each of their names (drevt-sweep's partitions are disjoint node pools), with a warning.
@@ -28,8 +30,7 @@ Reads what the simulator models and maps it onto plain data (no simulator object
   ``bf_max_job_part``, ``bf_continue``, ``bf_job_part_count_reserve``, ``default_queue_depth``,
   ``sched_interval``: ``SlurmConf.backfill_params``); ``sched/builtin`` none.
 
-Everything else -- other keys, per-node and per-partition keys not modelled (``DefaultTime``,
-``State``, ...), other ``SchedulerParameters``,
+Everything else -- other keys, per-node and per-partition keys not modelled (``State``, ...), other ``SchedulerParameters``,
 flags -- is listed in ``SlurmConf.ignored``, one
 entry per key, for the caller to warn about once: never ignored silently. A malformed line
 (a word that is not ``Key=Value``, a bad number, hostlist or time, a negative weight, a
@@ -41,6 +42,7 @@ partition names are not (as in Slurm). What is and is not modelled: ``docs/slurm
 
 from __future__ import annotations
 
+import math
 import re
 import shlex
 from dataclasses import dataclass, field
@@ -53,7 +55,7 @@ from .hostlist import expand
 NODE_KEYS = {"nodename", "cpus", "procs", "boards", "sockets", "corespersocket", "threadspercore",
              "realmemory", "gres"}
 PARTITION_KEYS = {"partitionname", "nodes", "default", "priorityjobfactor", "oversubscribe", "shared",
-                  "maxtime", "maxnodes", "prioritytier"}
+                  "maxtime", "maxnodes", "prioritytier", "defaulttime"}
 WEIGHTS = {"priorityweightage": "age", "priorityweightfairshare": "fairshare",
            "priorityweightjobsize": "job_size", "priorityweightpartition": "partition",
            "priorityweightqos": "qos"}
@@ -81,13 +83,17 @@ class SlurmConf:
     partition_factors: dict = field(default_factory=dict)  # PriorityJobFactor per partition
     ignored: tuple[str, ...] = ()  # keys read but not modelled, once each
     backfill_params: dict = field(default_factory=dict)  # SchedulerParameters (bf_window, ...)
+    # AccountingStorageEnforce with its implications (associations, limits, qos, safe, wckeys):
+    # whether association limits apply at all (trace.associations, sim.limits)
+    enforce: frozenset = frozenset()
 
     def params_for(self, queue_names) -> dict | None:
         """``priority_params`` with the partition factors of the partitions a trace has (the
         multifactor policy refuses names that are not queues of the trace)."""
         if self.priority_params is None:
             return None
-        present = {k: v for k, v in self.partition_factors.items() if k in set(queue_names)}
+        names = {part.strip() for q in queue_names for part in str(q).split(",")}  # a,b: several
+        present = {k: v for k, v in self.partition_factors.items() if k in names}
         return {**self.priority_params, "partition_priority": present}
 
 
@@ -218,7 +224,6 @@ class _Reader:
 
     def _partition(self, pairs, line: int) -> None:
         name = pairs[0][1]
-        # DefaultTime is read but not modelled (traces state every limit): noted
         fields = self._fields(pairs, self.partition_default, PARTITION_KEYS, "PartitionName")
         if fields is None:
             return
@@ -247,6 +252,19 @@ class _Reader:
                 if seconds is None:
                     raise self.error(line, written, f"expected a Slurm time or UNLIMITED, got {value!r}")
                 limits["max_time"] = seconds
+        if "defaulttime" in fields:
+            # Slurm: the limit of jobs that ask for none (else MaxTime); one above MaxTime is
+            # dropped with a message (read_config.c), UNLIMITED gives them no limit
+            written, value = fields["defaulttime"]
+            if value.upper() not in ("UNLIMITED", "INFINITE"):
+                seconds = slurm_time(value)
+                if seconds is None:
+                    raise self.error(line, written, f"expected a Slurm time or UNLIMITED, got {value!r}")
+                if seconds > limits.get("max_time", math.inf):
+                    self.ignore(f"PartitionName={name} DefaultTime={value} exceeds its MaxTime: "
+                                f"dropped, as slurmctld does")
+                else:
+                    limits["default_time"] = seconds
         oversubscribe = (fields.get("oversubscribe") or fields.get("shared") or ("", "NO"))[1].upper()
         if oversubscribe.split(":")[0] in ("YES", "FORCE"):
             self.ignore(f"PartitionName OverSubscribe={oversubscribe}")
@@ -283,14 +301,39 @@ class _Reader:
                         "OverSubscribe=EXCLUSIVE): those pools are simulated with EASY")
         used = {"clustername", "selecttype", "selecttypeparameters", "prioritytype", "priorityflags",
                 "prioritymaxage", "prioritydecayhalflife", "prioritycalcperiod",
-                "priorityfavorsmall", "schedulertype", "schedulerparameters", *WEIGHTS}
+                "priorityfavorsmall", "schedulertype", "schedulerparameters", "accountingstorageenforce",
+                *WEIGHTS}
         for key, (written, _, _) in self.globals.items():
             if key not in used:
                 self.ignore(written)
         factors = {p["name"]: p["factor"] for p in self.partitions}
+        enforce = self._enforce()
         return SlurmConf(str(self.path), system, priority, backfill, priority_params,
                          factors if len(set(factors.values())) > 1 else {}, tuple(self.ignored),
-                         backfill_params)
+                         backfill_params, enforce)
+
+    def _enforce(self) -> frozenset:
+        """``AccountingStorageEnforce`` with what each option implies (slurm.conf man page:
+        ``limits``, ``qos``, ``wckeys`` imply ``associations``; ``safe`` implies ``limits``;
+        ``all`` every option but ``nojobs``/``nosteps``); unset: nothing is enforced."""
+        written, value, line = self.value("accountingstorageenforce", "")
+        flags = set()
+        for item in value.split(","):
+            item = item.strip().lower()
+            if not item:
+                continue
+            if item not in ("all", "associations", "limits", "nojobs", "nosteps", "qos", "safe", "wckeys"):
+                raise self.error(line, written, f"{item!r} is not an AccountingStorageEnforce option")
+            flags.add(item)
+        if "all" in flags:
+            flags |= {"associations", "limits", "qos", "safe", "wckeys"}
+        if "safe" in flags:
+            flags.add("limits")
+        if flags & {"limits", "qos", "wckeys"}:
+            flags.add("associations")
+        for flag in sorted(flags & {"safe", "wckeys", "nojobs", "nosteps"}):
+            self.ignore(f"AccountingStorageEnforce {flag}")
+        return frozenset(flags)
 
     def _pools(self, whole_nodes: bool, memory_tracked: bool) -> list[dict]:
         if not self.partitions:

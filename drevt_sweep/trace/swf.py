@@ -20,7 +20,9 @@ exit code). The trace is replayed when every kept job has a known wait, else sim
 * both processor counts (fields 8 and 5) unknown (-1 or 0) -> excluded, ``unknown_num_nodes``;
   allocated processors used for requested -> ``notes['num_nodes_from_allocated']``;
 * requested time (field 9) unknown -> ``swf_missing_time_limit``: ``run_time`` uses the run
-  time as the limit (``notes['time_limit_from_run_time']``), ``drop`` excludes the job
+  time as the limit (``notes['time_limit_from_run_time']``; the job is marked
+  ``time_limit_unstated``: a slurm.conf partition's ``DefaultTime``, else ``MaxTime``, replaces
+  that stand-in, as Slurm gives a job that asked for none), ``drop`` excludes the job
   (``unknown_time_limit``), ``fail`` stops with an error naming the first such line;
 * wait (field 3) unknown -> begin/end unknown, the trace is simulated
   (``notes['wait_time_unknown']``).
@@ -217,6 +219,7 @@ def _fill(parsed: ParsedTrace, columns: _FrameColumns | _WholeNumberColumns, sta
     else:
         parsed.note("time_limit_from_run_time", limit_unknown)
         limit = np.where(limit_unknown, run, limit)
+        parsed.time_limit_unstated = limit_unknown  # a slurm.conf's DefaultTime/MaxTime replaces it
 
     with np.errstate(invalid="ignore"):
         wait_known = wait >= 0

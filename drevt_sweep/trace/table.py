@@ -71,6 +71,7 @@ class ParsedTrace:
     submit: np.ndarray = field(default_factory=lambda: np.empty(0))  # float64 seconds
     num_nodes: np.ndarray = field(default_factory=lambda: np.empty(0))  # float64, validated then cast
     time_limit: np.ndarray = field(default_factory=lambda: np.empty(0))  # float64 seconds
+    time_limit_unstated: np.ndarray | None = None  # bool: no limit requested (a reader's stand-in)
     queue_codes: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
     queue_names: list[str] = field(default_factory=list)
     begin: np.ndarray | None = None
@@ -87,6 +88,7 @@ class ParsedTrace:
     # Who submitted, as text ('' = unknown; a pandas Series or a CodedText); None: no such column.
     users: pd.Series | CodedText | None = None
     groups: pd.Series | CodedText | None = None  # the group or account, as ``users``
+    qos: pd.Series | CodedText | None = None  # the job's QOS (sacct), as ``users``
     mode: str | None = None  # None: replay exactly when every kept job has begin and end
     machine_nodes: int | None = None
     header_timezone: str | None = None  # the zone the file itself states (SWF TimeZoneString)
@@ -484,6 +486,7 @@ def _assemble(parsed: ParsedTrace, options, order, excluded, rejects) -> JobTabl
     )
     user_code, user_names = _who(parsed.users, order)
     group_code, group_names = _who(parsed.groups, order)
+    qos_code, qos_names = _who(parsed.qos, order)
     return JobTable(
         job_id=_owned(parsed.job_id[order], np.int64 if parsed.job_id.dtype.kind in "iu" else str),
         source_line=_owned(parsed.rows.lines[order], np.int64),
@@ -506,6 +509,9 @@ def _assemble(parsed: ParsedTrace, options, order, excluded, rejects) -> JobTabl
         user_names=user_names,
         group_code=group_code,
         group_names=group_names,
+        time_limit_unstated=take(parsed.time_limit_unstated, False).astype(bool),
+        qos_code=qos_code,
+        qos_names=qos_names,
     )
 
 

@@ -208,11 +208,13 @@ class Cluster:
     too: ``one_pass`` compression re-places the queue at every termination). ``free`` is the capacity now minus the nodes
     in use (negative only if a job outlives its limit into a capacity drop, limits not
     enforced). ``withdrawn``: jobs the engine took out of the queue since the previous pass
-    without starting them (a variable capacity's last window for them has passed).
+    without starting them (a variable capacity's last window for them has passed). ``ended``:
+    None, or (once a policy has set it to a list) the jobs completed since the policy cleared
+    it (Slurm's backfill keeps association counters with it).
     """
 
     __slots__ = ("capacity", "free", "running", "nodes", "freed_early", "completed", "enforce_limits",
-                 "withdrawn", "estimates_raised")
+                 "withdrawn", "estimates_raised", "ended")
 
     def __init__(self, capacity: Capacity, nodes: Sequence[int], enforce_limits: bool) -> None:
         self.capacity = capacity
@@ -224,6 +226,7 @@ class Cluster:
         self.enforce_limits = enforce_limits
         self.withdrawn: list[int] = []
         self.estimates_raised = False  # a running job outlived its run-time estimate (sim.estimates)
+        self.ended: list[int] | None = None  # completions since the last pass, once a policy asks (a list)
 
     def releases(self, now: float) -> list[tuple[float, int]]:
         """``(time, nodes)`` at which running jobs are expected to free their nodes, sorted."""

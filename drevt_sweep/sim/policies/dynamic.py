@@ -44,6 +44,8 @@ class PriorityInputs:
     group_code: np.ndarray  # the group or account, -1 unknown
     group_names: tuple[str, ...]
     t0: float  # the first submission of a job that runs (ticks count from it)
+    qos_code: np.ndarray | None = None  # the job's QOS (sacct), -1 unknown; None: all unknown
+    qos_names: tuple[str, ...] = ()
 
 
 class DynamicPriority(Protocol):

@@ -18,12 +18,17 @@ would order). Here (parameter names are the slurm.conf ones in snake case):
   (total_nodes - nodes) / total_nodes: a job asking for the whole machine gets 1.0 (0.0);
 * partition = the partition's ``PriorityJobFactor`` / the largest one of the trace's
   partitions (``partition_priority: {name: value}``, default 1 each, so 1.0 for everyone);
-* QOS: traces carry no QOS, so every job has Slurm's default ``normal`` QOS of priority 0
-  (factor 0); the weight is accepted for configs copied from a slurm.conf;
+* QOS = the job's QOS ``Priority`` / the largest QOS ``Priority`` (Slurm's ``norm_priority``,
+  ``assoc_mgr.c``): ``qos_priority: {qos: factor}`` for a job whose trace states its QOS
+  (sacct's ``QOS``), else per association ``qos_factor: {"account/user": factor}`` (its ``Def
+  QOS``); both filled from ``sacctmgr show assoc``/``show qos`` by ``system.associations``/
+  ``--associations``; 0 otherwise (Slurm's ``normal`` QOS of priority 0);
 * fair-share (classic) F = 2^(-UE / S). Associations form a tree root -> account -> user
   (``fairshare_by: account/user``, the job's group/account and user; ``user`` or ``account``:
   one level). Normalised shares S = (S_user / S_siblings) * (S_account / S_sibling_accounts)
-  from raw shares (``account_shares``, ``user_shares``: {name: shares}, default 1 each: equal).
+  from raw shares (``account_shares``, ``user_shares``: {name: shares}, default 1 each: equal;
+  ``association_shares``: {"account/user": shares}, a user's in one account, wins over
+  ``user_shares``: what ``sacctmgr show assoc`` gives).
   Normalised usage U = an association's usage / the root's usage; an account's effective usage
   is its U (the tier under root), a user's UE = U_user + (UE_account - U_user) * S_user /
   S_siblings. With no usage at all, F = 1. Unknown users/groups form one association of their own.
@@ -80,7 +85,10 @@ DEFAULTS = {
     "fairshare": "classic",
     "account_shares": {},
     "user_shares": {},
+    "association_shares": {},  # "account/user" -> raw shares of that user association
     "partition_priority": {},
+    "qos_factor": {},  # "account/user" -> the QOS factor of the association's jobs, in [0, 1]
+    "qos_priority": {},  # QOS name -> its factor, for jobs whose trace states their QOS
 }
 
 
@@ -105,6 +113,14 @@ def check_params(params: dict) -> dict:
     if p["fairshare_by"] not in FAIRSHARE_BY:
         raise ConfigError(f"unknown multifactor fairshare_by {p['fairshare_by']!r}; choose one of: "
                           f"{', '.join(FAIRSHARE_BY)}")
+    for what in ("qos_factor", "qos_priority"):
+        p[what] = dict(p[what] or {})
+        for name, value in p[what].items():
+            if number(f"multifactor {what}[{name!r}]", value) > 1:
+                raise ConfigError(f"multifactor {what}[{name!r}] must be in [0, 1], got {value!r}")
+    p["association_shares"] = dict(p["association_shares"] or {})
+    for name, value in p["association_shares"].items():
+        number(f"multifactor association_shares[{name!r}]", value, positive=True)
     for what in ("account_shares", "user_shares", "partition_priority"):
         p[what] = dict(p[what] or {})
         for name, value in p[what].items():
@@ -130,7 +146,7 @@ class Multifactor:
         total = float(inputs.total_nodes)
         size = (total - nodes) / total if p["favor_small"] else nodes / total
         part = _partition_factor(inputs, dict(p["partition_priority"] or {}))
-        qos = np.zeros_like(nodes)  # every job in the default QOS (priority 0)
+        qos = _qos_factor(inputs, dict(p["qos_factor"] or {}), dict(p["qos_priority"] or {}), len(nodes))
         static = (w["job_size"] * size + w["partition"] * part) + w["qos"] * qos
         self.static = static
         self.static_l = static.tolist()
@@ -138,7 +154,7 @@ class Multifactor:
         if self.w_fs > 0 and len(inputs.submit):
             _check_who(inputs, p["fairshare_by"])
         tree = FairShareTree.build(inputs, p["fairshare_by"], dict(p["account_shares"] or {}),
-                                   dict(p["user_shares"] or {}))
+                                   dict(p["user_shares"] or {}), dict(p["association_shares"] or {}))
         self.tree = tree
         self.fair_tree = p["fairshare"] == "fair_tree"
         # The compiled kernel computes classic fair-share only (engine dispatch reads this).
@@ -310,7 +326,8 @@ class FairShareTree:
         self.leaf_names = leaf_names  # (account, user) per leaf, for reports and tests
 
     @classmethod
-    def build(cls, inputs: PriorityInputs, by: str, account_shares: dict, user_shares: dict) -> FairShareTree:
+    def build(cls, inputs: PriorityInputs, by: str, account_shares: dict, user_shares: dict,
+              association_shares: dict | None = None) -> FairShareTree:
         if by not in FAIRSHARE_BY:
             raise ConfigError(f"unknown multifactor fairshare_by {by!r}; choose one of: {', '.join(FAIRSHARE_BY)}")
         users = np.asarray(inputs.user_code, dtype=np.int64)
@@ -334,6 +351,12 @@ class FairShareTree:
             accounts, acct_of_leaf = np.unique(leaf_group, return_inverse=True)
             s_acct = np.array([raw(account_shares, inputs.group_names, int(g)) for g in accounts])
             s_user = np.array([raw(user_shares, inputs.user_names, int(u)) for u in leaf_user])
+            if association_shares:  # a user association's own shares ("account/user")
+                for i, (g, u) in enumerate(zip(leaf_group.tolist(), leaf_user.tolist())):
+                    if g >= 0 and u >= 0:
+                        key = f"{inputs.group_names[g]}/{inputs.user_names[u]}"
+                        if key in association_shares:
+                            s_user[i] = float(association_shares[key])
             siblings = np.bincount(acct_of_leaf, weights=s_user)
             sib_ratio = s_user / siblings[acct_of_leaf]
             s_norm = sib_ratio * (s_acct[acct_of_leaf] / s_acct.sum())
@@ -383,6 +406,35 @@ def _check_shares(what: str, shares: dict, names: tuple, used: bool) -> None:
     missing = sorted(str(name) for name in shares if name not in names)
     if missing:
         raise ConfigError(f"multifactor {what} names {', '.join(missing)}, not in this trace")
+
+
+def _qos_factor(inputs: PriorityInputs, factors: dict, by_qos: dict, n: int) -> np.ndarray:
+    """Each job's QOS factor: its own QOS's (``by_qos``) when the trace states it, else its
+    association's ("account/user", ``factors``); 0 when neither is listed."""
+    out = _association_qos(inputs, factors, n)
+    if by_qos and inputs.qos_code is not None and inputs.qos_names:
+        code = np.asarray(inputs.qos_code, dtype=np.int64)
+        known = np.array([name in by_qos for name in inputs.qos_names] + [False])[code]
+        values = np.array([float(by_qos.get(name, 0.0)) for name in inputs.qos_names] + [0.0])[code]
+        out = np.where(known, values, out)
+    return out
+
+
+def _association_qos(inputs: PriorityInputs, factors: dict, n: int) -> np.ndarray:
+    if not factors:
+        return np.zeros(n)
+    users = tuple(inputs.user_names) + ("",)
+    groups = tuple(inputs.group_names) + ("",)
+    per_pair: dict[tuple[int, int], float] = {}
+    out = np.zeros(n)
+    user_code = np.asarray(inputs.user_code).tolist()
+    group_code = np.asarray(inputs.group_code).tolist()
+    for j, (g, u) in enumerate(zip(group_code, user_code)):
+        f = per_pair.get((g, u))
+        if f is None:
+            f = per_pair[(g, u)] = float(factors.get(f"{groups[g]}/{users[u]}", 0.0))
+        out[j] = f
+    return out
 
 
 def _partition_factor(inputs: PriorityInputs, priority: dict) -> np.ndarray:

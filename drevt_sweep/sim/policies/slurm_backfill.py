@@ -14,7 +14,14 @@ one node pool, ``sim.partitioned``):
   marks the partition failed (``PART_FLAG_SCHED_FAILED``): no later job of it starts in this
   pass. Event passes look at most at ``default_queue_depth`` jobs -- Slurm's test is
   ``job_depth++ > def_job_limit``, so ``default_queue_depth=100`` looks at 101; we keep that.
-  Jobs held by a limit (association, QOS) are skipped without failing the partition.
+  Jobs held by a limit (association, QOS; ``sim.limits``) are skipped without failing the
+  partition: a running-jobs limit (``MaxJobs``...) before the job is looked at for nodes, a TRES
+  limit (``GrpTRES``...) once it fits (``select_nodes`` returns ``ESLURM_ACCOUNTING_POLICY``;
+  ``_schedule`` goes on unless ``assoc_limit_stop``). In the backfill cycle a job held by a
+  running-jobs limit is skipped before it counts toward ``bf_max_job_test``; one held by a TRES
+  limit counts, and neither starts nor gets a reservation (``_attempt_backfill``). Submissions
+  over ``MaxSubmit``-like limits are refused (``refused``: the engine drops them, counted as
+  ``rejected_<reason>``); the counters follow starts and the engine's ``cluster.ended``.
 * **Backfill cycle** (``_attempt_backfill``), every ``bf_interval`` seconds from the first
   event (0: at every scheduling pass, after the main scheduler): a free-node profile from the
   running jobs' expected ends, cut at ``window_end = floor((now + bf_window) / bf_resolution) *
@@ -47,7 +54,8 @@ one node pool, ``sim.partitioned``):
 
 The queue is ordered by partition ``PriorityTier`` first (``tier``, higher first), then by the
 engine's priority order (``_schedule`` and ``sort_job_queue`` sort by tier, then priority).
-Held jobs are counted per reason (``counts``): the distinct jobs ever held.
+Held jobs are counted per reason (``counts``): the distinct jobs ever held; refused ones per
+reason too.
 """
 
 from __future__ import annotations
@@ -133,7 +141,10 @@ class SlurmBackfill:
         self.reserve_cap = p["bf_job_part_count_reserve"]
         self.depth = p["default_queue_depth"]
         self.sched_interval = p["sched_interval"]
-        self.limits = p.get("limits")  # association/QOS limits (trace.associations), or None
+        self.limits = p.get("limits")  # association/QOS limits (sim.limits.LimitState), or None
+        self.fcfs = ctx.fcfs_rank
+        self.refused: list[int] = []  # jobs refused at submission (the engine drops them)
+        self.rejected: dict[str, int] = {}  # refused jobs per reason
         self.tier = p.get("tier")  # per job: its partition's PriorityTier, or None
         # Cycles at t0 + k * bf_interval and full passes at t0 + k * sched_interval (t0: the
         # first pass), events while jobs wait; while the queue is empty they pass unseen.
@@ -175,8 +186,11 @@ class SlurmBackfill:
         return due
 
     def counts(self) -> dict[str, int]:
-        """Jobs ever held, per reason (``held_<reason>``)."""
-        return {f"held_{reason}": len(jobs) for reason, jobs in sorted(self.held.items())}
+        """Jobs ever held, per reason (``held_<reason>``), and jobs refused at submission
+        (``rejected_<reason>``)."""
+        out = {f"held_{reason}": len(jobs) for reason, jobs in sorted(self.held.items())}
+        out.update({f"rejected_{reason}": count for reason, count in sorted(self.rejected.items())})
+        return out
 
     # --- one scheduling pass -----------------------------------------------------------
     def select(self, now: float, queue: Sequence[int], cluster: Cluster) -> list[int]:
@@ -185,16 +199,28 @@ class SlurmBackfill:
             queue = sorted(queue, key=lambda j: -tier[j])  # stable: priority order within a tier
         known = self.known
         arrived = False
+        new = []
         for j in queue:
             if j not in known:
                 arrived = True
                 known.add(j)
+                new.append(j)
+        state = self.limits
+        if state is not None:
+            if cluster.ended is None:
+                cluster.ended = []
+            for j in cluster.ended:  # counters follow starts and ends, never a scan
+                state.end(j)
+            cluster.ended.clear()
+            if new:
+                refused = self._submit(new, state)
+                if refused:
+                    queue = [j for j in queue if j not in refused]
         if self.t0 is None:  # the first pass starts both clocks
             self.t0 = now
         bf_due = self.interval == 0 or self._due(now, "bf")
         full = self.sched_interval > 0 and self._due(now, "full")
 
-        state = self.limits.state(cluster.running) if self.limits is not None else None
         started: list[int] = []
         free = cluster.free
         if arrived or cluster.completed or full:
@@ -205,10 +231,21 @@ class SlurmBackfill:
             known.discard(j)
         return started
 
-    def _held(self, j: int, state) -> bool:
-        if state is None:
-            return False
-        reason = state.blocked(j)
+    def _submit(self, new: list, state) -> set:
+        """Submissions in submit order (FCFS rank): those an association or QOS limit refuses
+        (``MaxSubmit``...) are counted and handed to the engine, never queued."""
+        fcfs = self.fcfs
+        refused = set()
+        for j in sorted(new, key=fcfs.__getitem__) if len(new) > 1 else new:
+            reason = state.submit(j)
+            if reason is not None:
+                refused.add(j)
+                self.refused.append(j)
+                self.known.discard(j)
+                self.rejected[reason] = self.rejected.get(reason, 0) + 1
+        return refused
+
+    def _held(self, j: int, reason) -> bool:
         if reason is None:
             return False
         self.held.setdefault(reason, set()).add(j)
@@ -222,15 +259,17 @@ class SlurmBackfill:
             if looked > depth:  # job_depth++ > def_job_limit
                 break
             looked += 1
-            if self._held(j, state):
-                continue
+            if state is not None and state.gated_pre[j] and self._held(j, state.pre(j)):
+                continue  # held by a running-jobs limit: skipped, the partition does not fail
             n = nodes[j]
             if n > free:
                 break  # the partition failed: nothing after this job starts in this pass
+            if state is not None and state.gated_post[j] and self._held(j, state.post(j)):
+                continue  # fits, but over a TRES limit (select_nodes: ESLURM_ACCOUNTING_POLICY)
             started.append(j)
             free -= n
             if state is not None:
-                state.add(j)
+                state.start(j)
         return free
 
     def _backfill(self, now: float, queue, cluster: Cluster, started: list, state) -> None:
@@ -256,8 +295,8 @@ class SlurmBackfill:
                 continue
             if tested >= self.max_test:
                 break
-            if self._held(j, state):
-                continue
+            if state is not None and state.gated_pre[j] and self._held(j, state.pre(j)):
+                continue  # (before it counts toward bf_max_job_test, as in _attempt_backfill)
             if self.max_part and in_part >= self.max_part:
                 continue
             if self.max_user:
@@ -271,9 +310,11 @@ class SlurmBackfill:
             d = limit[j]
             s = profile.earliest_fit(n, d)
             if s == now:
+                if state is not None and state.gated_post[j] and self._held(j, state.post(j)):
+                    continue  # could start, but over a TRES limit: no start, no reservation
                 started.append(j)
                 if state is not None:
-                    state.add(j)
+                    state.start(j)
                 profile.add(now, now + d, -n)
                 continue
             if self.reserve_cap and reserved >= self.reserve_cap:
