@@ -27,9 +27,10 @@ ALLOWED = {
     "api": {"core", "trace", "sim", "sweep", "tracking", "report"},
 }
 # names (queue names as keys), units (how each metric is shown) and files (how inputs are read
-# and outputs written) are pure helpers of that vocabulary; sim uses names only, never files.
+# and outputs written) are pure helpers of that vocabulary, as is garbage (the collector's
+# threshold where many cycles are made); sim uses names only, never files.
 CORE = {"drevt_sweep", "drevt_sweep.errors", "drevt_sweep.jobs", "drevt_sweep.names",
-        "drevt_sweep.units", "drevt_sweep.files"}
+        "drevt_sweep.units", "drevt_sweep.files", "drevt_sweep.garbage"}
 
 
 def layer_of(module: str) -> str:
