@@ -565,6 +565,27 @@ def write_result(run: Configuration) -> None:
             _results.pop(str(run.out_dir), None)
 
 
+def keep_finished(result: dict, out_dir: Path, remember: bool = True) -> None:
+    """A configuration that ``resume=true`` found done (``resume.py``): its ``result.json``
+    rewritten with its seeds reused, nothing else touched. Its runs stay under the sweep run
+    that ran them (not tagged again: 10,000 tags cost minutes)."""
+    _state["ran"] = True
+    if result.get("parent_run_id"):
+        _state.setdefault("tagged_parents", set()).add(result["parent_run_id"])
+    result.setdefault("marks", {})["resumed"] = time.time()
+    _results[str(out_dir)] = result
+    path = out_dir / "result.json"
+    spare = out_dir / "result.json.tmp"
+    try:  # the earlier file stays whole until the new one is
+        spare.write_text(json.dumps(result, indent=2, default=str))
+        os.replace(spare, path)
+    except OSError as exc:
+        log.error("%s: %s", result.get("label", out_dir.name), _os_error(exc, path))
+    else:
+        if not remember:
+            _results.pop(str(out_dir), None)
+
+
 def _os_error(exc: OSError, path=None) -> str:
     """One line for a file that could not be written (a full disk, a read-only or vanished
     folder, a quota): ``cannot write PATH: No space left on device``. ``path`` names the file

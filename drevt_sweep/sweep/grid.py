@@ -214,12 +214,14 @@ class Composer:
         cfg._get_node("hydra")._set_parent(cfg)
         HydraConfig.instance().cfg = holder
         groups, values, _ = self.split(overrides)
-        task = copy.deepcopy(self._task_base(groups))
+        task = copy.deepcopy(self.task_base(groups))
         _apply(task, [o for o in values if not o.is_hydra_override()])
         OmegaConf.copy_cache(from_config=self.master, to_config=task)
         return task, HydraConfig.get()
 
-    def _task_base(self, groups: tuple[str, ...]) -> DictConfig:
+    def task_base(self, groups: tuple[str, ...]) -> DictConfig:
+        """The task config (no ``hydra`` node) of one choice of groups, before any value
+        override: shared, not to be changed (``run_job`` copies it)."""
         base = self._task_bases.get(groups)
         if base is None:
             base = self._task_bases[groups] = task_config(self.base(groups))
