@@ -67,3 +67,27 @@ def test_a_child_that_dies_is_an_error_not_a_hang(tmp_path):
     with pytest.raises(RuntimeError, match="ended without an answer"):
         child.result()
     assert no_child_left(child.pid)
+
+
+def test_an_interrupt_while_waiting_ends_the_child(tmp_path):
+    import time
+
+    def slow():
+        time.sleep(60)
+        return []
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    child = FiguresInChild.start(slow)
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    signal.setitimer(signal.ITIMER_REAL, 0.5)  # Ctrl-C half a second into the wait
+    started = time.monotonic()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            child.result()
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    assert time.monotonic() - started < 10
+    assert no_child_left(child.pid) and not Path(f"/proc/{child.pid}").exists()
