@@ -1094,6 +1094,7 @@ class SweepSummaryCallback(Callback):
     def on_run_start(self, config: DictConfig, **kwargs) -> None:
         """A single run is checked up front as a multirun is: its values, then its store (a
         dead server, a ``foo://`` URI, a corrupt or read-only store: exit 2, nothing run)."""
+        _marks["composed"] = time.time()  # Hydra's start-up and composition are done
         raise_problems(check_config(config))
         if config.tracking.enabled:
             # The seeds' workers start (numpy, the kernel) while the helper imports MLflow and
@@ -1105,6 +1106,7 @@ class SweepSummaryCallback(Callback):
                 if warming is not None:
                     warming.join()  # not left starting workers while the interpreter exits
                 raise SystemExit(f"drevt-sweep: error: {exc}") from None
+            _marks["store"] = time.time()  # the store is open (the helper imported MLflow)
             _state["warming"] = warming
 
     def on_multirun_end(self, config: DictConfig, **kwargs) -> None:
