@@ -71,3 +71,58 @@ def test_waves_leave_out_the_configurations_done_and_do_not_count_them():
     assert waves[0] == list(range(1, 2 * FIRST_WAVE, 2))  # the first 32 odd ones
     assert sorted(n for w in waves for n in w) == sorted(set(range(200)) - done)
     assert list(prepared_waves(10, 256, lambda n: True)) == []
+
+
+def test_a_configuration_is_skipped_only_when_everything_it_records_still_holds(loader, tmp_path):
+    """A hand-made job folder, as the engine leaves a FINISHED configuration, and each thing
+    that makes it doubtful (``FinishedConfigurations.result`` answers None: prepared as before)."""
+    import hashlib
+    import json
+
+    from drevt_sweep.sweep.resume import FinishedConfigurations, record
+    from drevt_sweep.tracking.store import run_key
+
+    master = loader.load_configuration(
+        "config", [*BASE, "resume=true", f"hydra.sweep.dir={tmp_path}"], RunMode.MULTIRUN)
+    keys = ResumeKeys(grid.Composer(loader, master))
+    job = [*BASE, "policy=fcfs", "system.total_nodes=12", "resume=true"]
+    checksum = hashlib.sha256(TINY.read_bytes()).hexdigest()
+    folder = tmp_path / "0"
+    folder.mkdir()
+
+    def write(**changes) -> None:
+        result = {"status": "FINISHED", "seeds": [0], "reused_seeds": [], "failed_seeds": [],
+                  "config_hash": "c" * 32, "trace_checksum": checksum, "metrics": {"wait_mean": 1.0}}
+        record(result, keys.key([*BASE, "policy=fcfs", "system.total_nodes=12"]), TINY, {})
+        result.update(changes)
+        (folder / "result.json").write_text(json.dumps(result))
+
+    for name in ("config.yaml", "seed_metrics.csv"):
+        (folder / name).write_text("x\n")
+    finished = {run_key("c" * 32, checksum, 0): {"wait_mean": 1.0}}
+    done = FinishedConfigurations(master, keys, finished)
+    write()
+    kept = done.result(0, job)
+    assert kept is not None and kept["reused_seeds"] == [0] and kept["metrics"] == {"wait_mean": 1.0}
+
+    assert done.result(0, [*BASE, "policy=fcfs", "system.total_nodes=13", "resume=true"]) is None
+    assert done.result(0, [*BASE, "policy=fcfs", "system.total_nodes=12", "resume=false"]) is None
+    assert done.result(1, job) is None  # no folder
+    assert FinishedConfigurations(master, keys, {}).result(0, job) is None  # seed run not in the store
+    for changes in ({"status": "FAILED"}, {"status": "KILLED"}, {"trace_checksum": "0" * 64},
+                    {"seeds": [0, 1]}, {"seeds": [True]}, {"failed_seeds": [{"seed": 0}]},
+                    {"resume": None}, {"resume": {"key": "k", "trace": str(TINY), "files": {}}},
+                    {"resume": {"key": keys.key(job), "trace": str(TINY),
+                                "files": {str(TINY): "0" * 64}}}):  # a slurm.conf changed since
+        write(**changes)
+        assert done.result(0, job) is None, changes
+    write()
+    (folder / "seed_metrics.csv").unlink()  # the report reads it
+    assert done.result(0, job) is None
+    (folder / "seed_metrics.csv").write_text("x\n")
+    (folder / "result.json").write_text("{not json")
+    assert done.result(0, job) is None
+    (folder / "result.json").write_text("[]")
+    assert done.result(0, job) is None
+    write()
+    assert done.result(0, job) is not None

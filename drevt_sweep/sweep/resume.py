@@ -163,9 +163,12 @@ class FinishedConfigurations:
             result = json.loads((folder / "result.json").read_text())
         except (OSError, ValueError):
             return None
-        recorded = result.get(RESUME_FIELD) if isinstance(result, dict) else None
+        if not isinstance(result, dict):
+            return None
+        recorded, seeds = result.get(RESUME_FIELD), result.get("seeds")
         if (result.get("status") != "FINISHED" or not isinstance(recorded, dict)
-                or result.get("failed_seeds") or not result.get("seeds")):
+                or result.get("failed_seeds") or not isinstance(seeds, list) or not seeds
+                or not all(isinstance(s, int) and not isinstance(s, bool) for s in seeds)):
             return None
         key = self.keys.key(overrides)
         if key is None or recorded.get("key") != key:
@@ -179,7 +182,7 @@ class FinishedConfigurations:
             return None
         if not all((folder / name).is_file() for name in OUTPUT_FILES):
             return None
-        result["reused_seeds"] = sorted(int(s) for s in result["seeds"])
+        result["reused_seeds"] = sorted(seeds)
         return result
 
     def _all_finished(self, result: dict) -> bool:
@@ -188,7 +191,7 @@ class FinishedConfigurations:
         chash, checksum = result.get("config_hash"), result.get("trace_checksum")
         if not chash or not checksum:
             return False
-        return all(run_key(chash, checksum, int(seed)) in self.finished for seed in result["seeds"])
+        return all(run_key(chash, checksum, seed) in self.finished for seed in result["seeds"])
 
     def _trace_checksum(self, path: str) -> str | None:
         """The trace's sha256 now (its checksum), once per trace for the sweep."""
