@@ -12,7 +12,8 @@ its runs (issue 23: x16-19 the cost of a hand-written loop). Here, under ``hydra
 2. each configuration of a wave is prepared as ``drevt-sweep`` prepares a Hydra job
    (``app.prepare_configuration``: its folder, its parent run, the trace -- read once for the
    whole sweep --, its spec and the seeds still to run; with ``resume=true`` the FINISHED seeds
-   of the whole sweep are looked up in one query);
+   of the whole sweep are looked up in one query, and a configuration already done with the
+   same inputs is skipped before it is composed: ``resume.py``);
 3. the wave's seeds run as one task list, in chunks over the configured back-end
    (``seeds.run_tasks``: loky, threading, dask, ray), in a thread: meanwhile the sweep process
    prepares the next wave and completes the one before (its work overlaps the workers');
