@@ -593,6 +593,8 @@ def keep_finished(result: dict, out_dir: Path, remember: bool = True) -> None:
         os.replace(spare, path)
     except OSError as exc:
         log.error("%s: %s", result.get("label", out_dir.name), _os_error(exc, path))
+        with contextlib.suppress(OSError):
+            spare.unlink()
     else:
         if not remember:
             _results.pop(str(out_dir), None)
