@@ -82,8 +82,7 @@ class ResumeKeys:
             if _is_bookkeeping(key) and not prefix.startswith("~"):
                 continue
             kept.append(str(line))
-        groups = self.composer.split(list(overrides))[0]
-        base = self._base(groups)[0]
+        base = self._base_of(overrides)[0]
         if base is None:
             return None
         text = json.dumps({"v": KEY_VERSION, "overrides": kept, "base": base})
@@ -92,12 +91,19 @@ class ResumeKeys:
     def resume_wanted(self, overrides: list[str]) -> bool:
         """Whether the job itself has ``resume`` true (its last override of it, else its
         config's), as ``app._choose_seeds`` asks."""
-        value = self._base(self.composer.split(list(overrides))[0])[1]
+        value = self._base_of(overrides)[1]
         for line in overrides:
             prefix, key, text = _key_of(str(line))
             if key == "resume":
                 value = None if prefix.startswith("~") else text.strip().lower() == "true"
         return value is True
+
+    def _base_of(self, overrides: list[str]) -> tuple[str | None, object]:
+        try:
+            groups = self.composer.split(list(overrides))[0]
+        except Exception:  # noqa: BLE001 - reported where the configuration is composed
+            return None, None
+        return self._base(groups)
 
     def _base(self, groups: tuple[str, ...]) -> tuple[str | None, object]:
         """``(fingerprint, resume)`` of one choice of groups: the sha256 of its task config
