@@ -10,7 +10,7 @@ from hydra.core.global_hydra import GlobalHydra
 from hydra.types import RunMode
 
 from drevt_sweep.sweep import grid
-from drevt_sweep.sweep.batch import FIRST_WAVE, prepared_waves
+from drevt_sweep.sweep.batch import FIRST_WAVE, prepared_waves, waves
 from drevt_sweep.sweep.config import register_configs
 from drevt_sweep.sweep.resume import ResumeKeys
 
@@ -64,12 +64,14 @@ def test_only_a_job_that_resumes_itself_is_skipped(loader):
 
 
 def test_waves_leave_out_the_configurations_done_and_do_not_count_them():
-    assert [len(w) for w in prepared_waves(100, 256)] == [FIRST_WAVE, 2 * FIRST_WAVE, 4]
+    for total, largest in ((1, 256), (100, 256), (200, 256), (1000, 256), (5000, 64)):
+        assert [(w[0], w[-1] + 1) for w in prepared_waves(total, largest)] == list(
+            waves(total, largest))  # nothing done: the engine's waves
     done = set(range(0, 100, 2)) | set(range(100, 150))
-    waves = list(prepared_waves(200, 256, lambda n: n in done))
-    assert [len(w) for w in waves] == [FIRST_WAVE, 2 * FIRST_WAVE, 4]  # 100 left: 32, 64, 4
-    assert waves[0] == list(range(1, 2 * FIRST_WAVE, 2))  # the first 32 odd ones
-    assert sorted(n for w in waves for n in w) == sorted(set(range(200)) - done)
+    cut = list(prepared_waves(200, 256, lambda n: n in done))
+    assert cut[0] == list(range(1, 2 * FIRST_WAVE, 2))  # the first 32 odd ones
+    assert sorted(n for w in cut for n in w) == sorted(set(range(200)) - done)
+    assert all(len(w) <= 2 * FIRST_WAVE for w in cut)
     assert list(prepared_waves(10, 256, lambda n: True)) == []
 
 

@@ -46,6 +46,20 @@ WAVE = 256  # configurations prepared, run and completed together, at most (boun
 FIRST_WAVE = 32  # the first wave's, at most: its seeds start after 32 configurations are prepared
 
 
+def waves(total: int, largest: int = WAVE):
+    """``(start, stop)`` of each wave: FIRST_WAVE, doubling up to ``largest`` (the first
+    simulations start seconds after the command), and at most half of what is left once the
+    end is near (the last wave's completion -- its outputs, its runs in the store -- is the
+    one that nothing overlaps: 200 configurations were waves of 32, 64 and 104, now 32, 64,
+    52, 32 and 20). Results do not depend on it: a wave's seeds are one task list whatever
+    its size."""
+    start, size = 0, min(FIRST_WAVE, largest)
+    while start < total:
+        step = min(size, max(FIRST_WAVE, -(-(total - start) // 2)))
+        yield start, min(start + step, total)
+        start, size = start + step, min(2 * size, largest)
+
+
 def engine_applies(config: DictConfig, jobs: list[list[str]]) -> bool:
     """The task-list engine runs the sweep: Hydra's basic launcher, no search, and nothing
     swept that decides how the seeds run (``parallel.*``) or how Hydra runs a job."""
@@ -204,16 +218,15 @@ def run_grid(sweeper, jobs: list[list[str]]) -> None:
 
 
 def prepared_waves(total: int, largest: int, finished_already=lambda num: False):
-    """The job numbers of each wave: FIRST_WAVE, doubling up to ``largest`` (the first
-    simulations start seconds after the command; results do not depend on it: a wave's seeds
-    are one task list whatever its size). Those ``finished_already`` (``resume=true``: done in
-    an earlier sweep) are left out and not counted, so that a resumed sweep's first wave is as
-    small as a fresh one's. Lazy: a wave's configurations are looked at while the one before
-    runs."""
+    """The job numbers of each wave, cut as :func:`waves` cuts them (the same spans when
+    nothing is finished already), less those ``finished_already`` (``resume=true``: done in an
+    earlier sweep): those are not counted, so that a resumed sweep's first wave is as small as
+    a fresh one's. Lazy: a wave's configurations are looked at while the one before runs."""
     num, size = 0, min(FIRST_WAVE, largest)
     while num < total:
+        step = min(size, max(FIRST_WAVE, -(-(total - num) // 2)))
         numbers: list[int] = []
-        while num < total and len(numbers) < size:
+        while num < total and len(numbers) < step:
             if not finished_already(num):
                 numbers.append(num)
             num += 1
