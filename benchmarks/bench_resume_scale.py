@@ -11,6 +11,11 @@ one sweep folder:
    ``trace_prepared`` mark), and the whole command;
 3. ``resume-all``: all N again with ``resume=true``: nothing left to run; the whole command.
 
+Since a resume skips the configurations already done before composing them
+(``drevt_sweep/sweep/resume.py``), ``resume-half`` prepares only the N/2 new ones and
+``resume-all`` none; the log line ``resume: P of N configurations prepared, S skipped`` is
+kept in each row.
+
 The simulations are milliseconds each, so the figures are what resuming itself costs:
 composing and checking N configurations, the one lookup of FINISHED seed runs, preparing and
 completing every configuration. Wall and CPU seconds (process and children), load average.
@@ -52,21 +57,34 @@ def timed(cmd: list[str]) -> dict:
     if proc.returncode != 0:
         raise SystemExit(f"failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}")
     resume = [line for line in proc.stdout.splitlines() if line.startswith("resume: ")]
-    return {"wall_s": round(wall, 1), "load1": round(load, 1), "started": started_epoch,
+    skipped = [line.split("resume: ", 1)[1] for line in (proc.stdout + proc.stderr).splitlines()
+               if "configurations prepared," in line]
+    return {"wall_s": round(wall, 1), "load1": round(load, 1),
+            "load1_end": round(os.getloadavg()[0], 1), "started": started_epoch,
             "cpu_s": round(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime, 1),
-            "peak_rss_mb": round(after.ru_maxrss / 1024), "resume": resume[-1] if resume else ""}
+            "peak_rss_mb": round(after.ru_maxrss / 1024), "resume": resume[-1] if resume else "",
+            "prepared": skipped[-1].split(" (")[0] if skipped else ""}
 
 
-def first_new_simulation(sweep: Path, started: float, wave: int = 256) -> float | None:
-    """Seconds from the command to the hand-out of the first wave with a seed to run."""
+def first_new_simulation(sweep: Path, started: float) -> float | None:
+    """Seconds from the command to the hand-out of the first wave with a seed to run: the
+    engine's waves (``batch.prepared_waves``) replayed from the folder -- the configurations a
+    resume skipped (``marks["resumed"]``) are in none -- and the last ``trace_prepared`` mark
+    of that wave."""
+    from drevt_sweep.sweep.batch import WAVE, prepared_waves
+
     results = {int(p.parent.name): json.loads(p.read_text()) for p in sweep.glob("*/result.json")}
-    fresh = sorted(n for n, r in results.items()
-                   if len(r.get("seeds") or []) > len(r.get("reused_seeds") or []))
+    fresh = {n for n, r in results.items()
+             if len(r.get("seeds") or []) > len(r.get("reused_seeds") or [])}
     if not fresh:
         return None
-    first_wave = fresh[0] // wave
-    members = [r for n, r in results.items() if n // wave == first_wave]
-    return round(max(r["marks"]["trace_prepared"] for r in members) - started, 1)
+    skipped = {n for n, r in results.items() if "resumed" in (r.get("marks") or {})
+               and (r["marks"]["resumed"] >= started)}
+    for wave in prepared_waves(max(results) + 1, WAVE, lambda n: n in skipped):
+        if fresh.intersection(wave):
+            return round(max(results[n]["marks"]["trace_prepared"] for n in wave
+                             if n in results) - started, 1)
+    return None
 
 
 def run(configs: int, folder: Path) -> list[dict]:

@@ -63,6 +63,8 @@ TIMEOUT = 900.0
 PHASES = {
     "python and imports": ("main", "popen"),
     "hydra start-up": ("configuration", "main"),
+    "  of which Hydra composing": ("composed", "main"),
+    "  of which the store opening (workers starting)": ("store", "composed"),
     "trace read (cache)": ("trace", "configuration"),
     "workload and spec": ("trace_prepared", "trace"),
     "wait for workers (start-up, kernel)": ("workers", "trace_prepared"),

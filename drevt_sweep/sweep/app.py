@@ -354,11 +354,18 @@ def run_configuration(cfg: DictConfig) -> dict:
         if run.warming is not None:
             run.warming.join()
         run.marks["workers"] = time.time()
+        importing = None
+        if run.figures and run.keep is not None:  # its figures' modules, while the seeds run
+            from .figure_child import import_in_background
+
+            importing = import_in_background()
         # A store that does not work stops the seeds as soon as it is found out. (The helper
         # keeps its priority: with the seed runs written in one transaction it has nothing to
         # do while the seeds run, and lowered to nice 10 it was starved at the end on a shared
         # machine -- 1-7 s of waiting for it, against 0.1 s at normal priority, measured.)
         fresh = _run_todo(run)
+        if importing is not None:
+            importing.join()  # (before the figures' child is forked)
         complete_configuration(run, fresh)
     return run.result
 
@@ -478,11 +485,16 @@ def complete_configuration(run: Configuration, fresh: list[SeedResult]) -> None:
     if tracker and not run.deferred:  # written by the helper while the outputs and figures are made here
         _log_seed_runs(tracker, parent_id, cfg, run.jobs, run.spec, run.chash, run.label, results,
                        run.reused, result, run.params, run.path, run.hydra_cfg)
+    draw = _figure_drawer(run.out_dir, run.spec, ok, cfg) if run.figures else None
+    child = None
+    if draw is not None and not run.deferred:  # a single run: drawn beside its outputs
+        from .figure_child import FiguresInChild
+
+        child = FiguresInChild.start(draw)
     _write_outputs(run.out_dir, cfg, run.jobs, ok, result, run.plain)
     run.phase = _lap(run.timings, "outputs", run.phase)
     run.marks["outputs"] = time.time()
-    figures = (_configuration_figures(run.out_dir, run.spec, ok, cfg, run.timings)
-               if run.figures else [])
+    figures = _figures_of(child, draw, run.timings)
     run.phase = _lap(run.timings, "figures", run.phase)
     run.marks["figures"] = time.time()
     if tracker and run.deferred:  # the engine waits for the store, once per wave
@@ -580,6 +592,29 @@ def write_result(run: Configuration) -> None:
     else:
         if not run.remember:  # a big sweep: the summary reads the file, not memory
             _results.pop(str(run.out_dir), None)
+
+
+def keep_finished(result: dict, out_dir: Path, remember: bool = True) -> None:
+    """A configuration that ``resume=true`` found done (``resume.py``): its ``result.json``
+    rewritten with its seeds reused, nothing else touched. Its runs stay under the sweep run
+    that ran them (not tagged again: 10,000 tags cost minutes)."""
+    _state["ran"] = True
+    if result.get("parent_run_id"):
+        _state.setdefault("tagged_parents", set()).add(result["parent_run_id"])
+    result.setdefault("marks", {})["resumed"] = time.time()
+    _results[str(out_dir)] = result
+    path = out_dir / "result.json"
+    spare = out_dir / "result.json.tmp"
+    try:  # the earlier file stays whole until the new one is
+        spare.write_text(json.dumps(result, indent=2, default=str))
+        os.replace(spare, path)
+    except OSError as exc:
+        log.error("%s: %s", result.get("label", out_dir.name), _os_error(exc, path))
+        with contextlib.suppress(OSError):
+            spare.unlink()
+    else:
+        if not remember:
+            _results.pop(str(out_dir), None)
 
 
 def _os_error(exc: OSError, path=None) -> str:
@@ -707,20 +742,20 @@ def _write_outputs(out_dir: Path, cfg: DictConfig, jobs, ok: list[SeedResult], r
                 write_per_user_csv(out_dir / "per_user.csv", r.jobs, r.schedule)
 
 
-def _configuration_figures(out_dir: Path, spec: RunSpec, ok: list[SeedResult], cfg,
-                           timings: dict) -> list[Path]:
-    """PNG figures of the kept seed's schedule (``timings["figures_cpu"]``: their CPU
-    seconds), with the machine's own history as the baseline when the run times are the
-    recorded ones; drawing them never fails the configuration.
+def _figure_drawer(out_dir: Path, spec: RunSpec, ok: list[SeedResult], cfg):
+    """What draws the PNG figures of the kept seed's schedule, with the machine's own history
+    as the baseline when the run times are the recorded ones; None when no schedule was kept
+    (``tracking.log_schedule=false``, or every seed reused by resume).
 
-    Drawn here, after the outputs: drawing them in an idle loky worker beside the outputs was
-    tried and measured slower on the 2 shared cores (the worker imports pandas and matplotlib
-    first: post-seed phase 2.95-3.5 s against 2.5-2.7 s here, benchmarks/RESULTS.md)."""
+    A single run draws them in a forked child while it writes its outputs (``figure_child.py``);
+    the sweep engine here, after the outputs (drawing them in an idle loky worker was tried and
+    measured slower on the 2 shared cores: the worker imports pandas and matplotlib first,
+    benchmarks/RESULTS.md)."""
     kept = next((r for r in ok if r.schedule is not None), None)
-    if kept is None:  # tracking.log_schedule=false, or every seed reused by resume
-        return []
-    cpu = time.process_time()
-    try:
+    if kept is None:
+        return None
+
+    def draw() -> list[Path]:
         from ..report.figures import configuration_figure_files, schedule_frame
         from ..report.html import CONFIGURATION_FIGURE_DIR
         from ..sim.engine import historical_baseline
@@ -733,6 +768,22 @@ def _configuration_figures(out_dir: Path, spec: RunSpec, ok: list[SeedResult], c
             schedule_frame(kept.jobs, baseline) if baseline is not None else None,
             label=f"{cfg.policy.name} · {cfg.run_time.name}",
             seed_metrics=[r.metrics for r in ok], seed=kept.seed)
+
+    return draw
+
+
+def _figures_of(child, draw, timings: dict) -> list[Path]:
+    """The figures' paths (``timings["figures_cpu"]``: their CPU seconds), from the child
+    drawing them or drawn here; drawing them never fails the configuration."""
+    if draw is None:
+        return []
+    cpu = time.process_time()
+    try:
+        if child is not None:
+            paths, child_cpu = child.result()
+            cpu -= child_cpu or 0.0
+            return paths
+        return draw()
     except Exception as exc:  # noqa: BLE001 - a figure is not worth a failed configuration
         log.warning("figures not drawn: %s", exc)
         return []
@@ -1062,6 +1113,7 @@ class SweepSummaryCallback(Callback):
     def on_run_start(self, config: DictConfig, **kwargs) -> None:
         """A single run is checked up front as a multirun is: its values, then its store (a
         dead server, a ``foo://`` URI, a corrupt or read-only store: exit 2, nothing run)."""
+        _marks["composed"] = time.time()  # Hydra's start-up and composition are done
         raise_problems(check_config(config))
         if config.tracking.enabled:
             # The seeds' workers start (numpy, the kernel) while the helper imports MLflow and
@@ -1073,6 +1125,7 @@ class SweepSummaryCallback(Callback):
                 if warming is not None:
                     warming.join()  # not left starting workers while the interpreter exits
                 raise SystemExit(f"drevt-sweep: error: {exc}") from None
+            _marks["store"] = time.time()  # the store is open (the helper imported MLflow)
             _state["warming"] = warming
 
     def on_multirun_end(self, config: DictConfig, **kwargs) -> None:

@@ -12,7 +12,8 @@ its runs (issue 23: x16-19 the cost of a hand-written loop). Here, under ``hydra
 2. each configuration of a wave is prepared as ``drevt-sweep`` prepares a Hydra job
    (``app.prepare_configuration``: its folder, its parent run, the trace -- read once for the
    whole sweep --, its spec and the seeds still to run; with ``resume=true`` the FINISHED seeds
-   of the whole sweep are looked up in one query);
+   of the whole sweep are looked up in one query, and a configuration already done with the
+   same inputs is skipped before it is composed: ``resume.py``);
 3. the wave's seeds run as one task list, in chunks over the configured back-end
    (``seeds.run_tasks``: loky, threading, dask, ray), in a thread: meanwhile the sweep process
    prepares the next wave and completes the one before (its work overlaps the workers');
@@ -129,9 +130,13 @@ def _run_grid(sweeper, jobs: list[list[str]]) -> None:
         app.store_ready()  # the finished seeds are looked up first
     finished = tracker.finished_seed_runs(None) if tracker is not None and config.resume else None
     from .first_run import compile_if_cold
+    from .resume import FinishedConfigurations, ResumeKeys, record
 
     compile_if_cold()  # a fresh install: say so while numba compiles (the Hydra job path does it in _app)
-    workers = _warm_workers(config)
+    keys = ResumeKeys(composer)
+    done = FinishedConfigurations(config, keys, finished) if finished is not None else None
+    # Resuming, they start with the first wave that has a seed to run (none when all is done).
+    workers, warmed = (None, False) if done is not None else (_warm_workers(config), True)
     total = len(jobs)
     from .arrays import ArrayRunner, array_wave_size, cluster_of
 
@@ -140,16 +145,37 @@ def _run_grid(sweeper, jobs: list[list[str]]) -> None:
     progress = Progress(total, "sweep", enabled=bool(config.progress))
     log.info("sweep: %d configurations (composed once per choice of groups; figures %s)",
              total, "per configuration" if figures else "off: drevt-sweep-report draws the sweep")
-    costs = {"compose": 0.0, "prepare": 0.0, "complete": 0.0}  # this thread's CPU seconds
+    costs = {"compose": 0.0, "prepare": 0.0, "complete": 0.0, "skip": 0.0}  # this thread's CPU seconds
+    skipped = [0]
+
+    def finished_already(num: int) -> bool:
+        """``resume=true``: job ``num`` done in an earlier sweep (``resume.py``), its result kept."""
+        if done is None:
+            return False
+        cpu = time.thread_time()
+        try:
+            result = done.result(num, jobs[num])
+            if result is None:
+                return False
+            app.keep_finished(result, done.sweep_dir / str(num), remember=total <= WAVE)
+            skipped[0] += 1
+            progress.advance()
+            return True
+        finally:
+            costs["skip"] += time.thread_time() - cpu
+
     running: _Running | None = None  # the wave whose seeds run while the next is prepared
     in_flight: list[list] = []  # waves not yet completed (an interrupt kills their runs)
     try:
-        for start, stop in waves(total, largest):
+        for numbers in prepared_waves(total, largest, finished_already):
+            if not warmed:
+                workers, warmed = _warm_workers(config), True  # (start while the wave is prepared)
             wave: list = []
             in_flight.append(wave)
-            for num in range(start, stop):
+            for num in numbers:
                 cpu = time.thread_time()
                 task, hydra_cfg = composer.run_job(num, jobs[num])  # (HydraConfig set, as Hydra does)
+                key = keys.key(jobs[num])
                 costs["compose"] += time.thread_time() - cpu
                 cpu = time.thread_time()
                 run = app.begin_configuration(task, hydra_cfg, figures=figures)
@@ -159,6 +185,7 @@ def _run_grid(sweeper, jobs: list[list[str]]) -> None:
                 with app.configuration_errors(run, final=False):
                     run.result["status"] = "PREPARING"
                     app.prepare_configuration(run, load=traces.load, finished=finished)
+                    record(run.result, key, run.path, run.settings)  # what a resume checks
                     run.result["status"] = "RUNNING"
                     wave.append(run)
                 costs["prepare"] += time.thread_time() - cpu
@@ -166,18 +193,18 @@ def _run_grid(sweeper, jobs: list[list[str]]) -> None:
                 workers.join()
                 workers = None
             app.store_failed()  # known already: no seed runs
-            done = running.join() if running is not None else None
-            if done is not None and done[2] is None:
+            done_wave = running.join() if running is not None else None
+            if done_wave is not None and done_wave[2] is None:
                 app.store_ready()  # the first wave: the store opened while its seeds ran
             running = _Running(wave, traces, config, arrays)
-            if done is not None:
-                _complete_wave(*done, tracker, progress, costs)
-                in_flight.remove(done[0])
+            if done_wave is not None:
+                _complete_wave(*done_wave, tracker, progress, costs)
+                in_flight.remove(done_wave[0])
         if running is not None:
-            done = running.join()
-            if done[2] is None:
+            done_wave = running.join()
+            if done_wave[2] is None:
                 app.store_ready()
-            _complete_wave(*done, tracker, progress, costs)
+            _complete_wave(*done_wave, tracker, progress, costs)
     except KeyboardInterrupt as exc:
         if arrays is not None:
             arrays.cancel_all()  # the array tasks of every wave in flight (one scancel)
@@ -191,6 +218,28 @@ def _run_grid(sweeper, jobs: list[list[str]]) -> None:
     log.info("sweep: CPU of this process per configuration: composing %.1f ms, preparing %.1f ms, "
              "completing %.1f ms (outputs, runs, result.json; %d configurations)",
              *(1000 * costs[k] / total for k in ("compose", "prepare", "complete")), total)
+    if done is not None:
+        log.info("resume: %d of %d configurations prepared, %d skipped (every seed FINISHED, the "
+                 "same inputs: result.json kept; %.2f ms of CPU per configuration to check)",
+                 total - skipped[0], total, skipped[0], 1000 * costs["skip"] / total)
+
+
+def prepared_waves(total: int, largest: int, finished_already=lambda num: False):
+    """The job numbers of each wave, cut as :func:`waves` cuts them (the same spans when
+    nothing is finished already), less those ``finished_already`` (``resume=true``: done in an
+    earlier sweep): those are not counted, so that a resumed sweep's first wave is as small as
+    a fresh one's. Lazy: a wave's configurations are looked at while the one before runs."""
+    num, size = 0, min(FIRST_WAVE, largest)
+    while num < total:
+        step = min(size, max(FIRST_WAVE, -(-(total - num) // 2)))
+        numbers: list[int] = []
+        while num < total and len(numbers) < step:
+            if not finished_already(num):
+                numbers.append(num)
+            num += 1
+        if numbers:
+            yield numbers
+        size = min(2 * size, largest)
 
 
 class _Running:
