@@ -110,6 +110,8 @@ def test_what_the_select_priority_and_scheduler_keys_choose(tmp_path, text, expe
     ("NodeName=a CPUs=8\n", "no PartitionName line"),
     (NODES + "Include other.conf\n", ":3: Include: no such file"),
     (NODES + "SchedulerType=sched/wiki\n", ":3: SchedulerType: 'sched/wiki' is not modelled"),
+    (NODES + "AccountingStorageEnforce=limits,bogus\n", ":3: AccountingStorageEnforce: 'bogus' is not an"),
+    (NODES + "AccountingStorageEnforce=none,limits\n", ":3: AccountingStorageEnforce: 'none' cannot be given"),
 ])
 def test_bad_input_is_one_line_naming_file_line_and_key(tmp_path, text, message):
     path = write(tmp_path, text)

@@ -583,6 +583,7 @@ def test_max_wall_is_the_limit_of_jobs_that_asked_none_where_there_is_no_default
 
 @pytest.mark.parametrize("enforce, begins_expected, rejected", [
     ("", [0, 1, 2, 3], 0),  # Slurm's default: nothing enforced (dave runs too)
+    ("AccountingStorageEnforce=none\n", [0, 1, 2, 3], 0),  # as scontrol writes the default
     ("AccountingStorageEnforce=associations\n", [0, 1, 2, None], 1),  # only: no association, no job
     ("AccountingStorageEnforce=associations,limits\n", [0, 100, 2, None], 1),  # and alice's MaxJobs=1
     ("AccountingStorageEnforce=safe\n", [0, 100, 2, None], 1),  # safe implies limits

@@ -315,12 +315,15 @@ class _Reader:
     def _enforce(self) -> frozenset:
         """``AccountingStorageEnforce`` with what each option implies (slurm.conf man page:
         ``limits``, ``qos``, ``wckeys`` imply ``associations``; ``safe`` implies ``limits``;
-        ``all`` every option but ``nojobs``/``nosteps``); unset: nothing is enforced."""
+        ``all`` every option but ``nojobs``/``nosteps``); unset, or ``none`` (what ``scontrol
+        write config`` and ``scontrol show config`` print for it then): nothing is enforced."""
         written, value, line = self.value("accountingstorageenforce", "")
         flags = set()
-        for item in value.split(","):
-            item = item.strip().lower()
-            if not item:
+        items = [item.strip().lower() for item in value.split(",")]
+        if "none" in items and len([item for item in items if item]) > 1:
+            raise self.error(line, written, "'none' cannot be given with other AccountingStorageEnforce options")
+        for item in items:
+            if not item or item == "none":
                 continue
             if item not in ("all", "associations", "limits", "nojobs", "nosteps", "qos", "safe", "wckeys"):
                 raise self.error(line, written, f"{item!r} is not an AccountingStorageEnforce option")
