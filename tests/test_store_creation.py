@@ -105,3 +105,19 @@ def test_embedded_store_connections_sync_at_checkpoints(tmp_path: Path, sync):
     with engine.connect() as connection:
         assert connection.exec_driver_sql("PRAGMA journal_mode").fetchone()[0] == "wal"
         assert connection.exec_driver_sql("PRAGMA synchronous").fetchone()[0] == 1  # NORMAL
+
+
+def test_without_mlflow_internals_to_own_the_copy_mlflow_builds_the_store(tmp_path, monkeypatch):
+    """The copy needs one MLflow internal (the Default experiment's place); an MLflow without
+    it gets its store built by MLflow, whole, and no half-made file is left."""
+    monkeypatch.setenv("DREVT_STORE_CACHE", str(tmp_path / "cache"))
+
+    def missing(path):
+        raise AttributeError("'SqlAlchemyStore' object has no attribute '_get_artifact_location'")
+
+    monkeypatch.setattr(store, "_own_default_experiment", missing)
+    db = tmp_path / "store" / "mlflow.db"
+    db.parent.mkdir()
+    store._create_sqlite_store(db)
+    assert store._is_whole_store(db)
+    assert [p.name for p in db.parent.iterdir()] == ["mlflow.db"]

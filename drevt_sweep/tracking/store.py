@@ -180,9 +180,13 @@ def _create_sqlite_store(db_path: Path) -> None:
     part = db_path.with_name(_part_name(db_path.name))
     empty = _empty_store()
     if empty is not None:
-        shutil.copyfile(empty, part)
-        _own_default_experiment(part)
-    else:
+        try:
+            shutil.copyfile(empty, part)
+            _own_default_experiment(part)
+        except Exception:  # noqa: BLE001 - (an MLflow without the internals used): MLflow builds it
+            part.unlink(missing_ok=True)
+            empty = None
+    if empty is None:
         _build_store(part)
     os.replace(part, db_path)
 
@@ -197,10 +201,15 @@ def _build_store(path: Path) -> None:
 def _store_at(path: Path):
     """MLflow's store object for a sqlite file, its pooled connections closed on leaving (no
     connection may outlive the name it was opened under: the file is renamed next)."""
-    from mlflow.tracking._tracking_service.utils import _get_sqlalchemy_store
-
     uri = f"sqlite:///{path}"
-    store = _get_sqlalchemy_store(uri, None)  # (not MLflow's store cache: a name is used once)
+    try:  # not MLflow's store cache: a name is used once
+        from mlflow.tracking._tracking_service.utils import _get_sqlalchemy_store
+
+        store = _get_sqlalchemy_store(uri, None)
+    except ImportError:  # another MLflow: through the client (each name is new: nothing stale)
+        from mlflow.tracking import MlflowClient
+
+        store = MlflowClient(tracking_uri=uri)._tracking_client.store
     try:
         yield store
     finally:
