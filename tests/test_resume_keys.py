@@ -128,3 +128,21 @@ def test_a_configuration_is_skipped_only_when_everything_it_records_still_holds(
     assert done.result(0, job) is None
     write()
     assert done.result(0, job) is not None
+
+
+def test_every_file_a_system_names_is_recorded_for_the_resume_check(tmp_path):
+    """slurm.conf, the associations and the QOS export: a changed one must not resume old
+    results, and the resumed configuration's hash is the old one, so the file's own sha256 is
+    what tells (``FinishedConfigurations.result`` compares it)."""
+    from drevt_sweep.sweep.resume import record
+    from drevt_sweep.sweep.slurm_system import SYSTEM_FILES
+
+    system = {}
+    for name in SYSTEM_FILES:
+        system[name] = str(tmp_path / f"{name}.txt")
+        system[f"{name}_sha256"] = name * 2
+    result = {}
+    record(result, "key", TINY, {"system": system})
+    assert result["resume"]["files"] == {system[n]: n * 2 for n in SYSTEM_FILES}
+    record(result, "key", TINY, {"system": {"slurm_conf": None, "associations": None}})
+    assert result["resume"]["files"] == {}

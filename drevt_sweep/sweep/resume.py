@@ -141,10 +141,13 @@ def record(result: dict, key: str | None, trace_path, settings: dict) -> None:
     if key is None:
         result.pop(RESUME_FIELD, None)
         return
+    from .slurm_system import SYSTEM_FILES
+
     files = {}
     system = settings.get("system")
-    if isinstance(system, dict) and system.get("slurm_conf") is not None:
-        files[str(system["slurm_conf"])] = system.get("slurm_conf_sha256")
+    for name in SYSTEM_FILES:  # (their sha256 is in the settings: slurm_system.identity_settings)
+        if isinstance(system, dict) and system.get(name) is not None:
+            files[str(system[name])] = system.get(f"{name}_sha256")
     result[RESUME_FIELD] = {"key": key, "trace": str(trace_path), "files": files}
 
 

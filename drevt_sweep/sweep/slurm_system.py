@@ -117,6 +117,8 @@ def backfill_params(policy, conf: SlurmConf | None) -> dict | None:
             params[key] = value
     return params or None
 
+SYSTEM_FILES = ("slurm_conf", "associations", "qos")  # files a system names: their content counts
+
 
 def identity_settings(settings: dict) -> dict:
     """The result settings as they identify a configuration (its hash, its params): a named
@@ -124,7 +126,7 @@ def identity_settings(settings: dict) -> dict:
     this feature added are left out while unset (``system.slurm_conf: null``,
     ``policy.fairshare: classic``, ``policy.estimate_refresh: submit``), so that earlier sweeps keep their hashes and resume."""
     system, policy = settings.get("system"), settings.get("policy")
-    for key in ("slurm_conf", "associations", "qos"):  # a named file's sha256 joins its path
+    for key in SYSTEM_FILES:  # a named file's sha256 joins its path
         if isinstance(system, dict) and key in system:
             if system[key] is None:
                 system = {k: v for k, v in system.items() if k != key}
