@@ -119,3 +119,14 @@ def release(uri: str, claimed: dict[str, int]) -> None:
 def lock_name(sweep_id: str) -> str:
     """The name :func:`claim_gone` gives the sweep ``sweep_id``."""
     return _lock_path(Path("."), sweep_id).name[: -len(SUFFIX)]
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether process ``pid`` exists on this machine (another user's counts: not ours to judge)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # e.g. PermissionError: another user's process
+        return True
+    return True

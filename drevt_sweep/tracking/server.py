@@ -41,6 +41,8 @@ import urllib.request
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from .liveness import pid_alive
+
 DB_USER = "mlflow"
 DB_NAME = "mlflow"
 DEFAULT_PORT = 5001  # `make ui` uses 5000
@@ -270,19 +272,9 @@ def read_state(root: Path) -> ServerState | None:
         return None
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-        return True
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-
-
 def _is_our_server(state: ServerState) -> bool:
     """The recorded pid is still our MLflow server (not a pid reused by something else)."""
-    if not _alive(state.mlflow_pid):
+    if not pid_alive(state.mlflow_pid):
         return False
     try:
         cmdline = Path(f"/proc/{state.mlflow_pid}/cmdline").read_bytes().split(b"\0")
@@ -346,9 +338,9 @@ def stop(root: Path) -> bool:
         except ProcessLookupError:
             pass
         deadline = time.monotonic() + 30
-        while _reap(state.mlflow_pid) and _alive(state.mlflow_pid) and time.monotonic() < deadline:
+        while _reap(state.mlflow_pid) and pid_alive(state.mlflow_pid) and time.monotonic() < deadline:
             time.sleep(0.2)
-        if _reap(state.mlflow_pid) and _alive(state.mlflow_pid):
+        if _reap(state.mlflow_pid) and pid_alive(state.mlflow_pid):
             try:
                 os.killpg(state.mlflow_pid, signal.SIGKILL)
             except ProcessLookupError:
@@ -413,7 +405,7 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         print("  Ctrl-C stops it (the data stay in the database folder)", flush=True)
         try:
-            while _reap(state.mlflow_pid) and _alive(state.mlflow_pid):
+            while _reap(state.mlflow_pid) and pid_alive(state.mlflow_pid):
                 time.sleep(1)
             print("mlflow server exited; stopping PostgreSQL", file=sys.stderr)
             return 1

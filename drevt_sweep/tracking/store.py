@@ -238,7 +238,8 @@ def _empty_store() -> Path | None:
     try:
         folder.mkdir(parents=True, exist_ok=True)
         for stale in folder.glob(f".{path.name}.creating-*"):  # a killed builder's
-            if not _alive(stale.name.rsplit(".creating-", 1)[1].split("-")[0]):
+            pid = stale.name.rsplit(".creating-", 1)[1].split("-")[0]
+            if pid.isdigit() and not liveness.pid_alive(int(pid)):
                 stale.unlink(missing_ok=True)
         part = folder / _part_name(path.name)
         _build_store(part)
@@ -253,16 +254,6 @@ def _part_name(name: str) -> str:
     import uuid
 
     return f".{name}.creating-{os.getpid()}-{uuid.uuid4().hex[:8]}"
-
-
-def _alive(pid: str) -> bool:
-    try:
-        os.kill(int(pid), 0)
-    except ProcessLookupError:
-        return False
-    except (ValueError, OSError):
-        return True  # not ours to judge (another user's process, a foreign name)
-    return True
 
 
 def _is_whole_store(path: Path) -> bool:
