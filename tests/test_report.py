@@ -481,3 +481,22 @@ def test_no_figure_text_is_parsed_as_math():
     fig.canvas.draw()
     ticks = [t.get_text() for t in fig.axes[0].get_yticklabels()]
     assert ticks and not any("$" in t for t in ticks)  # log ticks as plain text too
+
+
+@pytest.mark.parametrize("text", [
+    "policy:\n  name: easy\n  weights:\n    age: 1.0\nsystem:\n  total_nodes: 64\nseed: 3\n",
+    "policy:\n  name: fcfs\n# a comment\nsystem:\n  queues:\n  - a\n  - b\n",
+    "a: 1\na: 2\n",  # a key twice: parsed whole (the last wins, as PyYAML's)
+    "---\npolicy:\n  name: easy\n",
+    "",
+])
+def test_a_config_read_by_sections_is_the_config_read_whole(text):
+    """``_config_and_params`` parses each top-level section once per distinct text; the config
+    and params (and their order) are those of the whole file parsed at once."""
+    from drevt_sweep.report.html import _config_and_params, _yaml_load, config_params
+
+    whole = _yaml_load(text) or {}
+    for _ in range(2):  # cold, then from the section cache
+        config, params = _config_and_params(text)
+        assert config == whole and list(config) == list(whole)
+        assert params == config_params(whole) and list(params) == list(config_params(whole))

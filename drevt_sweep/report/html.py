@@ -172,7 +172,7 @@ def config_params(config: Mapping) -> dict[str, str]:
     return {k: str(v) for k, v in flatten(sections).items()}
 
 
-_SECTIONS: dict[str, tuple[dict, dict]] = {}  # a top-level section's YAML -> (it, its params)
+_SECTIONS: dict[str, tuple] = {}  # a top-level section's YAML -> (its key, its value, its params)
 _TOP_LEVEL = re.compile(r"(?m)^(?=[^\s#])")  # where a line starts a top-level key
 
 
@@ -182,28 +182,31 @@ def _config_and_params(text: str) -> tuple[dict, dict[str, str]]:
     file was a third of reading a 1,000-configuration folder. The same result as parsing the
     whole text (a block mapping's top-level keys start at column 0 and nothing else does);
     anything else -- a section that is not one key, a key twice -- is parsed whole."""
-    pieces = [piece for piece in _TOP_LEVEL.split(text) if piece]
-    config: dict = {}
-    params: dict[str, str] = {}
-    for piece in pieces:
-        known = _SECTIONS.get(piece)
-        if known is None:
+    sections = [_section(piece) for piece in _TOP_LEVEL.split(text) if piece]
+    keys = {section[0] for section in sections if section is not None}
+    if not sections or None in sections or len(keys) != len(sections):
+        config = _yaml_load(text) or {}
+        return config, config_params(config)
+    config = {key: copy.deepcopy(value) for key, value, _ in sections}
+    params = {name: value for _, _, own in sections for name, value in own.items()}
+    return config, params
+
+
+def _section(piece: str) -> tuple | None:
+    """``(key, value, params)`` of one top-level section's YAML (cached); None when it is not
+    one key on its own."""
+    known = _SECTIONS.get(piece)
+    if known is None:
+        try:
             parsed = _yaml_load(piece)
-            if not isinstance(parsed, dict) or len(parsed) != 1:
-                break
-            if len(_SECTIONS) >= 20_000:  # bounded: a long sweep of ever-new values
-                _SECTIONS.clear()
-            known = _SECTIONS[piece] = (parsed, config_params(parsed))
-        key = next(iter(known[0]))
-        if key in config:
-            break
-        config[key] = copy.deepcopy(known[0][key]) if isinstance(known[0][key], (dict, list)) else known[0][key]
-        params.update(known[1])
-    else:
-        if pieces:
-            return config, params
-    config = _yaml_load(text) or {}
-    return config, config_params(config)
+        except Exception:  # noqa: BLE001 - the whole text decides
+            return None
+        if not isinstance(parsed, dict) or len(parsed) != 1:
+            return None
+        if len(_SECTIONS) >= 20_000:  # bounded: a long sweep of ever-new values
+            _SECTIONS.clear()
+        known = _SECTIONS[piece] = (*next(iter(parsed.items())), config_params(parsed))
+    return known
 
 
 def _yaml_load(text: str):
