@@ -4,6 +4,7 @@ makes the suite run on pytest-xdist workers (``make test``: ``-n auto --dist loa
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -28,6 +29,18 @@ def shared_traces() -> Path:
     if not SHARED_TRACES.is_dir():
         pytest.skip(f"public traces not found at {SHARED_TRACES}")
     return SHARED_TRACES
+
+
+def pytest_configure(config):
+    """Tests send Ctrl-C (SIGINT) to the programs they start, as a terminal would. A shell
+    starts a background job (``make test &``, a CI step run with ``&``) with SIGINT and SIGQUIT
+    ignored, every process it starts inherits that, and such a program rightly keeps ignoring
+    them: restore the terminal's dispositions here (in the controller and in each xdist
+    worker), so that the tests' programs start as they would from a terminal."""
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    if signal.getsignal(signal.SIGQUIT) == signal.SIG_IGN:
+        signal.signal(signal.SIGQUIT, signal.SIG_DFL)
 
 
 def pytest_sessionstart(session):

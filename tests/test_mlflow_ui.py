@@ -84,6 +84,20 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+def _session_of(proc: Path) -> int | None:
+    try:  # field 6 of /proc/PID/stat, after the parenthesised command
+        return int((proc / "stat").read_text().rsplit(")", 1)[1].split()[3])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def _cmdline(proc: Path) -> str:
+    try:
+        return (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
 def test_make_ui_serves_the_sweep_on_loopback(sweep, repo_root):
     tmp = sweep[0]
     port = free_port()
@@ -120,6 +134,10 @@ def test_make_ui_serves_the_sweep_on_loopback(sweep, repo_root):
             listening = subprocess.run(["ss", "-ltn"], capture_output=True, text=True).stdout
             bound = [line for line in listening.splitlines() if f":{port} " in line]
             assert bound and all("127.0.0.1:" in line for line in bound)  # loopback only
+        # ... and without MLflow's job runners (Huey consumers, ~1 GB we never use)
+        session = [p for p in Path("/proc").iterdir() if p.name.isdigit() and _session_of(p) == ui.pid]
+        commands = [_cmdline(p) for p in session]
+        assert any("mlflow" in c for c in commands) and not any("huey" in c for c in commands), commands
     finally:
         os.killpg(ui.pid, signal.SIGTERM)
         ui.wait(timeout=30)

@@ -5,6 +5,7 @@ configuration runs (not their seeds) with the headline metrics' values in the ru
 from __future__ import annotations
 
 import html
+import os
 import re
 import socket
 import subprocess
@@ -19,6 +20,7 @@ from sweep_helpers import run_sweep
 from test_report_browser import FLAGS, chromium
 
 from drevt_sweep.tracking import ui
+from drevt_sweep.tracking.server import without_job_runners
 
 pytestmark = pytest.mark.slow
 
@@ -66,7 +68,8 @@ def test_the_link_opens_the_configurations_with_their_headline_metrics(store, tm
     port = _free_port()
     server = subprocess.Popen([str(Path(sys.executable).with_name("mlflow")), "ui", "--host", "127.0.0.1",
                                "--port", str(port), "--backend-store-uri", f"sqlite:///{tmp / 'out' / 'mlflow.db'}"],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                              env=without_job_runners(os.environ))
     try:
         base = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + 240

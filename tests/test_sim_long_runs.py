@@ -77,8 +77,14 @@ def _stderr_on_a_terminal(argv, env, seconds: float) -> str:
                     break
     finally:
         proc.send_signal(signal.SIGINT)
-        proc.wait(timeout=10)
-        os.close(master)
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()  # a run that ignored SIGINT must not outlive the test (the assert says why)
+            proc.wait()
+            raise
+        finally:
+            os.close(master)
     return out.decode(errors="replace")
 
 
