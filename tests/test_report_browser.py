@@ -89,7 +89,8 @@ def probe_report(report: Path, tmp_path: Path) -> dict:
 
 
 def test_the_report_loads_renders_and_fits(tmp_path):
-    run_sweep(tmp_path, "policy=fcfs,easy,conservative", "run_time=limit,normal", "replicates=3")
+    run_sweep(tmp_path, "policy=fcfs,easy,conservative", "run_time=limit,normal", "replicates=3",
+              "figures=auto")
     found = probe_report(tmp_path / "sweep" / "report.html", tmp_path)
     # comparison, CDF, paired, and the per-configuration figures of six configurations
     assert found["images"] >= 3 + 6 * 3 and found["broken"] == []
