@@ -35,7 +35,7 @@ def sweep(tmp_path: Path, conf: Path, env: dict | None = None) -> subprocess.Com
     cmd = [sys.executable, "-m", "drevt_sweep", "-m", f"--config-dir={conf}", "experiment=evil",
            "trace=custom", f"trace.path={TINY}", "format=simple", "format.queues=[all]",
            "system=custom", "system.total_nodes=10", "tracking.enabled=false", "progress=false",
-           f"paths.output_root={tmp_path / 'out'}", f"hydra.sweep.dir={tmp_path / 'sweep'}"]
+           "figures=none", f"paths.output_root={tmp_path / 'out'}", f"hydra.sweep.dir={tmp_path / 'sweep'}"]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=300,
                           env={**os.environ, **(env or {})})
 

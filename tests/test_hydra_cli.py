@@ -78,6 +78,7 @@ def sweep_cmd(tmp_path, *args, multirun=True):
     return [sys.executable, "-m", "drevt_sweep", *(["-m"] if multirun else []), "trace=custom",
             f"trace.path={TINY}", "format=simple", "format.queues=[all]", "system=custom",
             "system.total_nodes=10", f"paths.output_root={tmp_path / 'out'}", "progress=false",
+            *(() if any(a.startswith("figures=") for a in args) else ("figures=none",)),  # CPU
             *args]
 
 

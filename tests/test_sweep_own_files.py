@@ -14,7 +14,8 @@ import pytest
 from sweep_helpers import TINY
 
 COMMON = ["trace=custom", "format=simple", "format.queues=[all]", "system=custom",
-          "system.total_nodes=10", "run_time=actual", "progress=false"]
+          "system.total_nodes=10", "run_time=actual", "progress=false",
+          "figures=none"]  # (not what these tests are about; ~45% of a small sweep's CPU)
 
 
 def drevt_sweep(tmp_path, *args) -> subprocess.CompletedProcess:
