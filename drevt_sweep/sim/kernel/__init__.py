@@ -224,12 +224,17 @@ _DYNAMIC = {None: 0, "Multifactor": 1, "WFP3": 2, "Unicef": 3}
 
 
 def run_extended(*, submit, limit, nodes, dur, rejected, rank, total, backfill, enforce_limits, estimate,
-                 backfill_order, users, dynamic):
+                 backfill_order, users, dynamic, progress=None):
     """``run_events`` with a dynamic priority (``dynamic``: the reference's policy object, whose
-    ``kernel_args()`` give its arrays) and/or run-time estimates (``_extended.run_extended``)."""
-    if load() is None:
+    ``kernel_args()`` give its arrays) and/or run-time estimates (``_extended.extended_steps``).
+
+    Runs in slices of :data:`STEP_BUDGET` events like :func:`run_events`: ``progress(now,
+    jobs_done)`` is called between them (if given), and a ``KeyboardInterrupt`` stops the run
+    there. All the kernel's arrays, the fair-share state included, are allocated here."""
+    kernels = load()
+    if kernels is None:
         raise ImportError(f"the compiled simulation kernel is unavailable ({_failure})")
-    from . import _extended
+    from . import _extended as ext
 
     if backfill not in EXTENDED_BACKFILLS:
         raise ValueError(f"the compiled kernel has no backfill policy {backfill!r} with these options")
@@ -244,20 +249,53 @@ def run_extended(*, submit, limit, nodes, dur, rejected, rank, total, backfill, 
     one = np.zeros(1)
     a_arr, b_arr, leaf, acct, sib, snorm = one, one, np.zeros(n, np.int64), np.zeros(1, np.int64), one, one
     n_acct, w_age, w_fs, max_age, period, decay, t0 = 1, 0.0, 0.0, 1.0, 1.0, 1.0, 0.0
-    if kind == 1:
+    if kind == ext.DYN_MULTIFACTOR:
         (a_arr, leaf, acct, sib, snorm, n_acct, w_age, w_fs, max_age, period, decay, t0) = dynamic.kernel_args()
     elif kind:
         a_arr, b_arr = dynamic.kernel_args()
     users = i64(users)
     n_users = int(users.max()) + 1 if users.size else 0
-    begin, end, left = _extended.run_extended(
-        f64(submit), f64(limit), i64(nodes), f64(dur), arrivals, i64(rank), np.int64(total),
-        np.int64(_QUEUE_MODES[backfill]), np.int64(_ESTIMATES[estimate]), backfill_order == "sjbf", users,
-        np.int64(n_users), np.int64(kind), f64(a_arr), f64(b_arr), i64(leaf), i64(acct), f64(sib), f64(snorm),
-        np.int64(n_acct), float(w_age), float(w_fs), float(max_age), float(period), float(decay), float(t0),
+    limit = f64(limit)
+    rank = i64(rank)
+    rmax = min(int(total), n) + 1  # running jobs (each holds at least one node)
+    n_leaf = int(np.shape(sib)[0])
+    fairshare = (  # usage, acc, running nodes per association, usage per account, cached factors
+        np.zeros(n_leaf), np.zeros(n_leaf), np.zeros(n_leaf), np.zeros(max(int(n_acct), 1)), np.zeros(n_leaf),
+        np.full(n_leaf, -1, np.int64),
+        np.empty(max(n_leaf, 1), np.int64), np.zeros(n_leaf, np.bool_),  # active associations (acc != 0), sorted
     )
-    if left == -2:
+    begin = np.full(n, np.nan)
+    end = np.full(n, np.nan)
+    state = (
+        f64(submit), limit, i64(nodes), f64(dur), arrivals, rank, np.int64(_QUEUE_MODES[backfill]),
+        np.int64(_ESTIMATES[estimate]), backfill_order == "sjbf", users,
+        np.int64(kind), f64(a_arr), f64(b_arr), i64(leaf), i64(acct), f64(sib), f64(snorm), np.int64(n_acct),
+        float(w_age), float(w_fs), float(max_age), float(period), float(decay), float(t0),
+        begin, end, np.full(n, np.nan),  # the last: estimated end of each started job
+        limit.copy(), rank.astype(np.float64),  # planned run time, queue sort key
+        np.empty(rmax), np.empty(rmax, np.int64), np.empty(rmax, np.int64),  # running: (est end, job, nodes)
+        np.empty(rmax), np.empty(rmax, np.int64),  # completions: (real end, job)
+        np.empty(rmax), np.empty(rmax, np.int64),  # overruns: (planned end, job)
+        np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n, np.int64),  # queue, sort buffer, SJBF queue
+        np.zeros((max(n_users, 1), 2)), np.zeros(max(n_users, 1), np.int64),  # last two run times per user
+        *fairshare,
+    )
+    st = np.zeros(kernels.ST_SIZE, np.int64)
+    sf = np.zeros(kernels.SF_SIZE)
+    st[kernels.ST_FREE] = total
+    st[ext.ST_TICK] = 1
+    sf[ext.SF_SCALE] = 1.0
+    sf[ext.SF_TICK_AT] = float(t0) + float(period) if kind == ext.DYN_MULTIFACTOR else np.inf
+    budget = np.int64(STEP_BUDGET)
+    while True:
+        status = ext.extended_steps(*state, st, sf, budget)
+        if status != 1:
+            break
+        if progress is not None:
+            progress(float(sf[kernels.SF_NOW]), int(st[kernels.ST_DONE]))
+    if status == -2:
         raise RuntimeError(f"policy {backfill!r} over-committed the machine (compiled kernel)")
+    left = int(st[kernels.ST_Q])
     if left:
         raise RuntimeError(f"engine stalled with {left} job(s) waiting (policy {backfill!r}, compiled kernel)")
     return begin, end
