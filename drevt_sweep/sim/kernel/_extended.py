@@ -28,7 +28,8 @@ import numpy as np
 from numba import njit
 
 from ._kernels import (MODE_EASY, MODE_EASY_DREVT, MODE_NONE, SF_NOW, ST_A, ST_DONE, ST_FREE, ST_H, ST_Q, ST_R,
-                       _heap_pop, _heap_push, _run_insert, _run_remove, _shadow)
+                       _backfill_rule, _finish_next, _heap_pop, _heap_push, _launch, _load_counts, _next_event,
+                       _run_insert, _run_remove, _shadow, _store_counts)
 
 DYN_NONE = 0
 DYN_MULTIFACTOR = 1
@@ -165,12 +166,7 @@ def extended_steps(submit, limit, nodes, dur, arrivals, rank, mode, estimate, sj
     strict = mode == MODE_EASY_DREVT
     planning = estimate != EST_USER
     fairshare = dyn == DYN_MULTIFACTOR
-    free = st[ST_FREE]
-    R = st[ST_R]
-    H = st[ST_H]
-    Q = st[ST_Q]
-    a = st[ST_A]
-    done = st[ST_DONE]
+    free, R, H, Q, a, done = _load_counts(st)
     O = st[ST_O]
     S = st[ST_S]
     n_active = st[ST_ACTIVE]
@@ -189,9 +185,7 @@ def extended_steps(submit, limit, nodes, dur, arrivals, rank, mode, estimate, sj
             status = 1
             break
         events += 1
-        t_arr = submit[arrivals[a]] if a < n_arr else np.inf
-        t_end = hk[0] if H > 0 else np.inf
-        now = t_arr if t_arr < t_end else t_end
+        now = _next_event(submit, arrivals, a, hk, H)
         if O > 0 and ok_[0] < now:
             now = ok_[0]
         if fairshare:
@@ -228,9 +222,7 @@ def extended_steps(submit, limit, nodes, dur, arrivals, rank, mode, estimate, sj
         # 1. completions, in (end, job) order
         changed = (H > 0 and hk[0] <= now) or (O > 0 and ok_[0] <= now) or (a < n_arr and submit[arrivals[a]] <= now)
         while H > 0 and hk[0] <= now:
-            j = hj[0]
-            H = _heap_pop(hk, hj, H)
-            R = _run_remove(re, rj, rn, R, est[j], j)
+            j, H, R = _finish_next(hk, hj, H, re, rj, rn, R, est)
             free += nodes[j]
             done += 1
             if fairshare:
@@ -326,13 +318,10 @@ def extended_steps(submit, limit, nodes, dur, arrivals, rank, mode, estimate, sj
                 nj = nodes[j]
                 if nj > free:
                     continue
-                e = now + plan[j]
-                if e < shadow or (e == shadow and not strict):
-                    pass
-                elif use_extra and nj <= extra:
-                    extra -= nj
-                else:
+                left = _backfill_rule(now + plan[j], nj, shadow, extra, strict, use_extra)
+                if left < 0:
                     continue
+                extra = left
                 R, H, O, n_active = _start(j, now, begin, end, est, plan, dur, limit, nodes, re, rj, rn, R, hk, hj,
                                             H, ok_, oj, O, planning, fairshare, leaf, runn, acc,
                                             next_tick, active, is_active, n_active)
@@ -347,12 +336,7 @@ def extended_steps(submit, limit, nodes, dur, arrivals, rank, mode, estimate, sj
         if free < 0:
             status = -2
             break
-    st[ST_FREE] = free
-    st[ST_R] = R
-    st[ST_H] = H
-    st[ST_Q] = Q
-    st[ST_A] = a
-    st[ST_DONE] = done
+    _store_counts(st, free, R, H, Q, a, done)
     st[ST_O] = O
     st[ST_S] = S
     st[ST_ACTIVE] = n_active
@@ -371,11 +355,7 @@ def _start(j, now, begin, end, est, plan, dur, limit, nodes, re, rj, rn, R, hk, 
            fairshare, leaf, runn, acc, next_tick, active, is_active, n_active):
     """Start job ``j`` at ``now``; returns the new counts of running jobs, completions, overruns
     and active associations (``Multifactor.start`` when ``fairshare``)."""
-    begin[j] = now
-    end[j] = now + dur[j]
-    est[j] = now + plan[j]
-    R = _run_insert(re, rj, rn, R, est[j], j, nodes[j])
-    H = _heap_push(hk, hj, H, end[j], j)
+    R, H = _launch(j, now, now + plan[j], begin, end, est, dur, nodes, re, rj, rn, R, hk, hj, H)
     if planning and est[j] < end[j] and plan[j] < limit[j]:
         O = _heap_push(ok_, oj, O, est[j], j)
     if fairshare:

@@ -168,6 +168,72 @@ def _shadow(re, rn, count, now, need, free):
     return shadow, avail - need
 
 
+# --- the steps every queue driver shares -----------------------------------------------------
+# ``queue_policy_steps`` (static ranks) and ``_extended.extended_steps`` (dynamic priorities,
+# estimates) differ only in how the waiting queue is ordered and searched; the event loop's
+# steps are these, inlined (one-liners: a call per event would cost more than the step).
+
+
+@njit(cache=True, _nrt=False, inline="always")
+def _next_event(submit, arrivals, a, hk, H):
+    """The time of the next event: the earlier of the next arrival and the next real end."""
+    t_arr = submit[arrivals[a]] if a < arrivals.shape[0] else np.inf
+    t_end = hk[0] if H > 0 else np.inf
+    return t_arr if t_arr < t_end else t_end
+
+
+@njit(cache=True, _nrt=False, inline="always")
+def _finish_next(hk, hj, H, re, rj, rn, R, est):
+    """The earliest completion: its job comes off the heap and off the running jobs (found by
+    its estimated end). Returns (job, heap size, running count)."""
+    j = hj[0]
+    H = _heap_pop(hk, hj, H)
+    R = _run_remove(re, rj, rn, R, est[j], j)
+    return j, H, R
+
+
+@njit(cache=True, _nrt=False, inline="always")
+def _launch(j, now, e, begin, end, est, dur, nodes, re, rj, rn, R, hk, hj, H):
+    """Start job ``j`` at ``now``, planned to end at ``e``: it joins the running jobs (by
+    planned end) and the completions (by real end, ``now + dur``). Returns (running, heap)."""
+    begin[j] = now
+    end[j] = now + dur[j]
+    est[j] = e
+    R = _run_insert(re, rj, rn, R, e, j, nodes[j])
+    H = _heap_push(hk, hj, H, end[j], j)
+    return R, H
+
+
+@njit(cache=True, _nrt=False, inline="always")
+def _backfill_rule(e, nj, shadow, extra, strict, use_extra):
+    """EASY's test for a job of ``nj`` nodes that fits the free nodes and would end at ``e``:
+    it may start if it ends before the shadow time (or at it, unless ``strict``: easy_drevt),
+    or (``use_extra``: easy) if it fits in the ``extra`` nodes the head job leaves. Returns the
+    extra nodes left after starting it, or -1 if it may not start."""
+    if e < shadow or (e == shadow and not strict):
+        return extra
+    if use_extra and nj <= extra:
+        return extra - nj
+    return -1
+
+
+@njit(cache=True, _nrt=False, inline="always")
+def _load_counts(st):
+    """The scalars every driver carries between slices: (free, running, heap, waiting, next
+    arrival, jobs done)."""
+    return st[ST_FREE], st[ST_R], st[ST_H], st[ST_Q], st[ST_A], st[ST_DONE]
+
+
+@njit(cache=True, _nrt=False, inline="always")
+def _store_counts(st, free, R, H, Q, a, done):
+    st[ST_FREE] = free
+    st[ST_R] = R
+    st[ST_H] = H
+    st[ST_Q] = Q
+    st[ST_A] = a
+    st[ST_DONE] = done
+
+
 # --- waiting queue (none / EASY): segment tree over priority ranks ---------------------------
 
 
@@ -187,6 +253,22 @@ def _seg_update(tn, tl, i):
         tn[i] = nv
         tl[i] = lv
         i >>= 1
+
+
+@njit(cache=True, _nrt=False, inline="always")
+def _seg_set(tn, tl, leaf, nj, lim):
+    """A job of ``nj`` nodes and time limit ``lim`` waits at ``leaf``."""
+    tn[leaf] = nj
+    tl[leaf] = lim
+    _seg_update(tn, tl, leaf)
+
+
+@njit(cache=True, _nrt=False, inline="always")
+def _seg_clear(tn, tl, leaf):
+    """Nobody waits at ``leaf`` any more (its job started)."""
+    tn[leaf] = BIG
+    tl[leaf] = np.inf
+    _seg_update(tn, tl, leaf)
 
 
 @njit(cache=True, _nrt=False)
@@ -230,14 +312,7 @@ def _first_candidate(tn, tl, size, p, free, now, shadow, extra, strict, use_extr
     i = p + size
     while True:
         mn = tn[i]
-        ok = False
-        if mn <= free:
-            e = now + tl[i]
-            if e < shadow or (e == shadow and not strict):
-                ok = True
-            elif use_extra and mn <= extra:
-                ok = True
-        if ok:
+        if mn <= free and _backfill_rule(now + tl[i], mn, shadow, extra, strict, use_extra) >= 0:
             if i >= size:
                 return i - size
             i = 2 * i
@@ -292,12 +367,7 @@ def queue_policy_steps(submit, limit, nodes, dur, arrivals, rank, total, mode,
     size = tn.shape[0] // 2
     use_extra = mode == MODE_EASY
     strict = mode == MODE_EASY_DREVT
-    free = st[ST_FREE]
-    R = st[ST_R]
-    H = st[ST_H]
-    Q = st[ST_Q]
-    a = st[ST_A]
-    done = st[ST_DONE]
+    free, R, H, Q, a, done = _load_counts(st)
     head = st[ST_HEAD]  # smallest waiting rank (size: nobody waits)
     now = sf[SF_NOW]
     n_arr = arrivals.shape[0]
@@ -308,15 +378,11 @@ def queue_policy_steps(submit, limit, nodes, dur, arrivals, rank, total, mode,
             status = 1
             break
         events += 1
-        t_arr = submit[arrivals[a]] if a < n_arr else np.inf
-        t_end = hk[0] if H > 0 else np.inf
-        now = t_arr if t_arr < t_end else t_end
+        now = _next_event(submit, arrivals, a, hk, H)
 
         # 1. completions
         while H > 0 and hk[0] <= now:
-            j = hj[0]
-            H = _heap_pop(hk, hj, H)
-            R = _run_remove(re, rj, rn, R, est[j], j)
+            j, H, R = _finish_next(hk, hj, H, re, rj, rn, R, est)
             free += nodes[j]
             done += 1
 
@@ -325,10 +391,7 @@ def queue_policy_steps(submit, limit, nodes, dur, arrivals, rank, total, mode,
             j = arrivals[a]
             a += 1
             r = rank[j]
-            leaf = r + size
-            tn[leaf] = nodes[j]
-            tl[leaf] = limit[j]
-            _seg_update(tn, tl, leaf)
+            _seg_set(tn, tl, r + size, nodes[j], limit[j])
             Q += 1
             if r < head:
                 head = r
@@ -343,16 +406,9 @@ def queue_policy_steps(submit, limit, nodes, dur, arrivals, rank, total, mode,
             nj = nodes[j]
             if nj > free:
                 break
-            begin[j] = now
-            end[j] = now + dur[j]
-            est[j] = now + limit[j]
-            R = _run_insert(re, rj, rn, R, est[j], j, nj)
-            H = _heap_push(hk, hj, H, end[j], j)
+            R, H = _launch(j, now, now + limit[j], begin, end, est, dur, nodes, re, rj, rn, R, hk, hj, H)
             free -= nj
-            leaf = h + size
-            tn[leaf] = BIG
-            tl[leaf] = np.inf
-            _seg_update(tn, tl, leaf)
+            _seg_clear(tn, tl, h + size)
             Q -= 1
             h = _first_waiting(tn, size, h + 1)
         head = h if h >= 0 else size
@@ -370,28 +426,15 @@ def queue_policy_steps(submit, limit, nodes, dur, arrivals, rank, total, mode,
             j = job_of_rank[c]
             nj = nodes[j]
             e = now + limit[j]
-            if not (e < shadow or (e == shadow and not strict)):
-                extra -= nj  # admitted by the extra-nodes rule
-            begin[j] = now
-            end[j] = now + dur[j]
-            est[j] = e
-            R = _run_insert(re, rj, rn, R, e, j, nj)
-            H = _heap_push(hk, hj, H, end[j], j)
+            extra = _backfill_rule(e, nj, shadow, extra, strict, use_extra)  # >= 0: it is a candidate
+            R, H = _launch(j, now, e, begin, end, est, dur, nodes, re, rj, rn, R, hk, hj, H)
             free -= nj
-            leaf = c + size
-            tn[leaf] = BIG
-            tl[leaf] = np.inf
-            _seg_update(tn, tl, leaf)
+            _seg_clear(tn, tl, c + size)
             Q -= 1
             if free == 0:
                 break
             c += 1
-    st[ST_FREE] = free
-    st[ST_R] = R
-    st[ST_H] = H
-    st[ST_Q] = Q
-    st[ST_A] = a
-    st[ST_DONE] = done
+    _store_counts(st, free, R, H, Q, a, done)
     st[ST_HEAD] = head
     sf[SF_NOW] = now
     return status
