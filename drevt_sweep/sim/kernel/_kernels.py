@@ -271,48 +271,22 @@ def _seg_clear(tn, tl, leaf):
     _seg_update(tn, tl, leaf)
 
 
-@njit(cache=True, _nrt=False)
-def _first_waiting(tn, size, p):
-    """Smallest rank >= p whose job waits, or -1 (a waiting job's leaf holds its node count,
-    an empty leaf BIG)."""
-    return _first_fit(tn, size, p, BIG - 1)
+@njit(cache=True, _nrt=False, inline="always")
+def _descend(tn, tl, size, p, free, timed, now, shadow, extra, strict, use_extra):
+    """Smallest rank >= p whose waiting job asks for at most ``free`` nodes and, if ``timed``,
+    passes EASY's backfill rule (:func:`_backfill_rule`, ending at ``now + limit``), or -1.
 
-
-@njit(cache=True, _nrt=False)
-def _first_fit(tn, size, p, free):
-    """Smallest rank >= p whose waiting job asks for at most ``free`` nodes, or -1."""
-    if p >= size:
-        return -1
-    i = p + size
-    while True:
-        if tn[i] <= free:
-            if i >= size:
-                return i - size
-            i = 2 * i
-        else:
-            while i & 1:
-                i >>= 1
-            if i == 0:
-                return -1
-            i += 1
-
-
-@njit(cache=True, _nrt=False)
-def _first_candidate(tn, tl, size, p, free, now, shadow, extra, strict, use_extra):
-    """Smallest rank >= p whose waiting job EASY would backfill now, or -1.
-
-    A job qualifies if it fits in ``free`` and either ends (``now + limit``) before the shadow
-    time (or at it, unless ``strict``) or fits in the ``extra`` nodes (``use_extra``). A subtree
-    is entered only if its minimum nodes and minimum limit could qualify (a necessary
-    condition; leaves are tested exactly), so the descent backtracks where they come from
-    different jobs.
-    """
+    From leaf ``p`` it climbs right and descends, entering a subtree only if its minimum nodes
+    and (``timed``) minimum limit could pass (a necessary condition; leaves are tested
+    exactly), so it skips whole ranges that cannot; with ``timed`` it backtracks where the two
+    minima come from different jobs. Inlined into the two searches below with ``timed`` a
+    constant, which the compiler folds."""
     if p >= size:
         return -1
     i = p + size
     while True:
         mn = tn[i]
-        if mn <= free and _backfill_rule(now + tl[i], mn, shadow, extra, strict, use_extra) >= 0:
+        if mn <= free and (not timed or _backfill_rule(now + tl[i], mn, shadow, extra, strict, use_extra) >= 0):
             if i >= size:
                 return i - size
             i = 2 * i
@@ -322,6 +296,25 @@ def _first_candidate(tn, tl, size, p, free, now, shadow, extra, strict, use_extr
             if i == 0:
                 return -1
             i += 1
+
+
+@njit(cache=True, _nrt=False)
+def _first_waiting(tn, tl, size, p):
+    """Smallest rank >= p whose job waits, or -1 (a waiting job's leaf holds its node count,
+    an empty leaf BIG)."""
+    return _first_fit(tn, tl, size, p, BIG - 1)
+
+
+@njit(cache=True, _nrt=False)
+def _first_fit(tn, tl, size, p, free):
+    """Smallest rank >= p whose waiting job asks for at most ``free`` nodes, or -1."""
+    return _descend(tn, tl, size, p, free, False, 0.0, 0.0, 0, False, False)
+
+
+@njit(cache=True, _nrt=False)
+def _first_candidate(tn, tl, size, p, free, now, shadow, extra, strict, use_extra):
+    """Smallest rank >= p whose waiting job EASY would backfill now, or -1."""
+    return _descend(tn, tl, size, p, free, True, now, shadow, extra, strict, use_extra)
 
 
 # --- resumable drivers --------------------------------------------------------------------
@@ -410,12 +403,12 @@ def queue_policy_steps(submit, limit, nodes, dur, arrivals, rank, total, mode,
             free -= nj
             _seg_clear(tn, tl, h + size)
             Q -= 1
-            h = _first_waiting(tn, size, h + 1)
+            h = _first_waiting(tn, tl, size, h + 1)
         head = h if h >= 0 else size
         if h < 0 or mode == MODE_NONE or free == 0:
             continue
         # EASY: skip the reservation when no later job fits in the free nodes at all
-        c = _first_fit(tn, size, h + 1, free)
+        c = _first_fit(tn, tl, size, h + 1, free)
         if c < 0:
             continue
         shadow, extra = _shadow(re, rn, R, now, nodes[job_of_rank[h]], free)
