@@ -28,7 +28,7 @@ import numpy as np
 from numba import njit
 
 from ._kernels import (MODE_EASY, MODE_EASY_DREVT, MODE_NONE, SF_NOW, ST_A, ST_DONE, ST_FREE, ST_H, ST_Q, ST_R,
-                       _backfill_rule, _finish_next, _heap_pop, _heap_push, _launch, _load_counts, _next_event,
+                       _before_shadow, _finish_next, _heap_pop, _heap_push, _launch, _load_counts, _next_event,
                        _run_insert, _run_remove, _shadow, _store_counts)
 
 DYN_NONE = 0
@@ -318,10 +318,10 @@ def extended_steps(submit, limit, nodes, dur, arrivals, rank, mode, estimate, sj
                 nj = nodes[j]
                 if nj > free:
                     continue
-                left = _backfill_rule(now + plan[j], nj, shadow, extra, strict, use_extra)
-                if left < 0:
-                    continue
-                extra = left
+                if not _before_shadow(now + plan[j], shadow, strict):
+                    if not (use_extra and nj <= extra):
+                        continue
+                    extra -= nj  # admitted by the extra-nodes rule
                 R, H, O, n_active = _start(j, now, begin, end, est, plan, dur, limit, nodes, re, rj, rn, R, hk, hj,
                                             H, ok_, oj, O, planning, fairshare, leaf, runn, acc,
                                             next_tick, active, is_active, n_active)

@@ -205,16 +205,18 @@ def _launch(j, now, e, begin, end, est, dur, nodes, re, rj, rn, R, hk, hj, H):
 
 
 @njit(cache=True, _nrt=False, inline="always")
-def _backfill_rule(e, nj, shadow, extra, strict, use_extra):
-    """EASY's test for a job of ``nj`` nodes that fits the free nodes and would end at ``e``:
-    it may start if it ends before the shadow time (or at it, unless ``strict``: easy_drevt),
-    or (``use_extra``: easy) if it fits in the ``extra`` nodes the head job leaves. Returns the
-    extra nodes left after starting it, or -1 if it may not start."""
-    if e < shadow or (e == shadow and not strict):
-        return extra
-    if use_extra and nj <= extra:
-        return extra - nj
-    return -1
+def _before_shadow(e, shadow, strict):
+    """EASY's time test: a job ending at ``e`` ends before the shadow time, or at it unless
+    ``strict`` (easy_drevt)."""
+    return e < shadow or (e == shadow and not strict)
+
+
+@njit(cache=True, _nrt=False, inline="always")
+def _may_backfill(e, nj, shadow, extra, strict, use_extra):
+    """EASY's backfill rule for a job of ``nj`` nodes that fits the free nodes and would end at
+    ``e``: it passes the time test, or (``use_extra``: easy) fits in the ``extra`` nodes the
+    head job leaves (which it then takes)."""
+    return _before_shadow(e, shadow, strict) or (use_extra and nj <= extra)
 
 
 @njit(cache=True, _nrt=False, inline="always")
@@ -274,7 +276,7 @@ def _seg_clear(tn, tl, leaf):
 @njit(cache=True, _nrt=False, inline="always")
 def _descend(tn, tl, size, p, free, timed, now, shadow, extra, strict, use_extra):
     """Smallest rank >= p whose waiting job asks for at most ``free`` nodes and, if ``timed``,
-    passes EASY's backfill rule (:func:`_backfill_rule`, ending at ``now + limit``), or -1.
+    passes EASY's backfill rule (:func:`_may_backfill`, ending at ``now + limit``), or -1.
 
     From leaf ``p`` it climbs right and descends, entering a subtree only if its minimum nodes
     and (``timed``) minimum limit could pass (a necessary condition; leaves are tested
@@ -286,7 +288,7 @@ def _descend(tn, tl, size, p, free, timed, now, shadow, extra, strict, use_extra
     i = p + size
     while True:
         mn = tn[i]
-        if mn <= free and (not timed or _backfill_rule(now + tl[i], mn, shadow, extra, strict, use_extra) >= 0):
+        if mn <= free and (not timed or _may_backfill(now + tl[i], mn, shadow, extra, strict, use_extra)):
             if i >= size:
                 return i - size
             i = 2 * i
@@ -419,7 +421,8 @@ def queue_policy_steps(submit, limit, nodes, dur, arrivals, rank, total, mode,
             j = job_of_rank[c]
             nj = nodes[j]
             e = now + limit[j]
-            extra = _backfill_rule(e, nj, shadow, extra, strict, use_extra)  # >= 0: it is a candidate
+            if not _before_shadow(e, shadow, strict):
+                extra -= nj  # admitted by the extra-nodes rule
             R, H = _launch(j, now, e, begin, end, est, dur, nodes, re, rj, rn, R, hk, hj, H)
             free -= nj
             _seg_clear(tn, tl, c + size)
