@@ -6,7 +6,9 @@
 (``sim.estimates``: ``actual``, ``user_history``, the overrun correction, SJBF). It keeps the
 waiting queue as an array sorted by (key, FCFS rank) (a static priority's key is its rank),
 and, for SJBF, a second array of the waiting jobs sorted by (planned duration, FCFS rank); a
-pass scans them. Running jobs and the shadow time reuse the helpers of ``_kernels``.
+pass scans them. Running jobs, completions, starts, the shadow time and EASY's rule are the
+steps of ``_kernels`` that ``queue_policy_steps`` uses too; what is written here is what differs
+(the sorted queue arrays, fair-share ticks, overruns of estimates, the per-user history).
 
 Like ``_kernels.queue_policy_steps``, :func:`extended_steps` is resumable and allocation-free
 (``_nrt=False``): every array, the fair-share state included, is allocated by

@@ -5,7 +5,10 @@ asks for the fast kernel. Every function is ``@njit(cache=True, _nrt=False)``: t
 (10-30 s on the 2-core development machine) and stores the machine code in ``__pycache__``;
 later processes load it (well under a second, most of it numba's own start-up).
 
-Two drivers share the engine's event loop (completions, then arrivals, then one pass):
+Two drivers here run the engine's event loop (completions, then arrivals, then one pass); a
+third, ``_extended.extended_steps`` (dynamic priorities, run-time estimates), is built the same
+way and shares with :func:`queue_policy_steps` the loop's steps defined here once ("the steps
+every queue driver shares": next event, completion, start, EASY's rule, slice state):
 
 * :func:`queue_policy_steps` for ``none`` / ``easy`` / ``easy_drevt``. The waiting queue is a
   segment tree over the static priority ranks (leaf ``r`` = the job of rank ``r`` while it
