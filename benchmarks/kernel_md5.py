@@ -10,6 +10,10 @@ of the begin and end arrays (float64 bytes, NaN for rejected jobs) from the comp
 (``kernel="fast"``). Traces: KTH-SP2, LANL-CM5 (its first 40,000 jobs), KTH-SP2 at load x1.4
 (heavy: long queues) and a generated shared-node workload (``bench_machine.shared_workload``).
 ``check`` prints every case that differs and exits 1 if any does.
+
+Terms after the file keep only some cases: a case runs if its name contains every plain term
+and no ``not:`` term, e.g. ``check FILE not:conservative`` (the queue-policy cases only) or
+``check FILE pool multifactor``.
 """
 
 from __future__ import annotations
@@ -93,7 +97,12 @@ def _partitioned(jobs, nodes):
     return split, machine
 
 
-def compute(only: str | None = None) -> dict[str, str]:
+def _selected(key: str, terms: list[str]) -> bool:
+    """Whether the case ``key`` passes the command line's filter terms (see the docstring)."""
+    return all((t[4:] not in key) if t.startswith("not:") else (t in key) for t in terms)
+
+
+def compute(terms: list[str] | None = None) -> dict[str, str]:
     from bench_machine import _shared_machine, shared_workload
 
     from drevt_sweep.sim.engine import simulate
@@ -104,14 +113,14 @@ def compute(only: str | None = None) -> dict[str, str]:
         rt = jobs.actual_run_time
         for name, kw in _pool_cases():
             key = f"{trace}/pool/{name}"
-            if only and only not in key:
+            if not _selected(key, terms or []):
                 continue
             out[key] = _md5(simulate(jobs, rt, nodes, kernel="fast", **kw))
         if trace == "KTH-SP2":
             split, machine = _partitioned(jobs, nodes)
             for name, kw in _pool_cases():
                 key = f"{trace}/partitions/{name}"
-                if only and only not in key:
+                if not _selected(key, terms or []):
                     continue
                 out[key] = _md5(simulate_machine(split, rt, machine, kernel="fast", **kw))
     sjobs = shared_workload(SHARED_JOBS)
@@ -120,7 +129,7 @@ def compute(only: str | None = None) -> dict[str, str]:
         for b in QUEUE_BACKFILLS + ("conservative",):
             for enforce in (True, False):
                 key = f"shared/{p}/{b}" + ("" if enforce else "/no-limits")
-                if only and only not in key:
+                if not _selected(key, terms or []):
                     continue
                 out[key] = _md5(simulate_machine(sjobs, sjobs.actual_run_time, machine, priority=p, backfill=b,
                                                  enforce_limits=enforce, kernel="fast"))
@@ -132,9 +141,9 @@ def main(argv: list[str]) -> int:
         print(__doc__)
         return 2
     what, path = argv[0], Path(argv[1])
-    only = argv[2] if len(argv) > 2 else None
+    terms = argv[2:]
     t = time.perf_counter()
-    got = compute(only)
+    got = compute(terms)
     seconds = time.perf_counter() - t
     if what == "record":
         path.write_text(json.dumps(got, indent=1, sort_keys=True) + "\n")

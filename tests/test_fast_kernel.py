@@ -139,6 +139,56 @@ def test_extended_kernel_matches_reference_with_long_queues(priority, estimate):
                 priority_params=params)
 
 
+# Slices: both drivers run in slices of ``fast.STEP_BUDGET`` events, report progress between
+# them and stop there on an exception from the callback (Ctrl-C); the slice size must not change
+# the schedule (a slice ends at an event boundary with all the loop's state stored).
+SLICED = [("fcfs", "user", False, "easy"), ("multifactor", "user", False, "easy"),
+          ("multifactor", "user_history", True, "easy_drevt"), ("fcfs", "actual", True, "easy"),
+          ("wfp3", "user", False, "none"), ("unicef", "actual", False, "easy_drevt")]
+
+
+def _bits(a):
+    return np.ascontiguousarray(a, dtype=np.float64).view(np.int64)
+
+
+@pytest.mark.parametrize("priority, estimate, sjbf, backfill", SLICED)
+def test_slice_size_does_not_change_the_schedule(kth_head, monkeypatch, priority, estimate, sjbf, backfill):
+    kw = extended_options(priority, estimate, sjbf, backfill)
+    whole = simulate(kth_head, kth_head.actual_run_time, 100, kernel="fast", **kw)
+    for budget in (1, 5):
+        monkeypatch.setattr(fast, "STEP_BUDGET", budget)
+        calls = []
+        sliced = simulate(kth_head, kth_head.actual_run_time, 100, kernel="fast",
+                          progress=lambda now, done: calls.append(done), **kw)
+        assert len(calls) >= len(kth_head) // (2 * budget)  # it really ran in slices of ``budget`` events
+        assert (_bits(sliced.begin) == _bits(whole.begin)).all() and (_bits(sliced.end) == _bits(whole.end)).all()
+
+
+@pytest.mark.parametrize("priority, estimate, sjbf, backfill", SLICED)
+def test_progress_between_slices_and_an_interrupt_stops_the_run(kth_head, monkeypatch, priority, estimate, sjbf,
+                                                                 backfill):
+    monkeypatch.setattr(fast, "STEP_BUDGET", 64)
+    kw = extended_options(priority, estimate, sjbf, backfill)
+    seen = []
+    simulate(kth_head, kth_head.actual_run_time, 100, kernel="fast",
+             progress=lambda now, done: seen.append((now, done)), **kw)
+    times = [t for t, _ in seen]
+    done = [d for _, d in seen]
+    assert len(seen) > 10 and times == sorted(times) and done == sorted(done)
+    assert 0 < done[-1] < len(kth_head)
+
+    calls = []
+
+    def interrupt(now, jobs_done):
+        calls.append(jobs_done)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        simulate(kth_head, kth_head.actual_run_time, 100, kernel="fast", progress=interrupt, **kw)
+    assert len(calls) == 3 and calls[-1] < done[-1]  # it stopped at the third slice, not at the end
+
+
 @pytest.fixture(scope="module")
 def kth_head():
     from conftest import BUNDLED_KTH

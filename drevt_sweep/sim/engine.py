@@ -228,6 +228,7 @@ def simulate(
                 submit=submit, limit=limit, nodes=nodes, dur=dur, rejected=rejected, rank=rank,
                 total=total, backfill=backfill, enforce_limits=bool(enforce_limits),
                 estimate=estimate, backfill_order=backfill_order, users=users, dynamic=dynamic,
+                progress=progress,
             )
         else:
             begin_l, end_l = fast.run_events(

@@ -138,6 +138,54 @@ STEP_BUDGET = 1 << 14
 _COMPRESSION_ORDERS = {"compress_first": 0, "interleaved": 1, "one_pass": 2}
 
 
+def _kernels_for(backfill, backfills, options=""):
+    """The loaded kernels module, or the error saying why this run cannot use it."""
+    kernels = load()
+    if kernels is None:
+        raise ImportError(f"the compiled simulation kernel is unavailable ({_failure})")
+    if backfill not in backfills:
+        raise ValueError(f"the compiled kernel has no backfill policy {backfill!r}{options}")
+    return kernels
+
+
+def _job_arrays(submit, limit, nodes, dur, rank, rejected):
+    """The engine's arrays in the kernels' fixed dtypes and layouts (one compiled
+    specialisation, reused from the cache), and the arrivals: the jobs not rejected, in submit
+    order, then table row (as the reference)."""
+    submit = np.ascontiguousarray(submit, dtype=np.float64)
+    order = np.argsort(submit, kind="stable")
+    arrivals = np.ascontiguousarray(order[~np.asarray(rejected, dtype=bool)[order]], dtype=np.int64)
+    return (submit, np.ascontiguousarray(limit, dtype=np.float64), np.ascontiguousarray(nodes, dtype=np.int64),
+            np.ascontiguousarray(dur, dtype=np.float64), np.ascontiguousarray(rank, dtype=np.int64), arrivals)
+
+
+def _running_arrays(rmax):
+    """The running jobs sorted by (estimated end, job, nodes) and the completion heap (real end,
+    job), for up to ``rmax`` jobs at once."""
+    return (np.empty(rmax), np.empty(rmax, np.int64), np.empty(rmax, np.int64),
+            np.empty(rmax), np.empty(rmax, np.int64))
+
+
+def _run_slices(kernels, step, state, st, sf, backfill, progress):
+    """Call the driver ``step`` on ``state`` in slices of :data:`STEP_BUDGET` work units until it
+    is done, with ``progress(now, jobs_done)`` between slices (Python acts on signals there, so
+    a ``KeyboardInterrupt`` stops the run); the driver's failures become exceptions."""
+    budget = np.int64(STEP_BUDGET)
+    while True:
+        status = step(*state, st, sf, budget)
+        if status != 1:
+            break
+        if progress is not None:
+            progress(float(sf[kernels.SF_NOW]), int(st[kernels.ST_DONE]))
+    if status == -1:
+        raise RuntimeError("conservative plan did not converge (compiled kernel)")
+    if status == -2:
+        raise RuntimeError(f"policy {backfill!r} over-committed the machine (compiled kernel)")
+    left = int(st[kernels.ST_Q])
+    if left:  # cannot happen: with nothing running, the best job always fits
+        raise RuntimeError(f"engine stalled with {left} job(s) waiting (policy {backfill!r}, compiled kernel)")
+
+
 def run_events(*, submit, limit, nodes, dur, rejected, rank, total, backfill, enforce_limits,
                compression="compress_first", progress=None):
     """Begin and end time of every job (NaN for rejected ones), as ``engine._run_events``.
@@ -148,39 +196,26 @@ def run_events(*, submit, limit, nodes, dur, rejected, rank, total, backfill, en
     ``progress(now, jobs_done)`` is called (if given) and Python handles signals, so a
     ``KeyboardInterrupt`` stops the run there.
     """
-    kernels = load()
-    if kernels is None:
-        raise ImportError(f"the compiled simulation kernel is unavailable ({_failure})")
-    if backfill not in FAST_BACKFILLS:
-        raise ValueError(f"the compiled kernel has no backfill policy {backfill!r}")
+    kernels = _kernels_for(backfill, FAST_BACKFILLS)
     n = int(submit.shape[0])
     if n == 0:
         return np.empty(0), np.empty(0)
-    # Fixed dtypes and layouts: one compiled specialisation, reused from the cache.
-    submit = np.ascontiguousarray(submit, dtype=np.float64)
-    limit = np.ascontiguousarray(limit, dtype=np.float64)
-    nodes = np.ascontiguousarray(nodes, dtype=np.int64)
-    dur = np.ascontiguousarray(dur, dtype=np.float64)
-    rank = np.ascontiguousarray(rank, dtype=np.int64)
-    order = np.argsort(submit, kind="stable")  # as the reference: submit order, then table row
-    arrivals = np.ascontiguousarray(order[~np.asarray(rejected, dtype=bool)[order]], dtype=np.int64)
+    submit, limit, nodes, dur, rank, arrivals = _job_arrays(submit, limit, nodes, dur, rank, rejected)
     total = np.int64(total)
     begin = np.full(n, np.nan)
     end = np.full(n, np.nan)
     est = np.full(n, np.nan)  # estimated end of each started job
     rmax = min(int(total), n) + 1  # running jobs (each holds at least one node)
-    running = (np.empty(rmax), np.empty(rmax, np.int64), np.empty(rmax, np.int64))  # sorted (est end, job, nodes)
-    heap = (np.empty(rmax), np.empty(rmax, np.int64))  # completions: (real end, job)
+    running = _running_arrays(rmax)
     st = np.zeros(kernels.ST_SIZE, np.int64)
     sf = np.zeros(kernels.SF_SIZE)
     st[kernels.ST_FREE] = total
-    budget = np.int64(STEP_BUDGET)
     if backfill == "conservative":
         cap = 2 * (rmax + 2 * n) + 16  # breakpoints: now, running jobs' ends, two per reservation (x2: redundant ones)
         state = (
             submit, limit, nodes, dur, arrivals, rank, total, bool(enforce_limits),
             np.int64(_COMPRESSION_ORDERS[compression]),
-            begin, end, est, np.full(n, np.nan), np.zeros(n, np.int8), *running, *heap,
+            begin, end, est, np.full(n, np.nan), np.zeros(n, np.int8), *running,
             np.empty(n, np.int64),  # the waiting queue in priority order
             *kernels.profile_arrays(cap, int(total)),  # the availability profile: all free from -inf on
             np.full((kernels.RC_SLOTS, 4), -1, np.int64),  # run cache: height, stamp, count, partial per slot
@@ -199,23 +234,11 @@ def run_events(*, submit, limit, nodes, dur, rejected, rank, total, backfill, en
         state = (
             submit, limit, nodes, dur, arrivals, rank, total, np.int64(_QUEUE_MODES[backfill]),
             begin, end, est, job_of_rank, np.full(2 * size, kernels.BIG, np.int64), np.full(2 * size, np.inf),
-            *running, *heap,
+            *running,
         )
         st[kernels.ST_HEAD] = size
         step = kernels.queue_policy_steps
-    while True:
-        status = step(*state, st, sf, budget)
-        if status != 1:
-            break
-        if progress is not None:
-            progress(float(sf[kernels.SF_NOW]), int(st[kernels.ST_DONE]))
-    if status == -1:
-        raise RuntimeError("conservative plan did not converge (compiled kernel)")
-    if status == -2:
-        raise RuntimeError(f"policy {backfill!r} over-committed the machine (compiled kernel)")
-    left = int(st[kernels.ST_Q])
-    if left:  # cannot happen: with nothing running, the best job always fits
-        raise RuntimeError(f"engine stalled with {left} job(s) waiting (policy {backfill!r}, compiled kernel)")
+    _run_slices(kernels, step, state, st, sf, backfill, progress)
     return begin, end
 
 
@@ -224,40 +247,59 @@ _DYNAMIC = {None: 0, "Multifactor": 1, "WFP3": 2, "Unicef": 3}
 
 
 def run_extended(*, submit, limit, nodes, dur, rejected, rank, total, backfill, enforce_limits, estimate,
-                 backfill_order, users, dynamic):
+                 backfill_order, users, dynamic, progress=None):
     """``run_events`` with a dynamic priority (``dynamic``: the reference's policy object, whose
-    ``kernel_args()`` give its arrays) and/or run-time estimates (``_extended.run_extended``)."""
-    if load() is None:
-        raise ImportError(f"the compiled simulation kernel is unavailable ({_failure})")
-    from . import _extended
+    ``kernel_args()`` give its arrays) and/or run-time estimates (``_extended.extended_steps``).
 
-    if backfill not in EXTENDED_BACKFILLS:
-        raise ValueError(f"the compiled kernel has no backfill policy {backfill!r} with these options")
+    Runs in slices of :data:`STEP_BUDGET` events like :func:`run_events`: ``progress(now,
+    jobs_done)`` is called between them (if given), and a ``KeyboardInterrupt`` stops the run
+    there. All the kernel's arrays, the fair-share state included, are allocated here."""
+    kernels = _kernels_for(backfill, EXTENDED_BACKFILLS, " with these options")
+    from . import _extended as ext
+
     n = int(submit.shape[0])
     if n == 0:
         return np.empty(0), np.empty(0)
     f64 = lambda x: np.ascontiguousarray(x, dtype=np.float64)  # noqa: E731
     i64 = lambda x: np.ascontiguousarray(x, dtype=np.int64)  # noqa: E731
-    order = np.argsort(submit, kind="stable")
-    arrivals = i64(order[~np.asarray(rejected, dtype=bool)[order]])
+    submit, limit, nodes, dur, rank, arrivals = _job_arrays(submit, limit, nodes, dur, rank, rejected)
     kind = _DYNAMIC[type(dynamic).__name__ if dynamic is not None else None]
     one = np.zeros(1)
     a_arr, b_arr, leaf, acct, sib, snorm = one, one, np.zeros(n, np.int64), np.zeros(1, np.int64), one, one
     n_acct, w_age, w_fs, max_age, period, decay, t0 = 1, 0.0, 0.0, 1.0, 1.0, 1.0, 0.0
-    if kind == 1:
+    if kind == ext.DYN_MULTIFACTOR:
         (a_arr, leaf, acct, sib, snorm, n_acct, w_age, w_fs, max_age, period, decay, t0) = dynamic.kernel_args()
     elif kind:
         a_arr, b_arr = dynamic.kernel_args()
     users = i64(users)
     n_users = int(users.max()) + 1 if users.size else 0
-    begin, end, left = _extended.run_extended(
-        f64(submit), f64(limit), i64(nodes), f64(dur), arrivals, i64(rank), np.int64(total),
-        np.int64(_QUEUE_MODES[backfill]), np.int64(_ESTIMATES[estimate]), backfill_order == "sjbf", users,
-        np.int64(n_users), np.int64(kind), f64(a_arr), f64(b_arr), i64(leaf), i64(acct), f64(sib), f64(snorm),
-        np.int64(n_acct), float(w_age), float(w_fs), float(max_age), float(period), float(decay), float(t0),
+    rmax = min(int(total), n) + 1  # running jobs (each holds at least one node)
+    n_leaf = int(np.shape(sib)[0])
+    fairshare = (  # usage, acc, running nodes per association, usage per account, cached factors
+        np.zeros(n_leaf), np.zeros(n_leaf), np.zeros(n_leaf), np.zeros(max(int(n_acct), 1)), np.zeros(n_leaf),
+        np.full(n_leaf, -1, np.int64),
+        np.empty(max(n_leaf, 1), np.int64), np.zeros(n_leaf, np.bool_),  # active associations (acc != 0), sorted
     )
-    if left == -2:
-        raise RuntimeError(f"policy {backfill!r} over-committed the machine (compiled kernel)")
-    if left:
-        raise RuntimeError(f"engine stalled with {left} job(s) waiting (policy {backfill!r}, compiled kernel)")
+    begin = np.full(n, np.nan)
+    end = np.full(n, np.nan)
+    state = (
+        submit, limit, nodes, dur, arrivals, rank, np.int64(_QUEUE_MODES[backfill]),
+        np.int64(_ESTIMATES[estimate]), backfill_order == "sjbf", users,
+        np.int64(kind), f64(a_arr), f64(b_arr), i64(leaf), i64(acct), f64(sib), f64(snorm), np.int64(n_acct),
+        float(w_age), float(w_fs), float(max_age), float(period), float(decay), float(t0),
+        begin, end, np.full(n, np.nan),  # the last: estimated end of each started job
+        limit.copy(), rank.astype(np.float64),  # planned run time, queue sort key
+        *_running_arrays(rmax),
+        np.empty(rmax), np.empty(rmax, np.int64),  # overruns: (planned end, job)
+        np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n, np.int64),  # queue, sort buffer, SJBF queue
+        np.zeros((max(n_users, 1), 2)), np.zeros(max(n_users, 1), np.int64),  # last two run times per user
+        *fairshare,
+    )
+    st = np.zeros(kernels.ST_SIZE, np.int64)
+    sf = np.zeros(kernels.SF_SIZE)
+    st[kernels.ST_FREE] = total
+    st[ext.ST_TICK] = 1
+    sf[ext.SF_SCALE] = 1.0
+    sf[ext.SF_TICK_AT] = float(t0) + float(period) if kind == ext.DYN_MULTIFACTOR else np.inf
+    _run_slices(kernels, ext.extended_steps, state, st, sf, backfill, progress)
     return begin, end

@@ -6,7 +6,16 @@
 (``sim.estimates``: ``actual``, ``user_history``, the overrun correction, SJBF). It keeps the
 waiting queue as an array sorted by (key, FCFS rank) (a static priority's key is its rank),
 and, for SJBF, a second array of the waiting jobs sorted by (planned duration, FCFS rank); a
-pass scans them. Running jobs and the shadow time reuse the helpers of ``_kernels``.
+pass scans them. Running jobs, completions, starts, the shadow time and EASY's rule are the
+steps of ``_kernels`` that ``queue_policy_steps`` uses too; what is written here is what differs
+(the sorted queue arrays, fair-share ticks, overruns of estimates, the per-user history).
+
+Like ``_kernels.queue_policy_steps``, :func:`extended_steps` is resumable and allocation-free
+(``_nrt=False``): every array, the fair-share state included, is allocated by
+``drevt_sweep.sim.kernel.run_extended``, the scalars live in ``st``/``sf`` between calls, and a
+call returns after ``budget`` events at an event boundary, so the caller reports progress and
+Python acts on Ctrl-C between slices. The slice size cannot change the schedule: a slice ends
+only where the next event would begin, with every variable the loop carries stored.
 
 Exactness: every float the reference computes is computed here with the same operations in the
 same order (fair-share: per tick, in association order, the scaled node-seconds ``acc * scale``
@@ -20,7 +29,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ._kernels import _heap_pop, _heap_push, _run_insert, _run_remove, _shadow
+from ._kernels import (MODE_EASY, MODE_EASY_DREVT, MODE_NONE, SF_NOW, ST_A, ST_DONE, ST_FREE, ST_H, ST_Q, ST_R,
+                       _before_shadow, _finish_next, _heap_pop, _heap_push, _launch, _load_counts, _next_event,
+                       _run_insert, _run_remove, _shadow, _store_counts)
 
 DYN_NONE = 0
 DYN_MULTIFACTOR = 1
@@ -35,13 +46,10 @@ PRIORITY_MAX = 4294967295.0  # policies.multifactor.PRIORITY_MAX
 RESCALE_BY = 2.0**-600
 
 
-# --- a binary min-heap over (time, job), ties by job as the reference's tuples ---------------
-
-
 # --- sorted job arrays by (value, FCFS rank) -------------------------------------------------
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _insert_sorted(arr, count, j, val, seq):
     """Insert job ``j`` into ``arr[:count]``, kept sorted by (val[job], seq[job]) (the slot
     ``arr[count]`` is free); returns the position it took."""
@@ -58,7 +66,7 @@ def _insert_sorted(arr, count, j, val, seq):
     return p
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _resort(arr, count, val, seq, tmp):
     """Sort ``arr[:count]`` by (val[job], seq[job]) (a total order: seq is unique). The queue is
     nearly sorted after a recomputation (priorities move slowly), so insertion sort, which costs
@@ -74,7 +82,7 @@ def _resort(arr, count, val, seq, tmp):
     return moves > 0
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _sort_by(arr, count, val, seq, tmp):
     """Stable merge sort of ``arr[:count]`` by (val[job], seq[job])."""
     width = 1
@@ -114,7 +122,7 @@ def _sort_by(arr, count, val, seq, tmp):
             arr[i] = src[i]
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _compact(arr, count, begin):
     """Drop the started jobs (begin not NaN) from ``arr[:count]``; returns the new count."""
     w = 0
@@ -126,66 +134,63 @@ def _compact(arr, count, begin):
     return w
 
 
-@njit(cache=True)
-def run_extended(submit, limit, nodes, dur, arrivals, rank, total, mode, estimate, sjbf, users, n_users,
-                 dyn, a_arr, b_arr, leaf, acct, sib, snorm, n_acct, w_age, w_fs, max_age, period, decay, t0):
-    """none / easy / easy_drevt with dynamic priorities and run-time estimates.
-    Returns (begin, end, jobs left waiting), -2 as the last if the machine was over-committed."""
-    n = submit.shape[0]
-    begin = np.full(n, np.nan)
-    end = np.full(n, np.nan)
-    est = np.full(n, np.nan)
-    plan = limit.copy()
-    key = rank.astype(np.float64)  # the queue's sort key (a static priority: its rank)
-    rmax = min(total, n) + 1
-    re = np.empty(rmax, np.float64)
-    rj = np.empty(rmax, np.int64)
-    rn = np.empty(rmax, np.int64)
-    hk = np.empty(rmax, np.float64)
-    hj = np.empty(rmax, np.int64)
-    ok_ = np.empty(rmax, np.float64)  # overruns: (planned end, job) the job outlives
-    oj = np.empty(rmax, np.int64)
-    q = np.empty(max(n, 1), np.int64)
-    tmp = np.empty(max(n, 1), np.int64)
-    sq = np.empty(max(n, 1), np.int64)  # SJBF: waiting jobs by (plan, FCFS rank)
-    hist = np.zeros((max(n_users, 1), 2))
-    hcount = np.zeros(max(n_users, 1), np.int64)
-    # fair-share state (multifactor)
-    n_leaf = sib.shape[0]
-    usage = np.zeros(n_leaf)
-    acc = np.zeros(n_leaf)
-    runn = np.zeros(n_leaf)
-    raw_acct = np.zeros(max(n_acct, 1))
-    fval = np.zeros(n_leaf)
-    fstamp = np.full(n_leaf, -1, np.int64)
-    stamp = 0
-    active = np.empty(max(n_leaf, 1), np.int64)  # associations with acc != 0, sorted
-    is_active = np.zeros(n_leaf, np.bool_)
-    n_active = 0
-    root = 0.0
-    scale = 1.0
-    tick_k = 1
-    next_tick = t0 + period if dyn == DYN_MULTIFACTOR else np.inf
-    due = False
+# --- the resumable driver -------------------------------------------------------------------
+# State between slices: the scalars of ``_kernels``' layout (ST_FREE .. ST_DONE, SF_NOW) and
+# these (the slots ST_HEAD on are the static queue's or conservative's there, unused here).
+ST_O = 6  # overrun-heap size
+ST_S = 7  # SJBF array length
+ST_ACTIVE = 8  # associations with acc != 0 (multifactor)
+ST_STAMP = 9  # fair-share generation: bumped at each tick, factors cached per association
+ST_TICK = 10  # multifactor: number of the next tick (next_tick = t0 + ST_TICK * period)
+ST_DUE = 11  # 1 when a tick passed and the queue must be re-keyed
+SF_ROOT = 1  # fair-share: the root's scaled usage
+SF_SCALE = 2  # fair-share: usage scale (1 / decay^ticks, rescaled by 2^-600 now and then)
+SF_TICK_AT = 3  # multifactor: the next tick (inf without fair-share)
 
-    use_extra = mode == 1
-    strict = mode == 2
+
+@njit(cache=True, _nrt=False)
+def extended_steps(submit, limit, nodes, dur, arrivals, rank, mode, estimate, sjbf, users,
+                   dyn, a_arr, b_arr, leaf, acct, sib, snorm, n_acct, w_age, w_fs, max_age, period, decay, t0,
+                   begin, end, est, plan, key, re, rj, rn, hk, hj, ok_, oj, q, tmp, sq, hist, hcount,
+                   usage, acc, runn, raw_acct, fval, fstamp, active, is_active, st, sf, budget):
+    """none / easy / easy_drevt with dynamic priorities and run-time estimates, from state
+    ``st``/``sf`` for about ``budget`` events (``_kernels``' driver contract: 1 = more to do,
+    0 = done with ``st[ST_Q]`` jobs left waiting, -2 = the machine was over-committed).
+
+    ``plan`` starts as the limits and ``key`` as the ranks (a static priority's sort key);
+    ``q`` holds the waiting jobs sorted by (key, rank), ``sq`` (SJBF) by (plan, rank); the
+    fair-share arrays (``usage``, ``acc``, ``runn``, ``raw_acct``, ``fval``/``fstamp``,
+    ``active``/``is_active``) and the per-user history live between slices in the caller's
+    arrays, their scalars in ``st``/``sf``.
+    """
+    n_leaf = sib.shape[0]
+    use_extra = mode == MODE_EASY
+    strict = mode == MODE_EASY_DREVT
     planning = estimate != EST_USER
-    free = total
-    R = 0
-    H = 0
-    O = 0
-    Q = 0
-    S = 0
-    a = 0
+    fairshare = dyn == DYN_MULTIFACTOR
+    free, R, H, Q, a, done = _load_counts(st)
+    O = st[ST_O]
+    S = st[ST_S]
+    n_active = st[ST_ACTIVE]
+    stamp = st[ST_STAMP]
+    tick_k = st[ST_TICK]
+    due = st[ST_DUE] != 0
+    now = sf[SF_NOW]
+    root = sf[SF_ROOT]
+    scale = sf[SF_SCALE]
+    next_tick = sf[SF_TICK_AT]
     n_arr = arrivals.shape[0]
+    status = 0
+    events = 0
     while a < n_arr or H > 0:
-        t_arr = submit[arrivals[a]] if a < n_arr else np.inf
-        t_end = hk[0] if H > 0 else np.inf
-        now = t_arr if t_arr < t_end else t_end
+        if events >= budget:
+            status = 1
+            break
+        events += 1
+        now = _next_event(submit, arrivals, a, hk, H)
         if O > 0 and ok_[0] < now:
             now = ok_[0]
-        if dyn == DYN_MULTIFACTOR:
+        if fairshare:
             if Q > 0 and next_tick < now:
                 now = next_tick
             while next_tick <= now:  # Multifactor.advance (usage scaled by ``scale``)
@@ -219,11 +224,10 @@ def run_extended(submit, limit, nodes, dur, arrivals, rank, total, mode, estimat
         # 1. completions, in (end, job) order
         changed = (H > 0 and hk[0] <= now) or (O > 0 and ok_[0] <= now) or (a < n_arr and submit[arrivals[a]] <= now)
         while H > 0 and hk[0] <= now:
-            j = hj[0]
-            H = _heap_pop(hk, hj, H)
-            R = _run_remove(re, rj, rn, R, est[j], j)
+            j, H, R = _finish_next(hk, hj, H, re, rj, rn, R, est)
             free += nodes[j]
-            if dyn == DYN_MULTIFACTOR:
+            done += 1
+            if fairshare:
                 lf = leaf[j]
                 runn[lf] -= nodes[j]
                 acc[lf] -= nodes[j] * (next_tick - now)
@@ -275,16 +279,10 @@ def run_extended(submit, limit, nodes, dur, arrivals, rank, total, mode, estimat
         if dyn != DYN_NONE and (dyn != DYN_MULTIFACTOR or due):
             due = False
             if dyn == DYN_MULTIFACTOR:
-                for i in range(Q):  # _key, inlined for speed
+                for i in range(Q):
                     j = q[i]
-                    lf = leaf[j]
-                    if fstamp[lf] != stamp:
-                        fval[lf] = _fairshare(usage[lf], raw_acct[acct[lf]], root, sib[lf], snorm[lf])
-                        fstamp[lf] = stamp
-                    age = (now - submit[j]) / max_age
-                    if age > 1.0:
-                        age = 1.0
-                    key[j] = -_slurm_integer(w_age * age + w_fs * fval[lf] + a_arr[j])
+                    key[j] = _multifactor_key(now, j, submit, a_arr, leaf, acct, sib, snorm, usage, raw_acct,
+                                              fval, fstamp, stamp, root, w_age, w_fs, max_age)
             else:
                 for i in range(Q):
                     j = q[i]
@@ -304,12 +302,12 @@ def run_extended(submit, limit, nodes, dur, arrivals, rank, total, mode, estimat
             if nodes[j] > free:
                 break
             R, H, O, n_active = _start(j, now, begin, end, est, plan, dur, limit, nodes, re, rj, rn, R, hk, hj,
-                                        H, ok_, oj, O, planning, dyn == DYN_MULTIFACTOR, leaf, runn, acc,
+                                        H, ok_, oj, O, planning, fairshare, leaf, runn, acc,
                                         next_tick, active, is_active, n_active)
             free -= nodes[j]
             k += 1
         started_any = k > 0
-        if k < Q and mode != 0 and free > 0:
+        if k < Q and mode != MODE_NONE and free > 0:
             head = q[k]
             shadow, extra = _shadow(re, rn, R, now, nodes[head], free)
             count = S if sjbf else Q
@@ -322,15 +320,12 @@ def run_extended(submit, limit, nodes, dur, arrivals, rank, total, mode, estimat
                 nj = nodes[j]
                 if nj > free:
                     continue
-                e = now + plan[j]
-                if e < shadow or (e == shadow and not strict):
-                    pass
-                elif use_extra and nj <= extra:
-                    extra -= nj
-                else:
-                    continue
+                if not _before_shadow(now + plan[j], shadow, strict):
+                    if not (use_extra and nj <= extra):
+                        continue
+                    extra -= nj  # admitted by the extra-nodes rule
                 R, H, O, n_active = _start(j, now, begin, end, est, plan, dur, limit, nodes, re, rj, rn, R, hk, hj,
-                                            H, ok_, oj, O, planning, dyn == DYN_MULTIFACTOR, leaf, runn, acc,
+                                            H, ok_, oj, O, planning, fairshare, leaf, runn, acc,
                                             next_tick, active, is_active, n_active)
                 free -= nodes[j]
                 started_any = True
@@ -341,20 +336,28 @@ def run_extended(submit, limit, nodes, dur, arrivals, rank, total, mode, estimat
             if sjbf:
                 S = _compact(sq, S, begin)
         if free < 0:
-            return begin, end, -2
-    return begin, end, Q
+            status = -2
+            break
+    _store_counts(st, free, R, H, Q, a, done)
+    st[ST_O] = O
+    st[ST_S] = S
+    st[ST_ACTIVE] = n_active
+    st[ST_STAMP] = stamp
+    st[ST_TICK] = tick_k
+    st[ST_DUE] = 1 if due else 0
+    sf[SF_NOW] = now
+    sf[SF_ROOT] = root
+    sf[SF_SCALE] = scale
+    sf[SF_TICK_AT] = next_tick
+    return status
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _start(j, now, begin, end, est, plan, dur, limit, nodes, re, rj, rn, R, hk, hj, H, ok_, oj, O, planning,
            fairshare, leaf, runn, acc, next_tick, active, is_active, n_active):
     """Start job ``j`` at ``now``; returns the new counts of running jobs, completions, overruns
     and active associations (``Multifactor.start`` when ``fairshare``)."""
-    begin[j] = now
-    end[j] = now + dur[j]
-    est[j] = now + plan[j]
-    R = _run_insert(re, rj, rn, R, est[j], j, nodes[j])
-    H = _heap_push(hk, hj, H, end[j], j)
+    R, H = _launch(j, now, now + plan[j], begin, end, est, dur, nodes, re, rj, rn, R, hk, hj, H)
     if planning and est[j] < end[j] and plan[j] < limit[j]:
         O = _heap_push(ok_, oj, O, est[j], j)
     if fairshare:
@@ -365,7 +368,7 @@ def _start(j, now, begin, end, est, plan, dur, limit, nodes, re, rj, rn, R, hk, 
     return R, H, O, n_active
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _fairshare(usage, acct_usage, root, sib, snorm):
     """policies.multifactor.fairshare_factor"""
     if root == 0.0:
@@ -375,7 +378,7 @@ def _fairshare(usage, acct_usage, root, sib, snorm):
     return 2.0 ** (-ue / snorm)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _activate(active, is_active, count, lf):
     """Add association ``lf`` to the sorted list of active ones (if not there yet)."""
     if is_active[lf]:
@@ -389,14 +392,25 @@ def _activate(active, is_active, count, lf):
     return count + 1
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _key(dyn, now, j, submit, a_arr, b_arr, leaf, acct, sib, snorm, usage, raw_acct, fval, fstamp, stamp, root,
          w_age, w_fs, max_age):
+    """Job ``j``'s sort key at ``now`` under the dynamic priority ``dyn`` (smaller first)."""
     if dyn == DYN_WFP3:
         x = (now - submit[j]) / a_arr[j]
         return -(x * x * x * b_arr[j])
     if dyn == DYN_UNICEF:
         return -((now - submit[j]) / a_arr[j])
+    return _multifactor_key(now, j, submit, a_arr, leaf, acct, sib, snorm, usage, raw_acct, fval, fstamp, stamp,
+                            root, w_age, w_fs, max_age)
+
+
+@njit(cache=True, _nrt=False, inline="always")
+def _multifactor_key(now, j, submit, a_arr, leaf, acct, sib, snorm, usage, raw_acct, fval, fstamp, stamp, root,
+                     w_age, w_fs, max_age):
+    """Multifactor's key: minus the Slurm integer of (age + fair-share factor + the static
+    factors ``a_arr``); the fair-share factor is cached per association for the current
+    ``stamp``. Inlined (the re-keying loop at each tick is hot)."""
     lf = leaf[j]
     if fstamp[lf] != stamp:
         fval[lf] = _fairshare(usage[lf], raw_acct[acct[lf]], root, sib[lf], snorm[lf])
@@ -407,7 +421,7 @@ def _key(dyn, now, j, submit, a_arr, b_arr, leaf, acct, sib, snorm, usage, raw_a
     return -_slurm_integer(w_age * age + w_fs * fval[lf] + a_arr[j])
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _slurm_integer(p):
     """``multifactor.slurm_integer``: at least 1, truncated, at most 2^32 - 1."""
     if p < 1.0:

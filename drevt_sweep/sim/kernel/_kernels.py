@@ -5,7 +5,10 @@ asks for the fast kernel. Every function is ``@njit(cache=True, _nrt=False)``: t
 (10-30 s on the 2-core development machine) and stores the machine code in ``__pycache__``;
 later processes load it (well under a second, most of it numba's own start-up).
 
-Two drivers share the engine's event loop (completions, then arrivals, then one pass):
+Two drivers here run the engine's event loop (completions, then arrivals, then one pass); a
+third, ``_extended.extended_steps`` (dynamic priorities, run-time estimates), is built the same
+way and shares with :func:`queue_policy_steps` the loop's steps defined here once ("the steps
+every queue driver shares": next event, completion, start, EASY's rule, slice state):
 
 * :func:`queue_policy_steps` for ``none`` / ``easy`` / ``easy_drevt``. The waiting queue is a
   segment tree over the static priority ranks (leaf ``r`` = the job of rank ``r`` while it
@@ -168,6 +171,75 @@ def _shadow(re, rn, count, now, need, free):
     return shadow, avail - need
 
 
+# --- the steps every queue driver shares -----------------------------------------------------
+# ``queue_policy_steps`` (static ranks) and ``_extended.extended_steps`` (dynamic priorities,
+# estimates) differ only in how the waiting queue is ordered and searched; the event loop's
+# steps are these, inlined (each is a few lines: a call per event would cost about as much as
+# the step itself).
+
+
+@njit(cache=True, _nrt=False, inline="always")
+def _next_event(submit, arrivals, a, hk, H):
+    """The time of the next event: the earlier of the next arrival and the next real end."""
+    t_arr = submit[arrivals[a]] if a < arrivals.shape[0] else np.inf
+    t_end = hk[0] if H > 0 else np.inf
+    return t_arr if t_arr < t_end else t_end
+
+
+@njit(cache=True, _nrt=False, inline="always")
+def _finish_next(hk, hj, H, re, rj, rn, R, est):
+    """The earliest completion: its job comes off the heap and off the running jobs (found by
+    its estimated end). Returns (job, heap size, running count)."""
+    j = hj[0]
+    H = _heap_pop(hk, hj, H)
+    R = _run_remove(re, rj, rn, R, est[j], j)
+    return j, H, R
+
+
+@njit(cache=True, _nrt=False, inline="always")
+def _launch(j, now, e, begin, end, est, dur, nodes, re, rj, rn, R, hk, hj, H):
+    """Start job ``j`` at ``now``, planned to end at ``e``: it joins the running jobs (by
+    planned end) and the completions (by real end, ``now + dur``). Returns (running, heap)."""
+    begin[j] = now
+    end[j] = now + dur[j]
+    est[j] = e
+    R = _run_insert(re, rj, rn, R, e, j, nodes[j])
+    H = _heap_push(hk, hj, H, end[j], j)
+    return R, H
+
+
+@njit(cache=True, _nrt=False, inline="always")
+def _before_shadow(e, shadow, strict):
+    """EASY's time test: a job ending at ``e`` ends before the shadow time, or at it unless
+    ``strict`` (easy_drevt)."""
+    return e < shadow or (e == shadow and not strict)
+
+
+@njit(cache=True, _nrt=False, inline="always")
+def _may_backfill(e, nj, shadow, extra, strict, use_extra):
+    """EASY's backfill rule for a job of ``nj`` nodes that fits the free nodes and would end at
+    ``e``: it passes the time test, or (``use_extra``: easy) fits in the ``extra`` nodes the
+    head job leaves (which it then takes)."""
+    return _before_shadow(e, shadow, strict) or (use_extra and nj <= extra)
+
+
+@njit(cache=True, _nrt=False, inline="always")
+def _load_counts(st):
+    """The scalars every driver carries between slices: (free, running, heap, waiting, next
+    arrival, jobs done)."""
+    return st[ST_FREE], st[ST_R], st[ST_H], st[ST_Q], st[ST_A], st[ST_DONE]
+
+
+@njit(cache=True, _nrt=False, inline="always")
+def _store_counts(st, free, R, H, Q, a, done):
+    st[ST_FREE] = free
+    st[ST_R] = R
+    st[ST_H] = H
+    st[ST_Q] = Q
+    st[ST_A] = a
+    st[ST_DONE] = done
+
+
 # --- waiting queue (none / EASY): segment tree over priority ranks ---------------------------
 
 
@@ -189,55 +261,39 @@ def _seg_update(tn, tl, i):
         i >>= 1
 
 
-@njit(cache=True, _nrt=False)
-def _first_waiting(tn, size, p):
-    """Smallest rank >= p whose job waits, or -1 (a waiting job's leaf holds its node count,
-    an empty leaf BIG)."""
-    return _first_fit(tn, size, p, BIG - 1)
+@njit(cache=True, _nrt=False, inline="always")
+def _seg_set(tn, tl, leaf, nj, lim):
+    """A job of ``nj`` nodes and time limit ``lim`` waits at ``leaf``."""
+    tn[leaf] = nj
+    tl[leaf] = lim
+    _seg_update(tn, tl, leaf)
 
 
-@njit(cache=True, _nrt=False)
-def _first_fit(tn, size, p, free):
-    """Smallest rank >= p whose waiting job asks for at most ``free`` nodes, or -1."""
-    if p >= size:
-        return -1
-    i = p + size
-    while True:
-        if tn[i] <= free:
-            if i >= size:
-                return i - size
-            i = 2 * i
-        else:
-            while i & 1:
-                i >>= 1
-            if i == 0:
-                return -1
-            i += 1
+@njit(cache=True, _nrt=False, inline="always")
+def _seg_clear(tn, tl, leaf):
+    """Nobody waits at ``leaf`` any more (its job started)."""
+    tn[leaf] = BIG
+    tl[leaf] = np.inf
+    _seg_update(tn, tl, leaf)
 
 
-@njit(cache=True, _nrt=False)
-def _first_candidate(tn, tl, size, p, free, now, shadow, extra, strict, use_extra):
-    """Smallest rank >= p whose waiting job EASY would backfill now, or -1.
+@njit(cache=True, _nrt=False, inline="always")
+def _descend(tn, tl, size, p, free, timed, now, shadow, extra, strict, use_extra):
+    """Smallest rank >= p whose waiting job asks for at most ``free`` nodes and, if ``timed``,
+    passes EASY's backfill rule (:func:`_may_backfill`, ending at ``now + limit``), or -1.
 
-    A job qualifies if it fits in ``free`` and either ends (``now + limit``) before the shadow
-    time (or at it, unless ``strict``) or fits in the ``extra`` nodes (``use_extra``). A subtree
-    is entered only if its minimum nodes and minimum limit could qualify (a necessary
-    condition; leaves are tested exactly), so the descent backtracks where they come from
-    different jobs.
-    """
+    From leaf ``p`` it climbs right and descends, entering a subtree only if its minimum nodes
+    and (``timed``) minimum limit could pass (a necessary condition; leaves are tested
+    exactly), so it skips whole ranges that cannot; with ``timed`` it backtracks where the two
+    minima come from different jobs. Inlined into the two searches below, each passing
+    ``timed`` as a constant, so the optimiser can drop the test a search does not use (measured
+    no slower than the two descents written out, ``benchmarks/RESULTS.md``)."""
     if p >= size:
         return -1
     i = p + size
     while True:
         mn = tn[i]
-        ok = False
-        if mn <= free:
-            e = now + tl[i]
-            if e < shadow or (e == shadow and not strict):
-                ok = True
-            elif use_extra and mn <= extra:
-                ok = True
-        if ok:
+        if mn <= free and (not timed or _may_backfill(now + tl[i], mn, shadow, extra, strict, use_extra)):
             if i >= size:
                 return i - size
             i = 2 * i
@@ -247,6 +303,25 @@ def _first_candidate(tn, tl, size, p, free, now, shadow, extra, strict, use_extr
             if i == 0:
                 return -1
             i += 1
+
+
+@njit(cache=True, _nrt=False)
+def _first_waiting(tn, tl, size, p):
+    """Smallest rank >= p whose job waits, or -1 (a waiting job's leaf holds its node count,
+    an empty leaf BIG)."""
+    return _first_fit(tn, tl, size, p, BIG - 1)
+
+
+@njit(cache=True, _nrt=False)
+def _first_fit(tn, tl, size, p, free):
+    """Smallest rank >= p whose waiting job asks for at most ``free`` nodes, or -1."""
+    return _descend(tn, tl, size, p, free, False, 0.0, 0.0, 0, False, False)
+
+
+@njit(cache=True, _nrt=False)
+def _first_candidate(tn, tl, size, p, free, now, shadow, extra, strict, use_extra):
+    """Smallest rank >= p whose waiting job EASY would backfill now, or -1."""
+    return _descend(tn, tl, size, p, free, True, now, shadow, extra, strict, use_extra)
 
 
 # --- resumable drivers --------------------------------------------------------------------
@@ -292,12 +367,7 @@ def queue_policy_steps(submit, limit, nodes, dur, arrivals, rank, total, mode,
     size = tn.shape[0] // 2
     use_extra = mode == MODE_EASY
     strict = mode == MODE_EASY_DREVT
-    free = st[ST_FREE]
-    R = st[ST_R]
-    H = st[ST_H]
-    Q = st[ST_Q]
-    a = st[ST_A]
-    done = st[ST_DONE]
+    free, R, H, Q, a, done = _load_counts(st)
     head = st[ST_HEAD]  # smallest waiting rank (size: nobody waits)
     now = sf[SF_NOW]
     n_arr = arrivals.shape[0]
@@ -308,15 +378,11 @@ def queue_policy_steps(submit, limit, nodes, dur, arrivals, rank, total, mode,
             status = 1
             break
         events += 1
-        t_arr = submit[arrivals[a]] if a < n_arr else np.inf
-        t_end = hk[0] if H > 0 else np.inf
-        now = t_arr if t_arr < t_end else t_end
+        now = _next_event(submit, arrivals, a, hk, H)
 
         # 1. completions
         while H > 0 and hk[0] <= now:
-            j = hj[0]
-            H = _heap_pop(hk, hj, H)
-            R = _run_remove(re, rj, rn, R, est[j], j)
+            j, H, R = _finish_next(hk, hj, H, re, rj, rn, R, est)
             free += nodes[j]
             done += 1
 
@@ -325,10 +391,7 @@ def queue_policy_steps(submit, limit, nodes, dur, arrivals, rank, total, mode,
             j = arrivals[a]
             a += 1
             r = rank[j]
-            leaf = r + size
-            tn[leaf] = nodes[j]
-            tl[leaf] = limit[j]
-            _seg_update(tn, tl, leaf)
+            _seg_set(tn, tl, r + size, nodes[j], limit[j])
             Q += 1
             if r < head:
                 head = r
@@ -343,23 +406,16 @@ def queue_policy_steps(submit, limit, nodes, dur, arrivals, rank, total, mode,
             nj = nodes[j]
             if nj > free:
                 break
-            begin[j] = now
-            end[j] = now + dur[j]
-            est[j] = now + limit[j]
-            R = _run_insert(re, rj, rn, R, est[j], j, nj)
-            H = _heap_push(hk, hj, H, end[j], j)
+            R, H = _launch(j, now, now + limit[j], begin, end, est, dur, nodes, re, rj, rn, R, hk, hj, H)
             free -= nj
-            leaf = h + size
-            tn[leaf] = BIG
-            tl[leaf] = np.inf
-            _seg_update(tn, tl, leaf)
+            _seg_clear(tn, tl, h + size)
             Q -= 1
-            h = _first_waiting(tn, size, h + 1)
+            h = _first_waiting(tn, tl, size, h + 1)
         head = h if h >= 0 else size
         if h < 0 or mode == MODE_NONE or free == 0:
             continue
         # EASY: skip the reservation when no later job fits in the free nodes at all
-        c = _first_fit(tn, size, h + 1, free)
+        c = _first_fit(tn, tl, size, h + 1, free)
         if c < 0:
             continue
         shadow, extra = _shadow(re, rn, R, now, nodes[job_of_rank[h]], free)
@@ -370,28 +426,16 @@ def queue_policy_steps(submit, limit, nodes, dur, arrivals, rank, total, mode,
             j = job_of_rank[c]
             nj = nodes[j]
             e = now + limit[j]
-            if not (e < shadow or (e == shadow and not strict)):
+            if not _before_shadow(e, shadow, strict):
                 extra -= nj  # admitted by the extra-nodes rule
-            begin[j] = now
-            end[j] = now + dur[j]
-            est[j] = e
-            R = _run_insert(re, rj, rn, R, e, j, nj)
-            H = _heap_push(hk, hj, H, end[j], j)
+            R, H = _launch(j, now, e, begin, end, est, dur, nodes, re, rj, rn, R, hk, hj, H)
             free -= nj
-            leaf = c + size
-            tn[leaf] = BIG
-            tl[leaf] = np.inf
-            _seg_update(tn, tl, leaf)
+            _seg_clear(tn, tl, c + size)
             Q -= 1
             if free == 0:
                 break
             c += 1
-    st[ST_FREE] = free
-    st[ST_R] = R
-    st[ST_H] = H
-    st[ST_Q] = Q
-    st[ST_A] = a
-    st[ST_DONE] = done
+    _store_counts(st, free, R, H, Q, a, done)
     st[ST_HEAD] = head
     sf[SF_NOW] = now
     return status

@@ -32,7 +32,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ._kernels import BIG, _heap_pop, _heap_push, _run_insert, _run_remove
+from ._kernels import BIG, _finish_next, _heap_pop, _heap_push, _next_event, _run_insert
 
 MODES = {"none": 0, "easy": 1, "easy_drevt": 2}
 
@@ -156,13 +156,9 @@ def run_shared_queue(submit, limit, nodes, dur, arrivals, rank, cores, gpus, mem
     a = 0
     n_arr = arrivals.shape[0]
     while a < n_arr or H > 0:
-        t_arr = submit[arrivals[a]] if a < n_arr else np.inf
-        t_end = hk[0] if H > 0 else np.inf
-        now = t_arr if t_arr < t_end else t_end
+        now = _next_event(submit, arrivals, a, hk, H)
         while H > 0 and hk[0] <= now:
-            j = hj[0]
-            H = _heap_pop(hk, hj, H)
-            R = _run_remove(re, rj, rn, R, est[j], j)
+            j, H, R = _finish_next(hk, hj, H, re, rj, rn, R, est)
             _give_back(j, fc, fg, fm, node_start, node_list, cores, gpus, mem)
         while a < n_arr and submit[arrivals[a]] <= now:
             j = arrivals[a]
@@ -446,14 +442,6 @@ def _fits_node(ts, te, tj, cnt, i, t0, t1, c, g, m, cores, gpus, mem, cap_c, cap
 
 
 @njit(cache=True)
-def _next_event(submit, arrivals, a, hk, H):
-    """The time of the next arrival or completion."""
-    t_arr = submit[arrivals[a]] if a < arrivals.shape[0] else np.inf
-    t_end = hk[0] if H > 0 else np.inf
-    return t_arr if t_arr < t_end else t_end
-
-
-@njit(cache=True)
 def run_shared_conservative(submit, limit, nodes, dur, arrivals, rank, cores, gpus, mem,
                             n_nodes, cap_c, cap_g, cap_m, enforce):
     """``sim.shared._Conservative`` compiled. Returns (begin, end, node_start, node_list, status):
@@ -496,9 +484,7 @@ def run_shared_conservative(submit, limit, nodes, dur, arrivals, rank, cores, gp
         now = _next_event(submit, arrivals, a, hk, H)
         freed_early = False
         while H > 0 and hk[0] <= now:
-            j = hj[0]
-            H = _heap_pop(hk, hj, H)
-            R = _run_remove(re, rj, rn, R, est[j], j)
+            j, H, R = _finish_next(hk, hj, H, re, rj, rn, R, est)
             _give_back(j, fc, fg, fm, node_start, node_list, cores, gpus, mem)
             if end[j] < est[j]:
                 freed_early = True
