@@ -1261,3 +1261,12 @@ def conservative_steps(submit, limit, nodes, dur, arrivals, rank, total, enforce
     sf[SF_EARLIEST] = earliest
     sf[SF_WAKE] = wake
     return status
+
+
+# Before any kernel of this package runs (``_extended`` and ``shared`` import this module
+# first): drop cached machine code that was compiled from other sources (``cache_guard``).
+_cache = getattr(queue_policy_steps, "_cache", None)  # numba's per-function cache (None: caching off)
+if _cache is not None and getattr(_cache, "cache_path", None):
+    from .cache_guard import drop_stale_machine_code
+
+    drop_stale_machine_code(_cache.cache_path)
