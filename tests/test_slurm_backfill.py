@@ -171,6 +171,8 @@ def test_bf_continue_changes_nothing_in_zero_time_cycles(generated):
     """Slurm's bf_continue only matters when jobs or nodes change while a cycle has yielded its
     locks (real time); simulated cycles take none, so it cannot change a schedule here."""
     jobs, rt, total = generated
+    head = np.arange(400)  # a guard against a model change, not a measurement: 400 jobs suffice
+    jobs, rt = jobs.take(head), rt[head]
     a = run(jobs, total, rt, **{**DEFAULTS, "bf_continue": False})
     b = run(jobs, total, rt, **{**DEFAULTS, "bf_continue": True})
     assert np.array_equal(a.begin, b.begin, equal_nan=True)
