@@ -323,6 +323,9 @@ def test_n_jobs_of_one_worker_ends_the_sweep_cleanly(tmp_path):
     # the hydra node reads task keys (hydra.sweep.dir: ${paths.output_root}) through the
     # job's root: the task's own sections
     (("system.total_nodes=8,10", "paths.output_root=/tmp/a"), True),
+    # a Hydra override's value reads the job's swept keys (each job its own folder; the engine
+    # once resolved it against the multirun's config: every job in one folder)
+    (("hydra.sweep.subdir=${policy.name}_${system.total_nodes}", "system.total_nodes=8,10"), True),
     # a task value reads the hydra node: the task is a copy of its own, as Hydra's is
     (("+note=${hydra:job.num}_${hydra:runtime.output_dir}", "system.total_nodes=8,10"), False),
 ])
@@ -350,4 +353,6 @@ def test_the_task_and_hydra_config_are_hydras_when_they_read_each_other(loader, 
         their_task = grid.task_config(theirs)
         assert ours == (OmegaConf.to_yaml(their_task, resolve=True),
                         OmegaConf.to_yaml(HydraConfig.get(), resolve=True)), job
-        assert hydra_cfg.runtime.output_dir.endswith(f"/{num}")
+        folder = (f"{task.policy.name}_{task.system.total_nodes}" if "subdir" in extra[0]
+                  else str(num))
+        assert hydra_cfg.runtime.output_dir.endswith("/" + folder)

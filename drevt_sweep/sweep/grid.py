@@ -113,7 +113,10 @@ class Composer:
 
         self.loader, self.master = loader, master
         self.parser = OverridesParser.create(config_loader=loader)
-        self.hydra_overrides = [str(o) for o in master.hydra.overrides.hydra]
+        # Unresolved, as Hydra's load_sweep_config reads them: an override's value may be an
+        # interpolation of the job's keys (hydra.sweep.subdir=${policy.name}), resolved per job.
+        self.hydra_overrides = [str(o) for o in OmegaConf.to_container(
+            master.hydra.overrides.hydra, resolve=False)]
         self._bases: dict[tuple[str, ...], DictConfig] = {}
         self._copies: dict[tuple[str, ...], bytes] = {}  # each base, pickled (see :meth:`copy`)
         self._task_bases: dict[tuple[str, ...], DictConfig] = {}  # the same without ``hydra``
