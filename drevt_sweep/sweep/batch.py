@@ -115,6 +115,7 @@ def _run_grid(sweeper, jobs: list[list[str]]) -> None:
 
     from . import app, grid
     from .interpolations import cache_parses
+    from .interrupts import interrupt_behind
     from .seeds import Progress
 
     cache_parses()  # (the same strings are resolved for every configuration)
@@ -207,7 +208,10 @@ def _run_grid(sweeper, jobs: list[list[str]]) -> None:
             if done_wave[2] is None:
                 app.store_ready()
             _complete_wave(*done_wave, tracker, progress, costs)
-    except KeyboardInterrupt as exc:
+    except BaseException as caught:
+        exc = interrupt_behind(caught)  # (or an error that replaced it: interrupts.py)
+        if exc is None:
+            raise
         if arrays is not None:
             arrays.cancel_all()  # the array tasks of every wave in flight (one scancel)
         for wave in in_flight:
@@ -215,7 +219,9 @@ def _run_grid(sweeper, jobs: list[list[str]]) -> None:
                 if run.result["status"] in ("RUNNING", "PREPARING", "COMPLETING"):
                     app.kill_configuration(run, exc)
                     app.write_result(run)
-        raise
+        if exc is caught:
+            raise
+        raise exc from None
     app.store_ready()  # (every wave failed before its completion)
     log.info("sweep: CPU of this process per configuration: composing %.1f ms, preparing %.1f ms, "
              "completing %.1f ms (outputs, runs, result.json; %d configurations)",
