@@ -8,6 +8,8 @@ from __future__ import annotations
 import csv
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 import yaml
 from hydra import initialize_config_module
 from hydra.core.global_hydra import GlobalHydra
@@ -131,3 +133,53 @@ def test_the_sweeps_own_report_reads_from_its_folder_what_mlflow_holds(tmp_path)
         assert ours.seed_metrics.equals(theirs.seed_metrics)
     page = html.build_report(sweep, uri, from_folder=True).read_text()
     assert "the sweep folder" in page and uri in page
+
+
+OVERRIDE = st.one_of(
+    st.sampled_from(["policy=fcfs", "system.total_nodes=60", "seed=${oc.env:S,0}", "+a='x: y'",
+                     "b=true", "c=1.0", "d=null", "e=", "~f", "g=[1,2]", "h={a: 1}", "i=#x"]),
+    st.text(max_size=120),  # anything: quotes, colons, newlines, long lines that wrap
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(OVERRIDE, max_size=6))
+def test_overrides_yaml_line_by_line_is_the_whole_lists_dump(overrides):
+    """``_overrides_yaml`` joins one dump per override; it is the whole list's dump."""
+    import yaml
+    from omegaconf._utils import get_omega_conf_dumper
+
+    whole = yaml.dump(list(overrides), default_flow_style=False, allow_unicode=True,
+                      sort_keys=False, Dumper=get_omega_conf_dumper())
+    assert batch._overrides_yaml(overrides) == whole
+    assert batch._overrides_yaml(overrides) == whole  # the second time from the cache
+
+
+def test_cached_interpolation_parses_resolve_as_omegaconf_does(monkeypatch):
+    """``interpolations.cache_parses``: the same values, nested and repeated, and a string that
+    does not parse fails the same way every time (its error is not cached away)."""
+    import omegaconf.base
+    from omegaconf import grammar_parser
+    from omegaconf.errors import GrammarParseError, InterpolationKeyError
+
+    from drevt_sweep.sweep.interpolations import cache_parses
+
+    monkeypatch.setenv("DREVT_PARSE_CACHE_TEST", "/env")
+    cfg = OmegaConf.create({"root": "${oc.env:DREVT_PARSE_CACHE_TEST,${oc.env:HOME}}",
+                            "out": "${root}/outputs", "cache": "${out}/cache", "n": 3,
+                            "twice": "${n}-${n}", "list": ["${n}", "${out}"], "gone": "${nokey}"})
+    good = {k: cfg[k] for k in ("root", "out", "cache", "twice")}
+    good["list"] = OmegaConf.to_container(cfg.list, resolve=True)
+    monkeypatch.setattr(omegaconf.base, "parse", grammar_parser.parse)
+    cache_parses()
+    assert omegaconf.base.parse is not grammar_parser.parse
+    for _ in range(2):  # the second time from the cache
+        assert {k: cfg[k] for k in ("root", "out", "cache", "twice")} == {
+            k: v for k, v in good.items() if k != "list"}
+        assert OmegaConf.to_container(cfg.list, resolve=True) == good["list"] == [3, "/env/outputs"]
+        with pytest.raises(GrammarParseError):
+            omegaconf.base.parse("${oops")
+        with pytest.raises(InterpolationKeyError):
+            cfg.gone
+    monkeypatch.setenv("DREVT_PARSE_CACHE_TEST", "/other")  # a tree, not a value, is kept
+    assert cfg.cache == "/other/outputs/cache"

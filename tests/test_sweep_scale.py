@@ -323,3 +323,42 @@ def test_n_jobs_of_one_worker_ends_the_sweep_cleanly(tmp_path):
                      "tracking.enabled=false")
     assert "Exception ignored" not in proc.stderr and "AttributeError" not in proc.stderr
     assert "parallel.n_jobs=-100 leaves no core" in proc.stderr + proc.stdout
+
+
+@pytest.mark.parametrize("extra, shared", [
+    # the hydra node reads task keys (hydra.sweep.dir: ${paths.output_root}) through the
+    # job's root: the task's own sections
+    (("system.total_nodes=8,10", "paths.output_root=/tmp/a"), True),
+    # a Hydra override's value reads the job's swept keys (each job its own folder; the engine
+    # once resolved it against the multirun's config: every job in one folder)
+    (("hydra.sweep.subdir=${policy.name}_${system.total_nodes}", "system.total_nodes=8,10"), True),
+    # a task value reads the hydra node: the task is a copy of its own, as Hydra's is
+    (("+note=${hydra:job.num}_${hydra:runtime.output_dir}", "system.total_nodes=8,10"), False),
+])
+def test_the_task_and_hydra_config_are_hydras_when_they_read_each_other(loader, extra, shared):
+    """``Composer.run_job`` takes the task out of the job's one copy unless a task value names
+    ``hydra``; either way the task and ``HydraConfig`` resolve as Hydra's own do."""
+    import os
+
+    from hydra.core.hydra_config import HydraConfig
+
+    config = master(loader, "policy=fcfs,easy", *extra)
+    str(config.hydra.sweep.dir), str(config.hydra.run.dir)  # (timestamps: named once)
+    jobs = grid.expand(grid.sweep_arguments(config), loader)
+    composer = grid.Composer(loader, config)
+    for num, job in enumerate(jobs):
+        task, hydra_cfg = composer.run_job(num, job)
+        ours = (OmegaConf.to_yaml(task, resolve=True), OmegaConf.to_yaml(hydra_cfg, resolve=True))
+        assert (hydra_cfg._get_parent()._get_node("policy") is task._get_node("policy")) is shared
+        theirs = loader.load_sweep_config(config, list(job))
+        with open_dict(theirs):
+            theirs.hydra.job.id = theirs.hydra.job.num = num
+            theirs.hydra.runtime.output_dir = os.path.abspath(
+                os.path.join(theirs.hydra.sweep.dir, theirs.hydra.sweep.subdir))
+        HydraConfig.instance().set_config(theirs)
+        their_task = grid.task_config(theirs)
+        assert ours == (OmegaConf.to_yaml(their_task, resolve=True),
+                        OmegaConf.to_yaml(HydraConfig.get(), resolve=True)), job
+        folder = (f"{task.policy.name}_{task.system.total_nodes}" if "subdir" in extra[0]
+                  else str(num))
+        assert hydra_cfg.runtime.output_dir.endswith("/" + folder)

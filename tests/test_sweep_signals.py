@@ -135,3 +135,22 @@ def test_runs_of_a_sweep_killed_by_sigkill_are_closed_by_the_next_sweep(tmp_path
     assert old and {r.info.status for r in old} == {"KILLED"}
     assert all("ended without closing it" in r.data.tags["drevt_error"] for r in old)
     assert {r.info.status for r in found if r not in old} == {"FINISHED"}
+
+
+def test_an_error_that_replaced_an_interrupt_is_taken_for_that_interrupt():
+    """A signal in the middle of an OmegaConf assignment inside ``open_dict`` leaves a half-built
+    node; the context manager's ``finally`` then fails on it and that error replaces the
+    interrupt (a sweep exited 1 with it instead of 128 + N). ``interrupt_behind`` finds the
+    interrupt again; an error with no interrupt behind it stays an error."""
+    from omegaconf import OmegaConf, open_dict
+
+    from drevt_sweep.sweep.interrupts import Interrupted, interrupt_behind
+
+    cfg = OmegaConf.create({"hydra": {"overrides": {"task": ["a=1"]}}})
+    with pytest.raises(AttributeError, match="_invalidate_flags_cache") as info:
+        with open_dict(cfg.hydra):
+            cfg.hydra.overrides.task._get_flag("struct")  # (flags cached, as in a sweep)
+            cfg.hydra.overrides.task.__dict__["_content"].append(None)  # what the signal left
+            raise Interrupted(signal.SIGTERM)
+    assert interrupt_behind(info.value).signum == signal.SIGTERM
+    assert interrupt_behind(ValueError("not an interrupt")) is None

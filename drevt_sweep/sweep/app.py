@@ -724,16 +724,15 @@ def _write_rejects(jobs, out_dir: Path) -> None:
 
 def _write_outputs(out_dir: Path, cfg: DictConfig, jobs, ok: list[SeedResult], result: dict,
                    plain: dict | None = None) -> None:
-    import pandas as pd
-
     from ..files import write_file
     from ..outputs import write_per_user_csv, write_schedule_csv
+    from .seed_csv import seed_metrics_csv
 
     text = config_yaml(plain) if plain is not None else OmegaConf.to_yaml(cfg, resolve=True)
     # Through files.write_file: never onto the trace (e.g. one kept in a job folder).
     write_file(out_dir / "config.yaml", text.encode())
     rows = [{"seed": r.seed, **r.metrics} for r in ok]
-    write_file(out_dir / "seed_metrics.csv", pd.DataFrame(rows).to_csv(index=False).encode())
+    write_file(out_dir / "seed_metrics.csv", seed_metrics_csv(rows).encode())  # (pandas' text)
     for r in ok:
         if r.schedule is not None:
             # gzip: a KTH-SP2 schedule is 1.6 MB as text, 0.4 MB compressed

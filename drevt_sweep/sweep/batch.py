@@ -114,8 +114,11 @@ def _run_grid(sweeper, jobs: list[list[str]]) -> None:
     from hydra.core.utils import setup_globals
 
     from . import app, grid
+    from .interpolations import cache_parses
+    from .interrupts import interrupt_behind
     from .seeds import Progress
 
+    cache_parses()  # (the same strings are resolved for every configuration)
     config = sweeper.config
     app._state["engine"] = True  # the report is built from the folder this writes
     setup_globals()
@@ -205,7 +208,10 @@ def _run_grid(sweeper, jobs: list[list[str]]) -> None:
             if done_wave[2] is None:
                 app.store_ready()
             _complete_wave(*done_wave, tracker, progress, costs)
-    except KeyboardInterrupt as exc:
+    except BaseException as caught:
+        exc = interrupt_behind(caught)  # (or an error that replaced it: interrupts.py)
+        if exc is None:
+            raise
         if arrays is not None:
             arrays.cancel_all()  # the array tasks of every wave in flight (one scancel)
         for wave in in_flight:
@@ -213,7 +219,9 @@ def _run_grid(sweeper, jobs: list[list[str]]) -> None:
                 if run.result["status"] in ("RUNNING", "PREPARING", "COMPLETING"):
                     app.kill_configuration(run, exc)
                     app.write_result(run)
-        raise
+        if exc is caught:
+            raise
+        raise exc from None
     app.store_ready()  # (every wave failed before its completion)
     log.info("sweep: CPU of this process per configuration: composing %.1f ms, preparing %.1f ms, "
              "completing %.1f ms (outputs, runs, result.json; %d configurations)",
@@ -366,12 +374,37 @@ def _write_overrides(out_dir: Path, overrides: list[str]) -> None:
 
 
 def _overrides_yaml(overrides: list[str]) -> str:
-    """``OmegaConf.save(OmegaConf.create(overrides))``'s text, from the plain list."""
+    """``OmegaConf.save(OmegaConf.create(overrides))``'s text, from the plain list: each line
+    ``- <override>`` dumped once per distinct override and the lines joined (a block sequence's
+    items are written one after the other, each from column 0, so the text is the same; a
+    sweep's jobs share most of their overrides, and the dump was ~0.5 ms per configuration).
+    OmegaConf's dumper writes a string plain or quoted, never as a block scalar (the one kind
+    that can leave a document open, which a dump of its own would close with ``...``), so an
+    override spanning lines joins the same way (``tests/test_sweep_costs.py``)."""
+    items = [str(o) for o in overrides]
+    if not items:  # "[]"
+        return _dump_yaml(items)
+    parts = []
+    for item in items:
+        text = _OVERRIDE_LINES.get(item)
+        if text is None:
+            if len(_OVERRIDE_LINES) >= 4096:  # bounded: a long sweep of ever-new values
+                _OVERRIDE_LINES.clear()
+            text = _OVERRIDE_LINES[item] = _dump_yaml([item])
+        parts.append(text)
+    return "".join(parts)
+
+
+_OVERRIDE_LINES: dict[str, str] = {}  # an override -> its "- ..." line(s) in overrides.yaml
+
+
+def _dump_yaml(data) -> str:
+    """YAML as ``OmegaConf.save`` writes it (its dumper and options)."""
     import yaml
     from omegaconf._utils import get_omega_conf_dumper
 
-    return yaml.dump([str(o) for o in overrides], default_flow_style=False, allow_unicode=True,
-                     sort_keys=False, Dumper=get_omega_conf_dumper())
+    return yaml.dump(data, default_flow_style=False, allow_unicode=True, sort_keys=False,
+                     Dumper=get_omega_conf_dumper())
 
 
 def _log_to_sweep_folder(config: DictConfig) -> None:

@@ -113,7 +113,10 @@ class Composer:
 
         self.loader, self.master = loader, master
         self.parser = OverridesParser.create(config_loader=loader)
-        self.hydra_overrides = [str(o) for o in master.hydra.overrides.hydra]
+        # Unresolved, as Hydra's load_sweep_config reads them: an override's value may be an
+        # interpolation of the job's keys (hydra.sweep.subdir=${policy.name}), resolved per job.
+        self.hydra_overrides = [str(o) for o in OmegaConf.to_container(
+            master.hydra.overrides.hydra, resolve=False)]
         self._bases: dict[tuple[str, ...], DictConfig] = {}
         self._copies: dict[tuple[str, ...], bytes] = {}  # each base, pickled (see :meth:`copy`)
         self._task_bases: dict[tuple[str, ...], DictConfig] = {}  # the same without ``hydra``
@@ -121,6 +124,7 @@ class Composer:
         self._parsed: dict[str, tuple] = {}  # line -> (its Override, is it a group choice)
         self._int_templates: dict[str, object] = {}  # "key=" -> a parsed key=<int> override
         self._groups: dict[str, bool] = {}  # key -> is it a config group
+        self._reads_hydra: dict[tuple[str, ...], bool] = {}  # see :meth:`_task_reads_hydra`
         self.composed = 0  # how many times Hydra composed (the distinct choices of groups)
 
     def parsed(self, line: str):
@@ -216,11 +220,14 @@ class Composer:
     def run_job(self, num: int, overrides: list[str]) -> tuple[DictConfig, DictConfig]:
         """What Hydra's ``run_job`` gives a job before its task runs -- the task's config (no
         ``hydra`` node) and ``HydraConfig`` set to the job's, its output folder filled in --
-        with one deep copy of the whole config instead of three (Hydra copies it for the task
-        and again for ``HydraConfig.set_config``): the task is the groups' config without its
-        ``hydra`` node, copied, with the job's value overrides applied (the same code, on the
-        same keys), and ``HydraConfig`` holds the job's own ``hydra`` node, parented to its
-        config as ``set_config`` parents its copy. Returns ``(task, hydra node)``."""
+        with one copy of the whole config instead of three (Hydra copies it for the task and
+        again for ``HydraConfig.set_config``). The job's config, its value overrides applied,
+        becomes the task: its ``hydra`` node is taken out and held by ``HydraConfig``, parented
+        (as ``set_config`` parents its copy) to a root holding that node and the task's own
+        sections (:func:`_job_root`), so that the ``hydra`` node still reads the task's keys
+        (``hydra.sweep.dir: ${paths.output_root}/...``). Where the task's keys could read
+        ``hydra`` themselves (:meth:`_task_reads_hydra`), the task is a second copy instead, as
+        Hydra's is. Returns ``(task, hydra node)``."""
         import os
 
         from hydra.core.hydra_config import HydraConfig
@@ -232,16 +239,56 @@ class Composer:
         with read_write(cfg.hydra.runtime), open_dict(cfg.hydra.runtime):
             cfg.hydra.runtime.output_dir = os.path.abspath(output_dir)
         OmegaConf.set_readonly(cfg.hydra, True)
-        holder = OmegaConf.create({}, flags={"no_deepcopy_set_nodes": True})
-        holder["hydra"] = cfg._get_node("hydra")
-        holder._set_flag("no_deepcopy_set_nodes", None)
-        cfg._get_node("hydra")._set_parent(cfg)
-        HydraConfig.instance().cfg = holder
         groups, values, _ = self.split(overrides)
-        task = self.copy(groups, task=True)
-        _apply(task, [o for o in values if not o.is_hydra_override()])
-        OmegaConf.copy_cache(from_config=self.master, to_config=task)
+        task_values = [o for o in values if not o.is_hydra_override()]
+        hydra = cfg._get_node("hydra")
+        holder = OmegaConf.create({}, flags={"no_deepcopy_set_nodes": True})
+        holder["hydra"] = hydra
+        holder._set_flag("no_deepcopy_set_nodes", None)
+        if self._task_reads_hydra(groups, task_values):
+            hydra._set_parent(cfg)
+            task = self.copy(groups, task=True)
+            _apply(task, task_values)
+            OmegaConf.copy_cache(from_config=self.master, to_config=task)
+        else:
+            task = cfg
+            with read_write(task), open_dict(task):
+                del task["hydra"]
+            hydra._set_parent(_job_root(task, hydra, self.master))
+        HydraConfig.instance().cfg = holder
         return task, HydraConfig.get()
+
+    def _task_reads_hydra(self, groups: tuple[str, ...], task_values: list) -> bool:
+        """Whether a value of the task could read the ``hydra`` node through its root: an
+        interpolation naming ``hydra`` in the groups' task config (looked at once per choice
+        of groups) or in one of the job's value overrides. Hydra's task has no ``hydra`` key, so such a value
+        fails there; it must fail here too (the task keeps a root of its own)."""
+        known = self._reads_hydra.get(groups)
+        if known is None:
+            plain = OmegaConf.to_container(self.task_base(groups), resolve=False)
+            known = self._reads_hydra[groups] = _names_hydra(plain)
+        return known or any("hydra" in o.input_line for o in task_values)  # (escaped: $\\{)
+
+
+def _names_hydra(data) -> bool:
+    """Whether some interpolation of plain, unresolved config data names ``hydra``."""
+    if isinstance(data, dict):
+        return any(_names_hydra(v) for v in data.values())
+    if isinstance(data, (list, tuple)):
+        return any(_names_hydra(v) for v in data)
+    return isinstance(data, str) and "${" in data and "hydra" in data
+
+
+def _job_root(task: DictConfig, hydra, master: DictConfig) -> DictConfig:
+    """A root for the job's ``hydra`` node: that node and the task's sections -- the task's own
+    nodes, not copies, which keep the task as their parent, so the task's values resolve as in
+    the task (without ``hydra``), and the ``hydra`` node's interpolations find the task's keys
+    (``OmegaConf.select`` walks a container's ``_content``). Its flags are the task's (the
+    job config's: the task is that config less its ``hydra`` key)."""
+    root = OmegaConf.create({}, flags=dict(task._metadata.flags))
+    root.__dict__["_content"] = {"hydra": hydra, **task.__dict__["_content"]}
+    OmegaConf.copy_cache(from_config=master, to_config=root)
+    return root
 
 
 def _apply(cfg: DictConfig, values: list) -> None:

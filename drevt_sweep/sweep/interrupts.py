@@ -26,6 +26,24 @@ class Interrupted(KeyboardInterrupt):
         self.signum = signum
 
 
+def interrupt_behind(exc: BaseException) -> KeyboardInterrupt | None:
+    """The interrupt that ``exc`` is, or that it replaced (``__context__``, ``__cause__``).
+    OmegaConf restores a config's flags in ``finally`` blocks (``open_dict``, ``read_write``):
+    a signal in the middle of an assignment inside one leaves a half-built node on which the
+    restore fails, and that error (``'NoneType' object has no attribute
+    '_invalidate_flags_cache'``) replaces the interrupt, which it carries as its context."""
+    todo, seen = [exc], set()
+    while todo:
+        current = todo.pop()
+        if current is None or id(current) in seen:
+            continue
+        if isinstance(current, KeyboardInterrupt):
+            return current
+        seen.add(id(current))
+        todo += [current.__context__, current.__cause__]
+    return None
+
+
 def signal_name(exc: BaseException) -> str:
     """``SIGTERM``, ``SIGHUP``; a plain KeyboardInterrupt is Ctrl-C's ``SIGINT``."""
     return signal.Signals(getattr(exc, "signum", signal.SIGINT)).name
