@@ -22,9 +22,12 @@ CACHED_STRINGS = 4096  # distinct interpolation strings kept (a config has a few
 
 def cache_parses() -> None:
     """Make ``omegaconf.base`` (where interpolations are resolved) reuse parse trees; once per
-    process, idempotent."""
+    process, idempotent. Only where ``omegaconf.base.parse`` is still ``grammar_parser.parse``
+    (OmegaConf 2.1-2.4): another OmegaConf, laid out otherwise, is left as it is (slower, same
+    values)."""
     import omegaconf.base as base
     from omegaconf import grammar_parser
 
-    if getattr(base.parse, "cache_info", None) is None:
-        base.parse = functools.lru_cache(maxsize=CACHED_STRINGS)(grammar_parser.parse)
+    current = getattr(base, "parse", None)
+    if current is not None and current is getattr(grammar_parser, "parse", None):
+        base.parse = functools.lru_cache(maxsize=CACHED_STRINGS)(current)
