@@ -32,12 +32,13 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ._kernels import BIG, _finish_next, _heap_pop, _heap_push, _next_event, _run_insert
+from ._kernels import (BIG, MODE_EASY, MODE_EASY_DREVT, MODE_NONE, SF_NOW, ST_HEAD, _before_shadow, _finish_next,
+                       _heap_pop, _heap_push, _load_counts, _next_event, _run_insert, _store_counts)
 
 MODES = {"none": 0, "easy": 1, "easy_drevt": 2}
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _update(tc, tg, tm, tl, i):
     i >>= 1
     while i >= 1:
@@ -52,7 +53,7 @@ def _update(tc, tg, tm, tl, i):
         i >>= 1
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _next(tc, size, p, maxc, maxg, maxm, tg, tm, tl, now, latest):
     """Smallest rank >= p whose waiting job asks for at most the largest free amounts and has
     ``now + limit < latest`` (+inf: no time bound; empty leaves never pass), or -1."""
@@ -72,7 +73,7 @@ def _next(tc, size, p, maxc, maxg, maxm, tg, tm, tl, now, latest):
             i += 1
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _first_fit(fc, fg, fm, k, c, g, m, pick):
     """The k lowest-indexed nodes holding (c, g, m) into pick[:k]; whether they exist."""
     got = 0
@@ -85,7 +86,7 @@ def _first_fit(fc, fg, fm, k, c, g, m, pick):
     return False
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _shift(Fc, Fg, Fm, i, c, g, m, sign, ch, gh, mh):
     """Add sign x (c, g, m) to node i; returns how the number of nodes that hold the head's
     request (ch, gh, mh) changes (-1, 0 or +1)."""
@@ -97,7 +98,7 @@ def _shift(Fc, Fg, Fm, i, c, g, m, sign, ch, gh, mh):
     return int(now) - int(was)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _maxima(fc, fg, fm):
     a = fc[0]
     b = fg[0]
@@ -112,54 +113,35 @@ def _maxima(fc, fg, fm):
     return a, b, d
 
 
-@njit(cache=True)
-def run_shared_queue(submit, limit, nodes, dur, arrivals, rank, cores, gpus, mem,
-                     n_nodes, cap_c, cap_g, cap_m, mode):
-    """Returns (begin, end, node_start, node_list, jobs left waiting or -1 on a stall)."""
-    n = submit.shape[0]
-    begin = np.full(n, np.nan)
-    end = np.full(n, np.nan)
-    est = np.full(n, np.nan)
-    node_start = np.zeros(n + 1, np.int64)
-    for j in range(n):
-        node_start[j + 1] = node_start[j] + nodes[j]
-    node_list = np.full(node_start[n], -1, np.int64)
-    job_of_rank = np.empty(n, np.int64)
-    for j in range(n):
-        job_of_rank[rank[j]] = j
-    size = 1
-    while size < n:
-        size <<= 1
-    tc = np.full(2 * size, BIG, np.int64)
-    tg = np.full(2 * size, BIG, np.int64)
-    tm = np.full(2 * size, BIG, np.int64)
-    tl = np.full(2 * size, np.inf)
-    fc = np.full(n_nodes, cap_c, np.int64)
-    fg = np.full(n_nodes, cap_g, np.int64)
-    fm = np.full(n_nodes, cap_m, np.int64)
-    Fc = np.empty(n_nodes, np.int64)
-    Fg = np.empty(n_nodes, np.int64)
-    Fm = np.empty(n_nodes, np.int64)
-    pick = np.empty(n_nodes, np.int64)
-    rmax = min(n, n_nodes * cap_c) + 1
-    re = np.empty(rmax, np.float64)
-    rj = np.empty(rmax, np.int64)
-    rn = np.empty(rmax, np.int64)
-    hk = np.empty(rmax, np.float64)
-    hj = np.empty(rmax, np.int64)
-    strict = mode == 2
-    use_extra = mode == 1
-    head = size
-    R = 0
-    H = 0
-    Q = 0
-    a = 0
+# The queue driver's state between slices: ``_kernels``' counts (``st``: running, heap, waiting,
+# next arrival, jobs done; the free-node count is unused here) and ``ST_HEAD``, the smallest
+# waiting rank; ``sf[SF_NOW]`` the simulated time. Everything else lives in the caller's arrays.
+@njit(cache=True, _nrt=False)
+def shared_queue_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, mem, mode,
+                       begin, end, est, node_start, node_list, job_of_rank, tc, tg, tm, tl,
+                       fc, fg, fm, Fc, Fg, Fm, pick, re, rj, rn, hk, hj, st, sf, budget):
+    """none / easy / easy_drevt on shared nodes from state ``st``/``sf``, for at most
+    ``budget`` events. Status: 0 done, 1 budget used (call again), -3 the head job never fits."""
+    size = tc.shape[0] // 2
+    n_nodes = fc.shape[0]
+    strict = mode == MODE_EASY_DREVT
+    use_extra = mode == MODE_EASY
+    _, R, H, Q, a, done = _load_counts(st)
+    head = st[ST_HEAD]
+    now = sf[SF_NOW]
     n_arr = arrivals.shape[0]
+    status = 0
+    events = 0
     while a < n_arr or H > 0:
+        if events >= budget:
+            status = 1
+            break
+        events += 1
         now = _next_event(submit, arrivals, a, hk, H)
         while H > 0 and hk[0] <= now:
             j, H, R = _finish_next(hk, hj, H, re, rj, rn, R, est)
             _give_back(j, fc, fg, fm, node_start, node_list, cores, gpus, mem)
+            done += 1
         while a < n_arr and submit[arrivals[a]] <= now:
             j = arrivals[a]
             a += 1
@@ -190,7 +172,7 @@ def run_shared_queue(submit, limit, nodes, dur, arrivals, rank, cores, gpus, mem
             _clear(tc, tg, tm, tl, h + size)
             h = _next(tc, size, h + 1, BIG, BIG, BIG, tg, tm, tl, now, np.inf)
         head = h if h >= 0 else size
-        if h < 0 or mode == 0:
+        if h < 0 or mode == MODE_NONE:
             continue
         maxc, maxg, maxm = _maxima(fc, fg, fm)
         c = _next(tc, size, h + 1, maxc, maxg, maxm, tg, tm, tl, now, np.inf)
@@ -225,7 +207,8 @@ def run_shared_queue(submit, limit, nodes, dur, arrivals, rank, cores, gpus, mem
                 shadow = t
                 break
         if shadow == np.inf:
-            return begin, end, node_start, node_list, -1
+            status = -3
+            break
 
         # 3. backfill later jobs
         while True:
@@ -238,7 +221,7 @@ def run_shared_queue(submit, limit, nodes, dur, arrivals, rank, cores, gpus, mem
                 c += 1
                 continue
             e = now + limit[j]
-            if e < shadow or (e == shadow and not strict):
+            if _before_shadow(e, shadow, strict):
                 pass
             elif use_extra:  # its request taken from the nodes at the shadow time
                 for x in range(nodes[j]):
@@ -259,10 +242,13 @@ def run_shared_queue(submit, limit, nodes, dur, arrivals, rank, cores, gpus, mem
             _clear(tc, tg, tm, tl, c + size)
             maxc, maxg, maxm = _maxima(fc, fg, fm)
             c += 1
-    return begin, end, node_start, node_list, Q
+    _store_counts(st, 0, R, H, Q, a, done)
+    st[ST_HEAD] = head
+    sf[SF_NOW] = now
+    return status
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _give_back(j, fc, fg, fm, node_start, node_list, cores, gpus, mem):
     """A finished job's cores, GPUs and memory back to its nodes."""
     for x in range(node_start[j], node_start[j + 1]):
@@ -272,7 +258,7 @@ def _give_back(j, fc, fg, fm, node_start, node_list, cores, gpus, mem):
         fm[i] += mem[j]
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _clear(tc, tg, tm, tl, leaf):
     tc[leaf] = BIG
     tg[leaf] = BIG
@@ -281,7 +267,7 @@ def _clear(tc, tg, tm, tl, leaf):
     _update(tc, tg, tm, tl, leaf)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _start(j, now, pick, nodes, cores, gpus, mem, dur, limit, fc, fg, fm, begin, end, est,
            node_start, node_list):
     begin[j] = now
@@ -296,7 +282,7 @@ def _start(j, now, pick, nodes, cores, gpus, mem, dur, limit, fc, fg, fm, begin,
         fm[i] -= mem[j]
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _enqueue(q, Q, rank, j):
     """Job j into the waiting jobs q[:Q], kept in priority order; the new count."""
     r = rank[j]
@@ -308,7 +294,7 @@ def _enqueue(q, Q, rank, j):
     return Q + 1
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _begin(j, now, node_start, node_list, cores, gpus, mem, dur, limit, fc, fg, fm, begin, end, est):
     """Job j starts now on its reserved nodes; False if one of them lacks room (over-commit)."""
     for y in range(node_start[j], node_start[j + 1]):
@@ -324,9 +310,13 @@ def _begin(j, now, node_start, node_list, cores, gpus, mem, dur, limit, fc, fg, 
     return True
 
 
-def run_shared(submit, limit, nodes, dur, rank, request, machine, backfill, enforce_limits=True):
+def run_shared(submit, limit, nodes, dur, rank, request, machine, backfill, enforce_limits=True, progress=None):
     """Begin, end, node_start, node_list as ``sim.shared._run_events``; ``machine`` is the
-    partition's (node count, cores, GPUs, KiB of memory) per node (``sim.shared.node_resources``)."""
+    partition's (node count, cores, GPUs, KiB of memory) per node (``sim.shared.node_resources``).
+
+    The queue policies run in slices of ``kernel.STEP_BUDGET`` events (``kernel._run_slices``):
+    ``progress(now, jobs_done)`` is called between them (if given), and a ``KeyboardInterrupt``
+    stops the run there. Conservative runs in one call (no progress)."""
     cores, gpus, mem = (np.ascontiguousarray(r, dtype=np.int64) for r in request)
     n = int(submit.shape[0])
     if n == 0:
@@ -336,25 +326,65 @@ def run_shared(submit, limit, nodes, dur, rank, request, machine, backfill, enfo
     n_nodes, cap_c, cap_g, cap_m = machine
     args = (submit, np.ascontiguousarray(limit, dtype=np.float64), np.ascontiguousarray(nodes, dtype=np.int64),
             np.ascontiguousarray(dur, dtype=np.float64), np.ascontiguousarray(order, dtype=np.int64),
-            np.ascontiguousarray(rank, dtype=np.int64), cores, gpus, mem, np.int64(n_nodes),
-            np.int64(cap_c), np.int64(cap_g), np.int64(cap_m))
-    if backfill == "conservative":
-        if enforce_limits:
-            begin, end, node_start, node_list, left = run_shared_conservative_profile(*args)
-        else:
-            begin, end, node_start, node_list, left = run_shared_conservative(*args, False)
-        if left == -4:
-            raise RuntimeError("conservative kept a reservation in the past (shared-node kernel)")
-        if left == -1:
-            raise RuntimeError("conservative plan did not converge (shared-node kernel)")
-        if left == -2:
-            raise RuntimeError("conservative over-committed a node (shared-node kernel)")
+            np.ascontiguousarray(rank, dtype=np.int64), cores, gpus, mem)
+    if backfill != "conservative":
+        return _run_queue(args, machine, MODES[backfill], progress)
+    caps = (np.int64(n_nodes), np.int64(cap_c), np.int64(cap_g), np.int64(cap_m))
+    if enforce_limits:
+        begin, end, node_start, node_list, left = run_shared_conservative_profile(*args, *caps)
     else:
-        begin, end, node_start, node_list, left = run_shared_queue(*args, np.int64(MODES[backfill]))
-    if left in (-1, -3):
+        begin, end, node_start, node_list, left = run_shared_conservative(*args, *caps, False)
+    if left == -4:
+        raise RuntimeError("conservative kept a reservation in the past (shared-node kernel)")
+    if left == -1:
+        raise RuntimeError("conservative plan did not converge (shared-node kernel)")
+    if left == -2:
+        raise RuntimeError("conservative over-committed a node (shared-node kernel)")
+    if left == -3:
         raise RuntimeError("the head job never fits its partition (shared-node kernel)")
     if left:
         raise RuntimeError(f"shared-node kernel stalled with {left} job(s) waiting")
+    return begin, end, node_start, node_list
+
+
+def _node_lists(nodes):
+    """Where each job's nodes go in the flat node list (``node_start``, len n + 1), and that
+    list (-1 until the job starts)."""
+    node_start = np.zeros(nodes.shape[0] + 1, np.int64)
+    np.cumsum(nodes, out=node_start[1:])
+    return node_start, np.full(int(node_start[-1]), -1, np.int64)
+
+
+def _run_queue(args, machine, mode, progress):
+    """none / easy / easy_drevt: every array of ``shared_queue_steps`` allocated here, the
+    driver called in slices."""
+    from . import _kernels as kernels, _run_slices
+
+    submit, limit, nodes, dur, arrivals, rank = args[:6]
+    n = int(submit.shape[0])
+    n_nodes, cap_c, cap_g, cap_m = (int(x) for x in machine)
+    begin = np.full(n, np.nan)
+    end = np.full(n, np.nan)
+    est = np.full(n, np.nan)  # estimated end of each started job
+    node_start, node_list = _node_lists(nodes)
+    job_of_rank = np.empty(n, np.int64)
+    job_of_rank[rank] = np.arange(n)
+    size = 1 << max(n - 1, 0).bit_length()  # segment tree leaves (>= n, a power of two)
+    tree = (np.full(2 * size, BIG, np.int64), np.full(2 * size, BIG, np.int64), np.full(2 * size, BIG, np.int64),
+            np.full(2 * size, np.inf))  # per subtree: fewest cores, GPUs, KiB, shortest limit waiting
+    free = (np.full(n_nodes, cap_c, np.int64), np.full(n_nodes, cap_g, np.int64), np.full(n_nodes, cap_m, np.int64))
+    at_shadow = tuple(np.empty(n_nodes, np.int64) for _ in range(3))  # free resources at the shadow time
+    rmax = min(n, n_nodes * cap_c) + 1  # running jobs (each holds at least one core)
+    running = (np.empty(rmax), np.empty(rmax, np.int64), np.empty(rmax, np.int64),  # by (estimated end, job)
+               np.empty(rmax), np.empty(rmax, np.int64))  # completion heap (real end, job)
+    state = (*args, np.int64(mode), begin, end, est, node_start, node_list, job_of_rank, *tree, *free, *at_shadow,
+             np.empty(n_nodes, np.int64), *running)
+    st = np.zeros(kernels.ST_SIZE, np.int64)
+    sf = np.zeros(kernels.SF_SIZE)
+    st[kernels.ST_HEAD] = size
+    _run_slices(kernels, shared_queue_steps, state, st, sf, progress,
+                {-3: "the head job never fits its partition (shared-node kernel)"},
+                "shared-node kernel stalled with {left} job(s) waiting")
     return begin, end, node_start, node_list
 
 
