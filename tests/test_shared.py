@@ -231,19 +231,19 @@ def test_conservative_plan_kept_between_passes_is_the_rebuilt_plan(n_nodes, load
     args = (submit, limit, width, np.minimum(run, limit), order, rank, cores, gpus, mem,
             np.int64(n_nodes), np.int64(16), np.int64(2), np.int64(16 * 2048))
     rebuilt = kernel.run_shared_conservative(*args, True)
-    kept = kernel.run_shared_conservative_profile(*args)
-    assert rebuilt[4] == kept[4] == 0
-    for a, b in zip(rebuilt[:4], kept[:4]):
+    kept = kernel._run_conservative_profile(args[:9], (n_nodes, 16, 2, 16 * 2048), None)
+    assert rebuilt[4] == 0
+    for a, b in zip(rebuilt[:4], kept):
         assert np.array_equal(a, b)
     assert np.nanmax(kept[0] - submit) > 10 * np.median(limit)  # long waits: a real queue
 
 
-# ------------------------------------------------------------------ slices of the compiled queue kernel
-# The shared-node queue policies run in slices of ``kernel.STEP_BUDGET`` events like the pool
+# ------------------------------------------------------------------ slices of the compiled kernels
+# The shared-node queue policies and conservative with limits enforced run in slices of ``kernel.STEP_BUDGET`` events like the pool
 # kernels: progress between slices, an exception from the callback (Ctrl-C) stops the run there,
 # and the slice size never changes the schedule (a slice ends at an event boundary with all the
 # loop's state stored).
-QUEUE_POLICIES = ("none", "easy", "easy_drevt")
+SLICED_POLICIES = ("none", "easy", "easy_drevt", "conservative")  # (conservative: limits enforced)
 
 
 def _busy_shared_jobs(n=1500, n_nodes=4, seed=7):
@@ -283,7 +283,7 @@ def _bits(a):
     return np.ascontiguousarray(a, dtype=np.float64).view(np.int64)
 
 
-@pytest.mark.parametrize("backfill", QUEUE_POLICIES)
+@pytest.mark.parametrize("backfill", SLICED_POLICIES)
 def test_shared_slice_size_does_not_change_the_schedule(busy_shared, monkeypatch, backfill):
     from drevt_sweep.sim import kernel
 
@@ -300,7 +300,7 @@ def test_shared_slice_size_does_not_change_the_schedule(busy_shared, monkeypatch
         assert np.array_equal(sliced.node_list, whole.node_list)
 
 
-@pytest.mark.parametrize("backfill", QUEUE_POLICIES)
+@pytest.mark.parametrize("backfill", SLICED_POLICIES)
 def test_shared_progress_between_slices_and_an_interrupt_stops_the_run(busy_shared, monkeypatch, backfill):
     """Through ``simulate_machine`` (the path of a sweep): its ``progress`` reaches the kernel."""
     from drevt_sweep.sim import kernel

@@ -14,7 +14,7 @@ free cores, GPUs and KiB of memory (int64 arrays); placement is first fit by nod
   can hold the head's per-node request; the extra-resources test takes a candidate's request
   from that copy and checks the count (and gives it back if the head no longer fits).
 
-* ``conservative`` with limits enforced (:func:`run_shared_conservative_profile`) keeps the
+* ``conservative`` with limits enforced (:func:`shared_conservative_profile_steps`) keeps the
   plan between passes as per-node profiles of free cores, GPUs and memory, logs where free
   resources grew (early ends, vacated reservations) and places a waiting job again only when
   such a growth could move it; the argument that this is the reference's schedule is in the
@@ -329,11 +329,10 @@ def run_shared(submit, limit, nodes, dur, rank, request, machine, backfill, enfo
             np.ascontiguousarray(rank, dtype=np.int64), cores, gpus, mem)
     if backfill != "conservative":
         return _run_queue(args, machine, MODES[backfill], progress)
-    caps = (np.int64(n_nodes), np.int64(cap_c), np.int64(cap_g), np.int64(cap_m))
     if enforce_limits:
-        begin, end, node_start, node_list, left = run_shared_conservative_profile(*args, *caps)
-    else:
-        begin, end, node_start, node_list, left = run_shared_conservative(*args, *caps, False)
+        return _run_conservative_profile(args, machine, progress)
+    caps = (np.int64(n_nodes), np.int64(cap_c), np.int64(cap_g), np.int64(cap_m))
+    begin, end, node_start, node_list, left = run_shared_conservative(*args, *caps, False)
     if left == -4:
         raise RuntimeError("conservative kept a reservation in the past (shared-node kernel)")
     if left == -1:
@@ -353,6 +352,56 @@ def _node_lists(nodes):
     node_start = np.zeros(nodes.shape[0] + 1, np.int64)
     np.cumsum(nodes, out=node_start[1:])
     return node_start, np.full(int(node_start[-1]), -1, np.int64)
+
+
+_CONSERVATIVE_ERRORS = {-1: "conservative plan did not converge (shared-node kernel)",
+                        -2: "conservative over-committed a node (shared-node kernel)",
+                        -3: "the head job never fits its partition (shared-node kernel)",
+                        -4: "conservative kept a reservation in the past (shared-node kernel)"}
+
+
+def _run_conservative_profile(args, machine, progress):
+    """conservative with limits enforced: the arrays of ``shared_conservative_profile_steps``
+    allocated here, the driver called in slices; the profiles and the growth log it grew
+    inside a slice replace the old ones before the next."""
+    from . import _kernels as kernels, _run_slices
+
+    submit, limit, nodes = args[:3]
+    n = int(submit.shape[0])
+    n_nodes, cap_c, cap_g, cap_m = (int(x) for x in machine)
+    node_start, node_list = _node_lists(nodes)
+    per_job = (np.full(n, np.nan), np.full(n, np.nan), np.full(n, np.nan),  # begin, end, estimated end
+               np.full(n, np.nan), np.zeros(n, np.int64))  # reserved start; growths known to its place
+    free = (np.full(n_nodes, cap_c, np.int64), np.full(n_nodes, cap_g, np.int64), np.full(n_nodes, cap_m, np.int64))
+    scratch = (np.empty(n_nodes, np.int64), np.empty(n_nodes, np.int64), np.empty(n_nodes),  # pick, old nodes, E
+               np.full(n_nodes, -1, np.int64), np.empty(n_nodes, np.int64), np.empty(n_nodes))  # mark, seen, reach
+    failed = (np.full(n_nodes, -1, np.int64), *(np.zeros(n_nodes, np.int64) for _ in range(4)),  # pass, version, c, g, m
+              np.zeros(n_nodes), np.zeros(n_nodes))  # limit, horizon: a request that found no start on node i
+    nq = 0  # sizes 2**q of core runs tracked (the cores of a node)
+    while nq < 62 and (1 << nq) <= cap_c:
+        nq += 1
+    growth = (np.zeros(n_nodes, np.int64), np.zeros(n, np.int64),  # growths per node; summed over j's nodes
+              np.full(3, -1, np.int64), np.full(max(nq, 1), -1.0),  # largest free since the last quiet round
+              np.full((n_nodes, 64), -1, np.int64), np.zeros((n_nodes, 64), np.int64),  # longest-run cache
+              np.zeros((n_nodes, 64)), np.zeros((n_nodes, 64)), np.zeros(n_nodes, np.int64))  # ..., node versions
+    queues = (np.empty(n + 1), np.empty(n + 1, np.int64), np.empty(max(n, 1), np.int64))  # completion heap, waiting
+    profile = [np.full((n_nodes, 32), -np.inf), np.full((n_nodes, 32), cap_c, np.int64),  # grown by the driver
+               np.full((n_nodes, 32), cap_g, np.int64), np.full((n_nodes, 32), cap_m, np.int64)]
+    log = [np.empty(256, np.int64), np.empty(256), np.empty(256), *(np.empty(256, np.int64) for _ in range(5))]
+    fixed = (*args, *per_job, node_start, node_list, *free, *scratch, *failed, *growth, *queues)
+    breaks = np.ones(n_nodes, np.int64)  # breakpoints per node's profile
+
+    def step(*state_st_sf_budget):
+        status, *grown = shared_conservative_profile_steps(*fixed, *profile, breaks, *log, *state_st_sf_budget)
+        profile[:] = grown[:4]
+        log[:] = grown[4:]
+        return status
+
+    st = np.zeros(kernels.ST_SIZE, np.int64)
+    sf = np.zeros(kernels.SF_SIZE)
+    _run_slices(kernels, step, (), st, sf, progress, _CONSERVATIVE_ERRORS,
+                "shared-node kernel stalled with {left} job(s) waiting")
+    return per_job[0], per_job[1], node_start, node_list
 
 
 def _run_queue(args, machine, mode, progress):
@@ -682,7 +731,7 @@ def _earliest_fit(ts, te, tj, cnt, ends, E, now, k, duration, c, g, m, cores, gp
 # start + limit; adjacent segments with equal free amounts are merged, so the profile is the
 # canonical form of the usage that ``_Timeline`` sums from its intervals.
 #
-# Why only a few reserved jobs are looked at (see ``run_shared_conservative_profile``):
+# Why only a few reserved jobs are looked at (see ``shared_conservative_profile_steps``):
 # ``_Timeline.earliest_fit`` is a function of the usage alone. Its candidates are now and the
 # interval ends; a window [t, t + L) that fits on a node still fits slid left to the last end at
 # or before t (usage never drops between two ends going left), so its result is the earliest
@@ -981,84 +1030,57 @@ def _grown_sum(gcount, node_list, first, k):
     return t
 
 
+# ``shared_conservative_profile_steps``' scalars between slices, in ``st`` beside the common
+# counts (the running count is unused: this kernel keeps no sorted running jobs).
+CP_NRES = 6  # waiting jobs with a reservation
+CP_BASE = 7  # sequence number of the growth log's first entry
+CP_LC = 8  # entries in the growth log
+CP_VISIT = 9  # number of the last growth scan (``mark``)
+CP_PASS = 10  # number of the last planning pass
+
+
 @njit(cache=True)
-def run_shared_conservative_profile(submit, limit, nodes, dur, arrivals, rank, cores, gpus, mem,
-                                    n_nodes, cap_c, cap_g, cap_m):
+def shared_conservative_profile_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, mem,
+                                      begin, end, est, res, stamp, node_start, node_list, fc, fg, fm,
+                                      pick, old_nodes, E, mark, seen, reach, fail_p, fail_v, fail_c, fail_g,
+                                      fail_m, fail_l, fail_h, gcount, own_g, AGG, AGR, run_p, run_v, run_r,
+                                      run_w, version, hk, hj, q, PT, PC, PG, PM, PB,
+                                      LN, L0, L1, LP, LV, LC, LG, LM, st, sf, budget):
     """``sim.shared._Conservative`` with limits enforced, on a plan kept between passes (see
     the comment above ``_seg``): the reference's rounds, in which a reserved job is placed
-    again only when a growth logged since it was last placed could move it. Returns (begin,
-    end, node_start, node_list, status) as :func:`run_shared_conservative`."""
+    again only when a growth logged since it was last placed could move it.
+
+    Resumable: runs at most ``budget`` events from the state in ``st``/``sf`` and the arrays
+    (``shared._run_conservative_profile`` allocates them). The per-node profiles and the growth
+    log still grow inside an event (no bound before the event holds for the log: see
+    ``docs/kernel.md``), so this driver keeps numba's runtime and returns them: (status, PT, PC,
+    PG, PM, LN, L0, L1, LP, LV, LC, LG, LM), status 0 done, 1 budget used, -1 a plan that did
+    not converge, -2 an over-committed node, -3 a job that fits nowhere, -4 a reservation
+    kept in the past."""
     n = submit.shape[0]
-    begin = np.full(n, np.nan)
-    end = np.full(n, np.nan)
-    est = np.full(n, np.nan)
-    res = np.full(n, np.nan)  # reserved start (its nodes: node_list[node_start[j]:...])
-    stamp = np.zeros(n, np.int64)  # growths before this sequence number are known to j's place
-    node_start = np.zeros(n + 1, np.int64)
-    for j in range(n):
-        node_start[j + 1] = node_start[j] + nodes[j]
-    node_list = np.full(node_start[n], -1, np.int64)
-    fc = np.full(n_nodes, cap_c, np.int64)
-    fg = np.full(n_nodes, cap_g, np.int64)
-    fm = np.full(n_nodes, cap_m, np.int64)
-    pick = np.empty(n_nodes, np.int64)
-    old_nodes = np.empty(n_nodes, np.int64)
-    E = np.empty(n_nodes, np.float64)
-    mark = np.full(n_nodes, -1, np.int64)  # node i already looked at in visit mark[i]
-    seen = np.empty(n_nodes, np.int64)
-    reach = np.empty(n_nodes, np.float64)  # the latest end of a growth of node i it may use
-    fail_p = np.full(n_nodes, -1, np.int64)  # in pass fail_p, version fail_v of node i, the request
-    fail_v = np.zeros(n_nodes, np.int64)  # (fail_c, fail_g, fail_m) for fail_l found no start
-    fail_c = np.zeros(n_nodes, np.int64)  # on it up to fail_h
-    fail_g = np.zeros(n_nodes, np.int64)
-    fail_m = np.zeros(n_nodes, np.int64)
-    fail_l = np.zeros(n_nodes, np.float64)
-    fail_h = np.zeros(n_nodes, np.float64)
-    nq = 0
-    while nq < 62 and (1 << nq) <= cap_c:
-        nq += 1
-    gcount = np.zeros(n_nodes, np.int64)  # growths logged on node i so far
-    own_g = np.zeros(n, np.int64)  # ... summed over job j's nodes when it was last placed
-    AGG = np.full(3, -1, np.int64)  # bounds over the growths since the last quiet round:
-    AGR = np.full(max(nq, 1), -1.0)  # largest free (cores, GPUs, KiB); longest run of 2**q cores
-    run_p = np.full((n_nodes, 64), -1, np.int64)  # in pass run_p, version run_v of node i, the
-    run_v = np.zeros((n_nodes, 64), np.int64)  # longest run of >= 2**q free cores from a start
-    run_r = np.zeros((n_nodes, 64), np.float64)  # before run_r is run_w
-    run_w = np.zeros((n_nodes, 64), np.float64)
-    visit = 0
-    version = np.zeros(n_nodes, np.int64)  # bumped whenever node i's profile changes
-    hk = np.empty(n + 1, np.float64)
-    hj = np.empty(n + 1, np.int64)
-    q = np.empty(max(n, 1), np.int64)
-    PT = np.full((n_nodes, 32), -np.inf)
-    PC = np.full((n_nodes, 32), cap_c, np.int64)
-    PG = np.full((n_nodes, 32), cap_g, np.int64)
-    PM = np.full((n_nodes, 32), cap_m, np.int64)
-    PB = np.ones(n_nodes, np.int64)
-    LN = np.empty(256, np.int64)  # the growth log: node, [L0, L1); entry x has number base + x
-    L0 = np.empty(256, np.float64)
-    L1 = np.empty(256, np.float64)
-    LP = np.empty(256, np.int64)  # pass in which LC/LG/LM (its largest free amounts) were computed
-    LV = np.empty(256, np.int64)  # ... and the node's version then
-    LC = np.empty(256, np.int64)
-    LG = np.empty(256, np.int64)
-    LM = np.empty(256, np.int64)
-    base = 0
-    Lc = 0
     max_rounds = 1000 + 100 * n
-    pass_no = 0
-    H = 0
-    Q = 0
-    n_res = 0
-    a = 0
+    _, _, H, Q, a, done = _load_counts(st)
+    n_res = st[CP_NRES]
+    base = st[CP_BASE]
+    Lc = st[CP_LC]
+    visit = st[CP_VISIT]
+    pass_no = st[CP_PASS]
+    now = sf[SF_NOW]
+    status = 0
+    events = 0
     n_arr = arrivals.shape[0]
     while a < n_arr or H > 0:
+        if events >= budget:
+            status = 1
+            break
+        events += 1
         now = _next_event(submit, arrivals, a, hk, H)
         freed_early = False
         while H > 0 and hk[0] <= now:
             j = hj[0]
             H = _heap_pop(hk, hj, H)
             _give_back(j, fc, fg, fm, node_start, node_list, cores, gpus, mem)
+            done += 1
             if end[j] < est[j]:  # its nodes are free on [now, estimated end) from now on
                 freed_early = True
                 for y in range(node_start[j], node_start[j + 1]):
@@ -1105,7 +1127,7 @@ def run_shared_conservative_profile(submit, limit, nodes, dur, arrivals, rank, c
             while True:
                 rounds += 1
                 if rounds > max_rounds:
-                    return begin, end, node_start, node_list, -1
+                    return -1, PT, PC, PG, PM, LN, L0, L1, LP, LV, LC, LG, LM
                 moved = False
                 changed = False
                 for x in range(Q):
@@ -1116,7 +1138,7 @@ def run_shared_conservative_profile(submit, limit, nodes, dur, arrivals, rank, c
                     if old != old:  # a new job: its earliest fit on the plan
                         start = _earliest_all(PT, PC, PG, PM, PB, now, k, lim, c, g, m, np.inf, pick, E)
                         if start == np.inf:
-                            return begin, end, node_start, node_list, -3
+                            return -3, PT, PC, PG, PM, LN, L0, L1, LP, LV, LC, LG, LM
                         for y in range(k):
                             node_list[node_start[j] + y] = pick[y]
                             i = pick[y]
@@ -1132,7 +1154,7 @@ def run_shared_conservative_profile(submit, limit, nodes, dur, arrivals, rank, c
                     if not replan:
                         continue
                     if old < now:
-                        return begin, end, node_start, node_list, -4
+                        return -4, PT, PC, PG, PM, LN, L0, L1, LP, LV, LC, LG, LM
                     first = node_start[j]
                     if c > AGG[0] or g > AGG[1] or m > AGG[2]:
                         stamp[j] = base + Lc
@@ -1291,7 +1313,7 @@ def run_shared_conservative_profile(submit, limit, nodes, dur, arrivals, rank, c
             if res[j] == now:
                 if not _begin(j, now, node_start, node_list, cores, gpus, mem, dur, limit, fc, fg, fm,
                               begin, end, est):
-                    return begin, end, node_start, node_list, -2
+                    return -2, PT, PC, PG, PM, LN, L0, L1, LP, LV, LC, LG, LM
                 H = _heap_push(hk, hj, H, end[j], j)
                 res[j] = np.nan
                 n_res -= 1
@@ -1299,4 +1321,11 @@ def run_shared_conservative_profile(submit, limit, nodes, dur, arrivals, rank, c
                 q[w] = j
                 w += 1
         Q = w
-    return begin, end, node_start, node_list, Q
+    _store_counts(st, 0, 0, H, Q, a, done)
+    st[CP_NRES] = n_res
+    st[CP_BASE] = base
+    st[CP_LC] = Lc
+    st[CP_VISIT] = visit
+    st[CP_PASS] = pass_no
+    sf[SF_NOW] = now
+    return status, PT, PC, PG, PM, LN, L0, L1, LP, LV, LC, LG, LM
