@@ -230,20 +230,21 @@ def test_conservative_plan_kept_between_passes_is_the_rebuilt_plan(n_nodes, load
     order = np.argsort(submit, kind="stable").astype(np.int64)
     args = (submit, limit, width, np.minimum(run, limit), order, rank, cores, gpus, mem,
             np.int64(n_nodes), np.int64(16), np.int64(2), np.int64(16 * 2048))
-    rebuilt = kernel.run_shared_conservative(*args, True)
-    kept = kernel._run_conservative_profile(args[:9], (n_nodes, 16, 2, 16 * 2048), None)
-    assert rebuilt[4] == 0
-    for a, b in zip(rebuilt[:4], kept):
+    machine = (n_nodes, 16, 2, 16 * 2048)
+    rebuilt = kernel._run_conservative_timelines(args[:9], machine, True, None)
+    kept = kernel._run_conservative_profile(args[:9], machine, None)
+    for a, b in zip(rebuilt, kept):
         assert np.array_equal(a, b)
     assert np.nanmax(kept[0] - submit) > 10 * np.median(limit)  # long waits: a real queue
 
 
 # ------------------------------------------------------------------ slices of the compiled kernels
-# The shared-node queue policies and conservative with limits enforced run in slices of ``kernel.STEP_BUDGET`` events like the pool
+# The shared-node queue policies and both conservative kernels run in slices of ``kernel.STEP_BUDGET`` events like the pool
 # kernels: progress between slices, an exception from the callback (Ctrl-C) stops the run there,
 # and the slice size never changes the schedule (a slice ends at an event boundary with all the
 # loop's state stored).
-SLICED_POLICIES = ("none", "easy", "easy_drevt", "conservative")  # (conservative: limits enforced)
+SLICED_POLICIES = [("none", True), ("easy", True), ("easy_drevt", False), ("conservative", True),
+                   ("conservative", False)]  # (backfill, enforce_limits): both conservative kernels
 
 
 def _busy_shared_jobs(n=1500, n_nodes=4, seed=7):
@@ -283,25 +284,26 @@ def _bits(a):
     return np.ascontiguousarray(a, dtype=np.float64).view(np.int64)
 
 
-@pytest.mark.parametrize("backfill", SLICED_POLICIES)
-def test_shared_slice_size_does_not_change_the_schedule(busy_shared, monkeypatch, backfill):
+@pytest.mark.parametrize("backfill, enforce", SLICED_POLICIES)
+def test_shared_slice_size_does_not_change_the_schedule(busy_shared, monkeypatch, backfill, enforce):
     from drevt_sweep.sim import kernel
 
     jobs, part = busy_shared
-    whole = _fast_shared(jobs, part, backfill)
+    whole = _fast_shared(jobs, part, backfill, enforce_limits=enforce)
     assert np.nanmax(whole.begin - jobs.submit) > 3600  # long waits: a real queue
     for budget in (1, 5):
         monkeypatch.setattr(kernel, "STEP_BUDGET", budget)
         calls = []
-        sliced = _fast_shared(jobs, part, backfill, progress=lambda now, done: calls.append(done))
+        sliced = _fast_shared(jobs, part, backfill, enforce_limits=enforce,
+                              progress=lambda now, done: calls.append(done))
         assert len(calls) >= len(jobs) // (2 * budget)  # it really ran in slices of ``budget`` events
         assert (_bits(sliced.begin) == _bits(whole.begin)).all() and (_bits(sliced.end) == _bits(whole.end)).all()
         assert np.array_equal(sliced.node_start, whole.node_start)
         assert np.array_equal(sliced.node_list, whole.node_list)
 
 
-@pytest.mark.parametrize("backfill", SLICED_POLICIES)
-def test_shared_progress_between_slices_and_an_interrupt_stops_the_run(busy_shared, monkeypatch, backfill):
+@pytest.mark.parametrize("backfill, enforce", SLICED_POLICIES)
+def test_shared_progress_between_slices_and_an_interrupt_stops_the_run(busy_shared, monkeypatch, backfill, enforce):
     """Through ``simulate_machine`` (the path of a sweep): its ``progress`` reaches the kernel."""
     from drevt_sweep.sim import kernel
 
@@ -310,7 +312,7 @@ def test_shared_progress_between_slices_and_an_interrupt_stops_the_run(busy_shar
     machine = Machine("m", (part,))
     seen = []
     simulate_machine(jobs, jobs.actual_run_time, machine, backfill=backfill, kernel="fast",
-                     progress=lambda now, done: seen.append((now, done)))
+                     enforce_limits=enforce, progress=lambda now, done: seen.append((now, done)))
     times = [t for t, _ in seen]
     done = [d for _, d in seen]
     assert len(seen) > 10 and times == sorted(times) and done == sorted(done)
@@ -324,7 +326,8 @@ def test_shared_progress_between_slices_and_an_interrupt_stops_the_run(busy_shar
             raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        simulate_machine(jobs, jobs.actual_run_time, machine, backfill=backfill, kernel="fast", progress=interrupt)
+        simulate_machine(jobs, jobs.actual_run_time, machine, backfill=backfill, kernel="fast",
+                         enforce_limits=enforce, progress=interrupt)
     assert len(calls) == 3 and calls[-1] < done[-1]  # it stopped at the third slice, not at the end
 
 

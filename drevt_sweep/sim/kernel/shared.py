@@ -18,7 +18,7 @@ free cores, GPUs and KiB of memory (int64 arrays); placement is first fit by nod
   plan between passes as per-node profiles of free cores, GPUs and memory, logs where free
   resources grew (early ends, vacated reservations) and places a waiting job again only when
   such a growth could move it; the argument that this is the reference's schedule is in the
-  comment above ``_seg``. With limits not enforced (:func:`run_shared_conservative`) the
+  comment above ``_seg``. With limits not enforced (:func:`shared_conservative_steps`) the
   per-node interval timelines are rebuilt and every job re-placed in priority order until
   nothing moves, at every pass, as the reference does.
 
@@ -331,19 +331,7 @@ def run_shared(submit, limit, nodes, dur, rank, request, machine, backfill, enfo
         return _run_queue(args, machine, MODES[backfill], progress)
     if enforce_limits:
         return _run_conservative_profile(args, machine, progress)
-    caps = (np.int64(n_nodes), np.int64(cap_c), np.int64(cap_g), np.int64(cap_m))
-    begin, end, node_start, node_list, left = run_shared_conservative(*args, *caps, False)
-    if left == -4:
-        raise RuntimeError("conservative kept a reservation in the past (shared-node kernel)")
-    if left == -1:
-        raise RuntimeError("conservative plan did not converge (shared-node kernel)")
-    if left == -2:
-        raise RuntimeError("conservative over-committed a node (shared-node kernel)")
-    if left == -3:
-        raise RuntimeError("the head job never fits its partition (shared-node kernel)")
-    if left:
-        raise RuntimeError(f"shared-node kernel stalled with {left} job(s) waiting")
-    return begin, end, node_start, node_list
+    return _run_conservative_timelines(args, machine, False, progress)
 
 
 def _node_lists(nodes):
@@ -395,6 +383,41 @@ def _run_conservative_profile(args, machine, progress):
         status, *grown = shared_conservative_profile_steps(*fixed, *profile, breaks, *log, *state_st_sf_budget)
         profile[:] = grown[:4]
         log[:] = grown[4:]
+        return status
+
+    st = np.zeros(kernels.ST_SIZE, np.int64)
+    sf = np.zeros(kernels.SF_SIZE)
+    _run_slices(kernels, step, (), st, sf, progress, _CONSERVATIVE_ERRORS,
+                "shared-node kernel stalled with {left} job(s) waiting")
+    return per_job[0], per_job[1], node_start, node_list
+
+
+def _run_conservative_timelines(args, machine, enforce, progress):
+    """conservative on timelines rebuilt at every pass (limits not enforced; ``enforce``: the
+    tests' check of the kept plan): the arrays of ``shared_conservative_steps`` allocated here,
+    the driver called in slices; the timelines it grew inside a slice replace the old ones
+    before the next."""
+    from . import _kernels as kernels, _run_slices
+
+    submit, limit, nodes = args[:3]
+    n = int(submit.shape[0])
+    n_nodes, cap_c, cap_g, cap_m = (int(x) for x in machine)
+    node_start, node_list = _node_lists(nodes)
+    per_job = (np.full(n, np.nan), np.full(n, np.nan), np.full(n, np.nan),  # begin, end, estimated end
+               np.full(n, np.nan))  # reserved start (its nodes: node_list[node_start[j]:...])
+    free = (np.full(n_nodes, cap_c, np.int64), np.full(n_nodes, cap_g, np.int64), np.full(n_nodes, cap_m, np.int64))
+    rmax = min(n, n_nodes * cap_c) + 1  # running jobs (each holds at least one core)
+    running = (np.empty(rmax), np.empty(rmax, np.int64), np.empty(rmax, np.int64),  # by (estimated end, job)
+               np.empty(rmax), np.empty(rmax, np.int64))  # completion heap (real end, job)
+    fixed = (*args, np.int64(cap_c), np.int64(cap_g), np.int64(cap_m), bool(enforce), *per_job, node_start,
+             node_list, *free, np.empty(n_nodes, np.int64), *running, np.empty(max(n, 1), np.int64),
+             np.zeros(n_nodes, np.int64),  # intervals per node
+             np.empty(n + 16))  # every interval's end, sorted: one per job (running, reserved or just ended)
+    timelines = [np.empty((n_nodes, 16)), np.empty((n_nodes, 16)), np.empty((n_nodes, 16), np.int64)]
+
+    def step(*state_st_sf_budget):
+        status, *grown = shared_conservative_steps(*fixed, *timelines, *state_st_sf_budget)
+        timelines[:] = grown
         return status
 
     st = np.zeros(kernels.ST_SIZE, np.int64)
@@ -520,51 +543,47 @@ def _fits_node(ts, te, tj, cnt, i, t0, t1, c, g, m, cores, gpus, mem, cap_c, cap
     return True
 
 
+# ``shared_conservative_steps``' scalars between slices, in ``st`` beside the common counts.
+CT_NRES = 6  # waiting jobs with a reservation
+CT_ENDS = 7  # entries of ``ends``
+CT_STALE = 8  # 1 when the timelines hold an interval of a job that ended early
+
+
 @njit(cache=True)
-def run_shared_conservative(submit, limit, nodes, dur, arrivals, rank, cores, gpus, mem,
-                            n_nodes, cap_c, cap_g, cap_m, enforce):
-    """``sim.shared._Conservative`` compiled. Returns (begin, end, node_start, node_list, status):
-    status = jobs left waiting, -1 a plan that did not converge, -2 an over-committed node."""
+def shared_conservative_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, mem, cap_c, cap_g, cap_m,
+                              enforce, begin, end, est, res, node_start, node_list, fc, fg, fm, pick,
+                              re, rj, rn, hk, hj, q, cnt, ends, ts, te, tj, st, sf, budget):
+    """``sim.shared._Conservative`` compiled: the per-node interval timelines rebuilt and every
+    job re-placed in priority order until nothing moves, at every pass (limits not enforced;
+    the tests also run it with limits enforced against ``shared_conservative_profile_steps``).
+
+    Resumable: at most ``budget`` events from the state in ``st``/``sf`` and the arrays
+    (``shared._run_conservative_timelines`` allocates them). The timelines still grow inside
+    an event, so this driver keeps numba's runtime and returns them: (status, ts, te, tj),
+    status 0 done, 1 budget used, -1 a plan that did not converge, -2 an over-committed node,
+    -3 a job that fits nowhere."""
     n = submit.shape[0]
-    begin = np.full(n, np.nan)
-    end = np.full(n, np.nan)
-    est = np.full(n, np.nan)
-    res = np.full(n, np.nan)  # reserved start (its nodes: node_list[node_start[j]:...])
-    node_start = np.zeros(n + 1, np.int64)
-    for j in range(n):
-        node_start[j + 1] = node_start[j] + nodes[j]
-    node_list = np.full(node_start[n], -1, np.int64)
-    fc = np.full(n_nodes, cap_c, np.int64)
-    fg = np.full(n_nodes, cap_g, np.int64)
-    fm = np.full(n_nodes, cap_m, np.int64)
-    pick = np.empty(n_nodes, np.int64)
-    rmax = min(n, n_nodes * cap_c) + 1
-    re = np.empty(rmax, np.float64)
-    rj = np.empty(rmax, np.int64)
-    rn = np.empty(rmax, np.int64)
-    hk = np.empty(rmax, np.float64)
-    hj = np.empty(rmax, np.int64)
-    q = np.empty(max(n, 1), np.int64)
-    ts = np.empty((n_nodes, 16), np.float64)
-    te = np.empty((n_nodes, 16), np.float64)
-    tj = np.empty((n_nodes, 16), np.int64)
-    cnt = np.zeros(n_nodes, np.int64)
-    ends = np.empty(n + 16, np.float64)  # one end per job (running, reserved or just ended)
-    E = 0
+    n_nodes = fc.shape[0]
     max_rounds = 1000 + 100 * n
-    stale = False
-    R = 0
-    H = 0
-    Q = 0
-    n_res = 0
-    a = 0
+    _, R, H, Q, a, done = _load_counts(st)
+    n_res = st[CT_NRES]
+    E = st[CT_ENDS]
+    stale = st[CT_STALE] != 0
+    now = sf[SF_NOW]
+    status = 0
+    events = 0
     n_arr = arrivals.shape[0]
     while a < n_arr or H > 0:
+        if events >= budget:
+            status = 1
+            break
+        events += 1
         now = _next_event(submit, arrivals, a, hk, H)
         freed_early = False
         while H > 0 and hk[0] <= now:
             j, H, R = _finish_next(hk, hj, H, re, rj, rn, R, est)
             _give_back(j, fc, fg, fm, node_start, node_list, cores, gpus, mem)
+            done += 1
             if end[j] < est[j]:
                 freed_early = True
                 stale = True  # its interval outlives it: the timelines need rebuilding
@@ -610,7 +629,7 @@ def run_shared_conservative(submit, limit, nodes, dur, arrivals, rank, cores, gp
             while True:
                 rounds += 1
                 if rounds > max_rounds:
-                    return begin, end, node_start, node_list, -1
+                    return -1, ts, te, tj
                 moved = False
                 for x in range(Q):
                     j = q[x]
@@ -624,7 +643,7 @@ def run_shared_conservative(submit, limit, nodes, dur, arrivals, rank, cores, gp
                                           cores[j], gpus[j], mem[j], cores, gpus, mem,
                                           cap_c, cap_g, cap_m, pick)
                     if start == np.inf:
-                        return begin, end, node_start, node_list, -3
+                        return -3, ts, te, tj
                     for y in range(nodes[j]):
                         node_list[node_start[j] + y] = pick[y]
                     ts, te, tj, E = _tl_add(ts, te, tj, cnt, ends, E, j, start, start + limit[j],
@@ -644,7 +663,7 @@ def run_shared_conservative(submit, limit, nodes, dur, arrivals, rank, cores, gp
             if res[j] == now:
                 if not _begin(j, now, node_start, node_list, cores, gpus, mem, dur, limit, fc, fg, fm,
                               begin, end, est):
-                    return begin, end, node_start, node_list, -2
+                    return -2, ts, te, tj
                 R = _run_insert(re, rj, rn, R, est[j], j, 0)
                 H = _heap_push(hk, hj, H, end[j], j)
                 res[j] = np.nan
@@ -653,7 +672,12 @@ def run_shared_conservative(submit, limit, nodes, dur, arrivals, rank, cores, gp
                 q[w] = j
                 w += 1
         Q = w
-    return begin, end, node_start, node_list, Q
+    _store_counts(st, 0, R, H, Q, a, done)
+    st[CT_NRES] = n_res
+    st[CT_ENDS] = E
+    st[CT_STALE] = 1 if stale else 0
+    sf[SF_NOW] = now
+    return status, ts, te, tj
 
 
 @njit(cache=True)
