@@ -230,9 +230,115 @@ def test_conservative_plan_kept_between_passes_is_the_rebuilt_plan(n_nodes, load
     order = np.argsort(submit, kind="stable").astype(np.int64)
     args = (submit, limit, width, np.minimum(run, limit), order, rank, cores, gpus, mem,
             np.int64(n_nodes), np.int64(16), np.int64(2), np.int64(16 * 2048))
-    rebuilt = kernel.run_shared_conservative(*args, True)
-    kept = kernel.run_shared_conservative_profile(*args)
-    assert rebuilt[4] == kept[4] == 0
-    for a, b in zip(rebuilt[:4], kept[:4]):
+    machine = (n_nodes, 16, 2, 16 * 2048)
+    rebuilt = kernel._run_conservative_timelines(args[:9], machine, True, None)
+    kept = kernel._run_conservative_profile(args[:9], machine, None)
+    for a, b in zip(rebuilt, kept):
         assert np.array_equal(a, b)
     assert np.nanmax(kept[0] - submit) > 10 * np.median(limit)  # long waits: a real queue
+
+
+# ------------------------------------------------------------------ slices of the compiled kernels
+# The shared-node queue policies and both conservative kernels run in slices of ``kernel.STEP_BUDGET`` events like the pool
+# kernels: progress between slices, an exception from the callback (Ctrl-C) stops the run there,
+# and the slice size never changes the schedule (a slice ends at an event boundary with all the
+# loop's state stored).
+SLICED_POLICIES = [("none", True), ("easy", True), ("easy_drevt", False), ("conservative", True),
+                   ("conservative", False)]  # (backfill, enforce_limits): both conservative kernels
+
+
+def _busy_shared_jobs(n=1500, n_nodes=4, seed=7):
+    """``n`` jobs on ``n_nodes`` nodes of 16 cores, 2 GPUs, 32 GiB, offered about 1.1 times what
+    the nodes hold: a queue of tens of jobs, so EASY reserves and backfills throughout."""
+    rng = np.random.default_rng(seed)
+    cores = np.where(rng.random(n) < 0.3, 1, rng.integers(1, 17, n)).astype(np.int64)
+    width = np.where(rng.random(n) < 0.1, rng.integers(2, n_nodes + 1, n), 1).astype(np.int64)
+    gpus = np.where(rng.random(n) < 0.2, rng.integers(1, 3, n), 0).astype(np.int64)
+    memory = (cores * rng.choice([512.0, 1024.0, 2048.0], n)).astype(float)
+    run = np.maximum(np.round(rng.lognormal(np.log(300.0), 1.2, n)), 1.0)
+    limit = np.maximum(np.ceil(run * rng.uniform(0.8, 4.0, n) / 60.0) * 60.0, 60.0)  # some killed
+    span = float((width * cores * run).sum()) / (1.1 * n_nodes * 16)
+    submit = np.round(np.cumsum(rng.exponential(1.0, n)) * span / n)
+    jobs = make_jobs(submit, width, limit, run, queue=["p"] * n)
+    part = Partition("p", n_nodes, cores=16, gpus=2, memory=32 * 1024.0, sharing="shared", queues=("p",))
+    jobs = jobs.replace(cores_per_node=cores, gpus_per_node=gpus, memory_per_node=memory)
+    return jobs, part
+
+
+@pytest.fixture(scope="module")
+def busy_shared():
+    pytest.importorskip("numba")
+    from drevt_sweep.sim.kernel import load as load_kernel
+
+    if load_kernel(warn=False) is None:
+        pytest.skip("numba kernel unavailable")
+    return _busy_shared_jobs()
+
+
+def _fast_shared(jobs, part, backfill, **kw):
+    return simulate_shared(jobs, jobs.actual_run_time, part, jobs.cores_per_node, jobs.gpus_per_node,
+                           jobs.memory_per_node, backfill=backfill, kernel="fast", **kw)
+
+
+def _bits(a):
+    return np.ascontiguousarray(a, dtype=np.float64).view(np.int64)
+
+
+@pytest.mark.parametrize("backfill, enforce", SLICED_POLICIES)
+def test_shared_slice_size_does_not_change_the_schedule(busy_shared, monkeypatch, backfill, enforce):
+    from drevt_sweep.sim import kernel
+
+    jobs, part = busy_shared
+    whole = _fast_shared(jobs, part, backfill, enforce_limits=enforce)
+    assert np.nanmax(whole.begin - jobs.submit) > 3600  # long waits: a real queue
+    for budget in (1, 5):
+        monkeypatch.setattr(kernel, "STEP_BUDGET", budget)
+        calls = []
+        sliced = _fast_shared(jobs, part, backfill, enforce_limits=enforce,
+                              progress=lambda now, done: calls.append(done))
+        assert len(calls) >= len(jobs) // (2 * budget)  # it really ran in slices of ``budget`` events
+        assert (_bits(sliced.begin) == _bits(whole.begin)).all() and (_bits(sliced.end) == _bits(whole.end)).all()
+        assert np.array_equal(sliced.node_start, whole.node_start)
+        assert np.array_equal(sliced.node_list, whole.node_list)
+
+
+@pytest.mark.parametrize("backfill, enforce", SLICED_POLICIES)
+def test_shared_progress_between_slices_and_an_interrupt_stops_the_run(busy_shared, monkeypatch, backfill, enforce):
+    """Through ``simulate_machine`` (the path of a sweep): its ``progress`` reaches the kernel."""
+    from drevt_sweep.sim import kernel
+
+    monkeypatch.setattr(kernel, "STEP_BUDGET", 64)
+    jobs, part = busy_shared
+    machine = Machine("m", (part,))
+    seen = []
+    simulate_machine(jobs, jobs.actual_run_time, machine, backfill=backfill, kernel="fast",
+                     enforce_limits=enforce, progress=lambda now, done: seen.append((now, done)))
+    times = [t for t, _ in seen]
+    done = [d for _, d in seen]
+    assert len(seen) > 10 and times == sorted(times) and done == sorted(done)
+    assert 0 < done[-1] < len(jobs)
+
+    calls = []
+
+    def interrupt(now, jobs_done):
+        calls.append(jobs_done)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        simulate_machine(jobs, jobs.actual_run_time, machine, backfill=backfill, kernel="fast",
+                         enforce_limits=enforce, progress=interrupt)
+    assert len(calls) == 3 and calls[-1] < done[-1]  # it stopped at the third slice, not at the end
+
+
+def test_shared_reference_reports_progress():
+    """The reference loop calls ``progress`` every ``engine.PROGRESS_EVERY_EVENTS`` events too."""
+    from drevt_sweep.sim.engine import PROGRESS_EVERY_EVENTS
+
+    jobs, part = _busy_shared_jobs(n=400, n_nodes=2, seed=3)
+    seen = []
+    simulate_shared(jobs, jobs.actual_run_time, part, jobs.cores_per_node, jobs.gpus_per_node,
+                    jobs.memory_per_node, backfill="easy", kernel="reference",
+                    progress=lambda now, done: seen.append((now, done)))
+    assert len(seen) >= 400 // PROGRESS_EVERY_EVENTS
+    assert [t for t, _ in seen] == sorted(t for t, _ in seen) and 0 < seen[-1][1] < 400

@@ -105,7 +105,9 @@ def simulate_machine(
     held: dict[str, int] = {}  # jobs a policy held or refused, per reason (backfill 'slurm')
     refused = np.zeros(n, dtype=bool)  # refused at submission by an association/QOS limit
     irregular = 0  # of those, the jobs only a DST day's longer gap would fit
-    done_before = 0
+    # jobs of the partitions already simulated (the compiled exclusive ones ran first)
+    done_before = 0 if compiled is None else sum(rows_of[k].size for k, p in enumerate(machine.partitions)
+                                                 if not p.shared)
     names = None  # the names jobs are served under, for PriorityTier (backfill 'slurm')
     for k, part in enumerate(machine.partitions):
         rows = rows_of[k]
@@ -138,7 +140,8 @@ def simulate_machine(
                 backfill="easy" if backfill == "slurm" else backfill,
                 enforce_limits=enforce_limits, kernel=kernel,
                 limits=assoc_limits.state_for(rows) if assoc_limits is not None and backfill == "slurm" else None,
-                report=report,
+                report=report, progress=None if progress is None else (
+                    lambda now, done, base=done_before: progress(now, base + done)),
             )
             for j in report.pop("refused", []):
                 refused[rows[j]] = True

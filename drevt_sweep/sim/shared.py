@@ -43,6 +43,7 @@ import numpy as np
 
 from ..errors import ConfigError
 from ..jobs import JobTable
+from .engine import PROGRESS_EVERY_EVENTS
 from .machine import Partition
 from .policies import check_backfill, check_priority, priority_rank
 
@@ -68,7 +69,8 @@ class SharedSchedule:
 def simulate_shared(jobs: JobTable, run_time: np.ndarray, partition: Partition, cores: np.ndarray,
                     gpus: np.ndarray, memory: np.ndarray, *, priority: str = "fcfs",
                     backfill: str = "easy", enforce_limits: bool = True, kernel: str = "auto",
-                    on_reservation=None, limits=None, report: dict | None = None) -> SharedSchedule:
+                    on_reservation=None, limits=None, report: dict | None = None,
+                    progress=None) -> SharedSchedule:
     """Schedule every job of ``jobs`` (all served by ``partition`` and fitting one of its
     nodes: ``machine.place_jobs`` rejects the others) with per-node requests ``cores``,
     ``gpus`` and ``memory``. ``kernel``: ``"reference"`` (this module), ``"fast"`` (the compiled
@@ -78,7 +80,10 @@ def simulate_shared(jobs: JobTable, run_time: np.ndarray, partition: Partition, 
     reference engine runs them): a submission they refuse is never queued (NaN times, listed
     in ``report["refused"]``), a job they hold is passed over in the queue pass (neither the
     head nor backfilled) while held; ``report`` receives the counts (``held_<reason>``,
-    ``rejected_<reason>``) as ``engine.simulate``'s warnings."""
+    ``rejected_<reason>``) as ``engine.simulate``'s warnings. ``progress(now, jobs_done)``, if
+    given, is called every few thousand events (the compiled kernel) or every
+    ``engine.PROGRESS_EVERY_EVENTS`` events (the reference), as ``engine.simulate`` does; an
+    exception from it (Ctrl-C) stops the run there."""
     check_priority(priority)
     check_backfill(backfill)
     if backfill not in SHARED_BACKFILLS:
@@ -104,12 +109,12 @@ def simulate_shared(jobs: JobTable, run_time: np.ndarray, partition: Partition, 
 
         begin, end, node_start, node_list = fast.run_shared(
             submit, limit, nodes, dur, rank, request, (partition.nodes, *node_resources(partition)), backfill,
-            bool(enforce_limits))
+            bool(enforce_limits), progress=progress)
     else:
         gate = _LimitGate(limits, rank.tolist()) if limits is not None else None
         begin, end, placed = _run_events(submit.tolist(), limit.tolist(), nodes.tolist(), dur.tolist(),
                                          rank, [r.tolist() for r in request], partition, backfill,
-                                         bool(enforce_limits), on_reservation, gate)
+                                         bool(enforce_limits), on_reservation, gate, progress)
         if gate is not None and report is not None:
             report.update(gate.counts())
             report["refused"] = sorted(gate.refused)
@@ -236,7 +241,8 @@ class _LimitGate:
         return out
 
 
-def _run_events(submit, limit, nodes, dur, rank, request, partition, backfill, enforce, hook, gate=None):
+def _run_events(submit, limit, nodes, dur, rank, request, partition, backfill, enforce, hook, gate=None,
+                progress=None):
     """The event loop (as ``engine._run_events``), on per-node free resources."""
     n = len(submit)
     cores, gpus, memory = request
@@ -267,7 +273,12 @@ def _run_events(submit, limit, nodes, dur, rank, request, partition, backfill, e
         heapq.heappush(completions, (end[j], j))
 
     a = 0
+    events = 0
+    finished = 0
     while a < n or completions:
+        events += 1
+        if progress is not None and events % PROGRESS_EVERY_EVENTS == 0:
+            progress(now, finished)
         t_arr = submit[order[a]] if a < n else INF
         t_end = completions[0][0] if completions else INF
         now = t_arr if t_arr < t_end else t_end
@@ -277,6 +288,7 @@ def _run_events(submit, limit, nodes, dur, rank, request, partition, backfill, e
             del running[bisect_left(running, (est_end[j], j))]
             free.add(placed[j], cores[j], gpus[j], memory[j], +1)
             freed_early |= end[j] < est_end[j]
+            finished += 1
             if gate is not None:
                 gate.state.end(j)
         while a < n and submit[order[a]] <= now:

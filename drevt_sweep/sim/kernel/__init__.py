@@ -166,10 +166,21 @@ def _running_arrays(rmax):
             np.empty(rmax), np.empty(rmax, np.int64))
 
 
-def _run_slices(kernels, step, state, st, sf, backfill, progress):
+def _pool_errors(backfill):
+    """What the pool drivers' failure statuses mean, and the message for jobs left waiting."""
+    return ({-1: "conservative plan did not converge (compiled kernel)",
+             -2: f"policy {backfill!r} over-committed the machine (compiled kernel)"},
+            f"engine stalled with {{left}} job(s) waiting (policy {backfill!r}, compiled kernel)")
+
+
+def _run_slices(kernels, step, state, st, sf, progress, errors, stalled):
     """Call the driver ``step`` on ``state`` in slices of :data:`STEP_BUDGET` work units until it
     is done, with ``progress(now, jobs_done)`` between slices (Python acts on signals there, so
-    a ``KeyboardInterrupt`` stops the run); the driver's failures become exceptions."""
+    a ``KeyboardInterrupt`` stops the run). A failure status of the driver raises the message
+    ``errors`` gives it; jobs left waiting at the end (which cannot happen: with nothing
+    running the best job always fits) raise ``stalled`` (formatted with ``left``). Every
+    driver (pool, extended, shared nodes) stores its time at ``SF_NOW`` and its counts at
+    ``ST_DONE`` / ``ST_Q``."""
     budget = np.int64(STEP_BUDGET)
     while True:
         status = step(*state, st, sf, budget)
@@ -177,13 +188,11 @@ def _run_slices(kernels, step, state, st, sf, backfill, progress):
             break
         if progress is not None:
             progress(float(sf[kernels.SF_NOW]), int(st[kernels.ST_DONE]))
-    if status == -1:
-        raise RuntimeError("conservative plan did not converge (compiled kernel)")
-    if status == -2:
-        raise RuntimeError(f"policy {backfill!r} over-committed the machine (compiled kernel)")
+    if status in errors:
+        raise RuntimeError(errors[status])
     left = int(st[kernels.ST_Q])
-    if left:  # cannot happen: with nothing running, the best job always fits
-        raise RuntimeError(f"engine stalled with {left} job(s) waiting (policy {backfill!r}, compiled kernel)")
+    if left:
+        raise RuntimeError(stalled.format(left=left))
 
 
 def run_events(*, submit, limit, nodes, dur, rejected, rank, total, backfill, enforce_limits,
@@ -238,7 +247,7 @@ def run_events(*, submit, limit, nodes, dur, rejected, rank, total, backfill, en
         )
         st[kernels.ST_HEAD] = size
         step = kernels.queue_policy_steps
-    _run_slices(kernels, step, state, st, sf, backfill, progress)
+    _run_slices(kernels, step, state, st, sf, progress, *_pool_errors(backfill))
     return begin, end
 
 
@@ -301,5 +310,5 @@ def run_extended(*, submit, limit, nodes, dur, rejected, rank, total, backfill, 
     st[ext.ST_TICK] = 1
     sf[ext.SF_SCALE] = 1.0
     sf[ext.SF_TICK_AT] = float(t0) + float(period) if kind == ext.DYN_MULTIFACTOR else np.inf
-    _run_slices(kernels, ext.extended_steps, state, st, sf, backfill, progress)
+    _run_slices(kernels, ext.extended_steps, state, st, sf, progress, *_pool_errors(backfill))
     return begin, end

@@ -14,11 +14,11 @@ free cores, GPUs and KiB of memory (int64 arrays); placement is first fit by nod
   can hold the head's per-node request; the extra-resources test takes a candidate's request
   from that copy and checks the count (and gives it back if the head no longer fits).
 
-* ``conservative`` with limits enforced (:func:`run_shared_conservative_profile`) keeps the
+* ``conservative`` with limits enforced (:func:`shared_conservative_profile_steps`) keeps the
   plan between passes as per-node profiles of free cores, GPUs and memory, logs where free
   resources grew (early ends, vacated reservations) and places a waiting job again only when
   such a growth could move it; the argument that this is the reference's schedule is in the
-  comment above ``_seg``. With limits not enforced (:func:`run_shared_conservative`) the
+  comment above ``_seg``. With limits not enforced (:func:`shared_conservative_steps`) the
   per-node interval timelines are rebuilt and every job re-placed in priority order until
   nothing moves, at every pass, as the reference does.
 
@@ -32,12 +32,13 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ._kernels import BIG, _finish_next, _heap_pop, _heap_push, _next_event, _run_insert
+from ._kernels import (BIG, MODE_EASY, MODE_EASY_DREVT, MODE_NONE, SF_NOW, ST_HEAD, _before_shadow, _finish_next,
+                       _heap_pop, _heap_push, _load_counts, _next_event, _run_insert, _store_counts)
 
 MODES = {"none": 0, "easy": 1, "easy_drevt": 2}
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _update(tc, tg, tm, tl, i):
     i >>= 1
     while i >= 1:
@@ -52,7 +53,7 @@ def _update(tc, tg, tm, tl, i):
         i >>= 1
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _next(tc, size, p, maxc, maxg, maxm, tg, tm, tl, now, latest):
     """Smallest rank >= p whose waiting job asks for at most the largest free amounts and has
     ``now + limit < latest`` (+inf: no time bound; empty leaves never pass), or -1."""
@@ -72,7 +73,7 @@ def _next(tc, size, p, maxc, maxg, maxm, tg, tm, tl, now, latest):
             i += 1
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _first_fit(fc, fg, fm, k, c, g, m, pick):
     """The k lowest-indexed nodes holding (c, g, m) into pick[:k]; whether they exist."""
     got = 0
@@ -85,7 +86,7 @@ def _first_fit(fc, fg, fm, k, c, g, m, pick):
     return False
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _shift(Fc, Fg, Fm, i, c, g, m, sign, ch, gh, mh):
     """Add sign x (c, g, m) to node i; returns how the number of nodes that hold the head's
     request (ch, gh, mh) changes (-1, 0 or +1)."""
@@ -97,7 +98,7 @@ def _shift(Fc, Fg, Fm, i, c, g, m, sign, ch, gh, mh):
     return int(now) - int(was)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _maxima(fc, fg, fm):
     a = fc[0]
     b = fg[0]
@@ -112,54 +113,35 @@ def _maxima(fc, fg, fm):
     return a, b, d
 
 
-@njit(cache=True)
-def run_shared_queue(submit, limit, nodes, dur, arrivals, rank, cores, gpus, mem,
-                     n_nodes, cap_c, cap_g, cap_m, mode):
-    """Returns (begin, end, node_start, node_list, jobs left waiting or -1 on a stall)."""
-    n = submit.shape[0]
-    begin = np.full(n, np.nan)
-    end = np.full(n, np.nan)
-    est = np.full(n, np.nan)
-    node_start = np.zeros(n + 1, np.int64)
-    for j in range(n):
-        node_start[j + 1] = node_start[j] + nodes[j]
-    node_list = np.full(node_start[n], -1, np.int64)
-    job_of_rank = np.empty(n, np.int64)
-    for j in range(n):
-        job_of_rank[rank[j]] = j
-    size = 1
-    while size < n:
-        size <<= 1
-    tc = np.full(2 * size, BIG, np.int64)
-    tg = np.full(2 * size, BIG, np.int64)
-    tm = np.full(2 * size, BIG, np.int64)
-    tl = np.full(2 * size, np.inf)
-    fc = np.full(n_nodes, cap_c, np.int64)
-    fg = np.full(n_nodes, cap_g, np.int64)
-    fm = np.full(n_nodes, cap_m, np.int64)
-    Fc = np.empty(n_nodes, np.int64)
-    Fg = np.empty(n_nodes, np.int64)
-    Fm = np.empty(n_nodes, np.int64)
-    pick = np.empty(n_nodes, np.int64)
-    rmax = min(n, n_nodes * cap_c) + 1
-    re = np.empty(rmax, np.float64)
-    rj = np.empty(rmax, np.int64)
-    rn = np.empty(rmax, np.int64)
-    hk = np.empty(rmax, np.float64)
-    hj = np.empty(rmax, np.int64)
-    strict = mode == 2
-    use_extra = mode == 1
-    head = size
-    R = 0
-    H = 0
-    Q = 0
-    a = 0
+# The queue driver's state between slices: ``_kernels``' counts (``st``: running, heap, waiting,
+# next arrival, jobs done; the free-node count is unused here) and ``ST_HEAD``, the smallest
+# waiting rank; ``sf[SF_NOW]`` the simulated time. Everything else lives in the caller's arrays.
+@njit(cache=True, _nrt=False)
+def shared_queue_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, mem, mode,
+                       begin, end, est, node_start, node_list, job_of_rank, tc, tg, tm, tl,
+                       fc, fg, fm, Fc, Fg, Fm, pick, re, rj, rn, hk, hj, st, sf, budget):
+    """none / easy / easy_drevt on shared nodes from state ``st``/``sf``, for at most
+    ``budget`` events. Status: 0 done, 1 budget used (call again), -3 the head job never fits."""
+    size = tc.shape[0] // 2
+    n_nodes = fc.shape[0]
+    strict = mode == MODE_EASY_DREVT
+    use_extra = mode == MODE_EASY
+    _, R, H, Q, a, done = _load_counts(st)
+    head = st[ST_HEAD]
+    now = sf[SF_NOW]
     n_arr = arrivals.shape[0]
+    status = 0
+    events = 0
     while a < n_arr or H > 0:
+        if events >= budget:
+            status = 1
+            break
+        events += 1
         now = _next_event(submit, arrivals, a, hk, H)
         while H > 0 and hk[0] <= now:
             j, H, R = _finish_next(hk, hj, H, re, rj, rn, R, est)
             _give_back(j, fc, fg, fm, node_start, node_list, cores, gpus, mem)
+            done += 1
         while a < n_arr and submit[arrivals[a]] <= now:
             j = arrivals[a]
             a += 1
@@ -190,7 +172,7 @@ def run_shared_queue(submit, limit, nodes, dur, arrivals, rank, cores, gpus, mem
             _clear(tc, tg, tm, tl, h + size)
             h = _next(tc, size, h + 1, BIG, BIG, BIG, tg, tm, tl, now, np.inf)
         head = h if h >= 0 else size
-        if h < 0 or mode == 0:
+        if h < 0 or mode == MODE_NONE:
             continue
         maxc, maxg, maxm = _maxima(fc, fg, fm)
         c = _next(tc, size, h + 1, maxc, maxg, maxm, tg, tm, tl, now, np.inf)
@@ -225,7 +207,8 @@ def run_shared_queue(submit, limit, nodes, dur, arrivals, rank, cores, gpus, mem
                 shadow = t
                 break
         if shadow == np.inf:
-            return begin, end, node_start, node_list, -1
+            status = -3
+            break
 
         # 3. backfill later jobs
         while True:
@@ -238,7 +221,7 @@ def run_shared_queue(submit, limit, nodes, dur, arrivals, rank, cores, gpus, mem
                 c += 1
                 continue
             e = now + limit[j]
-            if e < shadow or (e == shadow and not strict):
+            if _before_shadow(e, shadow, strict):
                 pass
             elif use_extra:  # its request taken from the nodes at the shadow time
                 for x in range(nodes[j]):
@@ -259,10 +242,13 @@ def run_shared_queue(submit, limit, nodes, dur, arrivals, rank, cores, gpus, mem
             _clear(tc, tg, tm, tl, c + size)
             maxc, maxg, maxm = _maxima(fc, fg, fm)
             c += 1
-    return begin, end, node_start, node_list, Q
+    _store_counts(st, 0, R, H, Q, a, done)
+    st[ST_HEAD] = head
+    sf[SF_NOW] = now
+    return status
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _give_back(j, fc, fg, fm, node_start, node_list, cores, gpus, mem):
     """A finished job's cores, GPUs and memory back to its nodes."""
     for x in range(node_start[j], node_start[j + 1]):
@@ -272,7 +258,7 @@ def _give_back(j, fc, fg, fm, node_start, node_list, cores, gpus, mem):
         fm[i] += mem[j]
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _clear(tc, tg, tm, tl, leaf):
     tc[leaf] = BIG
     tg[leaf] = BIG
@@ -281,7 +267,7 @@ def _clear(tc, tg, tm, tl, leaf):
     _update(tc, tg, tm, tl, leaf)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _start(j, now, pick, nodes, cores, gpus, mem, dur, limit, fc, fg, fm, begin, end, est,
            node_start, node_list):
     begin[j] = now
@@ -296,7 +282,7 @@ def _start(j, now, pick, nodes, cores, gpus, mem, dur, limit, fc, fg, fm, begin,
         fm[i] -= mem[j]
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _enqueue(q, Q, rank, j):
     """Job j into the waiting jobs q[:Q], kept in priority order; the new count."""
     r = rank[j]
@@ -308,7 +294,7 @@ def _enqueue(q, Q, rank, j):
     return Q + 1
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _begin(j, now, node_start, node_list, cores, gpus, mem, dur, limit, fc, fg, fm, begin, end, est):
     """Job j starts now on its reserved nodes; False if one of them lacks room (over-commit)."""
     for y in range(node_start[j], node_start[j + 1]):
@@ -324,9 +310,13 @@ def _begin(j, now, node_start, node_list, cores, gpus, mem, dur, limit, fc, fg, 
     return True
 
 
-def run_shared(submit, limit, nodes, dur, rank, request, machine, backfill, enforce_limits=True):
+def run_shared(submit, limit, nodes, dur, rank, request, machine, backfill, enforce_limits=True, progress=None):
     """Begin, end, node_start, node_list as ``sim.shared._run_events``; ``machine`` is the
-    partition's (node count, cores, GPUs, KiB of memory) per node (``sim.shared.node_resources``)."""
+    partition's (node count, cores, GPUs, KiB of memory) per node (``sim.shared.node_resources``).
+
+    The queue policies run in slices of ``kernel.STEP_BUDGET`` events (``kernel._run_slices``):
+    ``progress(now, jobs_done)`` is called between them (if given), and a ``KeyboardInterrupt``
+    stops the run there. Conservative runs in one call (no progress)."""
     cores, gpus, mem = (np.ascontiguousarray(r, dtype=np.int64) for r in request)
     n = int(submit.shape[0])
     if n == 0:
@@ -336,25 +326,137 @@ def run_shared(submit, limit, nodes, dur, rank, request, machine, backfill, enfo
     n_nodes, cap_c, cap_g, cap_m = machine
     args = (submit, np.ascontiguousarray(limit, dtype=np.float64), np.ascontiguousarray(nodes, dtype=np.int64),
             np.ascontiguousarray(dur, dtype=np.float64), np.ascontiguousarray(order, dtype=np.int64),
-            np.ascontiguousarray(rank, dtype=np.int64), cores, gpus, mem, np.int64(n_nodes),
-            np.int64(cap_c), np.int64(cap_g), np.int64(cap_m))
-    if backfill == "conservative":
-        if enforce_limits:
-            begin, end, node_start, node_list, left = run_shared_conservative_profile(*args)
-        else:
-            begin, end, node_start, node_list, left = run_shared_conservative(*args, False)
-        if left == -4:
-            raise RuntimeError("conservative kept a reservation in the past (shared-node kernel)")
-        if left == -1:
-            raise RuntimeError("conservative plan did not converge (shared-node kernel)")
-        if left == -2:
-            raise RuntimeError("conservative over-committed a node (shared-node kernel)")
-    else:
-        begin, end, node_start, node_list, left = run_shared_queue(*args, np.int64(MODES[backfill]))
-    if left in (-1, -3):
-        raise RuntimeError("the head job never fits its partition (shared-node kernel)")
-    if left:
-        raise RuntimeError(f"shared-node kernel stalled with {left} job(s) waiting")
+            np.ascontiguousarray(rank, dtype=np.int64), cores, gpus, mem)
+    if backfill != "conservative":
+        return _run_queue(args, machine, MODES[backfill], progress)
+    if enforce_limits:
+        return _run_conservative_profile(args, machine, progress)
+    return _run_conservative_timelines(args, machine, False, progress)
+
+
+def _node_lists(nodes):
+    """Where each job's nodes go in the flat node list (``node_start``, len n + 1), and that
+    list (-1 until the job starts)."""
+    node_start = np.zeros(nodes.shape[0] + 1, np.int64)
+    np.cumsum(nodes, out=node_start[1:])
+    return node_start, np.full(int(node_start[-1]), -1, np.int64)
+
+
+_CONSERVATIVE_ERRORS = {-1: "conservative plan did not converge (shared-node kernel)",
+                        -2: "conservative over-committed a node (shared-node kernel)",
+                        -3: "the head job never fits its partition (shared-node kernel)",
+                        -4: "conservative kept a reservation in the past (shared-node kernel)"}
+
+
+def _run_conservative_profile(args, machine, progress):
+    """conservative with limits enforced: the arrays of ``shared_conservative_profile_steps``
+    allocated here, the driver called in slices; the profiles and the growth log it grew
+    inside a slice replace the old ones before the next."""
+    from . import _kernels as kernels, _run_slices
+
+    submit, limit, nodes = args[:3]
+    n = int(submit.shape[0])
+    n_nodes, cap_c, cap_g, cap_m = (int(x) for x in machine)
+    node_start, node_list = _node_lists(nodes)
+    per_job = (np.full(n, np.nan), np.full(n, np.nan), np.full(n, np.nan),  # begin, end, estimated end
+               np.full(n, np.nan), np.zeros(n, np.int64))  # reserved start; growths known to its place
+    free = (np.full(n_nodes, cap_c, np.int64), np.full(n_nodes, cap_g, np.int64), np.full(n_nodes, cap_m, np.int64))
+    scratch = (np.empty(n_nodes, np.int64), np.empty(n_nodes, np.int64), np.empty(n_nodes),  # pick, old nodes, E
+               np.full(n_nodes, -1, np.int64), np.empty(n_nodes, np.int64), np.empty(n_nodes))  # mark, seen, reach
+    failed = (np.full(n_nodes, -1, np.int64), *(np.zeros(n_nodes, np.int64) for _ in range(4)),  # pass, version, c, g, m
+              np.zeros(n_nodes), np.zeros(n_nodes))  # limit, horizon: a request that found no start on node i
+    nq = 0  # sizes 2**q of core runs tracked (the cores of a node)
+    while nq < 62 and (1 << nq) <= cap_c:
+        nq += 1
+    growth = (np.zeros(n_nodes, np.int64), np.zeros(n, np.int64),  # growths per node; summed over j's nodes
+              np.full(3, -1, np.int64), np.full(max(nq, 1), -1.0),  # largest free since the last quiet round
+              np.full((n_nodes, 64), -1, np.int64), np.zeros((n_nodes, 64), np.int64),  # longest-run cache
+              np.zeros((n_nodes, 64)), np.zeros((n_nodes, 64)), np.zeros(n_nodes, np.int64))  # ..., node versions
+    queues = (np.empty(n + 1), np.empty(n + 1, np.int64), np.empty(max(n, 1), np.int64))  # completion heap, waiting
+    profile = [np.full((n_nodes, 32), -np.inf), np.full((n_nodes, 32), cap_c, np.int64),  # grown by the driver
+               np.full((n_nodes, 32), cap_g, np.int64), np.full((n_nodes, 32), cap_m, np.int64)]
+    log = [np.empty(256, np.int64), np.empty(256), np.empty(256), *(np.empty(256, np.int64) for _ in range(5))]
+    fixed = (*args, *per_job, node_start, node_list, *free, *scratch, *failed, *growth, *queues)
+    breaks = np.ones(n_nodes, np.int64)  # breakpoints per node's profile
+
+    def step(*state_st_sf_budget):
+        status, *grown = shared_conservative_profile_steps(*fixed, *profile, breaks, *log, *state_st_sf_budget)
+        profile[:] = grown[:4]
+        log[:] = grown[4:]
+        return status
+
+    st = np.zeros(kernels.ST_SIZE, np.int64)
+    sf = np.zeros(kernels.SF_SIZE)
+    _run_slices(kernels, step, (), st, sf, progress, _CONSERVATIVE_ERRORS,
+                "shared-node kernel stalled with {left} job(s) waiting")
+    return per_job[0], per_job[1], node_start, node_list
+
+
+def _run_conservative_timelines(args, machine, enforce, progress):
+    """conservative on timelines rebuilt at every pass (limits not enforced; ``enforce``: the
+    tests' check of the kept plan): the arrays of ``shared_conservative_steps`` allocated here,
+    the driver called in slices; the timelines it grew inside a slice replace the old ones
+    before the next."""
+    from . import _kernels as kernels, _run_slices
+
+    submit, limit, nodes = args[:3]
+    n = int(submit.shape[0])
+    n_nodes, cap_c, cap_g, cap_m = (int(x) for x in machine)
+    node_start, node_list = _node_lists(nodes)
+    per_job = (np.full(n, np.nan), np.full(n, np.nan), np.full(n, np.nan),  # begin, end, estimated end
+               np.full(n, np.nan))  # reserved start (its nodes: node_list[node_start[j]:...])
+    free = (np.full(n_nodes, cap_c, np.int64), np.full(n_nodes, cap_g, np.int64), np.full(n_nodes, cap_m, np.int64))
+    rmax = min(n, n_nodes * cap_c) + 1  # running jobs (each holds at least one core)
+    running = (np.empty(rmax), np.empty(rmax, np.int64), np.empty(rmax, np.int64),  # by (estimated end, job)
+               np.empty(rmax), np.empty(rmax, np.int64))  # completion heap (real end, job)
+    fixed = (*args, np.int64(cap_c), np.int64(cap_g), np.int64(cap_m), bool(enforce), *per_job, node_start,
+             node_list, *free, np.empty(n_nodes, np.int64), *running, np.empty(max(n, 1), np.int64),
+             np.zeros(n_nodes, np.int64),  # intervals per node
+             np.empty(n + 16))  # every interval's end, sorted: one per job (running, reserved or just ended)
+    timelines = [np.empty((n_nodes, 16)), np.empty((n_nodes, 16)), np.empty((n_nodes, 16), np.int64)]
+
+    def step(*state_st_sf_budget):
+        status, *grown = shared_conservative_steps(*fixed, *timelines, *state_st_sf_budget)
+        timelines[:] = grown
+        return status
+
+    st = np.zeros(kernels.ST_SIZE, np.int64)
+    sf = np.zeros(kernels.SF_SIZE)
+    _run_slices(kernels, step, (), st, sf, progress, _CONSERVATIVE_ERRORS,
+                "shared-node kernel stalled with {left} job(s) waiting")
+    return per_job[0], per_job[1], node_start, node_list
+
+
+def _run_queue(args, machine, mode, progress):
+    """none / easy / easy_drevt: every array of ``shared_queue_steps`` allocated here, the
+    driver called in slices."""
+    from . import _kernels as kernels, _run_slices
+
+    submit, limit, nodes, dur, arrivals, rank = args[:6]
+    n = int(submit.shape[0])
+    n_nodes, cap_c, cap_g, cap_m = (int(x) for x in machine)
+    begin = np.full(n, np.nan)
+    end = np.full(n, np.nan)
+    est = np.full(n, np.nan)  # estimated end of each started job
+    node_start, node_list = _node_lists(nodes)
+    job_of_rank = np.empty(n, np.int64)
+    job_of_rank[rank] = np.arange(n)
+    size = 1 << max(n - 1, 0).bit_length()  # segment tree leaves (>= n, a power of two)
+    tree = (np.full(2 * size, BIG, np.int64), np.full(2 * size, BIG, np.int64), np.full(2 * size, BIG, np.int64),
+            np.full(2 * size, np.inf))  # per subtree: fewest cores, GPUs, KiB, shortest limit waiting
+    free = (np.full(n_nodes, cap_c, np.int64), np.full(n_nodes, cap_g, np.int64), np.full(n_nodes, cap_m, np.int64))
+    at_shadow = tuple(np.empty(n_nodes, np.int64) for _ in range(3))  # free resources at the shadow time
+    rmax = min(n, n_nodes * cap_c) + 1  # running jobs (each holds at least one core)
+    running = (np.empty(rmax), np.empty(rmax, np.int64), np.empty(rmax, np.int64),  # by (estimated end, job)
+               np.empty(rmax), np.empty(rmax, np.int64))  # completion heap (real end, job)
+    state = (*args, np.int64(mode), begin, end, est, node_start, node_list, job_of_rank, *tree, *free, *at_shadow,
+             np.empty(n_nodes, np.int64), *running)
+    st = np.zeros(kernels.ST_SIZE, np.int64)
+    sf = np.zeros(kernels.SF_SIZE)
+    st[kernels.ST_HEAD] = size
+    _run_slices(kernels, shared_queue_steps, state, st, sf, progress,
+                {-3: "the head job never fits its partition (shared-node kernel)"},
+                "shared-node kernel stalled with {left} job(s) waiting")
     return begin, end, node_start, node_list
 
 
@@ -441,51 +543,47 @@ def _fits_node(ts, te, tj, cnt, i, t0, t1, c, g, m, cores, gpus, mem, cap_c, cap
     return True
 
 
+# ``shared_conservative_steps``' scalars between slices, in ``st`` beside the common counts.
+CT_NRES = 6  # waiting jobs with a reservation
+CT_ENDS = 7  # entries of ``ends``
+CT_STALE = 8  # 1 when the timelines hold an interval of a job that ended early
+
+
 @njit(cache=True)
-def run_shared_conservative(submit, limit, nodes, dur, arrivals, rank, cores, gpus, mem,
-                            n_nodes, cap_c, cap_g, cap_m, enforce):
-    """``sim.shared._Conservative`` compiled. Returns (begin, end, node_start, node_list, status):
-    status = jobs left waiting, -1 a plan that did not converge, -2 an over-committed node."""
+def shared_conservative_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, mem, cap_c, cap_g, cap_m,
+                              enforce, begin, end, est, res, node_start, node_list, fc, fg, fm, pick,
+                              re, rj, rn, hk, hj, q, cnt, ends, ts, te, tj, st, sf, budget):
+    """``sim.shared._Conservative`` compiled: the per-node interval timelines rebuilt and every
+    job re-placed in priority order until nothing moves, at every pass (limits not enforced;
+    the tests also run it with limits enforced against ``shared_conservative_profile_steps``).
+
+    Resumable: at most ``budget`` events from the state in ``st``/``sf`` and the arrays
+    (``shared._run_conservative_timelines`` allocates them). The timelines still grow inside
+    an event, so this driver keeps numba's runtime and returns them: (status, ts, te, tj),
+    status 0 done, 1 budget used, -1 a plan that did not converge, -2 an over-committed node,
+    -3 a job that fits nowhere."""
     n = submit.shape[0]
-    begin = np.full(n, np.nan)
-    end = np.full(n, np.nan)
-    est = np.full(n, np.nan)
-    res = np.full(n, np.nan)  # reserved start (its nodes: node_list[node_start[j]:...])
-    node_start = np.zeros(n + 1, np.int64)
-    for j in range(n):
-        node_start[j + 1] = node_start[j] + nodes[j]
-    node_list = np.full(node_start[n], -1, np.int64)
-    fc = np.full(n_nodes, cap_c, np.int64)
-    fg = np.full(n_nodes, cap_g, np.int64)
-    fm = np.full(n_nodes, cap_m, np.int64)
-    pick = np.empty(n_nodes, np.int64)
-    rmax = min(n, n_nodes * cap_c) + 1
-    re = np.empty(rmax, np.float64)
-    rj = np.empty(rmax, np.int64)
-    rn = np.empty(rmax, np.int64)
-    hk = np.empty(rmax, np.float64)
-    hj = np.empty(rmax, np.int64)
-    q = np.empty(max(n, 1), np.int64)
-    ts = np.empty((n_nodes, 16), np.float64)
-    te = np.empty((n_nodes, 16), np.float64)
-    tj = np.empty((n_nodes, 16), np.int64)
-    cnt = np.zeros(n_nodes, np.int64)
-    ends = np.empty(n + 16, np.float64)  # one end per job (running, reserved or just ended)
-    E = 0
+    n_nodes = fc.shape[0]
     max_rounds = 1000 + 100 * n
-    stale = False
-    R = 0
-    H = 0
-    Q = 0
-    n_res = 0
-    a = 0
+    _, R, H, Q, a, done = _load_counts(st)
+    n_res = st[CT_NRES]
+    E = st[CT_ENDS]
+    stale = st[CT_STALE] != 0
+    now = sf[SF_NOW]
+    status = 0
+    events = 0
     n_arr = arrivals.shape[0]
     while a < n_arr or H > 0:
+        if events >= budget:
+            status = 1
+            break
+        events += 1
         now = _next_event(submit, arrivals, a, hk, H)
         freed_early = False
         while H > 0 and hk[0] <= now:
             j, H, R = _finish_next(hk, hj, H, re, rj, rn, R, est)
             _give_back(j, fc, fg, fm, node_start, node_list, cores, gpus, mem)
+            done += 1
             if end[j] < est[j]:
                 freed_early = True
                 stale = True  # its interval outlives it: the timelines need rebuilding
@@ -531,7 +629,7 @@ def run_shared_conservative(submit, limit, nodes, dur, arrivals, rank, cores, gp
             while True:
                 rounds += 1
                 if rounds > max_rounds:
-                    return begin, end, node_start, node_list, -1
+                    return -1, ts, te, tj
                 moved = False
                 for x in range(Q):
                     j = q[x]
@@ -545,7 +643,7 @@ def run_shared_conservative(submit, limit, nodes, dur, arrivals, rank, cores, gp
                                           cores[j], gpus[j], mem[j], cores, gpus, mem,
                                           cap_c, cap_g, cap_m, pick)
                     if start == np.inf:
-                        return begin, end, node_start, node_list, -3
+                        return -3, ts, te, tj
                     for y in range(nodes[j]):
                         node_list[node_start[j] + y] = pick[y]
                     ts, te, tj, E = _tl_add(ts, te, tj, cnt, ends, E, j, start, start + limit[j],
@@ -565,7 +663,7 @@ def run_shared_conservative(submit, limit, nodes, dur, arrivals, rank, cores, gp
             if res[j] == now:
                 if not _begin(j, now, node_start, node_list, cores, gpus, mem, dur, limit, fc, fg, fm,
                               begin, end, est):
-                    return begin, end, node_start, node_list, -2
+                    return -2, ts, te, tj
                 R = _run_insert(re, rj, rn, R, est[j], j, 0)
                 H = _heap_push(hk, hj, H, end[j], j)
                 res[j] = np.nan
@@ -574,7 +672,12 @@ def run_shared_conservative(submit, limit, nodes, dur, arrivals, rank, cores, gp
                 q[w] = j
                 w += 1
         Q = w
-    return begin, end, node_start, node_list, Q
+    _store_counts(st, 0, R, H, Q, a, done)
+    st[CT_NRES] = n_res
+    st[CT_ENDS] = E
+    st[CT_STALE] = 1 if stale else 0
+    sf[SF_NOW] = now
+    return status, ts, te, tj
 
 
 @njit(cache=True)
@@ -652,7 +755,7 @@ def _earliest_fit(ts, te, tj, cnt, ends, E, now, k, duration, c, g, m, cores, gp
 # start + limit; adjacent segments with equal free amounts are merged, so the profile is the
 # canonical form of the usage that ``_Timeline`` sums from its intervals.
 #
-# Why only a few reserved jobs are looked at (see ``run_shared_conservative_profile``):
+# Why only a few reserved jobs are looked at (see ``shared_conservative_profile_steps``):
 # ``_Timeline.earliest_fit`` is a function of the usage alone. Its candidates are now and the
 # interval ends; a window [t, t + L) that fits on a node still fits slid left to the last end at
 # or before t (usage never drops between two ends going left), so its result is the earliest
@@ -951,84 +1054,57 @@ def _grown_sum(gcount, node_list, first, k):
     return t
 
 
+# ``shared_conservative_profile_steps``' scalars between slices, in ``st`` beside the common
+# counts (the running count is unused: this kernel keeps no sorted running jobs).
+CP_NRES = 6  # waiting jobs with a reservation
+CP_BASE = 7  # sequence number of the growth log's first entry
+CP_LC = 8  # entries in the growth log
+CP_VISIT = 9  # number of the last growth scan (``mark``)
+CP_PASS = 10  # number of the last planning pass
+
+
 @njit(cache=True)
-def run_shared_conservative_profile(submit, limit, nodes, dur, arrivals, rank, cores, gpus, mem,
-                                    n_nodes, cap_c, cap_g, cap_m):
+def shared_conservative_profile_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, mem,
+                                      begin, end, est, res, stamp, node_start, node_list, fc, fg, fm,
+                                      pick, old_nodes, E, mark, seen, reach, fail_p, fail_v, fail_c, fail_g,
+                                      fail_m, fail_l, fail_h, gcount, own_g, AGG, AGR, run_p, run_v, run_r,
+                                      run_w, version, hk, hj, q, PT, PC, PG, PM, PB,
+                                      LN, L0, L1, LP, LV, LC, LG, LM, st, sf, budget):
     """``sim.shared._Conservative`` with limits enforced, on a plan kept between passes (see
     the comment above ``_seg``): the reference's rounds, in which a reserved job is placed
-    again only when a growth logged since it was last placed could move it. Returns (begin,
-    end, node_start, node_list, status) as :func:`run_shared_conservative`."""
+    again only when a growth logged since it was last placed could move it.
+
+    Resumable: runs at most ``budget`` events from the state in ``st``/``sf`` and the arrays
+    (``shared._run_conservative_profile`` allocates them). The per-node profiles and the growth
+    log still grow inside an event (no bound before the event holds for the log: see
+    ``docs/kernel.md``), so this driver keeps numba's runtime and returns them: (status, PT, PC,
+    PG, PM, LN, L0, L1, LP, LV, LC, LG, LM), status 0 done, 1 budget used, -1 a plan that did
+    not converge, -2 an over-committed node, -3 a job that fits nowhere, -4 a reservation
+    kept in the past."""
     n = submit.shape[0]
-    begin = np.full(n, np.nan)
-    end = np.full(n, np.nan)
-    est = np.full(n, np.nan)
-    res = np.full(n, np.nan)  # reserved start (its nodes: node_list[node_start[j]:...])
-    stamp = np.zeros(n, np.int64)  # growths before this sequence number are known to j's place
-    node_start = np.zeros(n + 1, np.int64)
-    for j in range(n):
-        node_start[j + 1] = node_start[j] + nodes[j]
-    node_list = np.full(node_start[n], -1, np.int64)
-    fc = np.full(n_nodes, cap_c, np.int64)
-    fg = np.full(n_nodes, cap_g, np.int64)
-    fm = np.full(n_nodes, cap_m, np.int64)
-    pick = np.empty(n_nodes, np.int64)
-    old_nodes = np.empty(n_nodes, np.int64)
-    E = np.empty(n_nodes, np.float64)
-    mark = np.full(n_nodes, -1, np.int64)  # node i already looked at in visit mark[i]
-    seen = np.empty(n_nodes, np.int64)
-    reach = np.empty(n_nodes, np.float64)  # the latest end of a growth of node i it may use
-    fail_p = np.full(n_nodes, -1, np.int64)  # in pass fail_p, version fail_v of node i, the request
-    fail_v = np.zeros(n_nodes, np.int64)  # (fail_c, fail_g, fail_m) for fail_l found no start
-    fail_c = np.zeros(n_nodes, np.int64)  # on it up to fail_h
-    fail_g = np.zeros(n_nodes, np.int64)
-    fail_m = np.zeros(n_nodes, np.int64)
-    fail_l = np.zeros(n_nodes, np.float64)
-    fail_h = np.zeros(n_nodes, np.float64)
-    nq = 0
-    while nq < 62 and (1 << nq) <= cap_c:
-        nq += 1
-    gcount = np.zeros(n_nodes, np.int64)  # growths logged on node i so far
-    own_g = np.zeros(n, np.int64)  # ... summed over job j's nodes when it was last placed
-    AGG = np.full(3, -1, np.int64)  # bounds over the growths since the last quiet round:
-    AGR = np.full(max(nq, 1), -1.0)  # largest free (cores, GPUs, KiB); longest run of 2**q cores
-    run_p = np.full((n_nodes, 64), -1, np.int64)  # in pass run_p, version run_v of node i, the
-    run_v = np.zeros((n_nodes, 64), np.int64)  # longest run of >= 2**q free cores from a start
-    run_r = np.zeros((n_nodes, 64), np.float64)  # before run_r is run_w
-    run_w = np.zeros((n_nodes, 64), np.float64)
-    visit = 0
-    version = np.zeros(n_nodes, np.int64)  # bumped whenever node i's profile changes
-    hk = np.empty(n + 1, np.float64)
-    hj = np.empty(n + 1, np.int64)
-    q = np.empty(max(n, 1), np.int64)
-    PT = np.full((n_nodes, 32), -np.inf)
-    PC = np.full((n_nodes, 32), cap_c, np.int64)
-    PG = np.full((n_nodes, 32), cap_g, np.int64)
-    PM = np.full((n_nodes, 32), cap_m, np.int64)
-    PB = np.ones(n_nodes, np.int64)
-    LN = np.empty(256, np.int64)  # the growth log: node, [L0, L1); entry x has number base + x
-    L0 = np.empty(256, np.float64)
-    L1 = np.empty(256, np.float64)
-    LP = np.empty(256, np.int64)  # pass in which LC/LG/LM (its largest free amounts) were computed
-    LV = np.empty(256, np.int64)  # ... and the node's version then
-    LC = np.empty(256, np.int64)
-    LG = np.empty(256, np.int64)
-    LM = np.empty(256, np.int64)
-    base = 0
-    Lc = 0
     max_rounds = 1000 + 100 * n
-    pass_no = 0
-    H = 0
-    Q = 0
-    n_res = 0
-    a = 0
+    _, _, H, Q, a, done = _load_counts(st)
+    n_res = st[CP_NRES]
+    base = st[CP_BASE]
+    Lc = st[CP_LC]
+    visit = st[CP_VISIT]
+    pass_no = st[CP_PASS]
+    now = sf[SF_NOW]
+    status = 0
+    events = 0
     n_arr = arrivals.shape[0]
     while a < n_arr or H > 0:
+        if events >= budget:
+            status = 1
+            break
+        events += 1
         now = _next_event(submit, arrivals, a, hk, H)
         freed_early = False
         while H > 0 and hk[0] <= now:
             j = hj[0]
             H = _heap_pop(hk, hj, H)
             _give_back(j, fc, fg, fm, node_start, node_list, cores, gpus, mem)
+            done += 1
             if end[j] < est[j]:  # its nodes are free on [now, estimated end) from now on
                 freed_early = True
                 for y in range(node_start[j], node_start[j + 1]):
@@ -1075,7 +1151,7 @@ def run_shared_conservative_profile(submit, limit, nodes, dur, arrivals, rank, c
             while True:
                 rounds += 1
                 if rounds > max_rounds:
-                    return begin, end, node_start, node_list, -1
+                    return -1, PT, PC, PG, PM, LN, L0, L1, LP, LV, LC, LG, LM
                 moved = False
                 changed = False
                 for x in range(Q):
@@ -1086,7 +1162,7 @@ def run_shared_conservative_profile(submit, limit, nodes, dur, arrivals, rank, c
                     if old != old:  # a new job: its earliest fit on the plan
                         start = _earliest_all(PT, PC, PG, PM, PB, now, k, lim, c, g, m, np.inf, pick, E)
                         if start == np.inf:
-                            return begin, end, node_start, node_list, -3
+                            return -3, PT, PC, PG, PM, LN, L0, L1, LP, LV, LC, LG, LM
                         for y in range(k):
                             node_list[node_start[j] + y] = pick[y]
                             i = pick[y]
@@ -1102,7 +1178,7 @@ def run_shared_conservative_profile(submit, limit, nodes, dur, arrivals, rank, c
                     if not replan:
                         continue
                     if old < now:
-                        return begin, end, node_start, node_list, -4
+                        return -4, PT, PC, PG, PM, LN, L0, L1, LP, LV, LC, LG, LM
                     first = node_start[j]
                     if c > AGG[0] or g > AGG[1] or m > AGG[2]:
                         stamp[j] = base + Lc
@@ -1261,7 +1337,7 @@ def run_shared_conservative_profile(submit, limit, nodes, dur, arrivals, rank, c
             if res[j] == now:
                 if not _begin(j, now, node_start, node_list, cores, gpus, mem, dur, limit, fc, fg, fm,
                               begin, end, est):
-                    return begin, end, node_start, node_list, -2
+                    return -2, PT, PC, PG, PM, LN, L0, L1, LP, LV, LC, LG, LM
                 H = _heap_push(hk, hj, H, end[j], j)
                 res[j] = np.nan
                 n_res -= 1
@@ -1269,4 +1345,11 @@ def run_shared_conservative_profile(submit, limit, nodes, dur, arrivals, rank, c
                 q[w] = j
                 w += 1
         Q = w
-    return begin, end, node_start, node_list, Q
+    _store_counts(st, 0, 0, H, Q, a, done)
+    st[CP_NRES] = n_res
+    st[CP_BASE] = base
+    st[CP_LC] = Lc
+    st[CP_VISIT] = visit
+    st[CP_PASS] = pass_no
+    sf[SF_NOW] = now
+    return status, PT, PC, PG, PM, LN, L0, L1, LP, LV, LC, LG, LM
