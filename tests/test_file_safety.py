@@ -227,7 +227,7 @@ def test_a_sweep_never_writes_over_its_trace(tmp_path):
     trace = job_dir / "schedule_seed0.csv.gz"  # the name the sweep gives its kept schedule
     trace.write_bytes(gzip.compress(TRACE.encode(), mtime=0))
     before = trace.read_bytes()
-    proc = run_sweep(tmp_path, "policy=easy", f"trace.path={trace}", check=False)
+    proc = run_sweep(tmp_path, "policy=easy", f"trace.path={trace}", "figures=auto", check=False)
     assert proc.returncode == 2  # refused before anything is written (test_sweep_own_files.py)
     assert trace.read_bytes() == before
     assert "is inside the output folder" in proc.stderr

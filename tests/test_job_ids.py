@@ -182,7 +182,8 @@ def test_a_sweeps_schedule_keeps_array_task_and_large_ids(tmp_path):
     ids = ["12345_7", "12345_8", str(2**53 + 1), str(2**53)]
     trace = tmp_path / "array.slurm"
     trace.write_text(slurm(ids, "JobID"))
-    run_sweep(tmp_path, "policy=fcfs", f"trace.path={trace}", "format=slurm", "tracking.enabled=false")
+    run_sweep(tmp_path, "policy=fcfs", f"trace.path={trace}", "format=slurm", "tracking.enabled=false",
+              "figures=auto")  # (auto keeps the schedule file of a small sweep)
     schedule = gzip.decompress((tmp_path / "sweep" / "0" / "schedule_seed0.csv.gz").read_bytes()).decode()
     assert [line.split(",")[0] for line in schedule.splitlines()[1:]] == ids
 

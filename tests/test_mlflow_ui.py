@@ -32,7 +32,8 @@ SWF = TINY.parent / "swf_replay.swf"  # its header says Europe/Stockholm
 @pytest.fixture(scope="module")
 def sweep(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("ui")
-    proc = run_sweep(tmp, "policy=fcfs,easy", "run_time=limit,normal", "replicates=2")
+    proc = run_sweep(tmp, "policy=fcfs,easy", "run_time=limit,normal", "replicates=2",
+                     "figures=auto")  # its schedules are logged (auto keeps them in small sweeps)
     from mlflow.tracking import MlflowClient
 
     client = MlflowClient(tracking_uri=f"sqlite:///{tmp / 'out' / 'mlflow.db'}")

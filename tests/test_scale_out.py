@@ -155,7 +155,7 @@ def test_a_dask_scheduler_that_does_not_answer_is_a_clear_error():
 
 
 def test_a_sweep_through_a_dask_scheduler_matches_the_loky_sweep(tmp_path, dask_cluster, recorder):
-    common = ("policy=fcfs,easy", "run_time=normal", "replicates=3")
+    common = ("policy=fcfs,easy", "run_time=normal", "replicates=3", "figures=auto")  # schedules kept
     run_sweep(tmp_path / "loky", *common, "parallel.n_jobs=2")
     proc = run_sweep(tmp_path / "dask", *common, "parallel.backend=dask",
                      f"parallel.dask_address={dask_cluster.scheduler_address}")
