@@ -18,7 +18,8 @@ def run_sweep(tmp_path: Path, *overrides: str, check: bool = True) -> subprocess
 
     Without per-configuration figures unless ``overrides`` ask for them (``figures=...``):
     drawing them is ~45% of a small sweep's CPU (4.6 of 10-12 s for 4 configurations), and
-    the tests that look at figures ask for them."""
+    the tests that look at figures ask for them. (``figures=none`` keeps no schedule file
+    either: a test that reads ``schedule_seed*.csv.gz`` passes ``figures=auto``.)"""
     if not any(o.startswith("figures=") for o in overrides):
         overrides = ("figures=none", *overrides)
     cmd = [
