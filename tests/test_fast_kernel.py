@@ -30,6 +30,7 @@ from drevt_sweep.sim.engine import BACKFILL_POLICIES as ALL_BACKFILL_POLICIES, C
 from drevt_sweep.sim.policies import DYNAMIC_PRIORITY_POLICIES, STATIC_PRIORITY_POLICIES
 from drevt_sweep.errors import ConfigError
 from jobtable_factory import make_jobs
+from slices import check_progress_then_interrupt
 
 # Slurm's backfill has no compiled version and a constant machine size only: tests/test_slurm_backfill.py
 BACKFILL_POLICIES = tuple(b for b in ALL_BACKFILL_POLICIES if b != "slurm")
@@ -169,24 +170,9 @@ def test_progress_between_slices_and_an_interrupt_stops_the_run(kth_head, monkey
                                                                  backfill):
     monkeypatch.setattr(fast, "STEP_BUDGET", 64)
     kw = extended_options(priority, estimate, sjbf, backfill)
-    seen = []
-    simulate(kth_head, kth_head.actual_run_time, 100, kernel="fast",
-             progress=lambda now, done: seen.append((now, done)), **kw)
-    times = [t for t, _ in seen]
-    done = [d for _, d in seen]
-    assert len(seen) > 10 and times == sorted(times) and done == sorted(done)
-    assert 0 < done[-1] < len(kth_head)
-
-    calls = []
-
-    def interrupt(now, jobs_done):
-        calls.append(jobs_done)
-        if len(calls) == 3:
-            raise KeyboardInterrupt
-
-    with pytest.raises(KeyboardInterrupt):
-        simulate(kth_head, kth_head.actual_run_time, 100, kernel="fast", progress=interrupt, **kw)
-    assert len(calls) == 3 and calls[-1] < done[-1]  # it stopped at the third slice, not at the end
+    check_progress_then_interrupt(
+        lambda progress: simulate(kth_head, kth_head.actual_run_time, 100, kernel="fast", progress=progress, **kw),
+        len(kth_head))
 
 
 @pytest.fixture(scope="module")

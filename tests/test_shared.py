@@ -9,6 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from jobtable_factory import make_jobs
+from slices import check_progress_then_interrupt
 
 from drevt_sweep.sim.machine import Machine, Partition, place_jobs
 from drevt_sweep.sim.partitioned import simulate_machine
@@ -310,25 +311,10 @@ def test_shared_progress_between_slices_and_an_interrupt_stops_the_run(busy_shar
     monkeypatch.setattr(kernel, "STEP_BUDGET", 64)
     jobs, part = busy_shared
     machine = Machine("m", (part,))
-    seen = []
-    simulate_machine(jobs, jobs.actual_run_time, machine, backfill=backfill, kernel="fast",
-                     enforce_limits=enforce, progress=lambda now, done: seen.append((now, done)))
-    times = [t for t, _ in seen]
-    done = [d for _, d in seen]
-    assert len(seen) > 10 and times == sorted(times) and done == sorted(done)
-    assert 0 < done[-1] < len(jobs)
-
-    calls = []
-
-    def interrupt(now, jobs_done):
-        calls.append(jobs_done)
-        if len(calls) == 3:
-            raise KeyboardInterrupt
-
-    with pytest.raises(KeyboardInterrupt):
-        simulate_machine(jobs, jobs.actual_run_time, machine, backfill=backfill, kernel="fast",
-                         enforce_limits=enforce, progress=interrupt)
-    assert len(calls) == 3 and calls[-1] < done[-1]  # it stopped at the third slice, not at the end
+    check_progress_then_interrupt(
+        lambda progress: simulate_machine(jobs, jobs.actual_run_time, machine, backfill=backfill, kernel="fast",
+                                          enforce_limits=enforce, progress=progress),
+        len(jobs))
 
 
 def test_shared_reference_reports_progress():
