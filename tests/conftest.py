@@ -81,6 +81,25 @@ def pytest_collection_modifyitems(config, items):
         defs = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {})
         if any(d.scope in ("module", "class", "package") for fixturedefs in defs.values() for d in fixturedefs):
             item.add_marker(pytest.mark.xdist_group(item.module.__name__))
+    items[:] = sorted(items, key=_start_order(items))
+
+
+# Modules whose tests mostly wait (a real Slurm's scheduling cycles and sleep jobs), not compute.
+WAITING_MODULES = ("test_real_slurm", "test_real_slurm_limits")
+
+
+def _start_order(items):
+    """The order the workers take the tests in: the modules that mostly wait first (they overlap
+    with everything else), then the modules holding ``slow`` end-to-end tests, then the fast
+    ones, which fill the end evenly (longest first is what keeps one worker from finishing
+    minutes after the other). A module's tests stay together and in their own order, so a
+    module fixture is still set up once per worker."""
+    slow_modules = {item.module.__name__ for item in items if item.get_closest_marker("slow")}
+
+    def key(item):
+        name = item.module.__name__
+        return 0 if name.rsplit(".", 1)[-1] in WAITING_MODULES else 1 if name in slow_modules else 2
+    return key
 
 
 @pytest.fixture(scope="module")
