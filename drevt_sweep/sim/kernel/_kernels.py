@@ -760,14 +760,6 @@ def _prof_at_least_from(pt, pf, pb, ps, m, k, need, before):
 
 
 @njit(cache=True, _nrt=False, inline="always")
-def _prof_first_at_least(pt, pf, pb, ps, lo, need, before):
-    """Time of the first breakpoint at or after ``lo`` with ``need`` nodes free, if it is
-    before ``before``; else +inf."""
-    m, k = _prof_locate(pt, pb, ps, lo)
-    return _prof_at_least_from(pt, pf, pb, ps, m, k, need, before)[0]
-
-
-@njit(cache=True, _nrt=False, inline="always")
 def _prof_below_from(pt, pf, pb, ps, m, k, need, until):
     """``(time, complete, m, k)``: the first breakpoint at or after position (m, k) with fewer
     than ``need`` nodes free (+inf if none), looking no further than the first breakpoint at or
@@ -789,19 +781,6 @@ def _prof_below_from(pt, pf, pb, ps, m, k, need, until):
         m += 1
         k = 0
     return np.inf, True, m, k
-
-
-@njit(cache=True, _nrt=False, inline="always")
-def _prof_first_below(pt, pf, pb, ps, t, need, until):
-    """Time of the first breakpoint after ``t`` with fewer than ``need`` nodes free (+inf if
-    none), looking no further than the first breakpoint at or after ``until``: returns
-    ``(time, complete)``, ``complete`` False if the search stopped there (then at least
-    ``need`` nodes are free from ``t`` to the time returned)."""
-    m, k = _prof_locate(pt, pb, ps, t)
-    if m < ps[PS_M1] and pt[ps[PS_CO + m], k] == t:
-        m, k = _prof_step(pb, ps, m, k)
-    b, complete, _, _ = _prof_below_from(pt, pf, pb, ps, m, k, need, until)
-    return b, complete
 
 
 @njit(cache=True, _nrt=False)
@@ -963,14 +942,17 @@ def _rc_fit(pt, pf, pb, ps, st, rc_i, rc_a, rc_b, rc_next, height_slot, active, 
     """``_prof_fit`` from ``now`` through the run cache of size ``need`` (same answer)."""
     s = _rc_slot(rc_i, rc_next, height_slot, active, st, need, now)
     i = 0
-    m = np.int64(-1)  # position of a run start just found (its end is looked for from there)
-    k = np.int64(0)
+    m = np.int64(-1)  # (m, k): the position of the breakpoint at ``at`` (m < 0: none yet), where
+    k = np.int64(0)  # the scan that found a run's start or end stopped, so that the next scan
+    at = np.inf  # (its end; the next run's start) goes on from there without locating it
     while True:
         if i == rc_i[s, RC_COUNT]:
             if i == RC_RUNS:  # cache full: go on searching the profile after the last cached run
                 return _prof_fit(pt, pf, pb, ps, rc_b[s, i - 1], need, duration, own, before)
-            m, k = _prof_locate(pt, pb, ps, rc_next[s])
+            if m < 0 or rc_next[s] != at:
+                m, k = _prof_locate(pt, pb, ps, rc_next[s])
             a, m, k = _prof_at_least_from(pt, pf, pb, ps, m, k, need, np.inf)
+            at = a
             if a == np.inf:
                 return np.inf  # (cannot happen: the last run lasts forever)
             rc_a[s, i] = a
@@ -985,11 +967,12 @@ def _rc_fit(pt, pf, pb, ps, st, rc_i, rc_a, rc_b, rc_next, height_slot, active, 
         if own < stop:
             stop = own
         if b < stop and i == rc_i[s, RC_COUNT] - 1 and rc_i[s, RC_PARTIAL] == 1:
-            if m >= 0:  # found in this iteration: b == a, at (m, k)
+            if m < 0 or b != at:
+                m, k = _prof_locate(pt, pb, ps, b)
+            if m < ps[PS_M1] and pt[ps[PS_CO + m], k] == b:  # the end is after b
                 m, k = _prof_step(pb, ps, m, k)
-                b, complete, _, _ = _prof_below_from(pt, pf, pb, ps, m, k, need, stop)
-            else:
-                b, complete = _prof_first_below(pt, pf, pb, ps, b, need, stop)
+            b, complete, m, k = _prof_below_from(pt, pf, pb, ps, m, k, need, stop)
+            at = b
             rc_b[s, i] = b
             if complete:
                 rc_i[s, RC_PARTIAL] = 0
@@ -997,7 +980,6 @@ def _rc_fit(pt, pf, pb, ps, st, rc_i, rc_a, rc_b, rc_next, height_slot, active, 
         if b >= stop:
             return a
         i += 1
-        m = -1
 
 
 ORDER_COMPRESS_FIRST = 0
