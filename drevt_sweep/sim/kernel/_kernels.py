@@ -1158,8 +1158,8 @@ def conservative_steps(submit, limit, nodes, dur, arrivals, rank, total, enforce
                     _prof_rebuild(pt, pf, pb, ps, now, free, re, rn, R, q, Q, res, limit, nodes)
                     sf[SF_GROWN] = np.inf  # no fixpoint to build on
                     exact = True
-                elif ps[PS_P] > 2 * (1 + R + 2 * Q) + 64:  # keep the scans short
-                    _prof_compact(pt, pf, pb, ps)
+                else:  # every scan of the pass is shorter without redundant breakpoints: one
+                    _prof_compact(pt, pf, pb, ps)  # O(P) pass pays (KTH x1.4 -15 %, RESULTS.md)
             i = 0
             scan_to = Q
             last_move = -1
