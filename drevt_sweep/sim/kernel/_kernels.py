@@ -720,16 +720,30 @@ def _prof_trim(pt, pf, pb, ps, now):
     pt[c, 0] = now
 
 
+# The scans below run from a position (order index, index in the chunk) and return where they
+# stopped, so that a search alternating between them (an earliest fit; a run's start, then its
+# end) locates its starting time once: a binary search over the chunks and one inside a chunk
+# cost as much as a short scan.
+
+
 @njit(cache=True, _nrt=False, inline="always")
-def _prof_first_at_least(pt, pf, pb, ps, lo, need, before):
-    """Time of the first breakpoint at or after ``lo`` with ``need`` nodes free, if it is
-    before ``before``; else +inf."""
-    m, k = _prof_locate(pt, pb, ps, lo)
+def _prof_step(pb, ps, m, k):
+    """The position after (m, k)."""
+    k += 1
+    if k == pb[ps[PS_CO + m], PB_N]:
+        return m + 1, 0
+    return m, k
+
+
+@njit(cache=True, _nrt=False, inline="always")
+def _prof_at_least_from(pt, pf, pb, ps, m, k, need, before):
+    """``(time, m, k)`` of the first breakpoint at or after position (m, k) with ``need`` nodes
+    free, if it is before ``before``; else ``(+inf, m, k)``."""
     m1 = ps[PS_M1]
     while m < m1:
         c = ps[PS_CO + m]
         if pt[c, k] >= before:
-            return np.inf
+            return np.inf, m, k
         if k == 0 and pb[c, PB_MAX] < need:  # no breakpoint in this chunk has enough
             m += 1
             continue
@@ -738,26 +752,19 @@ def _prof_first_at_least(pt, pf, pb, ps, lo, need, before):
         while k < n:
             if pf[c, k] >= th:
                 t = pt[c, k]
-                return t if t < before else np.inf
+                return (t if t < before else np.inf), m, k
             k += 1
         m += 1
         k = 0
-    return np.inf
+    return np.inf, m, k
 
 
 @njit(cache=True, _nrt=False, inline="always")
-def _prof_first_below(pt, pf, pb, ps, t, need, until):
-    """Time of the first breakpoint after ``t`` with fewer than ``need`` nodes free (+inf if
-    none), looking no further than the first breakpoint at or after ``until``: returns
-    ``(time, complete)``, ``complete`` False if the search stopped there (then at least
-    ``need`` nodes are free from ``t`` to the time returned)."""
-    m, k = _prof_locate(pt, pb, ps, t)
+def _prof_below_from(pt, pf, pb, ps, m, k, need, until):
+    """``(time, complete, m, k)``: the first breakpoint at or after position (m, k) with fewer
+    than ``need`` nodes free (+inf if none), looking no further than the first breakpoint at or
+    after ``until`` (``complete`` False if the search stopped there)."""
     m1 = ps[PS_M1]
-    if m < m1 and pt[ps[PS_CO + m], k] == t:
-        k += 1
-        if k == pb[ps[PS_CO + m], PB_N]:
-            m += 1
-            k = 0
     while m < m1:
         c = ps[PS_CO + m]
         n = pb[c, PB_N]
@@ -767,13 +774,13 @@ def _prof_first_below(pt, pf, pb, ps, t, need, until):
         th = need - pb[c, PB_ADD]
         while k < n:
             if pf[c, k] < th:
-                return pt[c, k], True
+                return pt[c, k], True, m, k
             if pt[c, k] >= until:
-                return pt[c, k], False
+                return pt[c, k], False, m, k
             k += 1
         m += 1
         k = 0
-    return np.inf, True
+    return np.inf, True, m, k
 
 
 @njit(cache=True, _nrt=False)
@@ -808,15 +815,17 @@ def _prof_fit(pt, pf, pb, ps, lo, need, duration, own, before):
     first breakpoint with ``need`` free nodes; it fits unless one with fewer comes before its
     end, which is where the next candidate is looked for.
     """
-    t = _prof_first_at_least(pt, pf, pb, ps, lo, need, before)
+    m, k = _prof_locate(pt, pb, ps, lo)
+    t, m, k = _prof_at_least_from(pt, pf, pb, ps, m, k, need, before)
     while t != np.inf:
         stop = t + duration
         if own < stop:
             stop = own
-        k, _ = _prof_first_below(pt, pf, pb, ps, t, need, stop)
-        if k >= stop:
+        m, k = _prof_step(pb, ps, m, k)
+        low, _, m, k = _prof_below_from(pt, pf, pb, ps, m, k, need, stop)
+        if low >= stop:
             return t
-        t = _prof_first_at_least(pt, pf, pb, ps, k, need, before)
+        t, m, k = _prof_at_least_from(pt, pf, pb, ps, m, k, need, before)
     return np.inf
 
 
@@ -933,11 +942,17 @@ def _rc_fit(pt, pf, pb, ps, st, rc_i, rc_a, rc_b, rc_next, height_slot, active, 
     """``_prof_fit`` from ``now`` through the run cache of size ``need`` (same answer)."""
     s = _rc_slot(rc_i, rc_next, height_slot, active, st, need, now)
     i = 0
+    m = np.int64(-1)  # (m, k): the position of the breakpoint at ``at`` (m < 0: none yet), where
+    k = np.int64(0)  # the scan that found a run's start or end stopped, so that the next scan
+    at = np.inf  # (its end; the next run's start) goes on from there without locating it
     while True:
         if i == rc_i[s, RC_COUNT]:
             if i == RC_RUNS:  # cache full: go on searching the profile after the last cached run
                 return _prof_fit(pt, pf, pb, ps, rc_b[s, i - 1], need, duration, own, before)
-            a = _prof_first_at_least(pt, pf, pb, ps, rc_next[s], need, np.inf)
+            if m < 0 or rc_next[s] != at:
+                m, k = _prof_locate(pt, pb, ps, rc_next[s])
+            a, m, k = _prof_at_least_from(pt, pf, pb, ps, m, k, need, np.inf)
+            at = a
             if a == np.inf:
                 return np.inf  # (cannot happen: the last run lasts forever)
             rc_a[s, i] = a
@@ -952,7 +967,12 @@ def _rc_fit(pt, pf, pb, ps, st, rc_i, rc_a, rc_b, rc_next, height_slot, active, 
         if own < stop:
             stop = own
         if b < stop and i == rc_i[s, RC_COUNT] - 1 and rc_i[s, RC_PARTIAL] == 1:
-            b, complete = _prof_first_below(pt, pf, pb, ps, b, need, stop)
+            if m < 0 or b != at:
+                m, k = _prof_locate(pt, pb, ps, b)
+            if m < ps[PS_M1] and pt[ps[PS_CO + m], k] == b:  # the end is after b
+                m, k = _prof_step(pb, ps, m, k)
+            b, complete, m, k = _prof_below_from(pt, pf, pb, ps, m, k, need, stop)
+            at = b
             rc_b[s, i] = b
             if complete:
                 rc_i[s, RC_PARTIAL] = 0
@@ -1138,8 +1158,8 @@ def conservative_steps(submit, limit, nodes, dur, arrivals, rank, total, enforce
                     _prof_rebuild(pt, pf, pb, ps, now, free, re, rn, R, q, Q, res, limit, nodes)
                     sf[SF_GROWN] = np.inf  # no fixpoint to build on
                     exact = True
-                elif ps[PS_P] > 2 * (1 + R + 2 * Q) + 64:  # keep the scans short
-                    _prof_compact(pt, pf, pb, ps)
+                else:  # every scan of the pass is shorter without redundant breakpoints: one
+                    _prof_compact(pt, pf, pb, ps)  # O(P) pass pays (KTH x1.4 -15 %, RESULTS.md)
             i = 0
             scan_to = Q
             last_move = -1
