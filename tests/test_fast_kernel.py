@@ -32,7 +32,7 @@ from drevt_sweep.errors import ConfigError
 from jobtable_factory import make_jobs
 from slices import check_progress_then_interrupt
 
-# Slurm's backfill has no compiled version and a constant machine size only: tests/test_slurm_backfill.py
+# Slurm's backfill: tests/test_slurm_kernel.py (kernel) and tests/test_slurm_backfill.py (reference)
 BACKFILL_POLICIES = tuple(b for b in ALL_BACKFILL_POLICIES if b != "slurm")
 
 pytestmark = pytest.mark.skipif(fast.load(warn=False) is None, reason="numba is not importable")

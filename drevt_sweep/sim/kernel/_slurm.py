@@ -1,0 +1,241 @@
+"""numba kernel of ``backfill: slurm`` (``policies.slurm_backfill``): Slurm's main scheduler on
+events and a backfill cycle every ``bf_interval``, bit for bit the reference's schedule.
+
+Scope: one whole-node pool of constant size, static priorities (a rank per job), no
+association limits and no ``PriorityTier`` (``engine._use_fast_kernel`` sends every other case
+to the reference). The event loop is ``_kernels``' (its steps ``_next_event``,
+``_finish_next``, ``_launch``, the segment tree over ranks of ``queue_policy_steps``); what is
+Slurm's here is when a pass runs and what it does:
+
+* the main scheduler (``job_scheduler.c`` ``_schedule``) at an event with an arrival or a
+  completion, to ``default_queue_depth`` + 1 jobs, and over the whole queue at the periodic
+  full pass (every ``sched_interval``): the queue's prefix that fits starts;
+* the backfill cycle (``backfill.c`` ``_attempt_backfill``) at ``t0 + k * bf_interval``: the
+  free-node profile of the running jobs cut at the window end is ``_kernels``' chunked profile
+  (``_prof_rebuild``, ``_prof_fit``, ``_prof_occupy``: the same step function as the reference's
+  ``Profile``, so the same earliest fits); per-user counts of the cycle are stamped with the
+  cycle's number instead of cleared (``_check_bf_usage`` does the same with ``last_sched``).
+
+The clocks of both periodic passes follow ``SlurmBackfill._due``: they start at the first pass
+and the ones that fall while no job waits are skipped.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from ._kernels import (BIG, ST_A, ST_DONE, ST_FREE, ST_H, ST_HEAD, ST_Q, ST_R, SF_NOW, _finish_next,
+                       _first_waiting, _launch, _load_counts, _next_event, _prof_fit, _prof_occupy,
+                       _prof_rebuild, _seg_clear, _seg_set, _store_counts)
+
+# scalars carried between slices (st: int64, sf: float64), after _kernels' shared ones
+ST_KBF = 7  # index of the next backfill cycle (t0 + k * bf_interval)
+ST_KFULL = 8  # index of the next periodic full pass (t0 + k * sched_interval)
+ST_CYCLE = 9  # number of the current backfill cycle (stamps the per-user counts)
+ST_SIZE = 10
+SF_T0 = 1  # time of the first pass (NaN before it)
+SF_WAKE = 2  # the next cycle or full pass while jobs wait (SlurmBackfill.wake_at)
+SF_NEXT_BF = 3
+SF_NEXT_FULL = 4
+SF_SIZE = 5
+# the settings (policies.slurm_backfill.check_backfill_params), as two arrays
+P_INTERVAL = 0  # bf_interval, s (0: at every pass)
+P_SCHED = 1  # sched_interval, s (0: none)
+P_WINDOW = 2  # bf_window, s (inf: none)
+P_RES = 3  # bf_resolution, s (0: exact)
+P_F_SIZE = 4
+P_MAX_TEST = 0  # min(bf_max_job_test, bf_max_job_part): jobs tested per cycle (BIG: no limit)
+P_MAX_USER = 1  # bf_max_job_user (0: none)
+P_RESERVE = 2  # bf_job_part_count_reserve (0: none)
+P_DEPTH = 3  # default_queue_depth (BIG: whole queue)
+P_I_SIZE = 4
+
+
+@njit(cache=True, _nrt=False, inline="always")
+def _due(now, t0, step, k):
+    """``SlurmBackfill._due``: whether the k-th tick ``t0 + k * step`` (or the first one not
+    before ``now``, the ones passed while no job waited being skipped) falls at ``now``.
+    Returns (due, index of the next tick, its time)."""
+    t = t0 + k * step
+    if t < now:
+        c = np.int64(np.ceil((now - t0) / step))
+        if c > k:
+            k = c
+        while t0 + k * step < now:
+            k += 1
+        t = t0 + k * step
+    due = t == now
+    if due:
+        k += 1
+    return due, k, t0 + k * step
+
+
+@njit(cache=True, _nrt=False)
+def _cycle(now, free, total, limit, nodes, users, pf_, pi, begin, end, est, dur, job_of_rank,
+           tn, tl, re, rj, rn, R, hk, hj, H, Q, pt, pf, pb, ps, ucount, ustamp, cycle):
+    """One backfill cycle (``_attempt_backfill``; see ``policies.slurm_backfill``) after the
+    main scheduler's starts. Returns (free, running, heap, waiting)."""
+    size = tn.shape[0] // 2
+    window = pf_[P_WINDOW]
+    res = pf_[P_RES]
+    window_end = now + window
+    if res > 0 and window_end != np.inf:
+        window_end = np.floor(window_end / res) * res
+    if window_end <= now:
+        return free, R, H, Q  # "Now after current backfill window": no cycle
+    # the profile: releases before the window end (overdue jobs right after now), all nodes
+    # free from the window end on
+    soon = np.nextafter(now, np.inf)
+    r_in = 0
+    level = free
+    while r_in < R and (re[r_in] if re[r_in] > now else soon) < window_end:
+        level += rn[r_in]
+        r_in += 1
+    _prof_rebuild(pt, pf, pb, ps, now, free, re, rn, r_in, rj, 0, est, limit, nodes)  # (no reservations)
+    if window_end != np.inf:
+        _prof_occupy(pt, pf, pb, ps, window_end, np.inf, level - total)
+    max_test = pi[P_MAX_TEST]
+    max_user = pi[P_MAX_USER]
+    cap = pi[P_RESERVE]
+    tested = 0
+    reserved = 0
+    h = _first_waiting(tn, tl, size, 0)
+    while h >= 0 and tested < max_test:
+        j = job_of_rank[h]
+        if max_user > 0:
+            u = users[j]
+            if ustamp[u] != cycle:
+                ustamp[u] = cycle
+                ucount[u] = 0
+            if ucount[u] >= max_user:
+                h = _first_waiting(tn, tl, size, h + 1)
+                continue
+            ucount[u] += 1
+        tested += 1
+        nj = nodes[j]
+        d = limit[j]
+        s = _prof_fit(pt, pf, pb, ps, now, nj, d, np.inf, np.inf)
+        if s == now:
+            R, H = _launch(j, now, now + d, begin, end, est, dur, nodes, re, rj, rn, R, hk, hj, H)
+            free -= nj
+            _seg_clear(tn, tl, h + size)
+            Q -= 1
+            _prof_occupy(pt, pf, pb, ps, now, now + d, nj)
+        elif not (cap > 0 and reserved >= cap) and not (s > now + window or s >= window_end):
+            a = s
+            b = s + d
+            if res > 0:
+                a = np.floor(a / res) * res
+                b = np.floor((b + res - 1) / res) * res  # _set_slot_time
+            if a < now:
+                a = now
+            _prof_occupy(pt, pf, pb, ps, a, b if b < window_end else window_end, nj)
+            reserved += 1
+        h = _first_waiting(tn, tl, size, h + 1)
+    return free, R, H, Q
+
+
+@njit(cache=True, _nrt=False)
+def slurm_steps(submit, limit, nodes, dur, arrivals, rank, users, total, pf_, pi,
+                begin, end, est, job_of_rank, tn, tl, re, rj, rn, hk, hj, pt, pf, pb, ps,
+                ucount, ustamp, st, sf, budget):
+    """``SlurmBackfill`` in ``engine._run_events``' loop from state ``st``/``sf``, for about
+    ``budget`` events (1: more to do, 0: done)."""
+    size = tn.shape[0] // 2
+    interval = pf_[P_INTERVAL]
+    sched = pf_[P_SCHED]
+    depth = pi[P_DEPTH]
+    free, R, H, Q, a, done = _load_counts(st)
+    head = st[ST_HEAD]
+    kbf = st[ST_KBF]
+    kfull = st[ST_KFULL]
+    now = sf[SF_NOW]
+    t0 = sf[SF_T0]
+    wake = sf[SF_WAKE]
+    next_bf = sf[SF_NEXT_BF]
+    next_full = sf[SF_NEXT_FULL]
+    n_arr = arrivals.shape[0]
+    status = 0
+    events = 0
+    while a < n_arr or H > 0 or (Q > 0 and wake < np.inf):
+        if events >= budget:
+            status = 1
+            break
+        events += 1
+        now = _next_event(submit, arrivals, a, hk, H)
+        if wake < now:
+            now = wake
+
+        # 1. completions
+        completed = False
+        while H > 0 and hk[0] <= now:
+            j, H, R = _finish_next(hk, hj, H, re, rj, rn, R, est)
+            free += nodes[j]
+            done += 1
+            completed = True
+
+        # 2. arrivals
+        arrived = False
+        while a < n_arr and submit[arrivals[a]] <= now:
+            j = arrivals[a]
+            a += 1
+            r = rank[j]
+            _seg_set(tn, tl, r + size, nodes[j], limit[j])
+            Q += 1
+            arrived = True
+            if r < head:
+                head = r
+
+        if Q == 0:
+            wake = np.inf
+            continue
+
+        # 3. one pass (SlurmBackfill.select)
+        if t0 != t0:  # the first pass starts both clocks
+            t0 = now
+        bf_due = interval == 0
+        if not bf_due:
+            bf_due, kbf, next_bf = _due(now, t0, interval, kbf)
+        full = False
+        if sched > 0:
+            full, kfull, next_full = _due(now, t0, sched, kfull)
+        if arrived or completed or full:  # the main scheduler: the prefix that fits starts
+            limit_jobs = BIG if full else depth
+            looked = 0
+            h = head
+            while h >= 0 and looked <= limit_jobs:  # job_depth++ > def_job_limit
+                looked += 1
+                j = job_of_rank[h]
+                nj = nodes[j]
+                if nj > free:
+                    break  # the partition failed
+                R, H = _launch(j, now, now + limit[j], begin, end, est, dur, nodes, re, rj, rn, R, hk, hj, H)
+                free -= nj
+                _seg_clear(tn, tl, h + size)
+                Q -= 1
+                h = _first_waiting(tn, tl, size, h + 1)
+            head = h if h >= 0 else size
+        if bf_due and Q > 0:
+            st[ST_CYCLE] += 1
+            free, R, H, Q = _cycle(now, free, total, limit, nodes, users, pf_, pi, begin, end, est, dur,
+                                   job_of_rank, tn, tl, re, rj, rn, R, hk, hj, H, Q, pt, pf, pb, ps,
+                                   ucount, ustamp, st[ST_CYCLE])
+            h = _first_waiting(tn, tl, size, head)
+            head = h if h >= 0 else size
+        wake = np.inf
+        if Q > 0:
+            if interval > 0:
+                wake = next_bf
+            if sched > 0 and next_full < wake:
+                wake = next_full
+    _store_counts(st, free, R, H, Q, a, done)
+    st[ST_HEAD] = head
+    st[ST_KBF] = kbf
+    st[ST_KFULL] = kfull
+    sf[SF_NOW] = now
+    sf[SF_T0] = t0
+    sf[SF_WAKE] = wake
+    sf[SF_NEXT_BF] = next_bf
+    sf[SF_NEXT_FULL] = next_full
+    return status

@@ -1,0 +1,92 @@
+"""The compiled ``backfill: slurm`` (``sim.kernel._slurm``) against the reference
+(``policies.slurm_backfill``), bit for bit: KTH-SP2 with Slurm's defaults and non-default
+settings, random small traces over every knob, the slices (progress, Ctrl-C), and which runs
+``_use_fast_kernel`` sends to the kernel."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from slices import check_progress_then_interrupt
+from test_fast_kernel import SETTINGS, assert_same, traces
+
+from drevt_sweep.errors import ConfigError
+from drevt_sweep.sim import kernel as fast
+from drevt_sweep.sim.engine import simulate
+from drevt_sweep.sim.policies import STATIC_PRIORITY_POLICIES
+
+pytestmark = pytest.mark.skipif(fast.load(warn=False) is None, reason="numba is not importable")
+
+INF = math.inf
+EASY = dict(bf_interval=0, bf_max_job_test=INF, bf_window=INF, bf_resolution=0, default_queue_depth=INF,
+            sched_interval=0, bf_job_part_count_reserve=1)
+VARIANTS = {
+    "defaults": {},
+    "easy_reduction": EASY,
+    "reserve_all_unlimited": {**EASY, "bf_job_part_count_reserve": 0},
+    "tight": dict(bf_max_job_test=20, bf_max_job_user=2, bf_window=600, bf_job_part_count_reserve=3,
+                  default_queue_depth=5, bf_interval=45, sched_interval=100, bf_resolution=90),
+    "short_window": dict(bf_window=90, bf_resolution=300, bf_max_job_part=7, sched_interval=0),
+    "every_pass": dict(bf_interval=0, bf_max_job_test=50, default_queue_depth=0, bf_resolution=1),
+}
+
+
+def run(jobs, kernel, **params):
+    return simulate(jobs, jobs.actual_run_time, 100, backfill="slurm", kernel=kernel, backfill_params=params)
+
+
+@pytest.fixture(scope="module")
+def kth_head():
+    from conftest import BUNDLED_KTH
+    from drevt_sweep.trace import ReadOptions, read_trace
+
+    jobs = read_trace(BUNDLED_KTH, ReadOptions(trace_format="swf", force_simulation=True))
+    return jobs.take(np.arange(3000))
+
+
+@pytest.mark.parametrize("enforce", [True, False])
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_slurm_kernel_matches_reference_on_kth(kth_head, variant, enforce):
+    ref = assert_same(kth_head, kth_head.actual_run_time, 100, backfill="slurm", enforce_limits=enforce,
+                      backfill_params=VARIANTS[variant])
+    assert (ref.begin > kth_head.submit).sum() > 1000  # a busy stretch: the limits matter
+
+
+@st.composite
+def knobs(draw):
+    """Slurm's settings, each often at a value that changes small schedules."""
+    pick = lambda *values: draw(st.sampled_from(values))  # noqa: E731
+    return dict(bf_interval=pick(0, 1, 3, 7.5, 30), sched_interval=pick(0, 2, 5, 60),
+                bf_window=pick(INF, 0.05, 0.1, 0.5, 1440), bf_resolution=pick(0, 1, 2, 4, 60, 0.75),
+                bf_max_job_test=pick(1, 2, 3, 500, INF), bf_max_job_user=pick(0, 1, 2),
+                bf_max_job_part=pick(0, 1, 3), bf_job_part_count_reserve=pick(0, 1, 2),
+                default_queue_depth=pick(0, 1, 2, 100, INF))
+
+
+@SETTINGS
+@given(trace=traces(), params=knobs(), priority=st.sampled_from(STATIC_PRIORITY_POLICIES), enforce=st.booleans())
+def test_slurm_kernel_matches_reference_on_random_traces(trace, params, priority, enforce):
+    jobs, total = trace
+    assert_same(jobs, jobs.actual_run_time, total, priority=priority, backfill="slurm", enforce_limits=enforce,
+                backfill_params=params)
+
+
+def test_slurm_kernel_slices_report_progress_and_stop_on_interrupt(kth_head, monkeypatch):
+    monkeypatch.setattr(fast, "STEP_BUDGET", 64)
+    check_progress_then_interrupt(lambda progress: simulate(
+        kth_head, kth_head.actual_run_time, 100, backfill="slurm", kernel="fast", progress=progress), len(kth_head))
+
+
+def test_only_the_supported_slurm_runs_use_the_kernel(kth_head):
+    jobs = kth_head.take(np.arange(50))
+    assert fast.slurm_supported({"bf_window": 60}, extended=False) is None
+    for params, extended in (({"limits": object()}, False), ({"tier": [1] * 50}, False), (None, True)):
+        assert fast.slurm_supported(params, extended)
+    with pytest.raises(ConfigError, match="dynamic priorities"):
+        simulate(jobs, jobs.actual_run_time, 100, backfill="slurm", kernel="fast", priority="multifactor")
+    with pytest.raises(ConfigError, match="on_reservation"):
+        simulate(jobs, jobs.actual_run_time, 100, backfill="slurm", kernel="fast", on_reservation=lambda *a: None)
