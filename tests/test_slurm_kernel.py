@@ -90,3 +90,32 @@ def test_only_the_supported_slurm_runs_use_the_kernel(kth_head):
         simulate(jobs, jobs.actual_run_time, 100, backfill="slurm", kernel="fast", priority="multifactor")
     with pytest.raises(ConfigError, match="on_reservation"):
         simulate(jobs, jobs.actual_run_time, 100, backfill="slurm", kernel="fast", on_reservation=lambda *a: None)
+
+
+def test_slurm_kernel_runs_each_exclusive_partition_as_the_reference(kth_head, monkeypatch):
+    """Two pools (``partitioned._compiled_exclusive``): each partition's Slurm clocks and limits
+    are its own, as in the reference's one ``engine.simulate`` per partition; a pool serving
+    partitions of two tiers falls back to the reference."""
+    from jobtable_factory import make_jobs
+
+    from drevt_sweep.sim.machine import Machine, Partition
+    from drevt_sweep.sim.partitioned import simulate_machine
+
+    head = kth_head.take(np.arange(1500))
+    jobs = make_jobs(head.submit, np.minimum(head.num_nodes, 40), head.time_limit, head.actual_run_time,
+                     queue=["a" if i % 3 else "b" for i in range(len(head))],
+                     user=[f"u{u % 7}" for u in head.user_code])
+    params = dict(bf_max_job_user=2, bf_interval=20)
+    calls = []
+    run_slurm = fast.run_slurm
+    monkeypatch.setattr(fast, "run_slurm", lambda **kw: calls.append(kw["total"]) or run_slurm(**kw))
+    for machine, compiled in ((Machine("m", (Partition("a", 60, queues=("a",)), Partition("b", 40, queues=("b",)))),
+                               [60, 40]),
+                              (Machine("m", (Partition("a", 60, queues=("a",)),
+                                             Partition("b", 40, queues=("b", "c"), limits={"c": {"priority_tier": 2}}))),
+                               [60])):  # the two-tier pool on the reference
+        calls.clear()
+        ref, got = (simulate_machine(jobs, jobs.actual_run_time, machine, backfill="slurm", kernel=kernel,
+                                     backfill_params=params) for kernel in ("reference", "auto"))
+        assert np.array_equal(ref.begin, got.begin, equal_nan=True) and np.array_equal(ref.end, got.end, equal_nan=True)
+        assert (ref.begin > jobs.submit).sum() > 300 and calls == compiled

@@ -329,9 +329,9 @@ def _use_fast_kernel(kernel: str, backfill: str, capacity: Capacity, on_reservat
         why = needs_reference
     elif on_reservation is not None:
         why = "the on_reservation hook needs the reference engine"
-    elif backfill == "slurm":
-        why = fast.slurm_supported(backfill_params, extended)
-    elif backfill not in fast.FAST_BACKFILLS:
+    elif backfill == "slurm" and (reason := fast.slurm_supported(backfill_params, extended)):
+        why = reason
+    elif backfill not in fast.FAST_BACKFILLS | fast.SLURM_BACKFILLS:
         why = f"backfill policy {backfill!r} has no compiled version"
     elif extended and backfill not in fast.EXTENDED_BACKFILLS:
         why = (f"backfill policy {backfill!r} has no compiled version with dynamic priorities or "
