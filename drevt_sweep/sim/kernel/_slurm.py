@@ -33,7 +33,8 @@ from ._kernels import (BIG, ST_A, ST_DONE, ST_FREE, ST_H, ST_HEAD, ST_Q, ST_R, S
 ST_KBF = 7  # index of the next backfill cycle (t0 + k * bf_interval)
 ST_KFULL = 8  # index of the next periodic full pass (t0 + k * sched_interval)
 ST_CYCLE = 9  # number of the current backfill cycle (stamps the per-user counts)
-ST_SIZE = 10
+ST_SKIP = 10  # 1 while the clocks jump over passes that start nothing (SF_WAKE: where to)
+ST_SIZE = 11
 SF_T0 = 1  # time of the first pass (NaN before it)
 SF_WAKE = 2  # the next cycle or full pass while jobs wait (SlurmBackfill.wake_at)
 SF_NEXT_BF = 3
@@ -71,19 +72,46 @@ def _due(now, t0, step, k):
     return due, k, t0 + k * step
 
 
+@njit(cache=True, _nrt=False, inline="always")
+def _first_tick(t0, step, k, t):
+    """Index of the first tick ``t0 + i * step`` at or after ``t`` from ``k`` on: where the
+    reference's clock stands after visiting every tick before ``t`` one by one (ticks rise
+    with i; the estimate from ``ceil`` is corrected both ways)."""
+    if t0 + k * step >= t:
+        return k
+    c = np.int64(np.ceil((t - t0) / step))
+    if c < k:
+        c = k
+    while c > k and t0 + (c - 1) * step >= t:
+        c -= 1
+    while t0 + c * step < t:
+        c += 1
+    return c
+
+
+@njit(cache=True, _nrt=False, inline="always")
+def _window_end(now, window, res):
+    """``floor((now + bf_window) / bf_resolution) * bf_resolution`` (exact without a resolution)."""
+    w = now + window
+    if res > 0 and w != np.inf:
+        w = np.floor(w / res) * res
+    return w
+
+
 @njit(cache=True, _nrt=False)
 def _cycle(now, free, total, limit, nodes, users, pf_, pi, begin, end, est, dur, job_of_rank,
            tn, tl, re, rj, rn, R, hk, hj, H, Q, pt, pf, pb, ps, ucount, ustamp, cycle):
     """One backfill cycle (``_attempt_backfill``; see ``policies.slurm_backfill``) after the
-    main scheduler's starts. Returns (free, running, heap, waiting)."""
+    main scheduler's starts. Returns (free, running, heap, waiting, quiet, window_ok): when it
+    started nothing, ``quiet`` is the time before which a cycle in the same state starts nothing
+    either (``slurm_steps`` says why), else ``now``; ``window_ok`` whether that holds across
+    window ends later than this one's."""
     size = tn.shape[0] // 2
     window = pf_[P_WINDOW]
     res = pf_[P_RES]
-    window_end = now + window
-    if res > 0 and window_end != np.inf:
-        window_end = np.floor(window_end / res) * res
+    window_end = _window_end(now, window, res)
     if window_end <= now:
-        return free, R, H, Q  # "Now after current backfill window": no cycle
+        return free, R, H, Q, now, False  # "Now after current backfill window": no cycle
     # the profile: releases before the window end (overdue jobs right after now), all nodes
     # free from the window end on
     soon = np.nextafter(now, np.inf)
@@ -100,6 +128,12 @@ def _cycle(now, free, total, limit, nodes, users, pf_, pi, begin, end, est, dur,
     cap = pi[P_RESERVE]
     tested = 0
     reserved = 0
+    quiet = np.inf
+    if R > 0:
+        quiet = re[0] if re[0] > now else now  # (an overdue job's release moves with now)
+    window_ok = True
+    beyond = False  # a job found no start in the window and could have been reserved
+    beyond_of = 0  # nodes that reservations may take after the window end in a later window
     h = _first_waiting(tn, tl, size, 0)
     while h >= 0 and tested < max_test:
         j = job_of_rank[h]
@@ -116,24 +150,42 @@ def _cycle(now, free, total, limit, nodes, users, pf_, pi, begin, end, est, dur,
         nj = nodes[j]
         d = limit[j]
         s = _prof_fit(pt, pf, pb, ps, now, nj, d, np.inf, np.inf)
+        if s < quiet:
+            quiet = s
+        leaf = h + size
+        h = _first_waiting(tn, tl, size, h + 1)
         if s == now:
             R, H = _launch(j, now, now + d, begin, end, est, dur, nodes, re, rj, rn, R, hk, hj, H)
             free -= nj
-            _seg_clear(tn, tl, h + size)
+            _seg_clear(tn, tl, leaf)
             Q -= 1
             _prof_occupy(pt, pf, pb, ps, now, now + d, nj)
-        elif not (cap > 0 and reserved >= cap) and not (s > now + window or s >= window_end):
-            a = s
-            b = s + d
-            if res > 0:
-                a = np.floor(a / res) * res
-                b = np.floor((b + res - 1) / res) * res  # _set_slot_time
-            if a < now:
-                a = now
-            _prof_occupy(pt, pf, pb, ps, a, b if b < window_end else window_end, nj)
-            reserved += 1
-        h = _first_waiting(tn, tl, size, h + 1)
-    return free, R, H, Q
+            continue
+        if cap > 0 and reserved >= cap:
+            continue
+        a = s
+        if res > 0:
+            a = np.floor(a / res) * res
+        if s >= window_end:  # no reservation (starts after the window)
+            beyond = True
+            beyond_of += nj
+            window_ok = window_ok and a >= window_end  # a later window's reservation starts at or after this end
+            continue
+        if s > now + window:
+            quiet = now  # (a window end rounded up past now + bf_window: never skipped)
+            continue
+        b = s + d
+        if res > 0:
+            b = np.floor((b + res - 1) / res) * res  # _set_slot_time
+        if a < now:
+            a = now
+        _prof_occupy(pt, pf, pb, ps, a, b if b < window_end else window_end, nj)
+        reserved += 1
+        if s + d > window_end:  # cut by the window end: in a later window it still fits if
+            window_ok = window_ok and level - beyond_of >= nj  # the jobs before it leave room
+            beyond_of += nj
+        window_ok = window_ok and not (cap > 0 and beyond)  # (counted after one a later window may add)
+    return free, R, H, Q, quiet, window_ok
 
 
 @njit(cache=True, _nrt=False)
@@ -146,6 +198,9 @@ def slurm_steps(submit, limit, nodes, dur, arrivals, rank, users, total, pf_, pi
     interval = pf_[P_INTERVAL]
     sched = pf_[P_SCHED]
     depth = pi[P_DEPTH]
+    window = pf_[P_WINDOW]
+    res = pf_[P_RES]
+    skipping = st[ST_SKIP] == 1
     free, R, H, Q, a, done = _load_counts(st)
     head = st[ST_HEAD]
     kbf = st[ST_KBF]
@@ -166,6 +221,12 @@ def slurm_steps(submit, limit, nodes, dur, arrivals, rank, users, total, pf_, pi
         now = _next_event(submit, arrivals, a, hk, H)
         if wake < now:
             now = wake
+        if skipping:  # both clocks pass the ticks jumped over, as the reference's visits did
+            skipping = False
+            if interval > 0:
+                kbf = _first_tick(t0, interval, kbf, now)
+            if sched > 0:
+                kfull = _first_tick(t0, sched, kfull, now)
 
         # 1. completions
         completed = False
@@ -216,11 +277,16 @@ def slurm_steps(submit, limit, nodes, dur, arrivals, rank, users, total, pf_, pi
                 Q -= 1
                 h = _first_waiting(tn, tl, size, h + 1)
             head = h if h >= 0 else size
+        quiet = now
+        window_ok = False
         if bf_due and Q > 0:
             st[ST_CYCLE] += 1
-            free, R, H, Q = _cycle(now, free, total, limit, nodes, users, pf_, pi, begin, end, est, dur,
-                                   job_of_rank, tn, tl, re, rj, rn, R, hk, hj, H, Q, pt, pf, pb, ps,
-                                   ucount, ustamp, st[ST_CYCLE])
+            waiting = Q
+            free, R, H, Q, quiet, window_ok = _cycle(
+                now, free, total, limit, nodes, users, pf_, pi, begin, end, est, dur, job_of_rank, tn, tl,
+                re, rj, rn, R, hk, hj, H, Q, pt, pf, pb, ps, ucount, ustamp, st[ST_CYCLE])
+            if Q != waiting:
+                quiet = now  # it started jobs: the next cycle has another state
             h = _first_waiting(tn, tl, size, head)
             head = h if h >= 0 else size
         wake = np.inf
@@ -229,10 +295,27 @@ def slurm_steps(submit, limit, nodes, dur, arrivals, rank, users, total, pf_, pi
                 wake = next_bf
             if sched > 0 and next_full < wake:
                 wake = next_full
+            step = interval if interval > 0 else sched  # the clock of the passes that run a cycle
+            if quiet > now and step > 0:  # jump to the first cycle that may start a job
+                k = kbf if interval > 0 else kfull
+                last = _first_tick(t0, step, k, quiet)
+                if not window_ok:  # ... or has a later window end
+                    we = _window_end(now, window, res)
+                    while k < last:
+                        mid = (k + last) >> 1
+                        if _window_end(t0 + mid * step, window, res) > we:
+                            last = mid
+                        else:
+                            k = mid + 1
+                t = t0 + last * step
+                if t > wake:
+                    wake = t
+                    skipping = True
     _store_counts(st, free, R, H, Q, a, done)
     st[ST_HEAD] = head
     st[ST_KBF] = kbf
     st[ST_KFULL] = kfull
+    st[ST_SKIP] = 1 if skipping else 0
     sf[SF_NOW] = now
     sf[SF_T0] = t0
     sf[SF_WAKE] = wake
