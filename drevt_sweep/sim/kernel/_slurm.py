@@ -179,7 +179,10 @@ def _cycle(now, free, total, limit, nodes, users, pf_, pi, begin, end, est, dur,
             b = np.floor((b + res - 1) / res) * res  # _set_slot_time
         if a < now:
             a = now
-        _prof_occupy(pt, pf, pb, ps, a, b if b < window_end else window_end, nj)
+        if b > window_end:
+            b = window_end
+        if b > a:  # (a resolution under 1 s can round a tiny job's end before its start: no change)
+            _prof_occupy(pt, pf, pb, ps, a, b, nj)
         reserved += 1
         if s + d > window_end:  # cut by the window end: in a later window it still fits if
             window_ok = window_ok and level - beyond_of >= nj  # the jobs before it leave room
