@@ -117,5 +117,6 @@ def test_slurm_kernel_runs_each_exclusive_partition_as_the_reference(kth_head, m
         calls.clear()
         ref, got = (simulate_machine(jobs, jobs.actual_run_time, machine, backfill="slurm", kernel=kernel,
                                      backfill_params=params) for kernel in ("reference", "auto"))
-        assert np.array_equal(ref.begin, got.begin, equal_nan=True) and np.array_equal(ref.end, got.end, equal_nan=True)
+        assert np.array_equal(ref.begin, got.begin, equal_nan=True)
+        assert np.array_equal(ref.end, got.end, equal_nan=True)
         assert (ref.begin > jobs.submit).sum() > 300 and calls == compiled

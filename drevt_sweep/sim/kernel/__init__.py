@@ -21,8 +21,8 @@ import warnings
 
 import numpy as np
 
-__all__ = ["FAST_BACKFILLS", "EXTENDED_BACKFILLS", "SLURM_BACKFILLS", "run_extended", "run_slurm", "slurm_supported", "prepare", "load", "warm", "worth_loading", "expect_runs", "unavailable_reason",
-           "run_events"]
+__all__ = ["FAST_BACKFILLS", "EXTENDED_BACKFILLS", "SLURM_BACKFILLS", "run_extended", "run_slurm", "slurm_supported",
+           "prepare", "load", "warm", "worth_loading", "expect_runs", "unavailable_reason", "run_events"]
 
 FAST_BACKFILLS = frozenset({"none", "easy", "easy_drevt", "conservative"})
 # with dynamic priorities or run-time estimates (``_extended``); conservative runs on the reference
