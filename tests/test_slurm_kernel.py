@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from jobtable_factory import make_jobs
 from slices import check_progress_then_interrupt
 from test_fast_kernel import SETTINGS, assert_same, traces
 
@@ -67,6 +68,58 @@ def knobs(draw):
                 default_queue_depth=pick(0, 1, 2, 100, INF))
 
 
+# Found by the strategy below against a kernel that kept jumping across window ends while a
+# reservation cut by the window end had no room after it (``window_ok`` without the ``level``
+# test): the cut job then moves in a later window and frees room a later job starts in.
+CUT_BY_THE_WINDOW = dict(
+    submit=[0, 20, 20, 25, 30, 32, 42, 62, 82, 92, 94, 114, 114, 116, 136, 141, 151, 156, 156, 156, 158, 168,
+            170, 175, 176, 186, 188, 198, 198, 218, 238, 239, 239, 239, 239, 244, 246, 256, 276, 281, 282,
+            282, 284, 285, 290, 310, 320, 321, 323, 333, 343, 363, 368, 368, 368, 388, 389, 390],
+    nodes=[5, 7, 4, 3, 3, 7, 6, 9, 1, 7, 2, 3, 9, 1, 2, 5, 7, 3, 2, 4, 1, 2, 6, 8, 3, 6, 2, 10, 7, 5, 4, 4, 4,
+           8, 8, 4, 1, 7, 10, 5, 1, 10, 7, 8, 8, 8, 4, 9, 3, 1, 2, 1, 8, 9, 8, 10, 3, 9],
+    limit=[60, 10, 120, 20, 90, 5, 45, 120, 5, 20, 120, 20, 5, 20, 30, 10, 30, 45, 90, 120, 90, 60, 20, 30,
+           60, 60, 5, 60, 200, 90, 200, 45, 200, 10, 10, 30, 30, 10, 200, 30, 200, 20, 30, 10, 5, 20, 120, 5,
+           200, 10, 30, 45, 200, 30, 60, 90, 45, 120],
+    run=[60, 1, 120, 20, 81, 5, 40.5, 12, 5, 10, 120, 20, 5, 2, 3, 9, 3, 45, 81, 120, 9, 54, 20, 15, 60, 54,
+         0.5, 60, 200, 90, 200, 45, 200, 10, 1, 30, 15, 10, 20, 15, 200, 10, 3, 5, 5, 2, 12, 4.5, 180, 9, 30,
+         40.5, 180, 30, 60, 81, 40.5, 120],
+)
+
+
+def test_slurm_kernel_recomputes_a_later_window_that_can_move_a_cut_reservation():
+    c = CUT_BY_THE_WINDOW
+    jobs = make_jobs(c["submit"], c["nodes"], c["limit"], c["run"])
+    assert_same(jobs, jobs.actual_run_time, 10, backfill="slurm",
+                backfill_params=dict(bf_interval=1, sched_interval=7, bf_window=1, bf_resolution=1))
+
+
+@st.composite
+def long_jobs_short_window(draw):
+    """Jobs of up to 200 s against a window of 30-180 s: reservations cut by the window end,
+    jobs past it, and many cycles jumped across later window ends."""
+    total = draw(st.integers(3, 12))
+    n = draw(st.integers(10, 60))
+    pick = lambda values: draw(st.lists(st.sampled_from(values), min_size=n, max_size=n))  # noqa: E731
+    submit = np.cumsum(pick([0, 0, 1, 2, 5, 10, 20])).astype(float).tolist()
+    limit = pick([5.0, 10.0, 20.0, 30.0, 45.0, 60.0, 90.0, 120.0, 200.0])
+    run = [lim * f for lim, f in zip(limit, pick([0.1, 0.5, 1, 1, 0.9]))]
+    jobs = make_jobs(submit, draw(st.lists(st.integers(1, total), min_size=n, max_size=n)), limit, run)
+    params = dict(bf_interval=draw(st.sampled_from([1, 2, 5, 10])),
+                  sched_interval=draw(st.sampled_from([0, 3, 7])),
+                  bf_window=draw(st.sampled_from([0.5, 1, 1.5, 2, 3])),
+                  bf_resolution=draw(st.sampled_from([0, 1, 5, 10, 30])),
+                  bf_job_part_count_reserve=draw(st.sampled_from([0, 0, 2])),
+                  bf_max_job_test=draw(st.sampled_from([500, 5])))
+    return jobs, total, params
+
+
+@SETTINGS
+@given(case=long_jobs_short_window())
+def test_slurm_kernel_matches_reference_across_window_ends(case):
+    jobs, total, params = case
+    assert_same(jobs, jobs.actual_run_time, total, backfill="slurm", backfill_params=params)
+
+
 @SETTINGS
 @given(trace=traces(), params=knobs(), priority=st.sampled_from(STATIC_PRIORITY_POLICIES), enforce=st.booleans())
 def test_slurm_kernel_matches_reference_on_random_traces(trace, params, priority, enforce):
@@ -112,7 +165,8 @@ def test_slurm_kernel_runs_each_exclusive_partition_as_the_reference(kth_head, m
     for machine, compiled in ((Machine("m", (Partition("a", 60, queues=("a",)), Partition("b", 40, queues=("b",)))),
                                [60, 40]),
                               (Machine("m", (Partition("a", 60, queues=("a",)),
-                                             Partition("b", 40, queues=("b", "c"), limits={"c": {"priority_tier": 2}}))),
+                                             Partition("b", 40, queues=("b", "c"),
+                                                       limits={"c": {"priority_tier": 2}}))),
                                [60])):  # the two-tier pool on the reference
         calls.clear()
         ref, got = (simulate_machine(jobs, jobs.actual_run_time, machine, backfill="slurm", kernel=kernel,
