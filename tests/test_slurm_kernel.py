@@ -68,29 +68,39 @@ def knobs(draw):
                 default_queue_depth=pick(0, 1, 2, 100, INF))
 
 
-# Found by the strategy below against a kernel that kept jumping across window ends while a
-# reservation cut by the window end had no room after it (``window_ok`` without the ``level``
-# test): the cut job then moves in a later window and frees room a later job starts in.
-CUT_BY_THE_WINDOW = dict(
-    submit=[0, 20, 20, 25, 30, 32, 42, 62, 82, 92, 94, 114, 114, 116, 136, 141, 151, 156, 156, 156, 158, 168,
-            170, 175, 176, 186, 188, 198, 198, 218, 238, 239, 239, 239, 239, 244, 246, 256, 276, 281, 282,
-            282, 284, 285, 290, 310, 320, 321, 323, 333, 343, 363, 368, 368, 368, 388, 389, 390],
-    nodes=[5, 7, 4, 3, 3, 7, 6, 9, 1, 7, 2, 3, 9, 1, 2, 5, 7, 3, 2, 4, 1, 2, 6, 8, 3, 6, 2, 10, 7, 5, 4, 4, 4,
-           8, 8, 4, 1, 7, 10, 5, 1, 10, 7, 8, 8, 8, 4, 9, 3, 1, 2, 1, 8, 9, 8, 10, 3, 9],
-    limit=[60, 10, 120, 20, 90, 5, 45, 120, 5, 20, 120, 20, 5, 20, 30, 10, 30, 45, 90, 120, 90, 60, 20, 30,
-           60, 60, 5, 60, 200, 90, 200, 45, 200, 10, 10, 30, 30, 10, 200, 30, 200, 20, 30, 10, 5, 20, 120, 5,
-           200, 10, 30, 45, 200, 30, 60, 90, 45, 120],
-    run=[60, 1, 120, 20, 81, 5, 40.5, 12, 5, 10, 120, 20, 5, 2, 3, 9, 3, 45, 81, 120, 9, 54, 20, 15, 60, 54,
-         0.5, 60, 200, 90, 200, 45, 200, 10, 1, 30, 15, 10, 20, 15, 200, 10, 3, 5, 5, 2, 12, 4.5, 180, 9, 30,
-         40.5, 180, 30, 60, 81, 40.5, 120],
-)
+# Cases found by the strategy below against kernels that jumped across later window ends
+# without one of ``window_ok``'s tests (each fails without it): a reservation cut by the window end
+# with no room after it moves in a later window and frees room a later job starts in; with
+# bf_job_part_count_reserve, a job past the window takes a reservation in a later window and a
+# later job loses its own.
+WINDOW_CASES = {
+    "cut_reservation": (dict(
+        submit=[0, 20, 20, 25, 30, 32, 42, 62, 82, 92, 94, 114, 114, 116, 136, 141, 151, 156, 156, 156, 158, 168,
+                170, 175, 176, 186, 188, 198, 198, 218, 238, 239, 239, 239, 239, 244, 246, 256, 276, 281, 282,
+                282, 284, 285, 290, 310, 320, 321, 323, 333, 343, 363, 368, 368, 368, 388, 389, 390],
+        nodes=[5, 7, 4, 3, 3, 7, 6, 9, 1, 7, 2, 3, 9, 1, 2, 5, 7, 3, 2, 4, 1, 2, 6, 8, 3, 6, 2, 10, 7, 5, 4, 4, 4,
+               8, 8, 4, 1, 7, 10, 5, 1, 10, 7, 8, 8, 8, 4, 9, 3, 1, 2, 1, 8, 9, 8, 10, 3, 9],
+        limit=[60, 10, 120, 20, 90, 5, 45, 120, 5, 20, 120, 20, 5, 20, 30, 10, 30, 45, 90, 120, 90, 60, 20, 30,
+               60, 60, 5, 60, 200, 90, 200, 45, 200, 10, 10, 30, 30, 10, 200, 30, 200, 20, 30, 10, 5, 20, 120, 5,
+               200, 10, 30, 45, 200, 30, 60, 90, 45, 120],
+        run=[60, 1, 120, 20, 81, 5, 40.5, 12, 5, 10, 120, 20, 5, 2, 3, 9, 3, 45, 81, 120, 9, 54, 20, 15, 60, 54,
+             0.5, 60, 200, 90, 200, 45, 200, 10, 1, 30, 15, 10, 20, 15, 200, 10, 3, 5, 5, 2, 12, 4.5, 180, 9, 30,
+             40.5, 180, 30, 60, 81, 40.5, 120],
+    ), 10, dict(bf_interval=1, sched_interval=7, bf_window=1, bf_resolution=1)),
+    "part_count_reserve": (dict(
+        submit=[10, 10, 10, 10, 12, 12, 17, 18, 28, 28, 28, 28, 30, 32, 37, 37, 38, 39, 44, 54, 56, 56, 61],
+        nodes=[7, 1, 1, 9, 7, 8, 8, 1, 1, 4, 7, 7, 4, 3, 3, 6, 3, 9, 6, 9, 2, 2, 2],
+        limit=[30, 5, 200, 60, 20, 200, 10, 120, 120, 5, 10, 45, 30, 30, 90, 10, 200, 10, 20, 10, 90, 30, 90],
+        run=[30, 4.5, 20, 54, 20, 180, 9, 120, 120, 5, 10, 45, 15, 15, 90, 5, 100, 10, 10, 10, 90, 3, 90],
+    ), 9, dict(bf_interval=5, sched_interval=7, bf_window=3, bf_resolution=30, bf_job_part_count_reserve=1)),
+}
 
 
-def test_slurm_kernel_recomputes_a_later_window_that_can_move_a_cut_reservation():
-    c = CUT_BY_THE_WINDOW
+@pytest.mark.parametrize("case", WINDOW_CASES)
+def test_slurm_kernel_recomputes_a_later_window_that_can_change_the_cycle(case):
+    c, total, params = WINDOW_CASES[case]
     jobs = make_jobs(c["submit"], c["nodes"], c["limit"], c["run"])
-    assert_same(jobs, jobs.actual_run_time, 10, backfill="slurm",
-                backfill_params=dict(bf_interval=1, sched_interval=7, bf_window=1, bf_resolution=1))
+    assert_same(jobs, jobs.actual_run_time, total, backfill="slurm", backfill_params=params)
 
 
 @st.composite
@@ -108,7 +118,7 @@ def long_jobs_short_window(draw):
                   sched_interval=draw(st.sampled_from([0, 3, 7])),
                   bf_window=draw(st.sampled_from([0.5, 1, 1.5, 2, 3])),
                   bf_resolution=draw(st.sampled_from([0, 1, 5, 10, 30])),
-                  bf_job_part_count_reserve=draw(st.sampled_from([0, 0, 2])),
+                  bf_job_part_count_reserve=draw(st.sampled_from([0, 0, 1, 2, 3])),
                   bf_max_job_test=draw(st.sampled_from([500, 5])))
     return jobs, total, params
 
