@@ -328,6 +328,8 @@ def test_warm_loads_the_compiled_code_a_first_run_would_need():
         "k = fast.load()\n"
         "assert k.queue_policy_steps.signatures and not k.conservative_steps.signatures\n"
         "assert fast.warm('conservative') and k.conservative_steps.signatures\n"
+        "from drevt_sweep.sim.kernel import _slurm\n"
+        "assert not _slurm.slurm_steps.signatures and fast.warm('slurm') and _slurm.slurm_steps.signatures\n"
     )
     run_python(code)
 
