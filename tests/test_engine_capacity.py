@@ -23,7 +23,7 @@ from drevt_sweep.sim.policies.base import Capacity
 from drevt_sweep.sim.policies.conservative import ConservativeBackfill
 from jobtable_factory import make_jobs
 
-# Slurm's backfill has no compiled version and a constant machine size only: tests/test_slurm_backfill.py
+# Slurm's backfill models a constant machine size only (it refuses a capacity schedule): tests/test_slurm_backfill.py
 BACKFILL_POLICIES = tuple(b for b in ALL_BACKFILL_POLICIES if b != "slurm")
 
 SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -32,7 +32,7 @@ from drevt_sweep.errors import ConfigError
 from jobtable_factory import make_jobs
 from slices import check_progress_then_interrupt
 
-# Slurm's backfill has no compiled version and a constant machine size only: tests/test_slurm_backfill.py
+# Slurm's backfill: tests/test_slurm_kernel.py (kernel) and tests/test_slurm_backfill.py (reference)
 BACKFILL_POLICIES = tuple(b for b in ALL_BACKFILL_POLICIES if b != "slurm")
 
 pytestmark = pytest.mark.skipif(fast.load(warn=False) is None, reason="numba is not importable")
@@ -328,6 +328,8 @@ def test_warm_loads_the_compiled_code_a_first_run_would_need():
         "k = fast.load()\n"
         "assert k.queue_policy_steps.signatures and not k.conservative_steps.signatures\n"
         "assert fast.warm('conservative') and k.conservative_steps.signatures\n"
+        "from drevt_sweep.sim.kernel import _slurm\n"
+        "assert not _slurm.slurm_steps.signatures and fast.warm('slurm') and _slurm.slurm_steps.signatures\n"
     )
     run_python(code)
 

@@ -87,6 +87,19 @@ def test_bf_resolution_rounds_reservations_out():
     assert starts(run(jobs, 10, **{**EXACT, "bf_resolution": 60})) == [0, 90, 190]
 
 
+def test_a_reservation_rounded_to_before_now_takes_nothing():
+    # 10 nodes, limits not enforced, bf_resolution=0.75. J0: t=0, 5 nodes, limit 1, runs 100 s
+    # (overdue from t=1: its nodes count as free "right after now"). J1: t=0, 6 nodes, limit
+    # 1e-9: never fits now. J2: t=0, 1 node, 5 s: backfilled at 0. At t=5 (J2 ends) J3 arrives
+    # (1 node, 2 s). J1's earliest start is nextafter(5): its reservation [floor(s/r)*r -> 5,
+    # floor((s + 1e-9 + r - 1)/r)*r = 4.5) ends before it starts and takes nothing, so J3
+    # starts at 5 (it once split the profile before now and J3 waited for J0's end at 100).
+    jobs = make_jobs([0, 0, 0, 5], [5, 6, 1, 1], [1, 1e-9, 5, 2], [100, 1e-9, 5, 2])
+    s = engine.simulate(jobs, jobs.actual_run_time, 10, backfill="slurm", kernel="reference", enforce_limits=False,
+                        backfill_params={**EXACT, "bf_resolution": 0.75})
+    assert starts(s) == [0, 100, 0, 5]
+
+
 def blocked_then_small(users=None):
     """4 nodes. J0: t=0, 2 nodes, 100 s. J1: t=1, 4 nodes, 100 s: blocked; the main scheduler
     stops at it (the partition failed), so only a backfill cycle can start what follows.

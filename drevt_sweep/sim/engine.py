@@ -220,10 +220,15 @@ def simulate(
     if getattr(dynamic, "reference_only", ""):
         needs_reference = f"{dynamic.reference_only} has no compiled version"
     held: dict[str, int] = {}
-    if _use_fast_kernel(kernel, backfill, capacity, on_reservation, n, extended, needs_reference):
+    if _use_fast_kernel(kernel, backfill, capacity, on_reservation, n, extended, needs_reference, backfill_params):
         from . import kernel as fast
 
-        if extended:
+        if backfill == "slurm":
+            begin_l, end_l = fast.run_slurm(
+                submit=submit, limit=limit, nodes=nodes, dur=dur, rejected=rejected, rank=rank, total=total,
+                users=users, backfill_params=backfill_params, progress=progress,
+            )
+        elif extended:
             begin_l, end_l = fast.run_extended(
                 submit=submit, limit=limit, nodes=nodes, dur=dur, rejected=rejected, rank=rank,
                 total=total, backfill=backfill, enforce_limits=bool(enforce_limits),
@@ -307,7 +312,7 @@ REFRESH_NEEDS_REFERENCE = ("estimate_refresh 'every_pass' re-predicts waiting jo
 
 
 def _use_fast_kernel(kernel: str, backfill: str, capacity: Capacity, on_reservation, n_jobs: int,
-                     extended: bool = False, needs_reference: str = "") -> bool:
+                     extended: bool = False, needs_reference: str = "", backfill_params=None) -> bool:
     """Whether ``simulate`` runs the compiled kernel (see its ``kernel`` argument).
     ``needs_reference``: why this run needs the reference engine, if it does."""
     if kernel == "auto":
@@ -324,7 +329,9 @@ def _use_fast_kernel(kernel: str, backfill: str, capacity: Capacity, on_reservat
         why = needs_reference
     elif on_reservation is not None:
         why = "the on_reservation hook needs the reference engine"
-    elif backfill not in fast.FAST_BACKFILLS:
+    elif backfill == "slurm" and (reason := fast.slurm_supported(backfill_params, extended)):
+        why = reason
+    elif backfill not in fast.FAST_BACKFILLS | fast.SLURM_BACKFILLS:
         why = f"backfill policy {backfill!r} has no compiled version"
     elif extended and backfill not in fast.EXTENDED_BACKFILLS:
         why = (f"backfill policy {backfill!r} has no compiled version with dynamic priorities or "

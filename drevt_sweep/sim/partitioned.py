@@ -91,7 +91,7 @@ def simulate_machine(
     if rt.shape != (n,):
         raise ValueError(f"run_time has shape {rt.shape}, expected ({n},) to match the job table")
     rows_of = _rows_per_partition(placement.partition, len(machine.partitions))
-    compiled = None if any(capacities) else _compiled_exclusive(
+    compiled = None if any(capacities) or (backfill == "slurm" and assoc_limits is not None) else _compiled_exclusive(
         jobs, rt, machine, placement, rows_of, priority, backfill, enforce_limits, kernel,
         policy_options, progress)
     if compiled is not None:
@@ -311,13 +311,17 @@ def _compiled_exclusive(jobs, rt, machine, placement, rows_of, priority, backfil
                 or policy_options.get("priority_params") is not None)
     if not exclusive or extended or kernel not in ("auto", "fast"):
         return None
+    if backfill == "slurm" and any(len({machine.partitions[k].tier_of(q) for q in machine.partitions[k].queues}) > 1
+                                   for k in exclusive):
+        return None  # PriorityTier within a pool: the reference (kernel.slurm_supported)
     compression = policy_options.get("compression", "compress_first")
     from .policies.conservative import check_compression
 
     check_compression(compression)
     largest = max(machine.partitions[k].nodes for k in exclusive)
     count = sum(rows_of[k].size for k in exclusive)
-    if not engine._use_fast_kernel(kernel, backfill, Capacity(largest), None, count):
+    backfill_params = policy_options.get("backfill_params")
+    if not engine._use_fast_kernel(kernel, backfill, Capacity(largest), None, count, backfill_params=backfill_params):
         return None
     from . import kernel as fast
 
@@ -341,12 +345,16 @@ def _compiled_exclusive(jobs, rt, machine, placement, rows_of, priority, backfil
         sub_submit, sub_limit, sub_nodes = submit[rows], limit[rows], nodes[rows]
         step = None if progress is None else (
             lambda now, done, base=done_before: progress(now, base + done))
-        begin[rows], end[rows] = fast.run_events(
-            submit=sub_submit, limit=sub_limit, nodes=sub_nodes, dur=dur[rows],
-            rejected=np.zeros(rows.size, dtype=bool),
-            rank=priority_rank(priority, sub_submit, sub_limit, sub_nodes),
-            total=machine.partitions[k].nodes, backfill=backfill,
-            enforce_limits=bool(enforce_limits), compression=compression, progress=step)
+        pool = dict(submit=sub_submit, limit=sub_limit, nodes=sub_nodes, dur=dur[rows],
+                    rejected=np.zeros(rows.size, dtype=bool),
+                    rank=priority_rank(priority, sub_submit, sub_limit, sub_nodes),
+                    total=machine.partitions[k].nodes, progress=step)
+        if backfill == "slurm":
+            begin[rows], end[rows] = fast.run_slurm(**pool, users=np.asarray(jobs.user_code)[rows],
+                                                    backfill_params=backfill_params)
+        else:
+            begin[rows], end[rows] = fast.run_events(**pool, backfill=backfill, enforce_limits=bool(enforce_limits),
+                                                     compression=compression)
         done_before += rows.size
     return begin, end, dur, killed
 

@@ -21,12 +21,13 @@ import warnings
 
 import numpy as np
 
-__all__ = ["FAST_BACKFILLS", "EXTENDED_BACKFILLS", "run_extended", "prepare", "load", "warm", "worth_loading", "expect_runs", "unavailable_reason",
-           "run_events"]
+__all__ = ["FAST_BACKFILLS", "EXTENDED_BACKFILLS", "SLURM_BACKFILLS", "run_extended", "run_slurm", "slurm_supported",
+           "prepare", "load", "warm", "worth_loading", "expect_runs", "unavailable_reason", "run_events"]
 
 FAST_BACKFILLS = frozenset({"none", "easy", "easy_drevt", "conservative"})
 # with dynamic priorities or run-time estimates (``_extended``); conservative runs on the reference
 EXTENDED_BACKFILLS = frozenset({"none", "easy", "easy_drevt"})
+SLURM_BACKFILLS = frozenset({"slurm"})  # one pool, static priorities (``slurm_supported``)
 _QUEUE_MODES = {"none": 0, "easy": 1, "easy_drevt": 2}
 
 _loaded = None
@@ -59,7 +60,7 @@ def load(warn: bool = True):
 # development machine), and what loading the compiled kernel costs once per process (importing
 # numba, which imports scipy.linalg, and loading the cached machine code: about 0.5-1 s).
 _REFERENCE_SECONDS_PER_JOB = {"none": 3e-6, "easy": 1e-5, "easy_drevt": 1e-5, "conservative": 1.5e-4,
-                              "extended": 1e-4}
+                              "extended": 1e-4, "slurm": 5e-4}
 LOAD_COST_SECONDS = 0.5
 _reference_seconds = 0.0  # estimated reference time spent in this process so far
 
@@ -98,12 +99,15 @@ def warm(backfill: str) -> bool:
     Importing the kernels module does not load their machine code: numba does that on the first
     call (about 0.5 s from its cache). A sweep worker calls this while the trace is still being
     read, so that its first seed does not pay for it. Returns whether the kernel is ready."""
-    if backfill not in FAST_BACKFILLS or load(warn=False) is None:
+    if backfill not in FAST_BACKFILLS | SLURM_BACKFILLS or load(warn=False) is None:
         return False
     ones = np.ones(2)
-    run_events(submit=np.array([0.0, 1.0]), limit=ones, nodes=np.ones(2, dtype=np.int64),
-               dur=ones, rejected=np.zeros(2, dtype=bool), rank=np.arange(2, dtype=np.int64),
-               total=1, backfill=backfill, enforce_limits=True)
+    two_jobs = dict(submit=np.array([0.0, 1.0]), limit=ones, nodes=np.ones(2, dtype=np.int64), dur=ones,
+                    rejected=np.zeros(2, dtype=bool), rank=np.arange(2, dtype=np.int64), total=1)
+    if backfill == "slurm":
+        run_slurm(**two_jobs, users=np.zeros(2, np.int64), backfill_params=None)
+    else:
+        run_events(**two_jobs, backfill=backfill, enforce_limits=True)
     return True
 
 
@@ -311,4 +315,67 @@ def run_extended(*, submit, limit, nodes, dur, rejected, rank, total, backfill, 
     sf[ext.SF_SCALE] = 1.0
     sf[ext.SF_TICK_AT] = float(t0) + float(period) if kind == ext.DYN_MULTIFACTOR else np.inf
     _run_slices(kernels, ext.extended_steps, state, st, sf, progress, *_pool_errors(backfill))
+    return begin, end
+
+
+def slurm_supported(backfill_params, extended: bool) -> str | None:
+    """Why ``backfill: slurm`` with these settings cannot run on the compiled kernel (``_slurm``:
+    one pool, static priorities, no association limits or partition tiers), or ``None``."""
+    params = dict(backfill_params or {})
+    if extended:
+        return "backfill 'slurm' has no compiled version with dynamic priorities or run-time estimates"
+    if params.get("limits") is not None:
+        return "backfill 'slurm' with association/QOS limits has no compiled version"
+    if params.get("tier") is not None:
+        return "backfill 'slurm' with several partition tiers in one pool has no compiled version"
+    return None
+
+
+def run_slurm(*, submit, limit, nodes, dur, rejected, rank, total, users, backfill_params, progress=None):
+    """``run_events`` for ``backfill: slurm`` (``_slurm.slurm_steps``), the settings checked by
+    ``policies.slurm_backfill.check_backfill_params``; in slices like :func:`run_events`."""
+    kernels = _kernels_for("slurm", SLURM_BACKFILLS)
+    from ..policies.slurm_backfill import check_backfill_params
+    from . import _slurm as sk
+
+    n = int(submit.shape[0])
+    if n == 0:
+        return np.empty(0), np.empty(0)
+    p = check_backfill_params(backfill_params)
+    submit, limit, nodes, dur, rank, arrivals = _job_arrays(submit, limit, nodes, dur, rank, rejected)
+    big = int(kernels.BIG)
+    count = lambda v: big if v == np.inf else int(v)  # noqa: E731
+    max_test = count(p["bf_max_job_test"])
+    if p["bf_max_job_part"]:  # one partition: its cap and bf_max_job_test count the same jobs
+        max_test = min(max_test, p["bf_max_job_part"])
+    pf_ = np.zeros(sk.P_F_SIZE)
+    pf_[[sk.P_INTERVAL, sk.P_SCHED, sk.P_WINDOW, sk.P_RES]] = (
+        p["bf_interval"], p["sched_interval"], p["bf_window"] * 60.0, p["bf_resolution"])
+    pi = np.zeros(sk.P_I_SIZE, np.int64)
+    pi[[sk.P_MAX_TEST, sk.P_MAX_USER, sk.P_RESERVE, sk.P_DEPTH]] = (
+        max_test, p["bf_max_job_user"], p["bf_job_part_count_reserve"], count(p["default_queue_depth"]))
+    _, user_index = np.unique(np.asarray(users, dtype=np.int64), return_inverse=True)  # -1 (unknown) is a user too
+    n_users = int(user_index.max()) + 1
+    begin = np.full(n, np.nan)
+    end = np.full(n, np.nan)
+    rmax = min(int(total), n) + 1  # running jobs (each holds at least one node)
+    size = 1 << max(n - 1, 0).bit_length()  # segment tree leaves (>= n, a power of two)
+    job_of_rank = np.empty(n, np.int64)
+    job_of_rank[rank] = np.arange(n)
+    cap = 2 * (rmax + 2 * n) + 16  # breakpoints: now, releases, window end, two per start or reservation (x2)
+    state = (
+        submit, limit, nodes, dur, arrivals, rank, np.ascontiguousarray(user_index, dtype=np.int64),
+        np.int64(total), pf_, pi, begin, end, np.full(n, np.nan), job_of_rank,
+        np.full(2 * size, kernels.BIG, np.int64), np.full(2 * size, np.inf), *_running_arrays(rmax),
+        *kernels.profile_arrays(cap, int(total)),
+        np.zeros(n_users, np.int64), np.zeros(n_users, np.int64),  # per-user tested count, its cycle stamp
+    )
+    st = np.zeros(max(kernels.ST_SIZE, sk.ST_SIZE), np.int64)
+    sf = np.zeros(max(kernels.SF_SIZE, sk.SF_SIZE))
+    st[kernels.ST_FREE] = total
+    st[kernels.ST_HEAD] = size
+    st[sk.ST_KFULL] = 1  # (SlurmBackfill.k: the first full pass is one interval after t0)
+    sf[sk.SF_T0] = np.nan
+    sf[sk.SF_WAKE] = sf[sk.SF_NEXT_BF] = sf[sk.SF_NEXT_FULL] = np.inf
+    _run_slices(kernels, sk.slurm_steps, state, st, sf, progress, *_pool_errors("slurm"))
     return begin, end

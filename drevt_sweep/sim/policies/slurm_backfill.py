@@ -34,7 +34,9 @@ one node pool, ``sim.partitioned``):
   in this cycle (0: no cap) or the start is after ``now + bf_window``, the job gets a
   reservation ``[floor(s / r) * r, floor((s + limit + r - 1) / r) * r)`` with ``r =
   bf_resolution`` (``_set_slot_time``), which later jobs may not overlap. ``bf_resolution=0``
-  (not a Slurm value, whose minimum is 1) means exact times.
+  (not a Slurm value, whose minimum is 1) means exact times. With fractional times (a
+  resolution under 1 s, or times within a second of ``now``) that end can round to before the
+  start: the reservation then takes nothing (Slurm's integer times never get there).
 * ``bf_continue``: Slurm's cycle yields its locks every ``bf_yield_interval`` of *real* time and
   stops if jobs or nodes changed meanwhile, unless ``bf_continue``. Our cycles take no simulated
   time, so nothing can change during one: the setting is read (and sweepable) but changes no
@@ -329,7 +331,9 @@ class SlurmBackfill:
                 a = now
             if hook is not None:
                 hook(now, j, s)
-            profile.add(a, min(b, window_end), -n)
+            b = min(b, window_end)
+            if b > a:  # (a resolution under 1 s can round a tiny job's end to before now)
+                profile.add(a, b, -n)
             reserved += 1
 
     def _profile(self, now: float, cluster: Cluster, started: list, window_end: float) -> Profile:

@@ -1,0 +1,186 @@
+"""The compiled ``backfill: slurm`` (``sim.kernel._slurm``) against the reference
+(``policies.slurm_backfill``), bit for bit: KTH-SP2 with Slurm's defaults and non-default
+settings, random small traces over every knob, the slices (progress, Ctrl-C), and which runs
+``_use_fast_kernel`` sends to the kernel."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from jobtable_factory import make_jobs
+from slices import check_progress_then_interrupt
+from test_fast_kernel import SETTINGS, assert_same, traces
+
+from drevt_sweep.errors import ConfigError
+from drevt_sweep.sim import kernel as fast
+from drevt_sweep.sim.engine import simulate
+from drevt_sweep.sim.policies import STATIC_PRIORITY_POLICIES
+
+pytestmark = pytest.mark.skipif(fast.load(warn=False) is None, reason="numba is not importable")
+
+INF = math.inf
+EASY = dict(bf_interval=0, bf_max_job_test=INF, bf_window=INF, bf_resolution=0, default_queue_depth=INF,
+            sched_interval=0, bf_job_part_count_reserve=1)
+VARIANTS = {
+    "defaults": {},
+    "easy_reduction": EASY,
+    "reserve_all_unlimited": {**EASY, "bf_job_part_count_reserve": 0},
+    "tight": dict(bf_max_job_test=20, bf_max_job_user=2, bf_window=600, bf_job_part_count_reserve=3,
+                  default_queue_depth=5, bf_interval=45, sched_interval=100, bf_resolution=90),
+    "short_window": dict(bf_window=90, bf_resolution=300, bf_max_job_part=7, sched_interval=0),
+    "every_pass": dict(bf_interval=0, bf_max_job_test=50, default_queue_depth=0, bf_resolution=1),
+}
+
+
+def run(jobs, kernel, **params):
+    return simulate(jobs, jobs.actual_run_time, 100, backfill="slurm", kernel=kernel, backfill_params=params)
+
+
+@pytest.fixture(scope="module")
+def kth_head():
+    from conftest import BUNDLED_KTH
+    from drevt_sweep.trace import ReadOptions, read_trace
+
+    jobs = read_trace(BUNDLED_KTH, ReadOptions(trace_format="swf", force_simulation=True))
+    return jobs.take(np.arange(3000))
+
+
+@pytest.mark.parametrize("enforce", [True, False])
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_slurm_kernel_matches_reference_on_kth(kth_head, variant, enforce):
+    ref = assert_same(kth_head, kth_head.actual_run_time, 100, backfill="slurm", enforce_limits=enforce,
+                      backfill_params=VARIANTS[variant])
+    assert (ref.begin > kth_head.submit).sum() > 1000  # a busy stretch: the limits matter
+
+
+@st.composite
+def knobs(draw):
+    """Slurm's settings, each often at a value that changes small schedules."""
+    pick = lambda *values: draw(st.sampled_from(values))  # noqa: E731
+    return dict(bf_interval=pick(0, 1, 3, 7.5, 30), sched_interval=pick(0, 2, 5, 60),
+                bf_window=pick(INF, 0.05, 0.1, 0.5, 1440), bf_resolution=pick(0, 1, 2, 4, 60, 0.75),
+                bf_max_job_test=pick(1, 2, 3, 500, INF), bf_max_job_user=pick(0, 1, 2),
+                bf_max_job_part=pick(0, 1, 3), bf_job_part_count_reserve=pick(0, 1, 2),
+                default_queue_depth=pick(0, 1, 2, 100, INF))
+
+
+# Cases found by the strategy below against kernels that jumped across later window ends
+# without one of ``window_ok``'s tests (each fails without it): a reservation cut by the window end
+# with no room after it moves in a later window and frees room a later job starts in; with
+# bf_job_part_count_reserve, a job past the window takes a reservation in a later window and a
+# later job loses its own.
+WINDOW_CASES = {
+    "cut_reservation": (dict(
+        submit=[0, 20, 20, 25, 30, 32, 42, 62, 82, 92, 94, 114, 114, 116, 136, 141, 151, 156, 156, 156, 158, 168,
+                170, 175, 176, 186, 188, 198, 198, 218, 238, 239, 239, 239, 239, 244, 246, 256, 276, 281, 282,
+                282, 284, 285, 290, 310, 320, 321, 323, 333, 343, 363, 368, 368, 368, 388, 389, 390],
+        nodes=[5, 7, 4, 3, 3, 7, 6, 9, 1, 7, 2, 3, 9, 1, 2, 5, 7, 3, 2, 4, 1, 2, 6, 8, 3, 6, 2, 10, 7, 5, 4, 4, 4,
+               8, 8, 4, 1, 7, 10, 5, 1, 10, 7, 8, 8, 8, 4, 9, 3, 1, 2, 1, 8, 9, 8, 10, 3, 9],
+        limit=[60, 10, 120, 20, 90, 5, 45, 120, 5, 20, 120, 20, 5, 20, 30, 10, 30, 45, 90, 120, 90, 60, 20, 30,
+               60, 60, 5, 60, 200, 90, 200, 45, 200, 10, 10, 30, 30, 10, 200, 30, 200, 20, 30, 10, 5, 20, 120, 5,
+               200, 10, 30, 45, 200, 30, 60, 90, 45, 120],
+        run=[60, 1, 120, 20, 81, 5, 40.5, 12, 5, 10, 120, 20, 5, 2, 3, 9, 3, 45, 81, 120, 9, 54, 20, 15, 60, 54,
+             0.5, 60, 200, 90, 200, 45, 200, 10, 1, 30, 15, 10, 20, 15, 200, 10, 3, 5, 5, 2, 12, 4.5, 180, 9, 30,
+             40.5, 180, 30, 60, 81, 40.5, 120],
+    ), 10, dict(bf_interval=1, sched_interval=7, bf_window=1, bf_resolution=1)),
+    "part_count_reserve": (dict(
+        submit=[10, 10, 10, 10, 12, 12, 17, 18, 28, 28, 28, 28, 30, 32, 37, 37, 38, 39, 44, 54, 56, 56, 61],
+        nodes=[7, 1, 1, 9, 7, 8, 8, 1, 1, 4, 7, 7, 4, 3, 3, 6, 3, 9, 6, 9, 2, 2, 2],
+        limit=[30, 5, 200, 60, 20, 200, 10, 120, 120, 5, 10, 45, 30, 30, 90, 10, 200, 10, 20, 10, 90, 30, 90],
+        run=[30, 4.5, 20, 54, 20, 180, 9, 120, 120, 5, 10, 45, 15, 15, 90, 5, 100, 10, 10, 10, 90, 3, 90],
+    ), 9, dict(bf_interval=5, sched_interval=7, bf_window=3, bf_resolution=30, bf_job_part_count_reserve=1)),
+}
+
+
+@pytest.mark.parametrize("case", WINDOW_CASES)
+def test_slurm_kernel_recomputes_a_later_window_that_can_change_the_cycle(case):
+    c, total, params = WINDOW_CASES[case]
+    jobs = make_jobs(c["submit"], c["nodes"], c["limit"], c["run"])
+    assert_same(jobs, jobs.actual_run_time, total, backfill="slurm", backfill_params=params)
+
+
+@st.composite
+def long_jobs_short_window(draw):
+    """Jobs of up to 200 s against a window of 30-180 s: reservations cut by the window end,
+    jobs past it, and many cycles jumped across later window ends."""
+    total = draw(st.integers(3, 12))
+    n = draw(st.integers(10, 60))
+    pick = lambda values: draw(st.lists(st.sampled_from(values), min_size=n, max_size=n))  # noqa: E731
+    submit = np.cumsum(pick([0, 0, 1, 2, 5, 10, 20])).astype(float).tolist()
+    limit = pick([5.0, 10.0, 20.0, 30.0, 45.0, 60.0, 90.0, 120.0, 200.0])
+    run = [lim * f for lim, f in zip(limit, pick([0.1, 0.5, 1, 1, 0.9]))]
+    jobs = make_jobs(submit, draw(st.lists(st.integers(1, total), min_size=n, max_size=n)), limit, run)
+    params = dict(bf_interval=draw(st.sampled_from([1, 2, 5, 10])),
+                  sched_interval=draw(st.sampled_from([0, 3, 7])),
+                  bf_window=draw(st.sampled_from([0.5, 1, 1.5, 2, 3])),
+                  bf_resolution=draw(st.sampled_from([0, 1, 5, 10, 30])),
+                  bf_job_part_count_reserve=draw(st.sampled_from([0, 0, 1, 2, 3])),
+                  bf_max_job_test=draw(st.sampled_from([500, 5])))
+    return jobs, total, params
+
+
+@SETTINGS
+@given(case=long_jobs_short_window())
+def test_slurm_kernel_matches_reference_across_window_ends(case):
+    jobs, total, params = case
+    assert_same(jobs, jobs.actual_run_time, total, backfill="slurm", backfill_params=params)
+
+
+@SETTINGS
+@given(trace=traces(), params=knobs(), priority=st.sampled_from(STATIC_PRIORITY_POLICIES), enforce=st.booleans())
+def test_slurm_kernel_matches_reference_on_random_traces(trace, params, priority, enforce):
+    jobs, total = trace
+    assert_same(jobs, jobs.actual_run_time, total, priority=priority, backfill="slurm", enforce_limits=enforce,
+                backfill_params=params)
+
+
+def test_slurm_kernel_slices_report_progress_and_stop_on_interrupt(kth_head, monkeypatch):
+    monkeypatch.setattr(fast, "STEP_BUDGET", 64)
+    check_progress_then_interrupt(lambda progress: simulate(
+        kth_head, kth_head.actual_run_time, 100, backfill="slurm", kernel="fast", progress=progress), len(kth_head))
+
+
+def test_only_the_supported_slurm_runs_use_the_kernel(kth_head):
+    jobs = kth_head.take(np.arange(50))
+    assert fast.slurm_supported({"bf_window": 60}, extended=False) is None
+    for params, extended in (({"limits": object()}, False), ({"tier": [1] * 50}, False), (None, True)):
+        assert fast.slurm_supported(params, extended)
+    with pytest.raises(ConfigError, match="dynamic priorities"):
+        simulate(jobs, jobs.actual_run_time, 100, backfill="slurm", kernel="fast", priority="multifactor")
+    with pytest.raises(ConfigError, match="on_reservation"):
+        simulate(jobs, jobs.actual_run_time, 100, backfill="slurm", kernel="fast", on_reservation=lambda *a: None)
+
+
+def test_slurm_kernel_runs_each_exclusive_partition_as_the_reference(kth_head, monkeypatch):
+    """Two pools (``partitioned._compiled_exclusive``): each partition's Slurm clocks and limits
+    are its own, as in the reference's one ``engine.simulate`` per partition; a pool serving
+    partitions of two tiers falls back to the reference."""
+    from jobtable_factory import make_jobs
+
+    from drevt_sweep.sim.machine import Machine, Partition
+    from drevt_sweep.sim.partitioned import simulate_machine
+
+    head = kth_head.take(np.arange(1500))
+    jobs = make_jobs(head.submit, np.minimum(head.num_nodes, 40), head.time_limit, head.actual_run_time,
+                     queue=["a" if i % 3 else "b" for i in range(len(head))],
+                     user=[f"u{u % 7}" for u in head.user_code])
+    params = dict(bf_max_job_user=2, bf_interval=20)
+    calls = []
+    run_slurm = fast.run_slurm
+    monkeypatch.setattr(fast, "run_slurm", lambda **kw: calls.append(kw["total"]) or run_slurm(**kw))
+    for machine, compiled in ((Machine("m", (Partition("a", 60, queues=("a",)), Partition("b", 40, queues=("b",)))),
+                               [60, 40]),
+                              (Machine("m", (Partition("a", 60, queues=("a",)),
+                                             Partition("b", 40, queues=("b", "c"),
+                                                       limits={"c": {"priority_tier": 2}}))),
+                               [60])):  # the two-tier pool on the reference
+        calls.clear()
+        ref, got = (simulate_machine(jobs, jobs.actual_run_time, machine, backfill="slurm", kernel=kernel,
+                                     backfill_params=params) for kernel in ("reference", "auto"))
+        assert np.array_equal(ref.begin, got.begin, equal_nan=True)
+        assert np.array_equal(ref.end, got.end, equal_nan=True)
+        assert (ref.begin > jobs.submit).sum() > 300 and calls == compiled
