@@ -48,6 +48,7 @@ def warm(group: str) -> None:
     rt = jobs.actual_run_time
     if group == "conservative":
         engine.simulate(jobs, rt, 4, backfill="conservative", kernel="fast")
+        engine.simulate(jobs, rt, 4, backfill="slurm", kernel="fast")  # (on the same profile helpers)
         return
     for backfill in ("easy", "easy_drevt", "none"):
         engine.simulate(jobs, rt, 4, backfill=backfill, kernel="fast")
