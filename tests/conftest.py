@@ -115,3 +115,17 @@ def dask_cluster():
 
         close_dask()  # clients that run_seeds opened in this process
         cluster.close()
+
+
+def pytest_collection_finish(session):
+    """Fail loudly if ``--dist loadgroup`` cannot group (pytest 9.2 with pytest-xdist 3.8: the
+    group suffix xdist writes to ``item._nodeid`` is ignored, and every module fixture then runs
+    on each worker that gets one of its tests; pyproject.toml pins pytest below 9.2)."""
+    config = session.config
+    if not (hasattr(config, "workerinput") and config.getvalue("loadgroup")):
+        return
+    lost = [item.nodeid for item in session.items
+            if item.get_closest_marker("xdist_group") and "@" not in item.nodeid]
+    if lost:
+        raise pytest.UsageError(f"--dist loadgroup did not group {len(lost)} tests (e.g. {lost[0]}): "
+                                "this pytest and pytest-xdist do not work together; see pyproject.toml")
