@@ -244,7 +244,7 @@ def test_a_store_with_a_corrupt_page_is_refused_before_use(tmp_path, thread_help
     assert len(data) > 8 * page
     data[6 * page + 8: 7 * page] = b"\xa5" * (page - 8)  # one page's cells, header intact
     db.write_bytes(bytes(data))
-    with pytest.raises(ConfigError, match=f"tracking store {db} is corrupt .*integrity_check"):
+    with pytest.raises(ConfigError, match=f"tracking store {db} is corrupt .*quick_check"):
         TrackingService.open(store(tmp_path), "exp")
 
 

@@ -824,7 +824,7 @@ def _log_configuration_runs(run: Configuration, results, figures: list[Path], fa
     seeds = _seed_records(None, cfg, jobs, run.spec, run.chash, run.label, results, run.reused,
                           run.params, run.path, run.hydra_cfg)
     seeds = [replace(record, parent_index=0) for record in seeds]
-    run.parent_id = run.tracker.log_runs([parent] + seeds)[0]
+    run.parent_id = run.tracker.log_runs([parent] + seeds, batch=True)[0]  # (a wave's: one command)
 
 
 def _configuration_params(cfg, jobs, spec, results, result) -> dict:

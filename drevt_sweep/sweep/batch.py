@@ -309,7 +309,10 @@ def _end_wave(wave, tracker) -> None:
     pending = [run for run in wave if run.result["status"] == "COMPLETING"]
     try:
         if tracker is not None:
-            tracker.wait()
+            tracker.wait()  # (the wave's runs, queued: one command, one transaction)
+            named = [run for run in pending if run.parent_id and run.result["parent_run_id"] is None]
+            for run, run_id in zip(named, tracker.run_ids([run.parent_id for run in named])):
+                run.result["parent_run_id"] = run_id
     except Exception as exc:  # noqa: BLE001 - the store failed: these configurations did too
         for run in pending:
             run.result["status"] = "RUNNING"

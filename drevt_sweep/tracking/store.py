@@ -126,9 +126,11 @@ def check_reachable(uri: str, timeout: float = 5.0) -> None:
 
 def check_sqlite_store(db_path: Path) -> None:
     """Before MLflow touches an embedded store: it is a file, this process may write it, and
-    it passes sqlite's ``PRAGMA integrity_check`` (MLflow would otherwise retry a folder for
+    it passes sqlite's ``PRAGMA quick_check`` (MLflow would otherwise retry a folder for
     ~100 s, print SQLAlchemy's traceback for a read-only file, and use a corrupt one until a
-    query meets the damage). A missing store is fine: MLflow creates it."""
+    query meets the damage). A missing store is fine: MLflow creates it. ``quick_check`` reads
+    every page as ``integrity_check`` does but does not match each index against its table:
+    0.39 s against 4.0 s on a 364 MB store of 16,000 runs (every sweep pays it)."""
     import sqlite3
 
     if not db_path.exists():
@@ -144,7 +146,7 @@ def check_sqlite_store(db_path: Path) -> None:
             version = db.execute("PRAGMA user_version").fetchone()[0]
             db.execute(f"PRAGMA user_version = {int(version) + 1}")
             db.execute("ROLLBACK")
-            problems = [row[0] for row in db.execute("PRAGMA integrity_check(10)")]
+            problems = [row[0] for row in db.execute("PRAGMA quick_check(10)")]
     except sqlite3.OperationalError as exc:
         if "readonly" in str(exc) or "read-only" in str(exc) or not os.access(db_path, os.W_OK):
             raise ConfigError(f"tracking store {db_path} is read-only ({exc}): make it "
@@ -153,7 +155,7 @@ def check_sqlite_store(db_path: Path) -> None:
     except sqlite3.DatabaseError as exc:  # "file is not a database", "disk image is malformed"
         raise ConfigError(f"tracking store {db_path} is corrupt ({exc}): {move_away}") from None
     if problems != ["ok"]:
-        raise ConfigError(f"tracking store {db_path} is corrupt (PRAGMA integrity_check: "
+        raise ConfigError(f"tracking store {db_path} is corrupt (PRAGMA quick_check: "
                           f"{'; '.join(problems)}): {move_away}")
 
 
