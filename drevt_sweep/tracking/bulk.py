@@ -159,8 +159,27 @@ def write_runs(store, experiment_id: str, records: list[RunRecord], digest_lengt
                                   for tag in entry.tags]
         for table, values in rows.items():  # parents before children (foreign keys)
             if values:
-                session.execute(insert(table), values)
+                _insert(session, table, values, insert)
     return run_ids
+
+
+def _insert(session, table, values: list[dict], insert) -> None:
+    """``session.execute(insert(table), values)``; on sqlite, the same rows as one
+    ``executemany`` of the driver: SQLAlchemy's bulk insert processes every row in Python
+    (~16 us a row: 4 ms for a configuration's ~130 rows of params, tags and metrics). Every
+    row here carries every column it sets, as the same Python values (sqlite stores a bool as
+    0/1 either way), and a column left out takes its server default in both."""
+    connection = session.connection()
+    if connection.dialect.name != "sqlite" or connection.dialect.paramstyle != "qmark":
+        session.execute(insert(table), values)
+        return
+    columns = list(values[0])
+    if any(list(row) != columns for row in values):  # (never, as written above)
+        session.execute(insert(table), values)
+        return
+    names = ", ".join(f'"{name}"' for name in columns)
+    sql = f'INSERT INTO "{table.__tablename__}" ({names}) VALUES ({", ".join("?" * len(columns))})'
+    connection.exec_driver_sql(sql, [tuple(row[c] for c in columns) for row in values])
 
 
 def copy_artifacts(artifact_uri: str, files) -> bool:
