@@ -17,13 +17,31 @@ THRESHOLD = 20_000  # new containers between collections (Python's default: 700)
 
 
 @contextlib.contextmanager
-def fewer_collections() -> Iterator[None]:
+def fewer_collections(freeze: bool = False) -> Iterator[None]:
     """Collect every ``THRESHOLD`` new containers instead of 700: at 1,000 configurations
     the collections cost ~5 ms per configuration instead of 15, and garbage waits a little
-    longer (a few configurations' worth). The thresholds are restored afterwards."""
+    longer (a few configurations' worth). The thresholds are restored afterwards.
+
+    ``freeze``: what exists already (modules, Hydra's state) is left out of every collection
+    until the end (``gc.freeze``), so that :func:`collect_garbage` visits only what was made
+    since."""
     before = gc.get_threshold()
+    if freeze:
+        gc.collect()
+        gc.freeze()
     gc.set_threshold(THRESHOLD, 10, 10)
     try:
         yield
     finally:
         gc.set_threshold(*before)
+        if freeze:
+            gc.unfreeze()
+
+
+def collect_garbage() -> None:
+    """A full collection now. The sweep engine calls it after each wave: a configuration's
+    config tree (~1,300 containers) lives across two young collections, so it reached the
+    oldest generation and waited there for a full collection -- at 1,000 configurations one
+    of 1.27 million objects, 1.8 s after the last result, and 90 MB more at the peak. Freed
+    wave by wave, the same work overlaps the next wave's seeds."""
+    gc.collect()

@@ -106,13 +106,14 @@ def run_grid(sweeper, jobs: list[list[str]]) -> None:
     """Prepare, run and complete the configurations, a wave at a time (see the module)."""
     from ..garbage import fewer_collections
 
-    with fewer_collections():  # (OmegaConf's trees are cycles: the default ran 6 per configuration)
+    with fewer_collections(freeze=True):  # (OmegaConf's trees are cycles: the default ran 6 per configuration)
         _run_grid(sweeper, jobs)
 
 
 def _run_grid(sweeper, jobs: list[list[str]]) -> None:
     from hydra.core.utils import setup_globals
 
+    from ..garbage import collect_garbage
     from . import app, grid
     from .interpolations import cache_parses
     from .interrupts import interrupt_behind
@@ -203,6 +204,8 @@ def _run_grid(sweeper, jobs: list[list[str]]) -> None:
             if done_wave is not None:
                 _complete_wave(*done_wave, tracker, progress, costs)
                 in_flight.remove(done_wave[0])
+                done_wave = None
+                collect_garbage()  # (the wave's config trees, while the next one's seeds run)
         if running is not None:
             _import_report_in_background()  # (this thread only waits for the last wave now)
             done_wave = running.join()
