@@ -207,8 +207,9 @@ def _run_grid(sweeper, jobs: list[list[str]]) -> None:
                 done_wave = None
                 collect_garbage()  # (the wave's config trees, while the next one's seeds run)
         if running is not None:
-            _import_report_in_background()  # (this thread only waits for the last wave now)
+            importing = _import_report_in_background()  # (this thread only waits for the last wave now)
             done_wave = running.join()
+            importing.join()  # (before a figures' child is forked: no import lock held then)
             if done_wave[2] is None:
                 app.store_ready()
             _complete_wave(*done_wave, tracker, progress, costs)
@@ -254,10 +255,12 @@ def prepared_waves(total: int, largest: int, finished_already=lambda num: False)
         size = min(2 * size, largest)
 
 
-def _import_report_in_background() -> None:
+def _import_report_in_background():
     """The report is built once the last wave is done, and its first step is importing
     matplotlib (~0.5 s, a tenth of a 200-configuration sweep's wall time); imported in a
-    thread while the last wave's seeds run, it is not paid after them."""
+    thread while the last wave's seeds run, it is not paid after them. The caller joins the
+    thread before completing the wave: a process forked while it holds an import lock (the
+    figures' child) would wait for that lock forever."""
     import threading
 
     def load() -> None:
@@ -266,7 +269,9 @@ def _import_report_in_background() -> None:
         except Exception:  # noqa: BLE001 - the report imports it again and says why
             pass
 
-    threading.Thread(target=load, name="drevt-report-import", daemon=True).start()
+    thread = threading.Thread(target=load, name="drevt-report-import", daemon=True)
+    thread.start()
+    return thread
 
 
 class _Running:
