@@ -344,12 +344,24 @@ class Configuration:
 
 def run_configuration(cfg: DictConfig) -> dict:
     """Run one configuration over its seeds, track it, and return its ``result.json`` content."""
-    store_ready()  # a multirun's store, opened in on_multirun_start
+    opening = _state.pop("store_opening", False)  # a single run's store, still opening
+    if not opening:
+        store_ready()  # a multirun's store, opened in on_multirun_start
+    try:
+        return _run_configuration(cfg, opening)
+    except SystemExit:
+        if opening:  # its store did not open after all: exit 2, and no folder left behind
+            _discard_unused_run_dir()
+        raise
+
+
+def _run_configuration(cfg: DictConfig, opening: bool) -> dict:
     run = begin_configuration(cfg, HydraConfig.get())
     # Worker processes start while the store opens and the trace is read (a single run's
-    # started while on_run_start waited for the store).
+    # started in on_run_start).
     run.warming = _state.pop("warming", None) or _start_workers(cfg, _n_jobs(cfg))
-    with configuration_errors(run, final=True):
+    seeds_done = False
+    with configuration_errors(run, final=False):
         prepare_configuration(run)
         if run.warming is not None:
             run.warming.join()
@@ -359,13 +371,21 @@ def run_configuration(cfg: DictConfig) -> dict:
             from .figure_child import import_in_background
 
             importing = import_in_background()
-        # A store that does not work stops the seeds as soon as it is found out. (The helper
+        # A store that does not work stops the seeds as soon as it is found out (a single
+        # run's store that did not open: exit 2). (The helper
         # keeps its priority: with the seed runs written in one transaction it has nothing to
         # do while the seeds run, and lowered to nice 10 it was starved at the end on a shared
         # machine -- 1-7 s of waiting for it, against 0.1 s at normal priority, measured.)
-        fresh = _run_todo(run)
+        fresh = _run_todo(run, store_failed if opening else None)
         if importing is not None:
             importing.join()  # (before the figures' child is forked)
+        seeds_done = True
+    if not seeds_done:
+        return run.result  # failed or interrupted: result.json written
+    if opening:
+        store_ready()  # before anything is written from the seeds
+        run.marks["store_after_seeds"] = time.time()
+    with configuration_errors(run, final=True):
         complete_configuration(run, fresh)
     return run.result
 
@@ -695,16 +715,25 @@ def _choose_seeds(run: Configuration, finished: dict | None = None) -> None:
     run.keep = run.todo[0] if (run.todo and run.cfg.tracking.log_schedule and run.figures) else None
 
 
-def _run_todo(run: Configuration) -> list[SeedResult]:
-    """The configuration's seeds still to run, fanned out with joblib."""
+def _run_todo(run: Configuration, store_failed=None) -> list[SeedResult]:
+    """The configuration's seeds still to run, fanned out with joblib (stopped by a store
+    that failed: ``store_failed`` first, a single run's check that its store opened)."""
     cfg, tracker = run.cfg, run.tracker
     if not run.todo:
+        if store_failed is not None:
+            store_failed()
         return []
+    checks = [c for c in (store_failed, tracker.raise_if_failed if tracker else None) if c]
+
+    def stop_if() -> None:
+        for check in checks:
+            check()
+
     progress = Progress(len(run.todo), run.label, enabled=bool(cfg.progress))
     return run_seeds(
         run.jobs, run.spec, run.todo, n_jobs=_n_jobs(cfg), backend=_value(cfg.parallel.backend),
         keep_schedule_of=run.keep, progress=progress, backend_options=_backend_options(cfg),
-        stop_if=tracker.raise_if_failed if tracker else None,
+        stop_if=stop_if if checks else None,
     )
 
 
@@ -1119,12 +1148,16 @@ class SweepSummaryCallback(Callback):
             # opens the store: the two waits overlap instead of adding up.
             warming = _start_workers(config, int(config.parallel.n_jobs))
             try:
-                _tracker(config, wait=True)
+                checked = _store_checked_here(config)
+                service = _tracker(config, wait=not checked)
             except (DrevtError, TrackingError) as exc:
                 if warming is not None:
                     warming.join()  # not left starting workers while the interpreter exits
                 raise SystemExit(f"drevt-sweep: error: {exc}") from None
-            _marks["store"] = time.time()  # the store is open (the helper imported MLflow)
+            if checked:  # the seeds run while MLflow opens it; run_configuration waits after them
+                _state["opening"], _state["store_opening"] = service, True
+            else:
+                _marks["store"] = time.time()  # the store is open (the helper imported MLflow)
             _state["warming"] = warming
 
     def on_multirun_end(self, config: DictConfig, **kwargs) -> None:
@@ -1178,6 +1211,21 @@ class SweepSummaryCallback(Callback):
             _report(format_summary(frame), failed, run_dir, config)
             if config.resume:
                 print(resume_note([run_dir / "result.json"], run_dir))
+
+
+def _store_checked_here(config: DictConfig) -> bool:
+    """Whether a single run's store was checked here, without MLflow: an sqlite file (the
+    embedded store or an ``sqlite:///`` URI) is checked as ``Tracker.open`` checks it (a
+    folder, read-only, corrupt: exit 2 now, nothing run); the run then does not wait for
+    MLflow's import and open (1-5 s, the largest wait of a 100-seed run) before its seeds, only
+    before their results are written. Any other store (a server, PostgreSQL) is waited for."""
+    from ..tracking.store import check_sqlite_store, embedded_uri
+
+    uri = str(config.tracking.uri or embedded_uri(config.paths.output_root))
+    if not uri.startswith("sqlite:///"):
+        return False
+    check_sqlite_store(Path(uri[len("sqlite:///"):]))  # (the path as Tracker.open reads it)
+    return True
 
 
 def store_ready() -> None:
@@ -1386,14 +1434,18 @@ def _app(cfg: DictConfig) -> dict:
 def _discard_unused_run_dir() -> None:
     """A single run refused for bad values leaves no folder behind: Hydra made the job's
     folder (``outputs/runs/<date>_<time>``) before the values could be checked, and nothing
-    but Hydra's own files (``.hydra/``, the log) is in it."""
+    but Hydra's own files (``.hydra/``, the log) and this run's folder lock is in it (also
+    used when its store turned out unusable after its seeds, before anything was written)."""
     import shutil
+
+    from .folder_lock import LOCK_NAME
 
     hydra_cfg = HydraConfig.get()
     if hydra_cfg.mode == hydra_cfg.mode.MULTIRUN:
         return
     folder = Path(hydra_cfg.runtime.output_dir)
-    if folder.is_dir() and all(p.name == ".hydra" or p.suffix == ".log" for p in folder.iterdir()):
+    if folder.is_dir() and all(p.name in (".hydra", LOCK_NAME) or p.suffix == ".log"
+                               for p in folder.iterdir()):
         shutil.rmtree(folder, ignore_errors=True)
         try:
             folder.parent.rmdir()  # outputs/runs/, when this run had just made it
