@@ -67,9 +67,10 @@ ui: $(STAMP) ## serve the MLflow UI for the embedded store on 127.0.0.1:$(UI_POR
 # Tests run on pytest-xdist workers, one per core plus one (TEST_WORKERS=0: in this process):
 # some tests mostly wait (the real-Slurm comparison: 163 s of wall for 8 s of CPU), and the
 # extra worker computes meanwhile. loadgroup keeps the tests sharing a module fixture (a real
-# sweep) on one worker (tests/conftest.py, which also starts the waiting and slow modules first).
+# sweep) on one worker (tests/conftest.py, which also starts the waiting and slow modules first:
+# --no-loadscope-reorder, else xdist hands out the grouped modules largest first).
 TEST_WORKERS ?= $(shell echo $$(( $$(nproc 2>/dev/null || echo 1) + 1 )))
-PYTEST := $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup
+PYTEST := $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder
 
 test: $(TEST_STAMP) ## run the whole test suite (slow end-to-end tests included)
 	$(PYTEST) --durations=25
