@@ -1,6 +1,7 @@
 """The compiled ``backfill: slurm`` (``sim.kernel._slurm``) against the reference
 (``policies.slurm_backfill``), bit for bit: KTH-SP2 with Slurm's defaults and non-default
-settings, random small traces over every knob, the slices (progress, Ctrl-C), and which runs
+settings, random small traces over every knob, with static priorities and with multifactor
+(classic fair-share: its ticks re-order the queue), the slices (progress, Ctrl-C), and which runs
 ``_use_fast_kernel`` sends to the kernel."""
 
 from __future__ import annotations
@@ -138,10 +139,100 @@ def test_slurm_kernel_matches_reference_on_random_traces(trace, params, priority
                 backfill_params=params)
 
 
+# Slurm's multifactor priority (classic fair-share) under Slurm's backfill: the queue is re-keyed
+# at every ``calc_period`` tick, so the kernel's jumps over idle cycles must stop where a tick
+# changes the order (``slurm_steps``).
+MULTIFACTOR = {
+    "defaults": None,
+    "short_calc_period": {"calc_period": 60.0, "decay_half_life": 3600.0},
+    "favor_small": {"favor_small": True, "max_age": 3600.0, "weights": {"age": 5000, "job_size": 20000}},
+    "by_user": {"fairshare_by": "user", "calc_period": 30.0},
+    "by_account": {"fairshare_by": "account", "weights": {"fairshare": 100000}},
+}
+
+
+@pytest.mark.parametrize("enforce", [True, False])
+@pytest.mark.parametrize("variant", MULTIFACTOR)
+def test_slurm_kernel_matches_reference_with_multifactor_on_kth(kth_head, variant, enforce):
+    ref = assert_same(kth_head, kth_head.actual_run_time, 100, backfill="slurm", enforce_limits=enforce,
+                      priority="multifactor", priority_params=MULTIFACTOR[variant])
+    fcfs = simulate(kth_head, kth_head.actual_run_time, 100, backfill="slurm", enforce_limits=enforce)
+    assert (ref.begin > kth_head.submit).sum() > 1000  # a busy stretch: the priorities matter ...
+    assert (ref.begin != fcfs.begin).sum() > 300  # ... and give another schedule than FCFS
+
+
+@pytest.mark.parametrize("variant", ["tight", "every_pass", "easy_reduction"])
+def test_slurm_kernel_matches_reference_with_multifactor_and_other_limits(kth_head, variant):
+    assert_same(kth_head, kth_head.actual_run_time, 100, backfill="slurm", backfill_params=VARIANTS[variant],
+                priority="multifactor", priority_params=MULTIFACTOR["short_calc_period"])
+
+
+def test_slurm_kernel_matches_reference_with_multifactor_shares_and_partitions(kth_head):
+    """Partition factor (two queues of one pool), account and user shares."""
+    head = kth_head.take(np.arange(2000))
+    users = [f"u{u % 9}" for u in head.user_code]
+    jobs = make_jobs(head.submit, head.num_nodes, head.time_limit, head.actual_run_time,
+                     queue=["a" if i % 3 else "b" for i in range(len(head))], user=users,
+                     group=[f"g{int(u[1:]) % 3}" for u in users])
+    params = {"partition_priority": {"a": 1, "b": 3}, "weights": {"partition": 5000},
+              "account_shares": {"g0": 4, "g2": 1}, "user_shares": {"u1": 5}, "calc_period": 120.0}
+    ref = assert_same(jobs, jobs.actual_run_time, 100, backfill="slurm", priority="multifactor",
+                      priority_params=params, backfill_params={"bf_max_job_user": 3})
+    assert (ref.begin > jobs.submit).sum() > 500
+
+
+@st.composite
+def multifactor_knobs(draw):
+    """Multifactor's settings for small traces: ticks from every second to rarely, fast and
+    slow decay, each weight often off or dominant."""
+    pick = lambda *values: draw(st.sampled_from(values))  # noqa: E731
+    return dict(calc_period=pick(1.0, 2.5, 3.0, 7.5, 30.0, 300.0), decay_half_life=pick(2.0, 60.0, 1e6),
+                max_age=pick(5.0, 20.0, 1e6), favor_small=draw(st.booleans()),
+                fairshare_by=pick("account/user", "user", "account"),
+                weights=dict(age=pick(0, 1, 100, 1000), fairshare=pick(0, 1000, 10000),
+                             job_size=pick(0, 10, 1000), partition=pick(0, 1000)))
+
+
+@SETTINGS
+@given(trace=traces(), params=knobs(), mf=multifactor_knobs(), enforce=st.booleans())
+def test_slurm_kernel_matches_reference_with_multifactor_on_random_traces(trace, params, mf, enforce):
+    jobs, total = trace
+    if (np.asarray(jobs.group_code) < 0).all():  # no account at all: fair-share by account refuses it
+        mf["fairshare_by"] = "user"
+    assert_same(jobs, jobs.actual_run_time, total, priority="multifactor", priority_params=mf, backfill="slurm",
+                enforce_limits=enforce, backfill_params=params)
+
+
+@SETTINGS
+@given(case=long_jobs_short_window(), mf=multifactor_knobs(), users=st.lists(st.sampled_from("abcd"), min_size=60,
+                                                                              max_size=60))
+def test_slurm_kernel_matches_reference_with_multifactor_across_window_ends(case, mf, users):
+    """Long jobs of four users, many cycles jumped over and ticks among them."""
+    jobs, total, params = case
+    users = users[:len(jobs)]
+    jobs = make_jobs(jobs.submit, jobs.num_nodes, jobs.time_limit, jobs.actual_run_time, user=users,
+                     group=["x" if u in "ab" else "y" for u in users])
+    assert_same(jobs, jobs.actual_run_time, total, priority="multifactor", priority_params=mf, backfill="slurm",
+                backfill_params=params)
+
+
+def test_slurm_kernel_multifactor_slices_do_not_change_the_schedule(kth_head, monkeypatch):
+    kw = dict(backfill="slurm", kernel="fast", priority="multifactor",
+              priority_params=MULTIFACTOR["short_calc_period"])
+    whole = simulate(kth_head, kth_head.actual_run_time, 100, **kw)
+    for budget in (1, 5):
+        monkeypatch.setattr(fast, "STEP_BUDGET", budget)
+        sliced = simulate(kth_head, kth_head.actual_run_time, 100, **kw)
+        for name in ("begin", "end"):
+            assert (getattr(sliced, name).view(np.int64) == getattr(whole, name).view(np.int64)).all()
+
+
 def test_slurm_kernel_slices_report_progress_and_stop_on_interrupt(kth_head, monkeypatch):
     monkeypatch.setattr(fast, "STEP_BUDGET", 64)
-    check_progress_then_interrupt(lambda progress: simulate(
-        kth_head, kth_head.actual_run_time, 100, backfill="slurm", kernel="fast", progress=progress), len(kth_head))
+    for priority in ("fcfs", "multifactor"):
+        check_progress_then_interrupt(lambda progress: simulate(
+            kth_head, kth_head.actual_run_time, 100, backfill="slurm", kernel="fast", priority=priority,
+            progress=progress), len(kth_head))
 
 
 def test_only_the_supported_slurm_runs_use_the_kernel(kth_head):
@@ -149,8 +240,13 @@ def test_only_the_supported_slurm_runs_use_the_kernel(kth_head):
     assert fast.slurm_supported({"bf_window": 60}, extended=False) is None
     for params, extended in (({"limits": object()}, False), ({"tier": [1] * 50}, False), (None, True)):
         assert fast.slurm_supported(params, extended)
-    with pytest.raises(ConfigError, match="dynamic priorities"):
-        simulate(jobs, jobs.actual_run_time, 100, backfill="slurm", kernel="fast", priority="multifactor")
+    simulate(jobs, jobs.actual_run_time, 100, backfill="slurm", kernel="fast", priority="multifactor")
+    for kw, reason in ((dict(priority="wfp3"), "dynamic priority wfp3"),
+                       (dict(priority="unicef"), "dynamic priority unicef"),
+                       (dict(priority="multifactor", priority_params={"fairshare": "fair_tree"}), "fair_tree"),
+                       (dict(priority="multifactor", estimate="actual"), "run-time estimates")):
+        with pytest.raises(ConfigError, match=reason):
+            simulate(jobs, jobs.actual_run_time, 100, backfill="slurm", kernel="fast", **kw)
     with pytest.raises(ConfigError, match="on_reservation"):
         simulate(jobs, jobs.actual_run_time, 100, backfill="slurm", kernel="fast", on_reservation=lambda *a: None)
 

@@ -163,7 +163,6 @@ def extended_steps(submit, limit, nodes, dur, arrivals, rank, mode, estimate, sj
     ``active``/``is_active``) and the per-user history live between slices in the caller's
     arrays, their scalars in ``st``/``sf``.
     """
-    n_leaf = sib.shape[0]
     use_extra = mode == MODE_EASY
     strict = mode == MODE_EASY_DREVT
     planning = estimate != EST_USER
@@ -193,33 +192,12 @@ def extended_steps(submit, limit, nodes, dur, arrivals, rank, mode, estimate, sj
         if fairshare:
             if Q > 0 and next_tick < now:
                 now = next_tick
-            while next_tick <= now:  # Multifactor.advance (usage scaled by ``scale``)
-                scale = scale / decay
-                w = 0
-                for i in range(n_active):  # the associations with acc != 0, in order
-                    l = active[i]
-                    add = acc[l] * scale
-                    usage[l] += add
-                    raw_acct[acct[l]] += add
-                    root += add
-                    acc[l] = runn[l] * period
-                    if acc[l] != 0.0:
-                        active[w] = l
-                        w += 1
-                    else:
-                        is_active[l] = False
-                n_active = w
-                if scale > RESCALE_ABOVE:
-                    for l in range(n_leaf):
-                        usage[l] *= RESCALE_BY
-                    for x in range(n_acct):
-                        raw_acct[x] *= RESCALE_BY
-                    root *= RESCALE_BY
-                    scale *= RESCALE_BY
-                tick_k += 1
-                next_tick = t0 + tick_k * period
+            if next_tick <= now:
+                n_active, root, scale, tick_k, next_tick, ticks = _ticks(
+                    now, next_tick, tick_k, t0, period, decay, scale, root, n_active, active, is_active, acc, runn,
+                    usage, raw_acct, acct, n_acct)
                 due = True
-                stamp += 1  # the fair-share factors change
+                stamp += ticks  # the fair-share factors change
 
         # 1. completions, in (end, job) order
         changed = (H > 0 and hk[0] <= now) or (O > 0 and ok_[0] <= now) or (a < n_arr and submit[arrivals[a]] <= now)
@@ -228,9 +206,7 @@ def extended_steps(submit, limit, nodes, dur, arrivals, rank, mode, estimate, sj
             free += nodes[j]
             done += 1
             if fairshare:
-                lf = leaf[j]
-                runn[lf] -= nodes[j]
-                acc[lf] -= nodes[j] * (next_tick - now)
+                _account_end(leaf[j], nodes[j], now, next_tick, runn, acc)
             if estimate == EST_HISTORY and users[j] >= 0:
                 u = users[j]
                 hist[u, 0] = hist[u, 1]
@@ -279,10 +255,8 @@ def extended_steps(submit, limit, nodes, dur, arrivals, rank, mode, estimate, sj
         if dyn != DYN_NONE and (dyn != DYN_MULTIFACTOR or due):
             due = False
             if dyn == DYN_MULTIFACTOR:
-                for i in range(Q):
-                    j = q[i]
-                    key[j] = _multifactor_key(now, j, submit, a_arr, leaf, acct, sib, snorm, usage, raw_acct,
-                                              fval, fstamp, stamp, root, w_age, w_fs, max_age)
+                _rekey_multifactor(q, Q, key, now, submit, a_arr, leaf, acct, sib, snorm, usage, raw_acct,
+                                   fval, fstamp, stamp, root, w_age, w_fs, max_age)
             else:
                 for i in range(Q):
                     j = q[i]
@@ -361,11 +335,73 @@ def _start(j, now, begin, end, est, plan, dur, limit, nodes, re, rj, rn, R, hk, 
     if planning and est[j] < end[j] and plan[j] < limit[j]:
         O = _heap_push(ok_, oj, O, est[j], j)
     if fairshare:
-        lf = leaf[j]
-        runn[lf] += nodes[j]
-        acc[lf] += nodes[j] * (next_tick - now)
-        n_active = _activate(active, is_active, n_active, lf)
+        n_active = _account_start(leaf[j], nodes[j], now, next_tick, runn, acc, active, is_active, n_active)
     return R, H, O, n_active
+
+
+# --- multifactor's fair-share state, shared with ``_slurm`` ------------------------------------
+
+
+@njit(cache=True, _nrt=False, inline="always")
+def _account_start(lf, nj, now, next_tick, runn, acc, active, is_active, n_active):
+    """``Multifactor.start``: association ``lf`` runs ``nj`` more nodes from ``now``; its
+    node-seconds up to the next tick are counted now. Returns the count of active associations."""
+    runn[lf] += nj
+    acc[lf] += nj * (next_tick - now)
+    return _activate(active, is_active, n_active, lf)
+
+
+@njit(cache=True, _nrt=False, inline="always")
+def _account_end(lf, nj, now, next_tick, runn, acc):
+    """``Multifactor.end``: the node-seconds from ``now`` to the next tick are taken back."""
+    runn[lf] -= nj
+    acc[lf] -= nj * (next_tick - now)
+
+
+@njit(cache=True, _nrt=False)
+def _ticks(now, next_tick, tick_k, t0, period, decay, scale, root, n_active, active, is_active, acc, runn, usage,
+           raw_acct, acct, n_acct):
+    """``Multifactor.advance``: every tick ``<= now`` (usage scaled by ``scale``; only the
+    associations with ``acc != 0``, ``active``, in association order, gain usage). Returns
+    (active count, root usage, scale, index and time of the next tick, ticks processed)."""
+    ticks = 0
+    while next_tick <= now:
+        scale = scale / decay
+        w = 0
+        for i in range(n_active):  # the associations with acc != 0, in order
+            l = active[i]
+            add = acc[l] * scale
+            usage[l] += add
+            raw_acct[acct[l]] += add
+            root += add
+            acc[l] = runn[l] * period
+            if acc[l] != 0.0:
+                active[w] = l
+                w += 1
+            else:
+                is_active[l] = False
+        n_active = w
+        if scale > RESCALE_ABOVE:
+            for l in range(usage.shape[0]):
+                usage[l] *= RESCALE_BY
+            for x in range(n_acct):
+                raw_acct[x] *= RESCALE_BY
+            root *= RESCALE_BY
+            scale *= RESCALE_BY
+        tick_k += 1
+        next_tick = t0 + tick_k * period
+        ticks += 1
+    return n_active, root, scale, tick_k, next_tick, ticks
+
+
+@njit(cache=True, _nrt=False)
+def _rekey_multifactor(q, count, key, now, submit, a_arr, leaf, acct, sib, snorm, usage, raw_acct, fval, fstamp,
+                       stamp, root, w_age, w_fs, max_age):
+    """Multifactor's keys of the waiting jobs ``q[:count]`` at ``now`` (a tick)."""
+    for i in range(count):
+        j = q[i]
+        key[j] = _multifactor_key(now, j, submit, a_arr, leaf, acct, sib, snorm, usage, raw_acct, fval, fstamp,
+                                  stamp, root, w_age, w_fs, max_age)
 
 
 @njit(cache=True, _nrt=False)
