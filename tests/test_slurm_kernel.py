@@ -1,7 +1,7 @@
 """The compiled ``backfill: slurm`` (``sim.kernel._slurm``) against the reference
 (``policies.slurm_backfill``), bit for bit: KTH-SP2 with Slurm's defaults and non-default
 settings, random small traces over every knob, with static priorities and with multifactor
-(classic fair-share: its ticks re-order the queue), the slices (progress, Ctrl-C), and which runs
+(classic fair-share and Fair Tree: its ticks re-order the queue), the slices (progress, Ctrl-C), and which runs
 ``_use_fast_kernel`` sends to the kernel."""
 
 from __future__ import annotations
@@ -139,7 +139,7 @@ def test_slurm_kernel_matches_reference_on_random_traces(trace, params, priority
                 backfill_params=params)
 
 
-# Slurm's multifactor priority (classic fair-share) under Slurm's backfill: the queue is re-keyed
+# Slurm's multifactor priority (classic fair-share, Fair Tree) under Slurm's backfill: the queue is re-keyed
 # at every ``calc_period`` tick, so the kernel's jumps over idle cycles must stop where a tick
 # changes the order (``slurm_steps``).
 MULTIFACTOR = {
@@ -148,6 +148,9 @@ MULTIFACTOR = {
     "favor_small": {"favor_small": True, "max_age": 3600.0, "weights": {"age": 5000, "job_size": 20000}},
     "by_user": {"fairshare_by": "user", "calc_period": 30.0},
     "by_account": {"fairshare_by": "account", "weights": {"fairshare": 100000}},
+    "fair_tree": {"fairshare": "fair_tree"},
+    "fair_tree_by_user": {"fairshare": "fair_tree", "fairshare_by": "user", "calc_period": 60.0},
+    "fair_tree_by_account": {"fairshare": "fair_tree", "fairshare_by": "account", "decay_half_life": 3600.0},
 }
 
 
@@ -176,9 +179,63 @@ def test_slurm_kernel_matches_reference_with_multifactor_shares_and_partitions(k
                      group=[f"g{int(u[1:]) % 3}" for u in users])
     params = {"partition_priority": {"a": 1, "b": 3}, "weights": {"partition": 5000},
               "account_shares": {"g0": 4, "g2": 1}, "user_shares": {"u1": 5}, "calc_period": 120.0}
-    ref = assert_same(jobs, jobs.actual_run_time, 100, backfill="slurm", priority="multifactor",
-                      priority_params=params, backfill_params={"bf_max_job_user": 3})
-    assert (ref.begin > jobs.submit).sum() > 500
+    for fairshare in ("classic", "fair_tree"):
+        ref = assert_same(jobs, jobs.actual_run_time, 100, backfill="slurm", priority="multifactor",
+                          priority_params={**params, "fairshare": fairshare}, backfill_params={"bf_max_job_user": 3})
+        assert (ref.begin > jobs.submit).sum() > 500
+
+
+@pytest.mark.parametrize("two_levels", [True, False])
+def test_fair_tree_factors_in_the_kernel_are_the_references(two_levels):
+    """``_extended._fair_tree`` against ``multifactor.fair_tree_factors`` on random trees with
+    many ties (unused associations, equal usage and shares, accounts of equal LF whose users
+    merge), factor for factor."""
+    from drevt_sweep.sim.kernel._extended import _fair_tree, pairwise_plan
+    from drevt_sweep.sim.policies.multifactor import FairShareTree, fair_tree_factors
+
+    rng = np.random.default_rng(7)
+    for _ in range(300):
+        n = int(rng.integers(1, 40))
+        n_acct = int(rng.integers(1, n + 1)) if two_levels else n
+        acct = np.sort(np.concatenate([np.arange(n_acct), rng.integers(0, n_acct, n - n_acct)]))  # each has a user
+        s_user = rng.choice([1.0, 1.0, 2.0, 5.0], n)
+        s_acct = rng.choice([1.0, 1.0, 3.0], n_acct)
+        siblings = np.bincount(acct, weights=s_user, minlength=n_acct)
+        sib = s_user / siblings[acct] if two_levels else np.ones(n)
+        snorm = sib * (s_acct[acct] / s_acct.sum()) if two_levels else s_user / s_user.sum()
+        acct_share = s_acct / s_acct.sum() if two_levels else snorm
+        tree = FairShareTree(np.zeros(1, np.int64), acct, sib, snorm, n_acct, [], acct_share, two_levels=two_levels)
+        usage = rng.choice([0.0, 0.0, 1.0, 2.0, 3.5, 1e6, 0.1], n)
+        raw_acct = np.bincount(acct, weights=usage, minlength=n_acct) if two_levels else usage.copy()
+        want = fair_tree_factors(usage, raw_acct, tree)
+        plan = pairwise_plan(n_acct if two_levels else n)
+        fval, fstamp = np.zeros(n), np.full(n, -1, np.int64)
+        _fair_tree(usage, raw_acct, acct, sib, snorm, acct_share, two_levels, plan, np.empty(plan.shape[0]), 3,
+                   fval, fstamp, np.empty(n), np.empty(n), np.empty(n, np.int64), np.empty(n, np.int64),
+                   np.empty(n, np.int64))
+        assert (fval.view(np.int64) == want.view(np.int64)).all() and (fstamp == 3).all()
+
+
+def test_fair_tree_parent_usage_is_numpys_sum_bit_for_bit():
+    """Fair Tree divides by the parent's usage, which the reference sums with ``ndarray.sum``
+    (pairwise): the kernel's ``_np_sum`` must give the same float for every length (blocks of
+    8 and 128, the halves above) and spread of magnitudes."""
+    from drevt_sweep.sim.kernel._extended import _np_sum, pairwise_plan
+
+    def np_sum(a):
+        plan = pairwise_plan(a.shape[0])
+        return _np_sum(a, plan, np.empty(plan.shape[0]))
+
+    rng = np.random.default_rng(26)
+    for n in list(range(0, 300)) + [511, 512, 513, 1000, 1031]:
+        a = rng.random(n) * 10.0 ** rng.integers(-6, 18, n)
+        a[rng.random(n) < 0.3] = 0.0
+        assert np.float64(np_sum(a)).view(np.int64) == a.sum().view(np.int64)
+    naive = 0.0
+    a = np.full(200, 0.1)
+    for x in a:
+        naive += x
+    assert naive != a.sum() and np_sum(a) == a.sum()  # (the order matters: a plain loop differs)
 
 
 @st.composite
@@ -188,7 +245,7 @@ def multifactor_knobs(draw):
     pick = lambda *values: draw(st.sampled_from(values))  # noqa: E731
     return dict(calc_period=pick(1.0, 2.5, 3.0, 7.5, 30.0, 300.0), decay_half_life=pick(2.0, 60.0, 1e6),
                 max_age=pick(5.0, 20.0, 1e6), favor_small=draw(st.booleans()),
-                fairshare_by=pick("account/user", "user", "account"),
+                fairshare_by=pick("account/user", "user", "account"), fairshare=pick("classic", "fair_tree"),
                 weights=dict(age=pick(0, 1, 100, 1000), fairshare=pick(0, 1000, 10000),
                              job_size=pick(0, 10, 1000), partition=pick(0, 1000)))
 
@@ -216,9 +273,9 @@ def test_slurm_kernel_matches_reference_with_multifactor_across_window_ends(case
                 backfill_params=params)
 
 
-def test_slurm_kernel_multifactor_slices_do_not_change_the_schedule(kth_head, monkeypatch):
-    kw = dict(backfill="slurm", kernel="fast", priority="multifactor",
-              priority_params=MULTIFACTOR["short_calc_period"])
+@pytest.mark.parametrize("variant", ["short_calc_period", "fair_tree"])
+def test_slurm_kernel_multifactor_slices_do_not_change_the_schedule(kth_head, monkeypatch, variant):
+    kw = dict(backfill="slurm", kernel="fast", priority="multifactor", priority_params=MULTIFACTOR[variant])
     whole = simulate(kth_head, kth_head.actual_run_time, 100, **kw)
     for budget in (1, 5):
         monkeypatch.setattr(fast, "STEP_BUDGET", budget)
@@ -243,10 +300,13 @@ def test_only_the_supported_slurm_runs_use_the_kernel(kth_head):
     simulate(jobs, jobs.actual_run_time, 100, backfill="slurm", kernel="fast", priority="multifactor")
     for kw, reason in ((dict(priority="wfp3"), "dynamic priority wfp3"),
                        (dict(priority="unicef"), "dynamic priority unicef"),
-                       (dict(priority="multifactor", priority_params={"fairshare": "fair_tree"}), "fair_tree"),
                        (dict(priority="multifactor", estimate="actual"), "run-time estimates")):
         with pytest.raises(ConfigError, match=reason):
             simulate(jobs, jobs.actual_run_time, 100, backfill="slurm", kernel="fast", **kw)
+    fair_tree = dict(priority="multifactor", priority_params={"fairshare": "fair_tree"})
+    simulate(jobs, jobs.actual_run_time, 100, backfill="slurm", kernel="fast", **fair_tree)
+    with pytest.raises(ConfigError, match="fair_tree has no compiled version"):  # (EASY's kernel: classic only)
+        simulate(jobs, jobs.actual_run_time, 100, backfill="easy", kernel="fast", **fair_tree)
     with pytest.raises(ConfigError, match="on_reservation"):
         simulate(jobs, jobs.actual_run_time, 100, backfill="slurm", kernel="fast", on_reservation=lambda *a: None)
 

@@ -320,12 +320,12 @@ def run_extended(*, submit, limit, nodes, dur, rejected, rank, total, backfill, 
 
 def slurm_supported(backfill_params, extended: bool, dynamic=None) -> str | None:
     """Why ``backfill: slurm`` with these settings cannot run on the compiled kernel (``_slurm``:
-    one pool, static priorities or ``multifactor`` with classic fair-share, no run-time
+    one pool, static priorities or ``multifactor`` (classic or Fair Tree), no run-time
     estimates, association limits or partition tiers), or ``None``. ``extended``: run-time
     estimates (or another backfill order, which ``slurm`` refuses anyway); ``dynamic``: the
     dynamic priority (the reference's policy object), if any."""
     params = dict(backfill_params or {})
-    if dynamic is not None and _DYNAMIC[type(dynamic).__name__] != 1:  # (Fair Tree: ``reference_only``)
+    if dynamic is not None and _DYNAMIC[type(dynamic).__name__] != 1:
         return (f"backfill 'slurm' has no compiled version with the dynamic priority "
                 f"{type(dynamic).__name__.lower()} (multifactor only)")
     if extended:
@@ -341,7 +341,7 @@ def run_slurm(*, submit, limit, nodes, dur, rejected, rank, total, users, backfi
               progress=None):
     """``run_events`` for ``backfill: slurm`` (``_slurm.slurm_steps``), the settings checked by
     ``policies.slurm_backfill.check_backfill_params``; ``dynamic``: ``None`` (static priorities,
-    ``rank``) or the reference's ``Multifactor`` (classic fair-share), whose ``kernel_args()``
+    ``rank``) or the reference's ``Multifactor`` (classic or Fair Tree), whose ``kernel_args()``
     give its arrays; in slices like :func:`run_events`."""
     kernels = _kernels_for("slurm", SLURM_BACKFILLS)
     from ..policies.slurm_backfill import check_backfill_params
@@ -378,7 +378,12 @@ def run_slurm(*, submit, limit, nodes, dur, rejected, rank, total, users, backfi
         a_arr, leaf, acct, sib, snorm, n_acct, w_age, w_fs, max_age, period, decay, t0 = dynamic.kernel_args()
         mf[[sk.M_W_AGE, sk.M_W_FS, sk.M_MAX_AGE, sk.M_PERIOD, sk.M_DECAY, sk.M_T0]] = (
             w_age, w_fs, max_age, period, decay, t0)
+        mf[sk.M_FAIR_TREE] = float(dynamic.fair_tree)
+        mf[sk.M_TWO_LEVELS] = float(dynamic.tree.two_levels)
         n_leaf = int(np.shape(sib)[0])
+        from ._extended import pairwise_plan
+
+        plan = pairwise_plan(int(n_acct) if dynamic.tree.two_levels else n_leaf)
         multifactor = (
             np.ascontiguousarray(a_arr, dtype=np.float64), np.ascontiguousarray(leaf, dtype=np.int64),
             np.ascontiguousarray(acct, dtype=np.int64), np.ascontiguousarray(sib, dtype=np.float64),
@@ -386,11 +391,15 @@ def run_slurm(*, submit, limit, nodes, dur, rejected, rank, total, users, backfi
             rank.astype(np.float64), np.empty(n, np.int64), np.empty(n, np.int64),  # sort key, queue, sort buffer
             np.zeros(n_leaf), np.zeros(n_leaf), np.zeros(n_leaf), np.zeros(max(int(n_acct), 1)), np.zeros(n_leaf),
             np.full(n_leaf, -1, np.int64), np.empty(max(n_leaf, 1), np.int64), np.zeros(n_leaf, np.bool_),
+            np.ascontiguousarray(dynamic.tree.acct_share, dtype=np.float64),  # Fair Tree: account shares, ...
+            np.empty((2, n_leaf)), np.empty((3, n_leaf), np.int64),  # ... its sort keys and buffers,
+            plan, np.empty(plan.shape[0]),  # ... numpy's summation order of the parent's usage, its stack
         )  # (usage, node-seconds since the last tick, running nodes, usage per account, cached factors, ...)
     else:  # static priorities: the same types, one element each (unused)
         one, ione = np.zeros(1), np.zeros(1, np.int64)
         multifactor = (one, ione, ione, one, one, one, ione, ione, one, one, one, one, one, ione, ione,
-                       np.zeros(1, np.bool_))
+                       np.zeros(1, np.bool_), one, np.zeros((2, 1)), np.zeros((3, 1), np.int64),
+                       np.zeros((1, 2), np.int64), one)
     state = (
         submit, limit, nodes, dur, arrivals, rank, np.ascontiguousarray(user_index, dtype=np.int64),
         np.int64(total), pf_, pi, begin, end, np.full(n, np.nan), job_of_rank,

@@ -464,3 +464,122 @@ def _slurm_integer(p):
         return 1.0
     p = np.floor(p)
     return p if p < PRIORITY_MAX else PRIORITY_MAX
+
+
+# --- Fair Tree (``policies.multifactor.fair_tree_factors``) -------------------------------------
+
+
+def pairwise_plan(n: int) -> np.ndarray:
+    """numpy's summation order for ``n`` float64s as a program for :func:`_np_sum` (rows
+    ``(lo, count)``: sum a block; ``(-1, -1)``: add the last two sums), in postfix order.
+
+    ``ndarray.sum`` of a contiguous float64 array is ``0.0 + pairwise_sum(a, n)`` (numpy's
+    ``loops_utils.h``): blocks of fewer than 8 summed in order, blocks of up to 128 in eight
+    lanes, longer ones split in halves at a multiple of 8. The tree depends on ``n`` alone, so
+    it is built once here: numba's on-disk cache cannot load a recursive function reliably (it
+    crashed), and the kernels allocate nothing."""
+    plan: list[tuple[int, int]] = []
+
+    def visit(lo: int, count: int) -> None:
+        if count <= 128:
+            plan.append((lo, count))
+            return
+        half = count // 2
+        half -= half % 8
+        visit(lo, half)
+        visit(lo + half, count - half)
+        plan.append((-1, -1))
+
+    visit(0, n)
+    return np.array(plan, dtype=np.int64).reshape(-1, 2)
+
+
+@njit(cache=True, _nrt=False)
+def _np_block(a, lo, n):
+    """numpy's ``pairwise_sum`` of one block of at most 128 (eight lanes from 8 on)."""
+    if n < 8:
+        res = 0.0
+        for i in range(lo, lo + n):
+            res += a[i]
+        return res
+    r0, r1, r2, r3 = a[lo], a[lo + 1], a[lo + 2], a[lo + 3]
+    r4, r5, r6, r7 = a[lo + 4], a[lo + 5], a[lo + 6], a[lo + 7]
+    i = 8
+    m = n - n % 8
+    while i < m:
+        k = lo + i
+        r0 += a[k]
+        r1 += a[k + 1]
+        r2 += a[k + 2]
+        r3 += a[k + 3]
+        r4 += a[k + 4]
+        r5 += a[k + 5]
+        r6 += a[k + 6]
+        r7 += a[k + 7]
+        i += 8
+    res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+    while i < n:
+        res += a[lo + i]
+        i += 1
+    return res
+
+
+@njit(cache=True, _nrt=False)
+def _np_sum(a, plan, stack):
+    """``ndarray.sum`` of ``a`` bit for bit, by the program ``pairwise_plan(len(a))``
+    (``stack``: room for its rows). Checked against numpy in ``tests/test_slurm_kernel.py``."""
+    top = 0
+    for i in range(plan.shape[0]):
+        if plan[i, 1] < 0:
+            top -= 1
+            stack[top - 1] = stack[top - 1] + stack[top]
+        else:
+            stack[top] = _np_block(a, plan[i, 0], plan[i, 1])
+            top += 1
+    return 0.0 + stack[0]
+
+
+@njit(cache=True, _nrt=False, inline="always")
+def _level_lf(shares, usage, parent):
+    """``multifactor._level_fs`` of one association: S / (usage / parent), inf when that is 0."""
+    u = usage / parent if parent > 0 else 0.0
+    return shares / u if u > 0 else np.inf
+
+
+@njit(cache=True, _nrt=False)
+def _fair_tree(usage, raw_acct, acct, sib, snorm, acct_share, two_levels, plan, stack, stamp, fval, fstamp,
+               key_acct, key_user, by, tmp, pos):
+    """Every association's Fair Tree factor into ``fval`` (``fstamp`` = ``stamp``), as
+    ``multifactor.fair_tree_factors``: the leaves ordered by (account group, decreasing LF), a
+    group being the accounts of one LF (the reference's ``np.unique``), ties sharing the rank of
+    the first; factor = (N - place of the tie's first) / N. The same floats: each LF with the
+    same division, the parent sums with numpy's summation (``_np_sum`` by ``plan``: the
+    accounts' usage with two levels, else the associations')."""
+    n = usage.shape[0]
+    if two_levels:
+        total = _np_sum(raw_acct, plan, stack)
+        for l in range(n):
+            x = acct[l]
+            key_acct[l] = -_level_lf(acct_share[x], raw_acct[x], total)
+            key_user[l] = -_level_lf(sib[l], usage[l], raw_acct[x])
+    else:
+        total = _np_sum(usage, plan, stack)
+        for l in range(n):
+            key_acct[l] = 0.0
+            key_user[l] = -_level_lf(snorm[l], usage[l], total)
+    for l in range(n):  # by (key_user, leaf), then stably by key_acct: np.lexsort((-user_lf, group))
+        by[l] = l
+        pos[l] = l
+    _sort_by(by, n, key_user, pos, tmp)
+    for i in range(n):
+        pos[by[i]] = i
+    _sort_by(by, n, key_acct, pos, tmp)
+    first = 0
+    for i in range(n):
+        l = by[i]
+        if i > 0:
+            p = by[i - 1]
+            if key_acct[l] != key_acct[p] or key_user[l] != key_user[p]:
+                first = i
+        fval[l] = (n - first) / n
+        fstamp[l] = stamp

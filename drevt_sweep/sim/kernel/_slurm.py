@@ -2,14 +2,15 @@
 events and a backfill cycle every ``bf_interval``, bit for bit the reference's schedule.
 
 Scope: one whole-node pool of constant size, static priorities (a rank per job) or Slurm's
-multifactor with classic fair-share (``policies.multifactor``), no association limits and no
+multifactor with classic fair-share or Fair Tree (``policies.multifactor``), no association limits and no
 ``PriorityTier`` (``engine._use_fast_kernel`` sends every other case to the reference). The
 event loop is ``_kernels``' (its steps ``_next_event``, ``_finish_next``, ``_launch``, the
 segment tree over ranks of ``queue_policy_steps``); with multifactor the queue is
 ``_extended``'s instead (an array sorted by (key, FCFS rank), re-keyed and re-sorted at each
 ``calc_period`` tick) and so are the fair-share ticks, the usage accounting at starts and ends
-and the priorities (``_ticks``, ``_account_start``/``_account_end``, ``_multifactor_key``):
-written once, in ``_extended``. What is Slurm's here is when a pass runs and what it does:
+and the priorities (``_ticks``, ``_account_start``/``_account_end``, ``_multifactor_key``; Fair
+Tree's factors, all at once at the first key of a tick, ``_fair_tree``): written once, in
+``_extended``. What is Slurm's here is when a pass runs and what it does:
 
 * the main scheduler (``job_scheduler.c`` ``_schedule``) at an event with an arrival or a
   completion, to ``default_queue_depth`` + 1 jobs, and over the whole queue at the periodic
@@ -29,7 +30,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ._extended import (_account_end, _account_start, _compact, _insert_sorted, _multifactor_key,
+from ._extended import (_account_end, _account_start, _compact, _fair_tree, _insert_sorted, _multifactor_key,
                         _rekey_multifactor, _resort, _ticks)
 from ._kernels import (BIG, ST_HEAD, SF_NOW, _finish_next,
                        _first_waiting, _launch, _load_counts, _next_event, _prof_fit, _prof_occupy,
@@ -71,7 +72,9 @@ M_MAX_AGE = 2
 M_PERIOD = 3  # calc_period
 M_DECAY = 4  # per tick
 M_T0 = 5  # first submission (ticks count from it)
-M_SIZE = 6
+M_FAIR_TREE = 6  # 1: Fair Tree's fair-share factor (``_extended._fair_tree``), 0: classic
+M_TWO_LEVELS = 7  # 1: the association tree is root -> account -> user (``fairshare_by: account/user``)
+M_SIZE = 8
 
 
 @njit(cache=True, _nrt=False, inline="always")
@@ -233,7 +236,8 @@ def _cycle(now, free, total, limit, nodes, users, pf_, pi, begin, end, est, dur,
 def slurm_steps(submit, limit, nodes, dur, arrivals, rank, users, total, pf_, pi,
                 begin, end, est, job_of_rank, tn, tl, re, rj, rn, hk, hj, pt, pf, pb, ps,
                 ucount, ustamp, fs, mf, a_arr, leaf, acct, sib, snorm, key, q, tmp,
-                usage, acc, runn, raw_acct, fval, fstamp, active, is_active, st, sf, budget):
+                usage, acc, runn, raw_acct, fval, fstamp, active, is_active, acct_share, ftk, fti, fplan, fstack,
+                st, sf, budget):
     """``SlurmBackfill`` in ``engine._run_events``' loop from state ``st``/``sf``, for about
     ``budget`` events (1: more to do, 0: done).
 
@@ -305,6 +309,8 @@ def slurm_steps(submit, limit, nodes, dur, arrivals, rank, users, total, pf_, pi
     period = mf[M_PERIOD]
     decay = mf[M_DECAY]
     fs_t0 = mf[M_T0]
+    fair_tree = mf[M_FAIR_TREE] != 0.0
+    two_levels = mf[M_TWO_LEVELS] != 0.0
     n_acct = raw_acct.shape[0]
     skipping = st[ST_SKIP] == 1
     free, R, H, Q, a, done = _load_counts(st)
@@ -360,6 +366,9 @@ def slurm_steps(submit, limit, nodes, dur, arrivals, rank, users, total, pf_, pi
             j = arrivals[a]
             a += 1
             if sorted_q:
+                if fair_tree and fstamp[leaf[j]] != stamp:  # (all factors at once, once per tick)
+                    _fair_tree(usage, raw_acct, acct, sib, snorm, acct_share, two_levels, fplan, fstack, stamp, fval, fstamp,
+                               ftk[0], ftk[1], fti[0], fti[1], fti[2])
                 key[j] = _multifactor_key(now, j, submit, a_arr, leaf, acct, sib, snorm, usage, raw_acct, fval,
                                           fstamp, stamp, root, w_age, w_fs, max_age)
                 _insert_sorted(q, Q, j, key, rank)
@@ -378,6 +387,9 @@ def slurm_steps(submit, limit, nodes, dur, arrivals, rank, users, total, pf_, pi
         # 2c. a tick re-keys the queue (every waiting job's priority recomputed)
         if fs and due:
             due = False
+            if fair_tree and fstamp[leaf[q[0]]] != stamp:
+                _fair_tree(usage, raw_acct, acct, sib, snorm, acct_share, two_levels, fplan, fstack, stamp, fval, fstamp,
+                           ftk[0], ftk[1], fti[0], fti[1], fti[2])
             _rekey_multifactor(q, Q, key, now, submit, a_arr, leaf, acct, sib, snorm, usage, raw_acct, fval,
                                fstamp, stamp, root, w_age, w_fs, max_age)
             moved = _resort(q, Q, key, rank, tmp)
