@@ -210,9 +210,9 @@ def test_fair_tree_factors_in_the_kernel_are_the_references(two_levels):
         want = fair_tree_factors(usage, raw_acct, tree)
         plan = pairwise_plan(n_acct if two_levels else n)
         fval, fstamp = np.zeros(n), np.full(n, -1, np.int64)
+        last = rng.permutation(n) if rng.random() < 0.5 else np.arange(n)  # the last tick's order: any permutation
         _fair_tree(usage, raw_acct, acct, sib, snorm, acct_share, two_levels, plan, np.empty(plan.shape[0]), 3,
-                   fval, fstamp, np.empty(n), np.empty(n), np.empty(n, np.int64), np.empty(n, np.int64),
-                   np.empty(n, np.int64))
+                   fval, fstamp, np.empty(n), np.empty(n), last, np.empty(n, np.int64), np.empty(n, np.int64))
         assert (fval.view(np.int64) == want.view(np.int64)).all() and (fstamp == 3).all()
 
 

@@ -392,7 +392,7 @@ def run_slurm(*, submit, limit, nodes, dur, rejected, rank, total, users, backfi
             np.zeros(n_leaf), np.zeros(n_leaf), np.zeros(n_leaf), np.zeros(max(int(n_acct), 1)), np.zeros(n_leaf),
             np.full(n_leaf, -1, np.int64), np.empty(max(n_leaf, 1), np.int64), np.zeros(n_leaf, np.bool_),
             np.ascontiguousarray(dynamic.tree.acct_share, dtype=np.float64),  # Fair Tree: account shares, ...
-            np.empty((2, n_leaf)), np.empty((3, n_leaf), np.int64),  # ... its sort keys and buffers,
+            np.empty((2, n_leaf)), np.tile(np.arange(n_leaf), (3, 1)),  # ... its sort keys, order and buffers,
             plan, np.empty(plan.shape[0]),  # ... numpy's summation order of the parent's usage, its stack
         )  # (usage, node-seconds since the last tick, running nodes, usage per account, cached factors, ...)
     else:  # static priorities: the same types, one element each (unused)

@@ -547,6 +547,31 @@ def _level_lf(shares, usage, parent):
 
 
 @njit(cache=True, _nrt=False)
+def _resort_lex(by, n, ka, ku):
+    """Insertion sort of the permutation ``by`` by (ka, ku, leaf), a total order, from the last
+    tick's order (usage moves slowly, so few leaves move); gives up (False, ``by`` then some
+    permutation) past a budget of moves, and the caller sorts from scratch."""
+    budget = 8 * n + 64
+    moves = 0
+    for i in range(1, n):
+        l = by[i]
+        a = ka[l]
+        u = ku[l]
+        p = i
+        while p > 0:
+            k = by[p - 1]
+            if ka[k] < a or (ka[k] == a and (ku[k] < u or (ku[k] == u and k < l))):
+                break
+            by[p] = k
+            p -= 1
+        by[p] = l
+        moves += i - p
+        if moves > budget:
+            return False
+    return True
+
+
+@njit(cache=True, _nrt=False)
 def _fair_tree(usage, raw_acct, acct, sib, snorm, acct_share, two_levels, plan, stack, stamp, fval, fstamp,
                key_acct, key_user, by, tmp, pos):
     """Every association's Fair Tree factor into ``fval`` (``fstamp`` = ``stamp``), as
@@ -554,7 +579,8 @@ def _fair_tree(usage, raw_acct, acct, sib, snorm, acct_share, two_levels, plan, 
     group being the accounts of one LF (the reference's ``np.unique``), ties sharing the rank of
     the first; factor = (N - place of the tie's first) / N. The same floats: each LF with the
     same division, the parent sums with numpy's summation (``_np_sum`` by ``plan``: the
-    accounts' usage with two levels, else the associations')."""
+    accounts' usage with two levels, else the associations'). ``by`` holds a permutation of
+    the leaves (the last call's order: it is re-sorted from there)."""
     n = usage.shape[0]
     if two_levels:
         total = _np_sum(raw_acct, plan, stack)
@@ -567,13 +593,14 @@ def _fair_tree(usage, raw_acct, acct, sib, snorm, acct_share, two_levels, plan, 
         for l in range(n):
             key_acct[l] = 0.0
             key_user[l] = -_level_lf(snorm[l], usage[l], total)
-    for l in range(n):  # by (key_user, leaf), then stably by key_acct: np.lexsort((-user_lf, group))
-        by[l] = l
-        pos[l] = l
-    _sort_by(by, n, key_user, pos, tmp)
-    for i in range(n):
-        pos[by[i]] = i
-    _sort_by(by, n, key_acct, pos, tmp)
+    if not _resort_lex(by, n, key_acct, key_user):  # np.lexsort((-user_lf, group)), leaf order on ties
+        for l in range(n):  # (far from the last order: by (key_user, leaf), then stably by key_acct)
+            by[l] = l
+            pos[l] = l
+        _sort_by(by, n, key_user, pos, tmp)
+        for i in range(n):
+            pos[by[i]] = i
+        _sort_by(by, n, key_acct, pos, tmp)
     first = 0
     for i in range(n):
         l = by[i]
