@@ -340,3 +340,27 @@ def test_slurm_kernel_runs_each_exclusive_partition_as_the_reference(kth_head, m
         assert np.array_equal(ref.begin, got.begin, equal_nan=True)
         assert np.array_equal(ref.end, got.end, equal_nan=True)
         assert (ref.begin > jobs.submit).sum() > 300 and calls == compiled
+
+
+@pytest.mark.parametrize("fairshare", ["classic", "fair_tree"])
+def test_slurm_kernel_runs_multifactor_per_exclusive_partition_as_the_reference(kth_head, monkeypatch, fairshare):
+    """Two pools under multifactor: each partition is its own ``engine.simulate`` (its own
+    fair-share tree and ticks), compiled, bit for bit the reference's."""
+    from drevt_sweep.sim.machine import Machine, Partition
+    from drevt_sweep.sim.partitioned import simulate_machine
+
+    head = kth_head.take(np.arange(1500))
+    users = [f"u{u % 7}" for u in head.user_code]
+    jobs = make_jobs(head.submit, np.minimum(head.num_nodes, 40), head.time_limit, head.actual_run_time,
+                     queue=["a" if i % 3 else "b" for i in range(len(head))], user=users,
+                     group=[f"g{int(u[1:]) % 2}" for u in users])
+    machine = Machine("m", (Partition("a", 60, queues=("a",)), Partition("b", 40, queues=("b",))))
+    calls = []
+    run_slurm = fast.run_slurm
+    monkeypatch.setattr(fast, "run_slurm", lambda **kw: calls.append(kw["total"]) or run_slurm(**kw))
+    kw = dict(backfill="slurm", priority="multifactor", backfill_params={"bf_interval": 20},
+              priority_params={"fairshare": fairshare, "calc_period": 60.0})
+    ref, got = (simulate_machine(jobs, jobs.actual_run_time, machine, kernel=kernel, **kw)
+                for kernel in ("reference", "fast"))
+    assert np.array_equal(ref.begin, got.begin, equal_nan=True) and np.array_equal(ref.end, got.end, equal_nan=True)
+    assert (ref.begin > jobs.submit).sum() > 300 and sorted(calls) == [40, 60]
