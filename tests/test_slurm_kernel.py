@@ -170,6 +170,32 @@ def test_slurm_kernel_matches_reference_with_multifactor_and_other_limits(kth_he
                 priority="multifactor", priority_params=MULTIFACTOR["short_calc_period"])
 
 
+# WFP3 and UNICEF re-key every waiting job before every pass: no jump over cycles, but a cycle
+# that the jump would have passed over is not computed while the order stays as it was.
+@pytest.mark.parametrize("enforce", [True, False])
+@pytest.mark.parametrize("variant", ["defaults", "tight", "every_pass"])
+@pytest.mark.parametrize("priority", ["wfp3", "unicef"])
+def test_slurm_kernel_matches_reference_with_wfp3_and_unicef_on_kth(kth_head, priority, variant, enforce):
+    ref = assert_same(kth_head, kth_head.actual_run_time, 100, backfill="slurm", backfill_params=VARIANTS[variant],
+                      priority=priority, enforce_limits=enforce)
+    assert (ref.begin > kth_head.submit).sum() > 1000
+
+
+@SETTINGS
+@given(trace=traces(), params=knobs(), priority=st.sampled_from(["wfp3", "unicef"]), enforce=st.booleans())
+def test_slurm_kernel_matches_reference_with_wfp3_and_unicef_on_random_traces(trace, params, priority, enforce):
+    jobs, total = trace
+    assert_same(jobs, jobs.actual_run_time, total, priority=priority, backfill="slurm", enforce_limits=enforce,
+                backfill_params=params)
+
+
+@SETTINGS
+@given(case=long_jobs_short_window(), priority=st.sampled_from(["wfp3", "unicef"]))
+def test_slurm_kernel_matches_reference_with_wfp3_and_unicef_across_window_ends(case, priority):
+    jobs, total, params = case
+    assert_same(jobs, jobs.actual_run_time, total, priority=priority, backfill="slurm", backfill_params=params)
+
+
 def test_slurm_kernel_matches_reference_with_multifactor_shares_and_partitions(kth_head):
     """Partition factor (two queues of one pool), account and user shares."""
     head = kth_head.take(np.arange(2000))
@@ -273,9 +299,10 @@ def test_slurm_kernel_matches_reference_with_multifactor_across_window_ends(case
                 backfill_params=params)
 
 
-@pytest.mark.parametrize("variant", ["short_calc_period", "fair_tree"])
-def test_slurm_kernel_multifactor_slices_do_not_change_the_schedule(kth_head, monkeypatch, variant):
-    kw = dict(backfill="slurm", kernel="fast", priority="multifactor", priority_params=MULTIFACTOR[variant])
+@pytest.mark.parametrize("variant", ["short_calc_period", "fair_tree", "wfp3"])
+def test_slurm_kernel_dynamic_slices_do_not_change_the_schedule(kth_head, monkeypatch, variant):
+    kw = dict(backfill="slurm", kernel="fast", priority="wfp3") if variant == "wfp3" else dict(
+        backfill="slurm", kernel="fast", priority="multifactor", priority_params=MULTIFACTOR[variant])
     whole = simulate(kth_head, kth_head.actual_run_time, 100, **kw)
     for budget in (1, 5):
         monkeypatch.setattr(fast, "STEP_BUDGET", budget)
@@ -286,7 +313,7 @@ def test_slurm_kernel_multifactor_slices_do_not_change_the_schedule(kth_head, mo
 
 def test_slurm_kernel_slices_report_progress_and_stop_on_interrupt(kth_head, monkeypatch):
     monkeypatch.setattr(fast, "STEP_BUDGET", 64)
-    for priority in ("fcfs", "multifactor"):
+    for priority in ("fcfs", "multifactor", "wfp3"):
         check_progress_then_interrupt(lambda progress: simulate(
             kth_head, kth_head.actual_run_time, 100, backfill="slurm", kernel="fast", priority=priority,
             progress=progress), len(kth_head))
@@ -297,12 +324,11 @@ def test_only_the_supported_slurm_runs_use_the_kernel(kth_head):
     assert fast.slurm_supported({"bf_window": 60}, extended=False) is None
     for params, extended in (({"limits": object()}, False), ({"tier": [1] * 50}, False), (None, True)):
         assert fast.slurm_supported(params, extended)
-    simulate(jobs, jobs.actual_run_time, 100, backfill="slurm", kernel="fast", priority="multifactor")
-    for kw, reason in ((dict(priority="wfp3"), "dynamic priority wfp3"),
-                       (dict(priority="unicef"), "dynamic priority unicef"),
-                       (dict(priority="multifactor", estimate="actual"), "run-time estimates")):
-        with pytest.raises(ConfigError, match=reason):
-            simulate(jobs, jobs.actual_run_time, 100, backfill="slurm", kernel="fast", **kw)
+    for priority in ("multifactor", "wfp3", "unicef"):
+        simulate(jobs, jobs.actual_run_time, 100, backfill="slurm", kernel="fast", priority=priority)
+    with pytest.raises(ConfigError, match="run-time estimates"):
+        simulate(jobs, jobs.actual_run_time, 100, backfill="slurm", kernel="fast", priority="multifactor",
+                 estimate="actual")
     fair_tree = dict(priority="multifactor", priority_params={"fairshare": "fair_tree"})
     simulate(jobs, jobs.actual_run_time, 100, backfill="slurm", kernel="fast", **fair_tree)
     with pytest.raises(ConfigError, match="fair_tree has no compiled version"):  # (EASY's kernel: classic only)

@@ -320,14 +320,12 @@ def run_extended(*, submit, limit, nodes, dur, rejected, rank, total, backfill, 
 
 def slurm_supported(backfill_params, extended: bool, dynamic=None) -> str | None:
     """Why ``backfill: slurm`` with these settings cannot run on the compiled kernel (``_slurm``:
-    one pool, static priorities or ``multifactor`` (classic or Fair Tree), no run-time
+    one pool, static priorities or a dynamic one (``multifactor``, classic or Fair Tree;
+    ``wfp3``, ``unicef``), no run-time
     estimates, association limits or partition tiers), or ``None``. ``extended``: run-time
     estimates (or another backfill order, which ``slurm`` refuses anyway); ``dynamic``: the
     dynamic priority (the reference's policy object), if any."""
     params = dict(backfill_params or {})
-    if dynamic is not None and _DYNAMIC[type(dynamic).__name__] != 1:
-        return (f"backfill 'slurm' has no compiled version with the dynamic priority "
-                f"{type(dynamic).__name__.lower()} (multifactor only)")
     if extended:
         return "backfill 'slurm' has no compiled version with run-time estimates"
     if params.get("limits") is not None:
@@ -341,7 +339,7 @@ def run_slurm(*, submit, limit, nodes, dur, rejected, rank, total, users, backfi
               progress=None):
     """``run_events`` for ``backfill: slurm`` (``_slurm.slurm_steps``), the settings checked by
     ``policies.slurm_backfill.check_backfill_params``; ``dynamic``: ``None`` (static priorities,
-    ``rank``) or the reference's ``Multifactor`` (classic or Fair Tree), whose ``kernel_args()``
+    ``rank``) or the reference's dynamic priority (``Multifactor``, ``WFP3``, ``Unicef``), whose ``kernel_args()``
     give its arrays; in slices like :func:`run_events`."""
     kernels = _kernels_for("slurm", SLURM_BACKFILLS)
     from ..policies.slurm_backfill import check_backfill_params
@@ -373,8 +371,16 @@ def run_slurm(*, submit, limit, nodes, dur, rejected, rank, total, users, backfi
     job_of_rank[rank] = np.arange(n)
     cap = 2 * (rmax + 2 * n) + 16  # breakpoints: now, releases, window end, two per start or reservation (x2)
     fs = dynamic is not None
+    kind = _DYNAMIC[type(dynamic).__name__] if fs else 0
     mf = np.zeros(sk.M_SIZE)
-    if fs:  # multifactor: its arrays, the sorted queue and the fair-share state (as ``run_extended``)
+    mf[sk.M_DYN] = kind
+    one, ione = np.zeros(1), np.zeros(1, np.int64)
+    if fs and kind != 1:  # wfp3/unicef: their two arrays and the sorted queue; no fair-share state
+        a_arr, b_arr = (np.ascontiguousarray(x, dtype=np.float64) for x in dynamic.kernel_args())
+        multifactor = (a_arr, b_arr, ione, ione, one, one, rank.astype(np.float64), np.empty(n, np.int64),
+                       np.empty(n, np.int64), one, one, one, one, one, ione, ione, np.zeros(1, np.bool_), one,
+                       np.zeros((2, 1)), np.zeros((3, 1), np.int64), np.zeros((1, 2), np.int64), one)
+    elif fs:  # multifactor: its arrays, the sorted queue and the fair-share state (as ``run_extended``)
         a_arr, leaf, acct, sib, snorm, n_acct, w_age, w_fs, max_age, period, decay, t0 = dynamic.kernel_args()
         mf[[sk.M_W_AGE, sk.M_W_FS, sk.M_MAX_AGE, sk.M_PERIOD, sk.M_DECAY, sk.M_T0]] = (
             w_age, w_fs, max_age, period, decay, t0)
@@ -385,7 +391,7 @@ def run_slurm(*, submit, limit, nodes, dur, rejected, rank, total, users, backfi
 
         plan = pairwise_plan(int(n_acct) if dynamic.tree.two_levels else n_leaf)
         multifactor = (
-            np.ascontiguousarray(a_arr, dtype=np.float64), np.ascontiguousarray(leaf, dtype=np.int64),
+            np.ascontiguousarray(a_arr, dtype=np.float64), one, np.ascontiguousarray(leaf, dtype=np.int64),
             np.ascontiguousarray(acct, dtype=np.int64), np.ascontiguousarray(sib, dtype=np.float64),
             np.ascontiguousarray(snorm, dtype=np.float64),
             rank.astype(np.float64), np.empty(n, np.int64), np.empty(n, np.int64),  # sort key, queue, sort buffer
@@ -396,8 +402,7 @@ def run_slurm(*, submit, limit, nodes, dur, rejected, rank, total, users, backfi
             plan, np.empty(plan.shape[0]),  # ... numpy's summation order of the parent's usage, its stack
         )  # (usage, node-seconds since the last tick, running nodes, usage per account, cached factors, ...)
     else:  # static priorities: the same types, one element each (unused)
-        one, ione = np.zeros(1), np.zeros(1, np.int64)
-        multifactor = (one, ione, ione, one, one, one, ione, ione, one, one, one, one, one, ione, ione,
+        multifactor = (one, one, ione, ione, one, one, one, ione, ione, one, one, one, one, one, ione, ione,
                        np.zeros(1, np.bool_), one, np.zeros((2, 1)), np.zeros((3, 1), np.int64),
                        np.zeros((1, 2), np.int64), one)
     state = (
@@ -417,6 +422,7 @@ def run_slurm(*, submit, limit, nodes, dur, rejected, rank, total, users, backfi
     sf[sk.SF_T0] = np.nan
     sf[sk.SF_WAKE] = sf[sk.SF_NEXT_BF] = sf[sk.SF_NEXT_FULL] = np.inf
     sf[sk.SF_SCALE] = 1.0
-    sf[sk.SF_TICK_AT] = mf[sk.M_T0] + mf[sk.M_PERIOD] if fs else np.inf
+    sf[sk.SF_TICK_AT] = mf[sk.M_T0] + mf[sk.M_PERIOD] if kind == 1 else np.inf
+    sf[sk.SF_HOLD] = -np.inf
     _run_slices(kernels, sk.slurm_steps, state, st, sf, progress, *_pool_errors("slurm"))
     return begin, end

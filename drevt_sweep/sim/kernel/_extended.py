@@ -258,10 +258,7 @@ def extended_steps(submit, limit, nodes, dur, arrivals, rank, mode, estimate, sj
                 _rekey_multifactor(q, Q, key, now, submit, a_arr, leaf, acct, sib, snorm, usage, raw_acct,
                                    fval, fstamp, stamp, root, w_age, w_fs, max_age)
             else:
-                for i in range(Q):
-                    j = q[i]
-                    key[j] = _key(dyn, now, j, submit, a_arr, b_arr, leaf, acct, sib, snorm, usage, raw_acct,
-                                  fval, fstamp, stamp, root, w_age, w_fs, max_age)
+                _rekey_every_pass(dyn, q, Q, key, now, submit, a_arr, b_arr)
             moved = _resort(q, Q, key, rank, tmp)
             if not (moved or changed) and R > 0 and re[0] > now:
                 # A tick that changed nothing: same queue, same order, same free nodes, no
@@ -432,13 +429,28 @@ def _activate(active, is_active, count, lf):
 def _key(dyn, now, j, submit, a_arr, b_arr, leaf, acct, sib, snorm, usage, raw_acct, fval, fstamp, stamp, root,
          w_age, w_fs, max_age):
     """Job ``j``'s sort key at ``now`` under the dynamic priority ``dyn`` (smaller first)."""
+    if dyn != DYN_MULTIFACTOR:
+        return _literature_key(dyn, now, j, submit, a_arr, b_arr)
+    return _multifactor_key(now, j, submit, a_arr, leaf, acct, sib, snorm, usage, raw_acct, fval, fstamp, stamp,
+                            root, w_age, w_fs, max_age)
+
+
+@njit(cache=True, _nrt=False, inline="always")
+def _literature_key(dyn, now, j, submit, a_arr, b_arr):
+    """WFP3's or UNICEF's key of job ``j`` at ``now`` (``policies.literature``), recomputed
+    before every pass."""
     if dyn == DYN_WFP3:
         x = (now - submit[j]) / a_arr[j]
         return -(x * x * x * b_arr[j])
-    if dyn == DYN_UNICEF:
-        return -((now - submit[j]) / a_arr[j])
-    return _multifactor_key(now, j, submit, a_arr, leaf, acct, sib, snorm, usage, raw_acct, fval, fstamp, stamp,
-                            root, w_age, w_fs, max_age)
+    return -((now - submit[j]) / a_arr[j])
+
+
+@njit(cache=True, _nrt=False)
+def _rekey_every_pass(dyn, q, count, key, now, submit, a_arr, b_arr):
+    """WFP3's or UNICEF's keys of the waiting jobs ``q[:count]`` at ``now``."""
+    for i in range(count):
+        j = q[i]
+        key[j] = _literature_key(dyn, now, j, submit, a_arr, b_arr)
 
 
 @njit(cache=True, _nrt=False, inline="always")

@@ -1,8 +1,9 @@
 """numba kernel of ``backfill: slurm`` (``policies.slurm_backfill``): Slurm's main scheduler on
 events and a backfill cycle every ``bf_interval``, bit for bit the reference's schedule.
 
-Scope: one whole-node pool of constant size, static priorities (a rank per job) or Slurm's
-multifactor with classic fair-share or Fair Tree (``policies.multifactor``), no association limits and no
+Scope: one whole-node pool of constant size, static priorities (a rank per job), Slurm's
+multifactor with classic fair-share or Fair Tree (``policies.multifactor``) or WFP3/UNICEF
+(``policies.literature``), no association limits and no
 ``PriorityTier`` (``engine._use_fast_kernel`` sends every other case to the reference). The
 event loop is ``_kernels``' (its steps ``_next_event``, ``_finish_next``, ``_launch``, the
 segment tree over ranks of ``queue_policy_steps``); with multifactor the queue is
@@ -30,8 +31,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ._extended import (_account_end, _account_start, _compact, _fair_tree, _insert_sorted, _multifactor_key,
-                        _rekey_multifactor, _resort, _ticks)
+from ._extended import (DYN_MULTIFACTOR, _account_end, _account_start, _compact, _fair_tree, _insert_sorted,
+                        _literature_key, _multifactor_key, _rekey_every_pass, _rekey_multifactor, _resort, _ticks)
 from ._kernels import (BIG, ST_HEAD, SF_NOW, _finish_next,
                        _first_waiting, _launch, _load_counts, _next_event, _prof_fit, _prof_occupy,
                        _prof_rebuild, _seg_clear, _seg_set, _store_counts)
@@ -53,7 +54,8 @@ SF_NEXT_FULL = 4
 SF_ROOT = 5  # multifactor: the root's scaled usage
 SF_SCALE = 6  # multifactor: usage scale
 SF_TICK_AT = 7  # multifactor: the next tick (inf without multifactor)
-SF_SIZE = 8
+SF_HOLD = 8  # wfp3/unicef: passes before this time start nothing while the order stays (-inf: none)
+SF_SIZE = 9
 # the settings (policies.slurm_backfill.check_backfill_params), as two arrays
 P_INTERVAL = 0  # bf_interval, s (0: at every pass)
 P_SCHED = 1  # sched_interval, s (0: none)
@@ -74,7 +76,8 @@ M_DECAY = 4  # per tick
 M_T0 = 5  # first submission (ticks count from it)
 M_FAIR_TREE = 6  # 1: Fair Tree's fair-share factor (``_extended._fair_tree``), 0: classic
 M_TWO_LEVELS = 7  # 1: the association tree is root -> account -> user (``fairshare_by: account/user``)
-M_SIZE = 8
+M_DYN = 8  # the dynamic priority (``_extended.DYN_*``): multifactor, or wfp3/unicef (re-keyed at every pass)
+M_SIZE = 9
 
 
 @njit(cache=True, _nrt=False, inline="always")
@@ -235,7 +238,7 @@ def _cycle(now, free, total, limit, nodes, users, pf_, pi, begin, end, est, dur,
 @njit(cache=True, _nrt=False)
 def slurm_steps(submit, limit, nodes, dur, arrivals, rank, users, total, pf_, pi,
                 begin, end, est, job_of_rank, tn, tl, re, rj, rn, hk, hj, pt, pf, pb, ps,
-                ucount, ustamp, fs, mf, a_arr, leaf, acct, sib, snorm, key, q, tmp,
+                ucount, ustamp, fs, mf, a_arr, b_arr, leaf, acct, sib, snorm, key, q, tmp,
                 usage, acc, runn, raw_acct, fval, fstamp, active, is_active, acct_share, ftk, fti, fplan, fstack,
                 st, sf, budget):
     """``SlurmBackfill`` in ``engine._run_events``' loop from state ``st``/``sf``, for about
@@ -289,7 +292,14 @@ def slurm_steps(submit, limit, nodes, dur, arrivals, rank, users, total, pf_, pi
       with ``bf_interval=0`` the reference runs a cycle at the tick itself, at a time and window
       end the jump's target was not chosen for, so there the jump ends too.
 
-    Keys change at every tick (age grows), but only a change of order matters: on KTH-SP2 with
+    WFP3 and UNICEF (``every_pass``) re-key every waiting job before every pass, as the
+    reference's ``EveryPass`` does, so the order may change at any cycle: the clocks never jump.
+    Every cycle and full pass is visited (an event, as in the reference) and the queue re-sorted;
+    one that the jump would have passed over (before ``hold``, the jump's target, with the same
+    order and no arrival or completion since the last computed cycle, ``bf_interval > 0``)
+    only moves the clocks (``_due``): by the argument above it starts nothing.
+
+    Multifactor's keys change at every tick (age grows), but only a change of order matters: on KTH-SP2 with
     Slurm's and multifactor's defaults 3,142 of the 62,632 re-keyings moved a job (73,031
     cycles computed, against 80,452 with FCFS). Starts are accounted to fair-share in the order the reference's ``started`` list
     has them (main scheduler, then the cycle, each in priority order), completions in (end,
@@ -310,6 +320,9 @@ def slurm_steps(submit, limit, nodes, dur, arrivals, rank, users, total, pf_, pi
     decay = mf[M_DECAY]
     fs_t0 = mf[M_T0]
     fair_tree = mf[M_FAIR_TREE] != 0.0
+    dyn = np.int64(mf[M_DYN])
+    every_pass = fs and dyn != DYN_MULTIFACTOR  # wfp3/unicef: every waiting job re-keyed before every pass
+    multifactor = fs and not every_pass
     two_levels = mf[M_TWO_LEVELS] != 0.0
     n_acct = raw_acct.shape[0]
     skipping = st[ST_SKIP] == 1
@@ -329,6 +342,7 @@ def slurm_steps(submit, limit, nodes, dur, arrivals, rank, users, total, pf_, pi
     root = sf[SF_ROOT]
     scale = sf[SF_SCALE]
     next_tick = sf[SF_TICK_AT]
+    hold = sf[SF_HOLD]
     n_arr = arrivals.shape[0]
     status = 0
     events = 0
@@ -340,7 +354,7 @@ def slurm_steps(submit, limit, nodes, dur, arrivals, rank, users, total, pf_, pi
         now = _next_event(submit, arrivals, a, hk, H)
         if wake < now:
             now = wake
-        if fs:  # fair-share ticks: events while jobs wait (Multifactor.advance)
+        if multifactor:  # fair-share ticks: events while jobs wait (Multifactor.advance)
             if Q > 0 and next_tick < now:
                 now = next_tick
             if next_tick <= now:
@@ -357,7 +371,7 @@ def slurm_steps(submit, limit, nodes, dur, arrivals, rank, users, total, pf_, pi
             free += nodes[j]
             done += 1
             completed = True
-            if fs:
+            if multifactor:
                 _account_end(leaf[j], nodes[j], now, next_tick, runn, acc)
 
         # 2. arrivals
@@ -365,7 +379,10 @@ def slurm_steps(submit, limit, nodes, dur, arrivals, rank, users, total, pf_, pi
         while a < n_arr and submit[arrivals[a]] <= now:
             j = arrivals[a]
             a += 1
-            if sorted_q:
+            if every_pass:
+                key[j] = _literature_key(dyn, now, j, submit, a_arr, b_arr)
+                _insert_sorted(q, Q, j, key, rank)
+            elif sorted_q:
                 if fair_tree and fstamp[leaf[j]] != stamp:  # (all factors at once, once per tick)
                     _fair_tree(usage, raw_acct, acct, sib, snorm, acct_share, two_levels, fplan, fstack, stamp, fval, fstamp,
                                ftk[0], ftk[1], fti[0], fti[1], fti[2])
@@ -384,8 +401,24 @@ def slurm_steps(submit, limit, nodes, dur, arrivals, rank, users, total, pf_, pi
             wake = np.inf
             continue
 
+        # 2c. wfp3/unicef: every pass re-keys the queue; a pass the jump below would have
+        # passed over (same order, nothing arrived or ended, before ``hold``) only moves the clocks
+        if every_pass:
+            _rekey_every_pass(dyn, q, Q, key, now, submit, a_arr, b_arr)
+            moved = _resort(q, Q, key, rank, tmp)
+            if now < hold and not (moved or arrived or completed):
+                if interval > 0:
+                    _, kbf, next_bf = _due(now, t0, interval, kbf)
+                if sched > 0:
+                    _, kfull, next_full = _due(now, t0, sched, kfull)
+                wake = next_bf if interval > 0 else np.inf
+                if sched > 0 and next_full < wake:
+                    wake = next_full
+                continue
+            hold = -np.inf
+
         # 2c. a tick re-keys the queue (every waiting job's priority recomputed)
-        if fs and due:
+        if multifactor and due:
             due = False
             if fair_tree and fstamp[leaf[q[0]]] != stamp:
                 _fair_tree(usage, raw_acct, acct, sib, snorm, acct_share, two_levels, fplan, fstack, stamp, fval, fstamp,
@@ -425,7 +458,7 @@ def slurm_steps(submit, limit, nodes, dur, arrivals, rank, users, total, pf_, pi
                 if nj > free:
                     break  # the partition failed
                 R, H = _launch(j, now, now + limit[j], begin, end, est, dur, nodes, re, rj, rn, R, hk, hj, H)
-                if fs:
+                if multifactor:
                     n_active = _account_start(leaf[j], nj, now, next_tick, runn, acc, active, is_active, n_active)
                 free -= nj
                 if not sorted_q:
@@ -441,7 +474,7 @@ def slurm_steps(submit, limit, nodes, dur, arrivals, rank, users, total, pf_, pi
             free, R, H, Q, quiet, window_ok, n_active = _cycle(
                 now, free, total, limit, nodes, users, pf_, pi, begin, end, est, dur, order, tn, tl,
                 re, rj, rn, R, hk, hj, H, Q, pt, pf, pb, ps, ucount, ustamp, st[ST_CYCLE],
-                sorted_q, head, qn, fs, leaf, runn, acc, active, is_active, n_active, next_tick)
+                sorted_q, head, qn, multifactor, leaf, runn, acc, active, is_active, n_active, next_tick)
             if Q != waiting:
                 quiet = now  # it started jobs: the next cycle has another state
             if not sorted_q:
@@ -469,7 +502,10 @@ def slurm_steps(submit, limit, nodes, dur, arrivals, rank, users, total, pf_, pi
                         else:
                             k = mid + 1
                 t = t0 + last * step
-                if t > wake:
+                if every_pass:  # the order may change at any pass: visit each, computing none before t
+                    if interval > 0:
+                        hold = t
+                elif t > wake:
                     wake = t
                     skipping = True
     _store_counts(st, free, R, H, Q, a, done)
@@ -489,4 +525,5 @@ def slurm_steps(submit, limit, nodes, dur, arrivals, rank, users, total, pf_, pi
     sf[SF_ROOT] = root
     sf[SF_SCALE] = scale
     sf[SF_TICK_AT] = next_tick
+    sf[SF_HOLD] = hold
     return status
