@@ -6,9 +6,10 @@ multifactor with classic fair-share or Fair Tree (``policies.multifactor``) or W
 (``policies.literature``), no association limits and no
 ``PriorityTier`` (``engine._use_fast_kernel`` sends every other case to the reference). The
 event loop is ``_kernels``' (its steps ``_next_event``, ``_finish_next``, ``_launch``, the
-segment tree over ranks of ``queue_policy_steps``); with multifactor the queue is
+segment tree over ranks of ``queue_policy_steps``); with a dynamic priority the queue is
 ``_extended``'s instead (an array sorted by (key, FCFS rank), re-keyed and re-sorted at each
-``calc_period`` tick) and so are the fair-share ticks, the usage accounting at starts and ends
+``calc_period`` tick, or before every pass for WFP3/UNICEF, ``_literature_key``) and so are the
+fair-share ticks, the usage accounting at starts and ends
 and the priorities (``_ticks``, ``_account_start``/``_account_end``, ``_multifactor_key``; Fair
 Tree's factors, all at once at the first key of a tick, ``_fair_tree``): written once, in
 ``_extended``. What is Slurm's here is when a pass runs and what it does:
@@ -142,8 +143,8 @@ def _cycle(now, free, total, limit, nodes, users, pf_, pi, begin, end, est, dur,
     """One backfill cycle (``_attempt_backfill``; see ``policies.slurm_backfill``) after the
     main scheduler's starts, over the waiting jobs from ``start`` on in priority order
     (``order``: the job of each rank, or with ``sorted_q`` the sorted queue array, its first
-    ``qn`` places; with ``fs``
-    a start is accounted to its fair-share association). Returns (free, running, heap, waiting,
+    ``qn`` places; with ``fs`` (multifactor) a start is accounted to its fair-share
+    association). Returns (free, running, heap, waiting,
     quiet, window_ok, active associations): when it started nothing, ``quiet`` is the time
     before which a cycle in the same state starts nothing either (``slurm_steps`` says why),
     else ``now``; ``window_ok`` whether that holds across window ends later than this one's."""
@@ -275,7 +276,7 @@ def slurm_steps(submit, limit, nodes, dur, arrivals, rank, users, total, pf_, pi
     where the reference's tick-by-tick visits leave them (``_first_tick``). Checked bit for bit
     against the reference (which visits every tick) in ``tests/test_slurm_kernel.py``.
 
-    Multifactor (``fs``). A fair-share tick is an event while jobs wait (the reference's
+    Multifactor (``multifactor``). A fair-share tick is an event while jobs wait (the reference's
     ``dyn.next_tick``): usage is decayed and added, every waiting job's priority recomputed and
     the queue re-sorted. Priorities enter the argument above only through the queue's order (the
     cycle tests jobs in it; the main scheduler starts its prefix), and between ticks the order
@@ -299,11 +300,12 @@ def slurm_steps(submit, limit, nodes, dur, arrivals, rank, users, total, pf_, pi
     order and no arrival or completion since the last computed cycle, ``bf_interval > 0``)
     only moves the clocks (``_due``): by the argument above it starts nothing.
 
-    Multifactor's keys change at every tick (age grows), but only a change of order matters: on KTH-SP2 with
-    Slurm's and multifactor's defaults 3,142 of the 62,632 re-keyings moved a job (73,031
-    cycles computed, against 80,452 with FCFS). Starts are accounted to fair-share in the order the reference's ``started`` list
-    has them (main scheduler, then the cycle, each in priority order), completions in (end,
-    job) order, so the usage sums are the same floats.
+    Multifactor's keys change at every tick (age grows), but only a change of order matters:
+    on KTH-SP2 with Slurm's and multifactor's defaults 3,142 of the 62,632 re-keyings moved a
+    job (73,031 cycles computed, against 80,452 with FCFS). Starts are accounted to fair-share
+    in the order the reference's ``started`` list has them (main scheduler, then the cycle,
+    each in priority order), completions in (end, job) order, so the usage sums are the same
+    floats.
     """
     size = tn.shape[0] // 2
     interval = pf_[P_INTERVAL]
@@ -311,7 +313,7 @@ def slurm_steps(submit, limit, nodes, dur, arrivals, rank, users, total, pf_, pi
     depth = pi[P_DEPTH]
     window = pf_[P_WINDOW]
     res = pf_[P_RES]
-    sorted_q = fs  # multifactor: the queue is ``q`` sorted by (key, rank); else the tree over ranks
+    sorted_q = fs  # a dynamic priority: the queue is ``q`` sorted by (key, rank); else the tree over ranks
     order = q if sorted_q else job_of_rank  # the job at each place of the priority order
     w_age = mf[M_W_AGE]
     w_fs = mf[M_W_FS]
@@ -384,8 +386,8 @@ def slurm_steps(submit, limit, nodes, dur, arrivals, rank, users, total, pf_, pi
                 _insert_sorted(q, Q, j, key, rank)
             elif sorted_q:
                 if fair_tree and fstamp[leaf[j]] != stamp:  # (all factors at once, once per tick)
-                    _fair_tree(usage, raw_acct, acct, sib, snorm, acct_share, two_levels, fplan, fstack, stamp, fval, fstamp,
-                               ftk[0], ftk[1], fti[0], fti[1], fti[2])
+                    _fair_tree(usage, raw_acct, acct, sib, snorm, acct_share, two_levels, fplan, fstack, stamp, fval,
+                               fstamp, ftk[0], ftk[1], fti[0], fti[1], fti[2])
                 key[j] = _multifactor_key(now, j, submit, a_arr, leaf, acct, sib, snorm, usage, raw_acct, fval,
                                           fstamp, stamp, root, w_age, w_fs, max_age)
                 _insert_sorted(q, Q, j, key, rank)
@@ -421,8 +423,8 @@ def slurm_steps(submit, limit, nodes, dur, arrivals, rank, users, total, pf_, pi
         if multifactor and due:
             due = False
             if fair_tree and fstamp[leaf[q[0]]] != stamp:
-                _fair_tree(usage, raw_acct, acct, sib, snorm, acct_share, two_levels, fplan, fstack, stamp, fval, fstamp,
-                           ftk[0], ftk[1], fti[0], fti[1], fti[2])
+                _fair_tree(usage, raw_acct, acct, sib, snorm, acct_share, two_levels, fplan, fstack, stamp, fval,
+                           fstamp, ftk[0], ftk[1], fti[0], fti[1], fti[2])
             _rekey_multifactor(q, Q, key, now, submit, a_arr, leaf, acct, sib, snorm, usage, raw_acct, fval,
                                fstamp, stamp, root, w_age, w_fs, max_age)
             moved = _resort(q, Q, key, rank, tmp)
