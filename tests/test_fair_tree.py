@@ -59,13 +59,13 @@ TREE_CASE = dict(submit=[0, 0, 0, 1, 2], nodes=[11, 4, 4, 20, 20], limit=[100] *
                  user=["a", "c", "d", "b", "c"], group=["X", "Y", "Y", "X", "Y"])
 
 
-def run(fairshare: str, kernel: str = "auto"):
+def run(fairshare: str, kernel: str = "auto", backfill: str = "easy"):
     c = TREE_CASE
     jobs = make_jobs(c["submit"], c["nodes"], c["limit"], c["run"], user=c["user"], group=c["group"])
     params = dict(weights={"age": 0, "fairshare": 1000, "job_size": 0, "partition": 0},
                   calc_period=10, decay_half_life=1e9, fairshare=fairshare)
     return simulate(jobs, jobs.actual_run_time, 20, priority="multifactor", priority_params=params,
-                    kernel=kernel).begin.tolist()
+                    kernel=kernel, backfill=backfill).begin.tolist()
 
 
 def test_fair_tree_puts_the_better_served_accounts_users_first_where_classic_does_not():
@@ -74,8 +74,10 @@ def test_fair_tree_puts_the_better_served_accounts_users_first_where_classic_doe
     assert run("fair_tree", kernel="reference") == [0, 0, 0, 40, 30]
 
 
-def test_fair_tree_runs_on_the_reference_engine_only():
+def test_fair_tree_runs_compiled_under_slurms_backfill_only():
     with pytest.raises(ConfigError, match="fairshare=fair_tree has no compiled version"):
-        run("fair_tree", kernel="fast")
+        run("fair_tree", kernel="fast")  # EASY's compiled kernel has classic only
+    assert run("fair_tree", kernel="fast", backfill="slurm") == run("fair_tree", kernel="reference", backfill="slurm")
+    assert run("fair_tree", kernel="fast", backfill="slurm") != run("classic", kernel="fast", backfill="slurm")
     with pytest.raises(ConfigError, match="unknown multifactor fairshare 'tree'"):
         run("tree")

@@ -1,6 +1,7 @@
 """The compiled ``backfill: slurm`` (``sim.kernel._slurm``) against the reference
 (``policies.slurm_backfill``), bit for bit: KTH-SP2 with Slurm's defaults and non-default
-settings, random small traces over every knob, the slices (progress, Ctrl-C), and which runs
+settings, random small traces over every knob, with static priorities and with multifactor
+(classic fair-share and Fair Tree: its ticks re-order the queue), the slices (progress, Ctrl-C), and which runs
 ``_use_fast_kernel`` sends to the kernel."""
 
 from __future__ import annotations
@@ -138,10 +139,184 @@ def test_slurm_kernel_matches_reference_on_random_traces(trace, params, priority
                 backfill_params=params)
 
 
+# Slurm's multifactor priority (classic fair-share, Fair Tree) under Slurm's backfill: the queue is re-keyed
+# at every ``calc_period`` tick, so the kernel's jumps over idle cycles must stop where a tick
+# changes the order (``slurm_steps``).
+MULTIFACTOR = {
+    "defaults": None,
+    "short_calc_period": {"calc_period": 60.0, "decay_half_life": 3600.0},
+    "favor_small": {"favor_small": True, "max_age": 3600.0, "weights": {"age": 5000, "job_size": 20000}},
+    "by_user": {"fairshare_by": "user", "calc_period": 30.0},
+    "by_account": {"fairshare_by": "account", "weights": {"fairshare": 100000}},
+    "fair_tree": {"fairshare": "fair_tree"},
+    "fair_tree_by_user": {"fairshare": "fair_tree", "fairshare_by": "user", "calc_period": 60.0},
+    "fair_tree_by_account": {"fairshare": "fair_tree", "fairshare_by": "account", "decay_half_life": 3600.0},
+}
+
+
+@pytest.mark.parametrize("enforce", [True, False])
+@pytest.mark.parametrize("variant", MULTIFACTOR)
+def test_slurm_kernel_matches_reference_with_multifactor_on_kth(kth_head, variant, enforce):
+    ref = assert_same(kth_head, kth_head.actual_run_time, 100, backfill="slurm", enforce_limits=enforce,
+                      priority="multifactor", priority_params=MULTIFACTOR[variant])
+    fcfs = simulate(kth_head, kth_head.actual_run_time, 100, backfill="slurm", enforce_limits=enforce)
+    assert (ref.begin > kth_head.submit).sum() > 1000  # a busy stretch: the priorities matter ...
+    assert (ref.begin != fcfs.begin).sum() > 300  # ... and give another schedule than FCFS
+
+
+@pytest.mark.parametrize("variant", ["tight", "every_pass", "easy_reduction"])
+def test_slurm_kernel_matches_reference_with_multifactor_and_other_limits(kth_head, variant):
+    assert_same(kth_head, kth_head.actual_run_time, 100, backfill="slurm", backfill_params=VARIANTS[variant],
+                priority="multifactor", priority_params=MULTIFACTOR["short_calc_period"])
+
+
+# WFP3 and UNICEF re-key every waiting job before every pass: no jump over cycles, but a cycle
+# that the jump would have passed over is not computed while the order stays as it was.
+@pytest.mark.parametrize("enforce", [True, False])
+@pytest.mark.parametrize("variant", ["defaults", "tight", "every_pass"])
+@pytest.mark.parametrize("priority", ["wfp3", "unicef"])
+def test_slurm_kernel_matches_reference_with_wfp3_and_unicef_on_kth(kth_head, priority, variant, enforce):
+    ref = assert_same(kth_head, kth_head.actual_run_time, 100, backfill="slurm", backfill_params=VARIANTS[variant],
+                      priority=priority, enforce_limits=enforce)
+    assert (ref.begin > kth_head.submit).sum() > 1000
+
+
+@SETTINGS
+@given(trace=traces(), params=knobs(), priority=st.sampled_from(["wfp3", "unicef"]), enforce=st.booleans())
+def test_slurm_kernel_matches_reference_with_wfp3_and_unicef_on_random_traces(trace, params, priority, enforce):
+    jobs, total = trace
+    assert_same(jobs, jobs.actual_run_time, total, priority=priority, backfill="slurm", enforce_limits=enforce,
+                backfill_params=params)
+
+
+@SETTINGS
+@given(case=long_jobs_short_window(), priority=st.sampled_from(["wfp3", "unicef"]))
+def test_slurm_kernel_matches_reference_with_wfp3_and_unicef_across_window_ends(case, priority):
+    jobs, total, params = case
+    assert_same(jobs, jobs.actual_run_time, total, priority=priority, backfill="slurm", backfill_params=params)
+
+
+def test_slurm_kernel_matches_reference_with_multifactor_shares_and_partitions(kth_head):
+    """Partition factor (two queues of one pool), account and user shares."""
+    head = kth_head.take(np.arange(2000))
+    users = [f"u{u % 9}" for u in head.user_code]
+    jobs = make_jobs(head.submit, head.num_nodes, head.time_limit, head.actual_run_time,
+                     queue=["a" if i % 3 else "b" for i in range(len(head))], user=users,
+                     group=[f"g{int(u[1:]) % 3}" for u in users])
+    params = {"partition_priority": {"a": 1, "b": 3}, "weights": {"partition": 5000},
+              "account_shares": {"g0": 4, "g2": 1}, "user_shares": {"u1": 5}, "calc_period": 120.0}
+    for fairshare in ("classic", "fair_tree"):
+        ref = assert_same(jobs, jobs.actual_run_time, 100, backfill="slurm", priority="multifactor",
+                          priority_params={**params, "fairshare": fairshare}, backfill_params={"bf_max_job_user": 3})
+        assert (ref.begin > jobs.submit).sum() > 500
+
+
+@pytest.mark.parametrize("two_levels", [True, False])
+def test_fair_tree_factors_in_the_kernel_are_the_references(two_levels):
+    """``_extended._fair_tree`` against ``multifactor.fair_tree_factors`` on random trees with
+    many ties (unused associations, equal usage and shares, accounts of equal LF whose users
+    merge), factor for factor."""
+    from drevt_sweep.sim.kernel._extended import _fair_tree, pairwise_plan
+    from drevt_sweep.sim.policies.multifactor import FairShareTree, fair_tree_factors
+
+    rng = np.random.default_rng(7)
+    for _ in range(300):
+        n = int(rng.integers(1, 40))
+        n_acct = int(rng.integers(1, n + 1)) if two_levels else n
+        acct = np.sort(np.concatenate([np.arange(n_acct), rng.integers(0, n_acct, n - n_acct)]))  # each has a user
+        s_user = rng.choice([1.0, 1.0, 2.0, 5.0], n)
+        s_acct = rng.choice([1.0, 1.0, 3.0], n_acct)
+        siblings = np.bincount(acct, weights=s_user, minlength=n_acct)
+        sib = s_user / siblings[acct] if two_levels else np.ones(n)
+        snorm = sib * (s_acct[acct] / s_acct.sum()) if two_levels else s_user / s_user.sum()
+        acct_share = s_acct / s_acct.sum() if two_levels else snorm
+        tree = FairShareTree(np.zeros(1, np.int64), acct, sib, snorm, n_acct, [], acct_share, two_levels=two_levels)
+        usage = rng.choice([0.0, 0.0, 1.0, 2.0, 3.5, 1e6, 0.1], n)
+        raw_acct = np.bincount(acct, weights=usage, minlength=n_acct) if two_levels else usage.copy()
+        want = fair_tree_factors(usage, raw_acct, tree)
+        plan = pairwise_plan(n_acct if two_levels else n)
+        fval, fstamp = np.zeros(n), np.full(n, -1, np.int64)
+        last = rng.permutation(n) if rng.random() < 0.5 else np.arange(n)  # the last tick's order: any permutation
+        _fair_tree(usage, raw_acct, acct, sib, snorm, acct_share, two_levels, plan, np.empty(plan.shape[0]), 3,
+                   fval, fstamp, np.empty(n), np.empty(n), last, np.empty(n, np.int64), np.empty(n, np.int64))
+        assert (fval.view(np.int64) == want.view(np.int64)).all() and (fstamp == 3).all()
+
+
+def test_fair_tree_parent_usage_is_numpys_sum_bit_for_bit():
+    """Fair Tree divides by the parent's usage, which the reference sums with ``ndarray.sum``
+    (pairwise): the kernel's ``_np_sum`` must give the same float for every length (blocks of
+    8 and 128, the halves above) and spread of magnitudes."""
+    from drevt_sweep.sim.kernel._extended import _np_sum, pairwise_plan
+
+    def np_sum(a):
+        plan = pairwise_plan(a.shape[0])
+        return _np_sum(a, plan, np.empty(plan.shape[0]))
+
+    rng = np.random.default_rng(26)
+    for n in list(range(0, 300)) + [511, 512, 513, 1000, 1031]:
+        a = rng.random(n) * 10.0 ** rng.integers(-6, 18, n)
+        a[rng.random(n) < 0.3] = 0.0
+        assert np.float64(np_sum(a)).view(np.int64) == a.sum().view(np.int64)
+    naive = 0.0
+    a = np.full(200, 0.1)
+    for x in a:
+        naive += x
+    assert naive != a.sum() and np_sum(a) == a.sum()  # (the order matters: a plain loop differs)
+
+
+@st.composite
+def multifactor_knobs(draw):
+    """Multifactor's settings for small traces: ticks from every second to rarely, fast and
+    slow decay, each weight often off or dominant."""
+    pick = lambda *values: draw(st.sampled_from(values))  # noqa: E731
+    return dict(calc_period=pick(1.0, 2.5, 3.0, 7.5, 30.0, 300.0), decay_half_life=pick(2.0, 60.0, 1e6),
+                max_age=pick(5.0, 20.0, 1e6), favor_small=draw(st.booleans()),
+                fairshare_by=pick("account/user", "user", "account"), fairshare=pick("classic", "fair_tree"),
+                weights=dict(age=pick(0, 1, 100, 1000), fairshare=pick(0, 1000, 10000),
+                             job_size=pick(0, 10, 1000), partition=pick(0, 1000)))
+
+
+@SETTINGS
+@given(trace=traces(), params=knobs(), mf=multifactor_knobs(), enforce=st.booleans())
+def test_slurm_kernel_matches_reference_with_multifactor_on_random_traces(trace, params, mf, enforce):
+    jobs, total = trace
+    if (np.asarray(jobs.group_code) < 0).all():  # no account at all: fair-share by account refuses it
+        mf["fairshare_by"] = "user"
+    assert_same(jobs, jobs.actual_run_time, total, priority="multifactor", priority_params=mf, backfill="slurm",
+                enforce_limits=enforce, backfill_params=params)
+
+
+@SETTINGS
+@given(case=long_jobs_short_window(), mf=multifactor_knobs(), users=st.lists(st.sampled_from("abcd"), min_size=60,
+                                                                              max_size=60))
+def test_slurm_kernel_matches_reference_with_multifactor_across_window_ends(case, mf, users):
+    """Long jobs of four users, many cycles jumped over and ticks among them."""
+    jobs, total, params = case
+    users = users[:len(jobs)]
+    jobs = make_jobs(jobs.submit, jobs.num_nodes, jobs.time_limit, jobs.actual_run_time, user=users,
+                     group=["x" if u in "ab" else "y" for u in users])
+    assert_same(jobs, jobs.actual_run_time, total, priority="multifactor", priority_params=mf, backfill="slurm",
+                backfill_params=params)
+
+
+@pytest.mark.parametrize("variant", ["short_calc_period", "fair_tree", "wfp3"])
+def test_slurm_kernel_dynamic_slices_do_not_change_the_schedule(kth_head, monkeypatch, variant):
+    kw = dict(backfill="slurm", kernel="fast", priority="wfp3") if variant == "wfp3" else dict(
+        backfill="slurm", kernel="fast", priority="multifactor", priority_params=MULTIFACTOR[variant])
+    whole = simulate(kth_head, kth_head.actual_run_time, 100, **kw)
+    for budget in (1, 5):
+        monkeypatch.setattr(fast, "STEP_BUDGET", budget)
+        sliced = simulate(kth_head, kth_head.actual_run_time, 100, **kw)
+        for name in ("begin", "end"):
+            assert (getattr(sliced, name).view(np.int64) == getattr(whole, name).view(np.int64)).all()
+
+
 def test_slurm_kernel_slices_report_progress_and_stop_on_interrupt(kth_head, monkeypatch):
     monkeypatch.setattr(fast, "STEP_BUDGET", 64)
-    check_progress_then_interrupt(lambda progress: simulate(
-        kth_head, kth_head.actual_run_time, 100, backfill="slurm", kernel="fast", progress=progress), len(kth_head))
+    for priority in ("fcfs", "multifactor", "wfp3"):
+        check_progress_then_interrupt(lambda progress: simulate(
+            kth_head, kth_head.actual_run_time, 100, backfill="slurm", kernel="fast", priority=priority,
+            progress=progress), len(kth_head))
 
 
 def test_only_the_supported_slurm_runs_use_the_kernel(kth_head):
@@ -149,8 +324,15 @@ def test_only_the_supported_slurm_runs_use_the_kernel(kth_head):
     assert fast.slurm_supported({"bf_window": 60}, extended=False) is None
     for params, extended in (({"limits": object()}, False), ({"tier": [1] * 50}, False), (None, True)):
         assert fast.slurm_supported(params, extended)
-    with pytest.raises(ConfigError, match="dynamic priorities"):
-        simulate(jobs, jobs.actual_run_time, 100, backfill="slurm", kernel="fast", priority="multifactor")
+    for priority in ("multifactor", "wfp3", "unicef"):
+        simulate(jobs, jobs.actual_run_time, 100, backfill="slurm", kernel="fast", priority=priority)
+    with pytest.raises(ConfigError, match="run-time estimates"):
+        simulate(jobs, jobs.actual_run_time, 100, backfill="slurm", kernel="fast", priority="multifactor",
+                 estimate="actual")
+    fair_tree = dict(priority="multifactor", priority_params={"fairshare": "fair_tree"})
+    simulate(jobs, jobs.actual_run_time, 100, backfill="slurm", kernel="fast", **fair_tree)
+    with pytest.raises(ConfigError, match="fair_tree has no compiled version"):  # (EASY's kernel: classic only)
+        simulate(jobs, jobs.actual_run_time, 100, backfill="easy", kernel="fast", **fair_tree)
     with pytest.raises(ConfigError, match="on_reservation"):
         simulate(jobs, jobs.actual_run_time, 100, backfill="slurm", kernel="fast", on_reservation=lambda *a: None)
 
@@ -184,3 +366,27 @@ def test_slurm_kernel_runs_each_exclusive_partition_as_the_reference(kth_head, m
         assert np.array_equal(ref.begin, got.begin, equal_nan=True)
         assert np.array_equal(ref.end, got.end, equal_nan=True)
         assert (ref.begin > jobs.submit).sum() > 300 and calls == compiled
+
+
+@pytest.mark.parametrize("fairshare", ["classic", "fair_tree"])
+def test_slurm_kernel_runs_multifactor_per_exclusive_partition_as_the_reference(kth_head, monkeypatch, fairshare):
+    """Two pools under multifactor: each partition is its own ``engine.simulate`` (its own
+    fair-share tree and ticks), compiled, bit for bit the reference's."""
+    from drevt_sweep.sim.machine import Machine, Partition
+    from drevt_sweep.sim.partitioned import simulate_machine
+
+    head = kth_head.take(np.arange(1500))
+    users = [f"u{u % 7}" for u in head.user_code]
+    jobs = make_jobs(head.submit, np.minimum(head.num_nodes, 40), head.time_limit, head.actual_run_time,
+                     queue=["a" if i % 3 else "b" for i in range(len(head))], user=users,
+                     group=[f"g{int(u[1:]) % 2}" for u in users])
+    machine = Machine("m", (Partition("a", 60, queues=("a",)), Partition("b", 40, queues=("b",))))
+    calls = []
+    run_slurm = fast.run_slurm
+    monkeypatch.setattr(fast, "run_slurm", lambda **kw: calls.append(kw["total"]) or run_slurm(**kw))
+    kw = dict(backfill="slurm", priority="multifactor", backfill_params={"bf_interval": 20},
+              priority_params={"fairshare": fairshare, "calc_period": 60.0})
+    ref, got = (simulate_machine(jobs, jobs.actual_run_time, machine, kernel=kernel, **kw)
+                for kernel in ("reference", "fast"))
+    assert np.array_equal(ref.begin, got.begin, equal_nan=True) and np.array_equal(ref.end, got.end, equal_nan=True)
+    assert (ref.begin > jobs.submit).sum() > 300 and sorted(calls) == [40, 60]

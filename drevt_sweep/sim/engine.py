@@ -217,16 +217,18 @@ def simulate(
     extended = dynamic is not None or estimate != "user" or backfill_order != "fcfs"
     refresh = estimate == "user_history" and estimate_refresh == "every_pass"
     needs_reference = REFRESH_NEEDS_REFERENCE if refresh else ""
-    if getattr(dynamic, "reference_only", ""):
+    if getattr(dynamic, "reference_only", "") and backfill != "slurm":  # (the Slurm kernel has Fair Tree)
         needs_reference = f"{dynamic.reference_only} has no compiled version"
     held: dict[str, int] = {}
-    if _use_fast_kernel(kernel, backfill, capacity, on_reservation, n, extended, needs_reference, backfill_params):
+    planned = estimate != "user" or backfill_order != "fcfs"  # (extended without a dynamic priority)
+    if _use_fast_kernel(kernel, backfill, capacity, on_reservation, n, extended, needs_reference, backfill_params,
+                        planned, dynamic):
         from . import kernel as fast
 
         if backfill == "slurm":
             begin_l, end_l = fast.run_slurm(
                 submit=submit, limit=limit, nodes=nodes, dur=dur, rejected=rejected, rank=rank, total=total,
-                users=users, backfill_params=backfill_params, progress=progress,
+                users=users, backfill_params=backfill_params, dynamic=dynamic, progress=progress,
             )
         elif extended:
             begin_l, end_l = fast.run_extended(
@@ -312,9 +314,12 @@ REFRESH_NEEDS_REFERENCE = ("estimate_refresh 'every_pass' re-predicts waiting jo
 
 
 def _use_fast_kernel(kernel: str, backfill: str, capacity: Capacity, on_reservation, n_jobs: int,
-                     extended: bool = False, needs_reference: str = "", backfill_params=None) -> bool:
+                     extended: bool = False, needs_reference: str = "", backfill_params=None,
+                     planned: bool | None = None, dynamic=None) -> bool:
     """Whether ``simulate`` runs the compiled kernel (see its ``kernel`` argument).
-    ``needs_reference``: why this run needs the reference engine, if it does."""
+    ``needs_reference``: why this run needs the reference engine, if it does. ``extended``: a
+    dynamic priority, run-time estimates or SJBF; ``planned``: the last two (default:
+    ``extended``), ``dynamic``: the priority object (``backfill: slurm`` compiles multifactor)."""
     if kernel == "auto":
         kernel = os.environ.get("DREVT_KERNEL", "auto") or "auto"
         if kernel not in _KERNELS:
@@ -329,11 +334,12 @@ def _use_fast_kernel(kernel: str, backfill: str, capacity: Capacity, on_reservat
         why = needs_reference
     elif on_reservation is not None:
         why = "the on_reservation hook needs the reference engine"
-    elif backfill == "slurm" and (reason := fast.slurm_supported(backfill_params, extended)):
+    elif backfill == "slurm" and (reason := fast.slurm_supported(
+            backfill_params, extended if planned is None else planned, dynamic)):
         why = reason
     elif backfill not in fast.FAST_BACKFILLS | fast.SLURM_BACKFILLS:
         why = f"backfill policy {backfill!r} has no compiled version"
-    elif extended and backfill not in fast.EXTENDED_BACKFILLS:
+    elif extended and backfill not in fast.EXTENDED_BACKFILLS | fast.SLURM_BACKFILLS:  # (slurm: above)
         why = (f"backfill policy {backfill!r} has no compiled version with dynamic priorities or "
                f"run-time estimates")
     elif backfill == "conservative" and ConservativeBackfill.ALWAYS_REPLAN:
@@ -341,7 +347,8 @@ def _use_fast_kernel(kernel: str, backfill: str, capacity: Capacity, on_reservat
     elif getattr(capacity, "variable", False) or capacity.minimum != capacity.total:
         why = "the compiled kernel handles a constant machine capacity only"
     if why is None:
-        if kernel == "auto" and not fast.worth_loading("extended" if extended else backfill, n_jobs):
+        cost = "extended" if extended and backfill != "slurm" else backfill
+        if kernel == "auto" and not fast.worth_loading(cost, n_jobs):
             return False  # a small run while numba is not loaded yet: the reference is quicker
         if fast.load(warn=kernel == "auto") is not None:
             return True

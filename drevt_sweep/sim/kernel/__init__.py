@@ -27,7 +27,7 @@ __all__ = ["FAST_BACKFILLS", "EXTENDED_BACKFILLS", "SLURM_BACKFILLS", "run_exten
 FAST_BACKFILLS = frozenset({"none", "easy", "easy_drevt", "conservative"})
 # with dynamic priorities or run-time estimates (``_extended``); conservative runs on the reference
 EXTENDED_BACKFILLS = frozenset({"none", "easy", "easy_drevt"})
-SLURM_BACKFILLS = frozenset({"slurm"})  # one pool, static priorities (``slurm_supported``)
+SLURM_BACKFILLS = frozenset({"slurm"})  # one pool, static priorities or multifactor (``slurm_supported``)
 _QUEUE_MODES = {"none": 0, "easy": 1, "easy_drevt": 2}
 
 _loaded = None
@@ -318,12 +318,16 @@ def run_extended(*, submit, limit, nodes, dur, rejected, rank, total, backfill, 
     return begin, end
 
 
-def slurm_supported(backfill_params, extended: bool) -> str | None:
+def slurm_supported(backfill_params, extended: bool, dynamic=None) -> str | None:
     """Why ``backfill: slurm`` with these settings cannot run on the compiled kernel (``_slurm``:
-    one pool, static priorities, no association limits or partition tiers), or ``None``."""
+    one pool, static priorities or a dynamic one (``multifactor``, classic or Fair Tree;
+    ``wfp3``, ``unicef``), no run-time
+    estimates, association limits or partition tiers), or ``None``. ``extended``: run-time
+    estimates (or another backfill order, which ``slurm`` refuses anyway); ``dynamic``: the
+    dynamic priority (the reference's policy object), if any."""
     params = dict(backfill_params or {})
     if extended:
-        return "backfill 'slurm' has no compiled version with dynamic priorities or run-time estimates"
+        return "backfill 'slurm' has no compiled version with run-time estimates"
     if params.get("limits") is not None:
         return "backfill 'slurm' with association/QOS limits has no compiled version"
     if params.get("tier") is not None:
@@ -331,9 +335,12 @@ def slurm_supported(backfill_params, extended: bool) -> str | None:
     return None
 
 
-def run_slurm(*, submit, limit, nodes, dur, rejected, rank, total, users, backfill_params, progress=None):
+def run_slurm(*, submit, limit, nodes, dur, rejected, rank, total, users, backfill_params, dynamic=None,
+              progress=None):
     """``run_events`` for ``backfill: slurm`` (``_slurm.slurm_steps``), the settings checked by
-    ``policies.slurm_backfill.check_backfill_params``; in slices like :func:`run_events`."""
+    ``policies.slurm_backfill.check_backfill_params``; ``dynamic``: ``None`` (static priorities,
+    ``rank``) or the reference's dynamic priority (``Multifactor``, ``WFP3``, ``Unicef``), whose ``kernel_args()``
+    give its arrays; in slices like :func:`run_events`."""
     kernels = _kernels_for("slurm", SLURM_BACKFILLS)
     from ..policies.slurm_backfill import check_backfill_params
     from . import _slurm as sk
@@ -363,19 +370,59 @@ def run_slurm(*, submit, limit, nodes, dur, rejected, rank, total, users, backfi
     job_of_rank = np.empty(n, np.int64)
     job_of_rank[rank] = np.arange(n)
     cap = 2 * (rmax + 2 * n) + 16  # breakpoints: now, releases, window end, two per start or reservation (x2)
+    fs = dynamic is not None
+    kind = _DYNAMIC[type(dynamic).__name__] if fs else 0
+    mf = np.zeros(sk.M_SIZE)
+    mf[sk.M_DYN] = kind
+    one, ione = np.zeros(1), np.zeros(1, np.int64)
+    if fs and kind != 1:  # wfp3/unicef: their two arrays and the sorted queue; no fair-share state
+        a_arr, b_arr = (np.ascontiguousarray(x, dtype=np.float64) for x in dynamic.kernel_args())
+        multifactor = (a_arr, b_arr, ione, ione, one, one, rank.astype(np.float64), np.empty(n, np.int64),
+                       np.empty(n, np.int64), one, one, one, one, one, ione, ione, np.zeros(1, np.bool_), one,
+                       np.zeros((2, 1)), np.zeros((3, 1), np.int64), np.zeros((1, 2), np.int64), one)
+    elif fs:  # multifactor: its arrays, the sorted queue and the fair-share state (as ``run_extended``)
+        a_arr, leaf, acct, sib, snorm, n_acct, w_age, w_fs, max_age, period, decay, t0 = dynamic.kernel_args()
+        mf[[sk.M_W_AGE, sk.M_W_FS, sk.M_MAX_AGE, sk.M_PERIOD, sk.M_DECAY, sk.M_T0]] = (
+            w_age, w_fs, max_age, period, decay, t0)
+        mf[sk.M_FAIR_TREE] = float(dynamic.fair_tree)
+        mf[sk.M_TWO_LEVELS] = float(dynamic.tree.two_levels)
+        n_leaf = int(np.shape(sib)[0])
+        from ._extended import pairwise_plan
+
+        plan = pairwise_plan(int(n_acct) if dynamic.tree.two_levels else n_leaf)
+        multifactor = (
+            np.ascontiguousarray(a_arr, dtype=np.float64), one, np.ascontiguousarray(leaf, dtype=np.int64),
+            np.ascontiguousarray(acct, dtype=np.int64), np.ascontiguousarray(sib, dtype=np.float64),
+            np.ascontiguousarray(snorm, dtype=np.float64),
+            rank.astype(np.float64), np.empty(n, np.int64), np.empty(n, np.int64),  # sort key, queue, sort buffer
+            np.zeros(n_leaf), np.zeros(n_leaf), np.zeros(n_leaf), np.zeros(max(int(n_acct), 1)), np.zeros(n_leaf),
+            np.full(n_leaf, -1, np.int64), np.empty(max(n_leaf, 1), np.int64), np.zeros(n_leaf, np.bool_),
+            np.ascontiguousarray(dynamic.tree.acct_share, dtype=np.float64),  # Fair Tree: account shares, ...
+            np.empty((2, n_leaf)), np.tile(np.arange(n_leaf), (3, 1)),  # ... its sort keys, order and buffers,
+            plan, np.empty(plan.shape[0]),  # ... numpy's summation order of the parent's usage, its stack
+        )  # (usage, node-seconds since the last tick, running nodes, usage per account, cached factors, ...)
+    else:  # static priorities: the same types, one element each (unused)
+        multifactor = (one, one, ione, ione, one, one, one, ione, ione, one, one, one, one, one, ione, ione,
+                       np.zeros(1, np.bool_), one, np.zeros((2, 1)), np.zeros((3, 1), np.int64),
+                       np.zeros((1, 2), np.int64), one)
     state = (
         submit, limit, nodes, dur, arrivals, rank, np.ascontiguousarray(user_index, dtype=np.int64),
         np.int64(total), pf_, pi, begin, end, np.full(n, np.nan), job_of_rank,
         np.full(2 * size, kernels.BIG, np.int64), np.full(2 * size, np.inf), *_running_arrays(rmax),
         *kernels.profile_arrays(cap, int(total)),
         np.zeros(n_users, np.int64), np.zeros(n_users, np.int64),  # per-user tested count, its cycle stamp
+        fs, mf, *multifactor,
     )
     st = np.zeros(max(kernels.ST_SIZE, sk.ST_SIZE), np.int64)
     sf = np.zeros(max(kernels.SF_SIZE, sk.SF_SIZE))
     st[kernels.ST_FREE] = total
-    st[kernels.ST_HEAD] = size
+    st[kernels.ST_HEAD] = 0 if fs else size  # (the sorted queue starts at its place 0)
     st[sk.ST_KFULL] = 1  # (SlurmBackfill.k: the first full pass is one interval after t0)
+    st[sk.ST_TICK] = 1
     sf[sk.SF_T0] = np.nan
     sf[sk.SF_WAKE] = sf[sk.SF_NEXT_BF] = sf[sk.SF_NEXT_FULL] = np.inf
+    sf[sk.SF_SCALE] = 1.0
+    sf[sk.SF_TICK_AT] = mf[sk.M_T0] + mf[sk.M_PERIOD] if kind == 1 else np.inf
+    sf[sk.SF_HOLD] = -np.inf
     _run_slices(kernels, sk.slurm_steps, state, st, sf, progress, *_pool_errors("slurm"))
     return begin, end

@@ -163,7 +163,6 @@ def extended_steps(submit, limit, nodes, dur, arrivals, rank, mode, estimate, sj
     ``active``/``is_active``) and the per-user history live between slices in the caller's
     arrays, their scalars in ``st``/``sf``.
     """
-    n_leaf = sib.shape[0]
     use_extra = mode == MODE_EASY
     strict = mode == MODE_EASY_DREVT
     planning = estimate != EST_USER
@@ -193,33 +192,12 @@ def extended_steps(submit, limit, nodes, dur, arrivals, rank, mode, estimate, sj
         if fairshare:
             if Q > 0 and next_tick < now:
                 now = next_tick
-            while next_tick <= now:  # Multifactor.advance (usage scaled by ``scale``)
-                scale = scale / decay
-                w = 0
-                for i in range(n_active):  # the associations with acc != 0, in order
-                    l = active[i]
-                    add = acc[l] * scale
-                    usage[l] += add
-                    raw_acct[acct[l]] += add
-                    root += add
-                    acc[l] = runn[l] * period
-                    if acc[l] != 0.0:
-                        active[w] = l
-                        w += 1
-                    else:
-                        is_active[l] = False
-                n_active = w
-                if scale > RESCALE_ABOVE:
-                    for l in range(n_leaf):
-                        usage[l] *= RESCALE_BY
-                    for x in range(n_acct):
-                        raw_acct[x] *= RESCALE_BY
-                    root *= RESCALE_BY
-                    scale *= RESCALE_BY
-                tick_k += 1
-                next_tick = t0 + tick_k * period
+            if next_tick <= now:
+                n_active, root, scale, tick_k, next_tick, ticks = _ticks(
+                    now, next_tick, tick_k, t0, period, decay, scale, root, n_active, active, is_active, acc, runn,
+                    usage, raw_acct, acct, n_acct)
                 due = True
-                stamp += 1  # the fair-share factors change
+                stamp += ticks  # the fair-share factors change
 
         # 1. completions, in (end, job) order
         changed = (H > 0 and hk[0] <= now) or (O > 0 and ok_[0] <= now) or (a < n_arr and submit[arrivals[a]] <= now)
@@ -228,9 +206,7 @@ def extended_steps(submit, limit, nodes, dur, arrivals, rank, mode, estimate, sj
             free += nodes[j]
             done += 1
             if fairshare:
-                lf = leaf[j]
-                runn[lf] -= nodes[j]
-                acc[lf] -= nodes[j] * (next_tick - now)
+                _account_end(leaf[j], nodes[j], now, next_tick, runn, acc)
             if estimate == EST_HISTORY and users[j] >= 0:
                 u = users[j]
                 hist[u, 0] = hist[u, 1]
@@ -279,15 +255,10 @@ def extended_steps(submit, limit, nodes, dur, arrivals, rank, mode, estimate, sj
         if dyn != DYN_NONE and (dyn != DYN_MULTIFACTOR or due):
             due = False
             if dyn == DYN_MULTIFACTOR:
-                for i in range(Q):
-                    j = q[i]
-                    key[j] = _multifactor_key(now, j, submit, a_arr, leaf, acct, sib, snorm, usage, raw_acct,
-                                              fval, fstamp, stamp, root, w_age, w_fs, max_age)
+                _rekey_multifactor(q, Q, key, now, submit, a_arr, leaf, acct, sib, snorm, usage, raw_acct,
+                                   fval, fstamp, stamp, root, w_age, w_fs, max_age)
             else:
-                for i in range(Q):
-                    j = q[i]
-                    key[j] = _key(dyn, now, j, submit, a_arr, b_arr, leaf, acct, sib, snorm, usage, raw_acct,
-                                  fval, fstamp, stamp, root, w_age, w_fs, max_age)
+                _rekey_every_pass(dyn, q, Q, key, now, submit, a_arr, b_arr)
             moved = _resort(q, Q, key, rank, tmp)
             if not (moved or changed) and R > 0 and re[0] > now:
                 # A tick that changed nothing: same queue, same order, same free nodes, no
@@ -361,11 +332,73 @@ def _start(j, now, begin, end, est, plan, dur, limit, nodes, re, rj, rn, R, hk, 
     if planning and est[j] < end[j] and plan[j] < limit[j]:
         O = _heap_push(ok_, oj, O, est[j], j)
     if fairshare:
-        lf = leaf[j]
-        runn[lf] += nodes[j]
-        acc[lf] += nodes[j] * (next_tick - now)
-        n_active = _activate(active, is_active, n_active, lf)
+        n_active = _account_start(leaf[j], nodes[j], now, next_tick, runn, acc, active, is_active, n_active)
     return R, H, O, n_active
+
+
+# --- multifactor's fair-share state, shared with ``_slurm`` ------------------------------------
+
+
+@njit(cache=True, _nrt=False, inline="always")
+def _account_start(lf, nj, now, next_tick, runn, acc, active, is_active, n_active):
+    """``Multifactor.start``: association ``lf`` runs ``nj`` more nodes from ``now``; its
+    node-seconds up to the next tick are counted now. Returns the count of active associations."""
+    runn[lf] += nj
+    acc[lf] += nj * (next_tick - now)
+    return _activate(active, is_active, n_active, lf)
+
+
+@njit(cache=True, _nrt=False, inline="always")
+def _account_end(lf, nj, now, next_tick, runn, acc):
+    """``Multifactor.end``: the node-seconds from ``now`` to the next tick are taken back."""
+    runn[lf] -= nj
+    acc[lf] -= nj * (next_tick - now)
+
+
+@njit(cache=True, _nrt=False)
+def _ticks(now, next_tick, tick_k, t0, period, decay, scale, root, n_active, active, is_active, acc, runn, usage,
+           raw_acct, acct, n_acct):
+    """``Multifactor.advance``: every tick ``<= now`` (usage scaled by ``scale``; only the
+    associations with ``acc != 0``, ``active``, in association order, gain usage). Returns
+    (active count, root usage, scale, index and time of the next tick, ticks processed)."""
+    ticks = 0
+    while next_tick <= now:
+        scale = scale / decay
+        w = 0
+        for i in range(n_active):  # the associations with acc != 0, in order
+            l = active[i]
+            add = acc[l] * scale
+            usage[l] += add
+            raw_acct[acct[l]] += add
+            root += add
+            acc[l] = runn[l] * period
+            if acc[l] != 0.0:
+                active[w] = l
+                w += 1
+            else:
+                is_active[l] = False
+        n_active = w
+        if scale > RESCALE_ABOVE:
+            for l in range(usage.shape[0]):
+                usage[l] *= RESCALE_BY
+            for x in range(n_acct):
+                raw_acct[x] *= RESCALE_BY
+            root *= RESCALE_BY
+            scale *= RESCALE_BY
+        tick_k += 1
+        next_tick = t0 + tick_k * period
+        ticks += 1
+    return n_active, root, scale, tick_k, next_tick, ticks
+
+
+@njit(cache=True, _nrt=False)
+def _rekey_multifactor(q, count, key, now, submit, a_arr, leaf, acct, sib, snorm, usage, raw_acct, fval, fstamp,
+                       stamp, root, w_age, w_fs, max_age):
+    """Multifactor's keys of the waiting jobs ``q[:count]`` at ``now`` (a tick)."""
+    for i in range(count):
+        j = q[i]
+        key[j] = _multifactor_key(now, j, submit, a_arr, leaf, acct, sib, snorm, usage, raw_acct, fval, fstamp,
+                                  stamp, root, w_age, w_fs, max_age)
 
 
 @njit(cache=True, _nrt=False)
@@ -396,13 +429,28 @@ def _activate(active, is_active, count, lf):
 def _key(dyn, now, j, submit, a_arr, b_arr, leaf, acct, sib, snorm, usage, raw_acct, fval, fstamp, stamp, root,
          w_age, w_fs, max_age):
     """Job ``j``'s sort key at ``now`` under the dynamic priority ``dyn`` (smaller first)."""
+    if dyn != DYN_MULTIFACTOR:
+        return _literature_key(dyn, now, j, submit, a_arr, b_arr)
+    return _multifactor_key(now, j, submit, a_arr, leaf, acct, sib, snorm, usage, raw_acct, fval, fstamp, stamp,
+                            root, w_age, w_fs, max_age)
+
+
+@njit(cache=True, _nrt=False, inline="always")
+def _literature_key(dyn, now, j, submit, a_arr, b_arr):
+    """WFP3's or UNICEF's key of job ``j`` at ``now`` (``policies.literature``), recomputed
+    before every pass."""
     if dyn == DYN_WFP3:
         x = (now - submit[j]) / a_arr[j]
         return -(x * x * x * b_arr[j])
-    if dyn == DYN_UNICEF:
-        return -((now - submit[j]) / a_arr[j])
-    return _multifactor_key(now, j, submit, a_arr, leaf, acct, sib, snorm, usage, raw_acct, fval, fstamp, stamp,
-                            root, w_age, w_fs, max_age)
+    return -((now - submit[j]) / a_arr[j])
+
+
+@njit(cache=True, _nrt=False)
+def _rekey_every_pass(dyn, q, count, key, now, submit, a_arr, b_arr):
+    """WFP3's or UNICEF's keys of the waiting jobs ``q[:count]`` at ``now``."""
+    for i in range(count):
+        j = q[i]
+        key[j] = _literature_key(dyn, now, j, submit, a_arr, b_arr)
 
 
 @njit(cache=True, _nrt=False, inline="always")
@@ -428,3 +476,149 @@ def _slurm_integer(p):
         return 1.0
     p = np.floor(p)
     return p if p < PRIORITY_MAX else PRIORITY_MAX
+
+
+# --- Fair Tree (``policies.multifactor.fair_tree_factors``) -------------------------------------
+
+
+def pairwise_plan(n: int) -> np.ndarray:
+    """numpy's summation order for ``n`` float64s as a program for :func:`_np_sum` (rows
+    ``(lo, count)``: sum a block; ``(-1, -1)``: add the last two sums), in postfix order.
+
+    ``ndarray.sum`` of a contiguous float64 array is ``0.0 + pairwise_sum(a, n)`` (numpy's
+    ``loops_utils.h``): blocks of fewer than 8 summed in order, blocks of up to 128 in eight
+    lanes, longer ones split in halves at a multiple of 8. The tree depends on ``n`` alone, so
+    it is built once here: numba's on-disk cache cannot load a recursive function reliably (it
+    crashed), and the kernels allocate nothing."""
+    plan: list[tuple[int, int]] = []
+
+    def visit(lo: int, count: int) -> None:
+        if count <= 128:
+            plan.append((lo, count))
+            return
+        half = count // 2
+        half -= half % 8
+        visit(lo, half)
+        visit(lo + half, count - half)
+        plan.append((-1, -1))
+
+    visit(0, n)
+    return np.array(plan, dtype=np.int64).reshape(-1, 2)
+
+
+@njit(cache=True, _nrt=False)
+def _np_block(a, lo, n):
+    """numpy's ``pairwise_sum`` of one block of at most 128 (eight lanes from 8 on)."""
+    if n < 8:
+        res = 0.0
+        for i in range(lo, lo + n):
+            res += a[i]
+        return res
+    r0, r1, r2, r3 = a[lo], a[lo + 1], a[lo + 2], a[lo + 3]
+    r4, r5, r6, r7 = a[lo + 4], a[lo + 5], a[lo + 6], a[lo + 7]
+    i = 8
+    m = n - n % 8
+    while i < m:
+        k = lo + i
+        r0 += a[k]
+        r1 += a[k + 1]
+        r2 += a[k + 2]
+        r3 += a[k + 3]
+        r4 += a[k + 4]
+        r5 += a[k + 5]
+        r6 += a[k + 6]
+        r7 += a[k + 7]
+        i += 8
+    res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+    while i < n:
+        res += a[lo + i]
+        i += 1
+    return res
+
+
+@njit(cache=True, _nrt=False)
+def _np_sum(a, plan, stack):
+    """``ndarray.sum`` of ``a`` bit for bit, by the program ``pairwise_plan(len(a))``
+    (``stack``: room for its rows). Checked against numpy in ``tests/test_slurm_kernel.py``."""
+    top = 0
+    for i in range(plan.shape[0]):
+        if plan[i, 1] < 0:
+            top -= 1
+            stack[top - 1] = stack[top - 1] + stack[top]
+        else:
+            stack[top] = _np_block(a, plan[i, 0], plan[i, 1])
+            top += 1
+    return 0.0 + stack[0]
+
+
+@njit(cache=True, _nrt=False, inline="always")
+def _level_lf(shares, usage, parent):
+    """``multifactor._level_fs`` of one association: S / (usage / parent), inf when that is 0."""
+    u = usage / parent if parent > 0 else 0.0
+    return shares / u if u > 0 else np.inf
+
+
+@njit(cache=True, _nrt=False)
+def _resort_lex(by, n, ka, ku):
+    """Insertion sort of the permutation ``by`` by (ka, ku, leaf), a total order, from the last
+    tick's order (usage moves slowly, so few leaves move); gives up (False, ``by`` then some
+    permutation) past a budget of moves, and the caller sorts from scratch."""
+    budget = 8 * n + 64
+    moves = 0
+    for i in range(1, n):
+        l = by[i]
+        a = ka[l]
+        u = ku[l]
+        p = i
+        while p > 0:
+            k = by[p - 1]
+            if ka[k] < a or (ka[k] == a and (ku[k] < u or (ku[k] == u and k < l))):
+                break
+            by[p] = k
+            p -= 1
+        by[p] = l
+        moves += i - p
+        if moves > budget:
+            return False
+    return True
+
+
+@njit(cache=True, _nrt=False)
+def _fair_tree(usage, raw_acct, acct, sib, snorm, acct_share, two_levels, plan, stack, stamp, fval, fstamp,
+               key_acct, key_user, by, tmp, pos):
+    """Every association's Fair Tree factor into ``fval`` (``fstamp`` = ``stamp``), as
+    ``multifactor.fair_tree_factors``: the leaves ordered by (account group, decreasing LF), a
+    group being the accounts of one LF (the reference's ``np.unique``), ties sharing the rank of
+    the first; factor = (N - place of the tie's first) / N. The same floats: each LF with the
+    same division, the parent sums with numpy's summation (``_np_sum`` by ``plan``: the
+    accounts' usage with two levels, else the associations'). ``by`` holds a permutation of
+    the leaves (the last call's order: it is re-sorted from there)."""
+    n = usage.shape[0]
+    if two_levels:
+        total = _np_sum(raw_acct, plan, stack)
+        for l in range(n):
+            x = acct[l]
+            key_acct[l] = -_level_lf(acct_share[x], raw_acct[x], total)
+            key_user[l] = -_level_lf(sib[l], usage[l], raw_acct[x])
+    else:
+        total = _np_sum(usage, plan, stack)
+        for l in range(n):
+            key_acct[l] = 0.0
+            key_user[l] = -_level_lf(snorm[l], usage[l], total)
+    if not _resort_lex(by, n, key_acct, key_user):  # np.lexsort((-user_lf, group)), leaf order on ties
+        for l in range(n):  # (far from the last order: by (key_user, leaf), then stably by key_acct)
+            by[l] = l
+            pos[l] = l
+        _sort_by(by, n, key_user, pos, tmp)
+        for i in range(n):
+            pos[by[i]] = i
+        _sort_by(by, n, key_acct, pos, tmp)
+    first = 0
+    for i in range(n):
+        l = by[i]
+        if i > 0:
+            p = by[i - 1]
+            if key_acct[l] != key_acct[p] or key_user[l] != key_user[p]:
+                first = i
+        fval[l] = (n - first) / n
+        fstamp[l] = stamp

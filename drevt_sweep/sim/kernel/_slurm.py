@@ -1,11 +1,18 @@
 """numba kernel of ``backfill: slurm`` (``policies.slurm_backfill``): Slurm's main scheduler on
 events and a backfill cycle every ``bf_interval``, bit for bit the reference's schedule.
 
-Scope: one whole-node pool of constant size, static priorities (a rank per job), no
-association limits and no ``PriorityTier`` (``engine._use_fast_kernel`` sends every other case
-to the reference). The event loop is ``_kernels``' (its steps ``_next_event``,
-``_finish_next``, ``_launch``, the segment tree over ranks of ``queue_policy_steps``); what is
-Slurm's here is when a pass runs and what it does:
+Scope: one whole-node pool of constant size, static priorities (a rank per job), Slurm's
+multifactor with classic fair-share or Fair Tree (``policies.multifactor``) or WFP3/UNICEF
+(``policies.literature``), no association limits and no
+``PriorityTier`` (``engine._use_fast_kernel`` sends every other case to the reference). The
+event loop is ``_kernels``' (its steps ``_next_event``, ``_finish_next``, ``_launch``, the
+segment tree over ranks of ``queue_policy_steps``); with a dynamic priority the queue is
+``_extended``'s instead (an array sorted by (key, FCFS rank), re-keyed and re-sorted at each
+``calc_period`` tick, or before every pass for WFP3/UNICEF, ``_literature_key``) and so are the
+fair-share ticks, the usage accounting at starts and ends
+and the priorities (``_ticks``, ``_account_start``/``_account_end``, ``_multifactor_key``; Fair
+Tree's factors, all at once at the first key of a tick, ``_fair_tree``): written once, in
+``_extended``. What is Slurm's here is when a pass runs and what it does:
 
 * the main scheduler (``job_scheduler.c`` ``_schedule``) at an event with an arrival or a
   completion, to ``default_queue_depth`` + 1 jobs, and over the whole queue at the periodic
@@ -25,6 +32,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from ._extended import (DYN_MULTIFACTOR, _account_end, _account_start, _compact, _fair_tree, _insert_sorted,
+                        _literature_key, _multifactor_key, _rekey_every_pass, _rekey_multifactor, _resort, _ticks)
 from ._kernels import (BIG, ST_HEAD, SF_NOW, _finish_next,
                        _first_waiting, _launch, _load_counts, _next_event, _prof_fit, _prof_occupy,
                        _prof_rebuild, _seg_clear, _seg_set, _store_counts)
@@ -34,12 +43,20 @@ ST_KBF = 7  # index of the next backfill cycle (t0 + k * bf_interval)
 ST_KFULL = 8  # index of the next periodic full pass (t0 + k * sched_interval)
 ST_CYCLE = 9  # number of the current backfill cycle (stamps the per-user counts)
 ST_SKIP = 10  # 1 while the clocks jump over passes that start nothing (SF_WAKE: where to)
-ST_SIZE = 11
+ST_ACTIVE = 11  # multifactor: associations with node-seconds since the last tick (``_extended``'s)
+ST_STAMP = 12  # multifactor: fair-share generation (bumped at each tick)
+ST_TICK = 13  # multifactor: number of the next tick (t0 + ST_TICK * calc_period)
+ST_DUE = 14  # multifactor: 1 when a tick passed and the queue must be re-keyed
+ST_SIZE = 15
 SF_T0 = 1  # time of the first pass (NaN before it)
 SF_WAKE = 2  # the next cycle or full pass while jobs wait (SlurmBackfill.wake_at)
 SF_NEXT_BF = 3
 SF_NEXT_FULL = 4
-SF_SIZE = 5
+SF_ROOT = 5  # multifactor: the root's scaled usage
+SF_SCALE = 6  # multifactor: usage scale
+SF_TICK_AT = 7  # multifactor: the next tick (inf without multifactor)
+SF_HOLD = 8  # wfp3/unicef: passes before this time start nothing while the order stays (-inf: none)
+SF_SIZE = 9
 # the settings (policies.slurm_backfill.check_backfill_params), as two arrays
 P_INTERVAL = 0  # bf_interval, s (0: at every pass)
 P_SCHED = 1  # sched_interval, s (0: none)
@@ -51,6 +68,27 @@ P_MAX_USER = 1  # bf_max_job_user (0: none)
 P_RESERVE = 2  # bf_job_part_count_reserve (0: none)
 P_DEPTH = 3  # default_queue_depth (BIG: whole queue)
 P_I_SIZE = 4
+# multifactor's scalars (``Multifactor.kernel_args``), as one array
+M_W_AGE = 0
+M_W_FS = 1
+M_MAX_AGE = 2
+M_PERIOD = 3  # calc_period
+M_DECAY = 4  # per tick
+M_T0 = 5  # first submission (ticks count from it)
+M_FAIR_TREE = 6  # 1: Fair Tree's fair-share factor (``_extended._fair_tree``), 0: classic
+M_TWO_LEVELS = 7  # 1: the association tree is root -> account -> user (``fairshare_by: account/user``)
+M_DYN = 8  # the dynamic priority (``_extended.DYN_*``): multifactor, or wfp3/unicef (re-keyed at every pass)
+M_SIZE = 9
+
+
+@njit(cache=True, _nrt=False, inline="always")
+def _next_waiting(sorted_q, tn, tl, size, qn, h):
+    """The first waiting job's place at or after ``h`` in priority order, or -1: a position in
+    the sorted queue array (its first ``qn`` entries; started jobs are dropped between passes
+    and never visited twice within one), else a rank in the segment tree."""
+    if sorted_q:
+        return h if h < qn else -1
+    return _first_waiting(tn, tl, size, h)
 
 
 @njit(cache=True, _nrt=False, inline="always")
@@ -99,19 +137,23 @@ def _window_end(now, window, res):
 
 
 @njit(cache=True, _nrt=False)
-def _cycle(now, free, total, limit, nodes, users, pf_, pi, begin, end, est, dur, job_of_rank,
-           tn, tl, re, rj, rn, R, hk, hj, H, Q, pt, pf, pb, ps, ucount, ustamp, cycle):
+def _cycle(now, free, total, limit, nodes, users, pf_, pi, begin, end, est, dur, order,
+           tn, tl, re, rj, rn, R, hk, hj, H, Q, pt, pf, pb, ps, ucount, ustamp, cycle,
+           sorted_q, start, qn, fs, leaf, runn, acc, active, is_active, n_active, next_tick):
     """One backfill cycle (``_attempt_backfill``; see ``policies.slurm_backfill``) after the
-    main scheduler's starts. Returns (free, running, heap, waiting, quiet, window_ok): when it
-    started nothing, ``quiet`` is the time before which a cycle in the same state starts nothing
-    either (``slurm_steps`` says why), else ``now``; ``window_ok`` whether that holds across
-    window ends later than this one's."""
+    main scheduler's starts, over the waiting jobs from ``start`` on in priority order
+    (``order``: the job of each rank, or with ``sorted_q`` the sorted queue array, its first
+    ``qn`` places; with ``fs`` (multifactor) a start is accounted to its fair-share
+    association). Returns (free, running, heap, waiting,
+    quiet, window_ok, active associations): when it started nothing, ``quiet`` is the time
+    before which a cycle in the same state starts nothing either (``slurm_steps`` says why),
+    else ``now``; ``window_ok`` whether that holds across window ends later than this one's."""
     size = tn.shape[0] // 2
     window = pf_[P_WINDOW]
     res = pf_[P_RES]
     window_end = _window_end(now, window, res)
     if window_end <= now:
-        return free, R, H, Q, now, False  # "Now after current backfill window": no cycle
+        return free, R, H, Q, now, False, n_active  # "Now after current backfill window": no cycle
     # the profile: releases before the window end (overdue jobs right after now), all nodes
     # free from the window end on
     soon = np.nextafter(now, np.inf)
@@ -134,16 +176,16 @@ def _cycle(now, free, total, limit, nodes, users, pf_, pi, begin, end, est, dur,
     window_ok = True
     beyond = False  # a job found no start in the window and could have been reserved
     beyond_of = 0  # nodes that reservations may take after the window end in a later window
-    h = _first_waiting(tn, tl, size, 0)
+    h = _next_waiting(sorted_q, tn, tl, size, qn, start)
     while h >= 0 and tested < max_test:
-        j = job_of_rank[h]
+        j = order[h]
         if max_user > 0:
             u = users[j]
             if ustamp[u] != cycle:
                 ustamp[u] = cycle
                 ucount[u] = 0
             if ucount[u] >= max_user:
-                h = _first_waiting(tn, tl, size, h + 1)
+                h = _next_waiting(sorted_q, tn, tl, size, qn, h + 1)
                 continue
             ucount[u] += 1
         tested += 1
@@ -152,12 +194,15 @@ def _cycle(now, free, total, limit, nodes, users, pf_, pi, begin, end, est, dur,
         s = _prof_fit(pt, pf, pb, ps, now, nj, d, np.inf, np.inf)
         if s < quiet:
             quiet = s
-        leaf = h + size
-        h = _first_waiting(tn, tl, size, h + 1)
+        at = h + size
+        h = _next_waiting(sorted_q, tn, tl, size, qn, h + 1)
         if s == now:
             R, H = _launch(j, now, now + d, begin, end, est, dur, nodes, re, rj, rn, R, hk, hj, H)
+            if fs:
+                n_active = _account_start(leaf[j], nj, now, next_tick, runn, acc, active, is_active, n_active)
             free -= nj
-            _seg_clear(tn, tl, leaf)
+            if not sorted_q:
+                _seg_clear(tn, tl, at)
             Q -= 1
             _prof_occupy(pt, pf, pb, ps, now, now + d, nj)
             continue
@@ -188,13 +233,15 @@ def _cycle(now, free, total, limit, nodes, users, pf_, pi, begin, end, est, dur,
             window_ok = window_ok and level - beyond_of >= nj  # the jobs before it leave room
             beyond_of += nj
         window_ok = window_ok and not (cap > 0 and beyond)  # (counted after one a later window may add)
-    return free, R, H, Q, quiet, window_ok
+    return free, R, H, Q, quiet, window_ok, n_active
 
 
 @njit(cache=True, _nrt=False)
 def slurm_steps(submit, limit, nodes, dur, arrivals, rank, users, total, pf_, pi,
                 begin, end, est, job_of_rank, tn, tl, re, rj, rn, hk, hj, pt, pf, pb, ps,
-                ucount, ustamp, st, sf, budget):
+                ucount, ustamp, fs, mf, a_arr, b_arr, leaf, acct, sib, snorm, key, q, tmp,
+                usage, acc, runn, raw_acct, fval, fstamp, active, is_active, acct_share, ftk, fti, fplan, fstack,
+                st, sf, budget):
     """``SlurmBackfill`` in ``engine._run_events``' loop from state ``st``/``sf``, for about
     ``budget`` events (1: more to do, 0: done).
 
@@ -228,6 +275,37 @@ def slurm_steps(submit, limit, nodes, dur, arrivals, rank, users, total, pf_, pi
     ``quiet`` (or at the first later window end), unless an event comes first, and then stand
     where the reference's tick-by-tick visits leave them (``_first_tick``). Checked bit for bit
     against the reference (which visits every tick) in ``tests/test_slurm_kernel.py``.
+
+    Multifactor (``multifactor``). A fair-share tick is an event while jobs wait (the reference's
+    ``dyn.next_tick``): usage is decayed and added, every waiting job's priority recomputed and
+    the queue re-sorted. Priorities enter the argument above only through the queue's order (the
+    cycle tests jobs in it; the main scheduler starts its prefix), and between ticks the order
+    changes only with an arrival, which is an event that ends the jump anyway. So at a tick:
+
+    * if the order changed (``_resort`` moved a job), the state of t1 is gone: the jump ends
+      there, as at an arrival or completion; the clocks catch up and the pass at the tick (a
+      cycle or full pass when one falls on it) and the next cycle are computed afresh;
+    * if the order is the same and nothing else happened at that instant (no arrival or
+      completion), the queue, running jobs and free nodes are still those of t1, so the
+      argument holds unchanged and the jump goes on (``continue``: the tick's own pass is one of
+      the jumped-over ones). Only with ``bf_interval > 0``: then the only cycles between t1 and
+      the jump's target are the clock's, all before ``quiet`` and at an allowed window end;
+      with ``bf_interval=0`` the reference runs a cycle at the tick itself, at a time and window
+      end the jump's target was not chosen for, so there the jump ends too.
+
+    WFP3 and UNICEF (``every_pass``) re-key every waiting job before every pass, as the
+    reference's ``EveryPass`` does, so the order may change at any cycle: the clocks never jump.
+    Every cycle and full pass is visited (an event, as in the reference) and the queue re-sorted;
+    one that the jump would have passed over (before ``hold``, the jump's target, with the same
+    order and no arrival or completion since the last computed cycle, ``bf_interval > 0``)
+    only moves the clocks (``_due``): by the argument above it starts nothing.
+
+    Multifactor's keys change at every tick (age grows), but only a change of order matters:
+    on KTH-SP2 with Slurm's and multifactor's defaults 3,142 of the 62,632 re-keyings moved a
+    job (73,031 cycles computed, against 80,452 with FCFS). Starts are accounted to fair-share
+    in the order the reference's ``started`` list has them (main scheduler, then the cycle,
+    each in priority order), completions in (end, job) order, so the usage sums are the same
+    floats.
     """
     size = tn.shape[0] // 2
     interval = pf_[P_INTERVAL]
@@ -235,16 +313,38 @@ def slurm_steps(submit, limit, nodes, dur, arrivals, rank, users, total, pf_, pi
     depth = pi[P_DEPTH]
     window = pf_[P_WINDOW]
     res = pf_[P_RES]
+    sorted_q = fs  # a dynamic priority: the queue is ``q`` sorted by (key, rank); else the tree over ranks
+    order = q if sorted_q else job_of_rank  # the job at each place of the priority order
+    w_age = mf[M_W_AGE]
+    w_fs = mf[M_W_FS]
+    max_age = mf[M_MAX_AGE]
+    period = mf[M_PERIOD]
+    decay = mf[M_DECAY]
+    fs_t0 = mf[M_T0]
+    fair_tree = mf[M_FAIR_TREE] != 0.0
+    dyn = np.int64(mf[M_DYN])
+    every_pass = fs and dyn != DYN_MULTIFACTOR  # wfp3/unicef: every waiting job re-keyed before every pass
+    multifactor = fs and not every_pass
+    two_levels = mf[M_TWO_LEVELS] != 0.0
+    n_acct = raw_acct.shape[0]
     skipping = st[ST_SKIP] == 1
     free, R, H, Q, a, done = _load_counts(st)
     head = st[ST_HEAD]
     kbf = st[ST_KBF]
     kfull = st[ST_KFULL]
+    n_active = st[ST_ACTIVE]
+    stamp = st[ST_STAMP]
+    tick_k = st[ST_TICK]
+    due = st[ST_DUE] != 0
     now = sf[SF_NOW]
     t0 = sf[SF_T0]
     wake = sf[SF_WAKE]
     next_bf = sf[SF_NEXT_BF]
     next_full = sf[SF_NEXT_FULL]
+    root = sf[SF_ROOT]
+    scale = sf[SF_SCALE]
+    next_tick = sf[SF_TICK_AT]
+    hold = sf[SF_HOLD]
     n_arr = arrivals.shape[0]
     status = 0
     events = 0
@@ -256,36 +356,87 @@ def slurm_steps(submit, limit, nodes, dur, arrivals, rank, users, total, pf_, pi
         now = _next_event(submit, arrivals, a, hk, H)
         if wake < now:
             now = wake
-        if skipping:  # both clocks pass the ticks jumped over, as the reference's visits did
-            skipping = False
-            if interval > 0:
-                kbf = _first_tick(t0, interval, kbf, now)
-            if sched > 0:
-                kfull = _first_tick(t0, sched, kfull, now)
+        if multifactor:  # fair-share ticks: events while jobs wait (Multifactor.advance)
+            if Q > 0 and next_tick < now:
+                now = next_tick
+            if next_tick <= now:
+                n_active, root, scale, tick_k, next_tick, ticks = _ticks(
+                    now, next_tick, tick_k, fs_t0, period, decay, scale, root, n_active, active, is_active, acc,
+                    runn, usage, raw_acct, acct, n_acct)
+                due = True
+                stamp += ticks
 
-        # 1. completions
+        # 1. completions (in (end, job) order: the fair-share accounting's)
         completed = False
         while H > 0 and hk[0] <= now:
             j, H, R = _finish_next(hk, hj, H, re, rj, rn, R, est)
             free += nodes[j]
             done += 1
             completed = True
+            if multifactor:
+                _account_end(leaf[j], nodes[j], now, next_tick, runn, acc)
 
         # 2. arrivals
         arrived = False
         while a < n_arr and submit[arrivals[a]] <= now:
             j = arrivals[a]
             a += 1
-            r = rank[j]
-            _seg_set(tn, tl, r + size, nodes[j], limit[j])
+            if every_pass:
+                key[j] = _literature_key(dyn, now, j, submit, a_arr, b_arr)
+                _insert_sorted(q, Q, j, key, rank)
+            elif sorted_q:
+                if fair_tree and fstamp[leaf[j]] != stamp:  # (all factors at once, once per tick)
+                    _fair_tree(usage, raw_acct, acct, sib, snorm, acct_share, two_levels, fplan, fstack, stamp, fval,
+                               fstamp, ftk[0], ftk[1], fti[0], fti[1], fti[2])
+                key[j] = _multifactor_key(now, j, submit, a_arr, leaf, acct, sib, snorm, usage, raw_acct, fval,
+                                          fstamp, stamp, root, w_age, w_fs, max_age)
+                _insert_sorted(q, Q, j, key, rank)
+            else:
+                r = rank[j]
+                _seg_set(tn, tl, r + size, nodes[j], limit[j])
+                if r < head:
+                    head = r
             Q += 1
             arrived = True
-            if r < head:
-                head = r
 
         if Q == 0:
             wake = np.inf
             continue
+
+        # 2c. wfp3/unicef: every pass re-keys the queue; a pass the jump below would have
+        # passed over (same order, nothing arrived or ended, before ``hold``) only moves the clocks
+        if every_pass:
+            _rekey_every_pass(dyn, q, Q, key, now, submit, a_arr, b_arr)
+            moved = _resort(q, Q, key, rank, tmp)
+            if now < hold and not (moved or arrived or completed):
+                if interval > 0:
+                    _, kbf, next_bf = _due(now, t0, interval, kbf)
+                if sched > 0:
+                    _, kfull, next_full = _due(now, t0, sched, kfull)
+                wake = next_bf if interval > 0 else np.inf
+                if sched > 0 and next_full < wake:
+                    wake = next_full
+                continue
+            hold = -np.inf
+
+        # 2c. a tick re-keys the queue (every waiting job's priority recomputed)
+        if multifactor and due:
+            due = False
+            if fair_tree and fstamp[leaf[q[0]]] != stamp:
+                _fair_tree(usage, raw_acct, acct, sib, snorm, acct_share, two_levels, fplan, fstack, stamp, fval,
+                           fstamp, ftk[0], ftk[1], fti[0], fti[1], fti[2])
+            _rekey_multifactor(q, Q, key, now, submit, a_arr, leaf, acct, sib, snorm, usage, raw_acct, fval,
+                               fstamp, stamp, root, w_age, w_fs, max_age)
+            moved = _resort(q, Q, key, rank, tmp)
+            if skipping and interval > 0 and now < wake and not (moved or arrived or completed):
+                continue  # same order, same jobs and nodes: the jump over idle cycles holds
+
+        if skipping:  # both clocks pass the ticks jumped over, as the reference's visits did
+            skipping = False
+            if interval > 0:
+                kbf = _first_tick(t0, interval, kbf, now)
+            if sched > 0:
+                kfull = _first_tick(t0, sched, kfull, now)
 
         # 3. one pass (SlurmBackfill.select)
         if t0 != t0:  # the first pass starts both clocks
@@ -296,34 +447,44 @@ def slurm_steps(submit, limit, nodes, dur, arrivals, rank, users, total, pf_, pi
         full = False
         if sched > 0:
             full, kfull, next_full = _due(now, t0, sched, kfull)
+        qn = Q  # places in the sorted queue (its started jobs are dropped after the pass)
+        none_left = qn if sorted_q else size
         if arrived or completed or full:  # the main scheduler: the prefix that fits starts
             limit_jobs = BIG if full else depth
             looked = 0
             h = head
             while h >= 0 and looked <= limit_jobs:  # job_depth++ > def_job_limit
                 looked += 1
-                j = job_of_rank[h]
+                j = order[h]
                 nj = nodes[j]
                 if nj > free:
                     break  # the partition failed
                 R, H = _launch(j, now, now + limit[j], begin, end, est, dur, nodes, re, rj, rn, R, hk, hj, H)
+                if multifactor:
+                    n_active = _account_start(leaf[j], nj, now, next_tick, runn, acc, active, is_active, n_active)
                 free -= nj
-                _seg_clear(tn, tl, h + size)
+                if not sorted_q:
+                    _seg_clear(tn, tl, h + size)
                 Q -= 1
-                h = _first_waiting(tn, tl, size, h + 1)
-            head = h if h >= 0 else size
+                h = _next_waiting(sorted_q, tn, tl, size, qn, h + 1)
+            head = h if h >= 0 else none_left
         quiet = now
         window_ok = False
         if bf_due and Q > 0:
             st[ST_CYCLE] += 1
             waiting = Q
-            free, R, H, Q, quiet, window_ok = _cycle(
-                now, free, total, limit, nodes, users, pf_, pi, begin, end, est, dur, job_of_rank, tn, tl,
-                re, rj, rn, R, hk, hj, H, Q, pt, pf, pb, ps, ucount, ustamp, st[ST_CYCLE])
+            free, R, H, Q, quiet, window_ok, n_active = _cycle(
+                now, free, total, limit, nodes, users, pf_, pi, begin, end, est, dur, order, tn, tl,
+                re, rj, rn, R, hk, hj, H, Q, pt, pf, pb, ps, ucount, ustamp, st[ST_CYCLE],
+                sorted_q, head, qn, multifactor, leaf, runn, acc, active, is_active, n_active, next_tick)
             if Q != waiting:
                 quiet = now  # it started jobs: the next cycle has another state
-            h = _first_waiting(tn, tl, size, head)
-            head = h if h >= 0 else size
+            if not sorted_q:
+                h = _first_waiting(tn, tl, size, head)
+                head = h if h >= 0 else size
+        if sorted_q and Q != qn:
+            _compact(q, qn, begin)
+            head = 0
         wake = np.inf
         if Q > 0:
             if interval > 0:
@@ -343,7 +504,10 @@ def slurm_steps(submit, limit, nodes, dur, arrivals, rank, users, total, pf_, pi
                         else:
                             k = mid + 1
                 t = t0 + last * step
-                if t > wake:
+                if every_pass:  # the order may change at any pass: visit each, computing none before t
+                    if interval > 0:
+                        hold = t
+                elif t > wake:
                     wake = t
                     skipping = True
     _store_counts(st, free, R, H, Q, a, done)
@@ -351,9 +515,17 @@ def slurm_steps(submit, limit, nodes, dur, arrivals, rank, users, total, pf_, pi
     st[ST_KBF] = kbf
     st[ST_KFULL] = kfull
     st[ST_SKIP] = 1 if skipping else 0
+    st[ST_ACTIVE] = n_active
+    st[ST_STAMP] = stamp
+    st[ST_TICK] = tick_k
+    st[ST_DUE] = 1 if due else 0
     sf[SF_NOW] = now
     sf[SF_T0] = t0
     sf[SF_WAKE] = wake
     sf[SF_NEXT_BF] = next_bf
     sf[SF_NEXT_FULL] = next_full
+    sf[SF_ROOT] = root
+    sf[SF_SCALE] = scale
+    sf[SF_TICK_AT] = next_tick
+    sf[SF_HOLD] = hold
     return status

@@ -3,7 +3,8 @@
 numba keys a function's cached machine code on the stamp (modification time and size) of the
 file that defines it, and on the function's own bytecode -- not on the helpers it inlined from
 other files. ``shared.py``, ``_extended.py`` and ``_slurm.py`` inline helpers of ``_kernels.py``
-(the event loop's steps written once), so after a change to ``_kernels.py`` alone -- an upgrade, a ``git
+(the event loop's steps written once), and ``_slurm.py`` those of ``_extended.py`` (dynamic
+priorities' keys, ticks and accounting), so after a change to ``_kernels.py`` alone -- an upgrade, a ``git
 pull``, a fix -- they would go on loading code compiled from the old helpers, silently. Here a
 digest of every kernel source is kept beside the cache; when it differs, the kernels' cached code
 is dropped and numba compiles afresh (once; later processes load the new code).

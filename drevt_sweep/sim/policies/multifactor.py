@@ -52,7 +52,8 @@ gets the rank ``rank / N`` (N user associations, the rank starting at N and goin
 per user visited), sibling users with the same LF the same rank, and sibling accounts with the
 same LF have their children merged and sorted together. So every user of an account that is
 better served than its sibling comes after every user of the sibling. Computed at every tick
-from the same decayed usage as classic; the reference engine runs it (the compiled kernel has
+from the same decayed usage as classic; the reference engine runs it, and so does the compiled
+kernel of ``backfill: slurm`` (``kernel._extended._fair_tree``; EASY's compiled kernel has
 classic only).
 
 Weights default to a common site choice (age 1000, fairshare 10000, job_size 1000, partition
@@ -157,7 +158,8 @@ class Multifactor:
                                    dict(p["user_shares"] or {}), dict(p["association_shares"] or {}))
         self.tree = tree
         self.fair_tree = p["fairshare"] == "fair_tree"
-        # The compiled kernel computes classic fair-share only (engine dispatch reads this).
+        # The compiled EASY/none kernel (``kernel._extended``) computes classic fair-share only;
+        # ``backfill: slurm``'s (``kernel._slurm``) has both (engine dispatch reads this).
         self.reference_only = "multifactor fairshare=fair_tree" if self.fair_tree else ""
         self.leaf_l = tree.leaf_of_job.tolist()
         self.nodes_l = inputs.num_nodes.tolist()
