@@ -49,6 +49,8 @@ def warm(group: str) -> None:
     if group == "conservative":
         engine.simulate(jobs, rt, 4, backfill="conservative", kernel="fast")
         engine.simulate(jobs, rt, 4, backfill="slurm", kernel="fast")  # (on the same profile helpers)
+        # the same kernel with a dynamic priority (multifactor's arrays: another signature)
+        engine.simulate(jobs, rt, 4, priority="multifactor", backfill="slurm", kernel="fast")
         return
     for backfill in ("easy", "easy_drevt", "none"):
         engine.simulate(jobs, rt, 4, backfill=backfill, kernel="fast")
