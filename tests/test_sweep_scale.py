@@ -94,6 +94,33 @@ def test_the_engine_gets_what_hydras_run_job_gives_a_task(loader):
                         OmegaConf.get_type(their_task), their_task._metadata.flags), job
 
 
+@pytest.mark.parametrize("overrides", [
+    ("policy=fcfs,easy", "run_time=actual,lognormal", "run_time.scale=0.5,0.8", "+foo=1,2"),
+    # an interpolation reading a swept key (paths.cache_dir: ${paths.output_root}/cache), a
+    # dict merged into a node, a value that is itself an interpolation
+    ("paths.output_root=/tmp/a,/tmp/b", "policy.weights={age:5},{age:7}",
+     "workload.load_factor=0.5,${system.total_nodes}"),
+    ("+extra.deep=1,2", "system.total_nodes=8,9"),  # (a new key under a new one: falls back)
+    ("replicates=${oc.env:DREVT_TEST_UNSET_VARIABLE},1",),  # does not resolve: None
+])
+def test_the_resolved_config_is_the_whole_config_resolved(loader, overrides):
+    """``Composer.resolved`` (the groups' template and what differs) against
+    ``app.resolved`` (the whole tree resolved), key order included: ``config.yaml`` and the
+    configuration's settings are written from it."""
+    from drevt_sweep.sweep.app import resolved
+
+    config = master(loader, "policy=multifactor_easy", *overrides) if "policy.weights" in str(overrides) \
+        else master(loader, *overrides)
+    str(config.hydra.sweep.dir), str(config.hydra.run.dir)  # (timestamps: named once)
+    jobs = grid.expand(grid.sweep_arguments(config), loader)
+    composer = grid.Composer(loader, config)
+    for num, job in enumerate(jobs):
+        task, _ = composer.run_job(num, job)
+        ours, theirs = composer.resolved(job, task), resolved(task)
+        assert repr(ours) == repr(theirs), job
+    assert ("None" in repr(ours)) if "UNSET" in str(overrides) else ours is not None
+
+
 @pytest.mark.slow
 def test_a_few_hundred_jobs_are_the_configs_hydra_composes(loader):
     config = master(loader, "policy=fcfs,easy", "run_time=actual,lognormal",

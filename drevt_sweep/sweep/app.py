@@ -398,8 +398,10 @@ def _start_workers(cfg: DictConfig, n_jobs: int):
     return start_workers(n_jobs, _value(cfg.parallel.backend), backfill)
 
 
-def begin_configuration(cfg: DictConfig, hydra_cfg, figures: bool | None = None) -> Configuration:
-    """A configuration's folder, names and result skeleton (nothing that can fail on input)."""
+def begin_configuration(cfg: DictConfig, hydra_cfg, figures: bool | None = None,
+                        plain: dict | None = None) -> Configuration:
+    """A configuration's folder, names and result skeleton (nothing that can fail on input).
+    ``plain``: the config already resolved (the sweep engine's ``Composer.resolved``)."""
     _state["ran"] = True
     out_dir = Path(hydra_cfg.runtime.output_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -417,7 +419,8 @@ def begin_configuration(cfg: DictConfig, hydra_cfg, figures: bool | None = None)
         from .figure_choice import figures_wanted
 
         figures = figures_wanted(str(cfg.figures), 1)
-    plain = resolved(cfg)
+    if plain is None:
+        plain = resolved(cfg)
     return Configuration(cfg, hydra_cfg, out_dir, label, name, result_config(cfg, plain), result,
                          started, started, figures=figures, plain=plain)
 

@@ -179,10 +179,11 @@ def _run_grid(sweeper, jobs: list[list[str]]) -> None:
             for num in numbers:
                 cpu = time.thread_time()
                 task, hydra_cfg = composer.run_job(num, jobs[num])  # (HydraConfig set, as Hydra does)
+                plain = composer.resolved(jobs[num], task)
                 key = keys.key(jobs[num])
                 costs["compose"] += time.thread_time() - cpu
                 cpu = time.thread_time()
-                run = app.begin_configuration(task, hydra_cfg, figures=figures)
+                run = app.begin_configuration(task, hydra_cfg, figures=figures, plain=plain)
                 run.remember = total <= WAVE
                 run.deferred, run.tracker = tracker is not None, tracker
                 _write_overrides(run.out_dir, jobs[num])

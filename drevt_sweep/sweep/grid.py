@@ -125,6 +125,7 @@ class Composer:
         self._int_templates: dict[str, object] = {}  # "key=" -> a parsed key=<int> override
         self._groups: dict[str, bool] = {}  # key -> is it a config group
         self._reads_hydra: dict[tuple[str, ...], bool] = {}  # see :meth:`_task_reads_hydra`
+        self._plain: dict[tuple, tuple[bytes, list]] = {}  # (groups, keys) -> :meth:`_plan`
         self.composed = 0  # how many times Hydra composed (the distinct choices of groups)
 
     def parsed(self, line: str):
@@ -258,6 +259,60 @@ class Composer:
         HydraConfig.instance().cfg = holder
         return task, HydraConfig.get()
 
+    def resolved(self, overrides: list[str], task: DictConfig):
+        """``app.resolved(task)`` -- the task's config resolved, as plain data -- without
+        resolving the whole tree again for each configuration (~4 ms each, most of it
+        OmegaConf parsing the ``paths.*`` interpolations: the largest single cost of
+        preparing one). The groups' task config is converted once, unresolved; its
+        interpolations that cannot differ between the configurations overriding the same keys
+        (:func:`_constant`) are resolved once for them; each configuration re-reads from its
+        own task only the values its overrides set and the other interpolations. Falls back to
+        ``app.resolved`` for an override it cannot place (a deletion, a key into a list, a new
+        key under a new one) and gives None where a key does not resolve, as ``app.resolved``
+        does. The same dict, key order included (tests/test_sweep_scale.py)."""
+        from .app import resolved as resolve_whole
+
+        groups, values, _ = self.split(overrides)
+        keys = []
+        for override in values:
+            if override.is_hydra_override():
+                continue
+            key = override.key_or_group
+            if override.is_delete() or not _PLAIN_KEY.fullmatch(key):
+                return resolve_whole(task)
+            keys.append(key)
+        plan = self._plain.get((groups, tuple(keys)))
+        if plan is None:
+            plan = self._plan(groups, keys, task)
+        plain = pickle.loads(plan[0])
+        try:
+            for path in plan[1]:
+                _put(plain, path, _read(task, path))
+            for key in keys:
+                if not _put(plain, key.split("."), _read(task, key.split("."))):
+                    return resolve_whole(task)
+        except Exception:  # noqa: BLE001 - as app.resolved: the step that reads the key says why
+            return None
+        return plain
+
+    def _plan(self, groups: tuple[str, ...], keys: list[str], task: DictConfig) -> tuple[bytes, list]:
+        """For the jobs of one choice of groups that override ``keys``: the groups' config as
+        plain data (pickled), its constant interpolations resolved, and the paths of the
+        interpolations each job resolves itself."""
+        data = OmegaConf.to_container(self.task_base(groups), resolve=False, enum_to_str=True)
+        each = []
+        for path in list(_interpolated(data, [])):
+            if _constant(_get(data, path), data, keys, set()):
+                try:
+                    _put(data, path, _read(task, path))
+                    continue
+                except Exception:  # noqa: BLE001 - each job resolves it, and fails, itself
+                    pass
+            each.append(path)
+        plan = self._plain[(groups, tuple(keys))] = (
+            pickle.dumps(data, protocol=pickle.HIGHEST_PROTOCOL), each)
+        return plan
+
     def _task_reads_hydra(self, groups: tuple[str, ...], task_values: list) -> bool:
         """Whether a value of the task could read the ``hydra`` node through its root: an
         interpolation naming ``hydra`` in the groups' task config (looked at once per choice
@@ -268,6 +323,95 @@ class Composer:
             plain = OmegaConf.to_container(self.task_base(groups), resolve=False)
             known = self._reads_hydra[groups] = _names_hydra(plain)
         return known or any("hydra" in o.input_line for o in task_values)  # (escaped: $\\{)
+
+
+_PLAIN_KEY = re.compile(r"[A-Za-z_][\w-]*(?:\.[A-Za-z_][\w-]*)*")  # a dotted key into dicts
+
+
+def _interpolated(data, path: list):
+    """The paths (lists of keys and list indexes) of the string values holding ``${``."""
+    items = data.items() if isinstance(data, dict) else enumerate(data) if isinstance(data, list) else ()
+    for key, value in items:
+        if isinstance(value, (dict, list)):
+            yield from _interpolated(value, path + [key])
+        elif isinstance(value, str) and "${" in value:
+            yield path + [key]
+
+
+# Resolvers whose value is the same for every job of a sweep (their arguments aside): the
+# environment, the start folder, the data folder, a catalogue trace's or a shipped file's path.
+_CONSTANT_RESOLVERS = frozenset({"oc.env", "oc.decode", "drevt_cwd", "drevt_trace", "drevt_data_dir",
+                                 "drevt_version", "drevt_conf_file"})
+_WORD = re.compile(r"([A-Za-z_][\w-]*(?:\.[A-Za-z_][\w-]*)*)(:?)")
+
+
+def _constant(text: str, data: dict, keys: list[str], seen: set) -> bool:
+    """Whether an interpolation resolves to the same value in every job of one choice of
+    groups whose value overrides set ``keys`` (whatever their values). Conservative, on the
+    text: every word is taken for a key it might name -- one a job overrides, one holding a
+    container, or the ``hydra`` node make it vary; one holding an interpolation is followed --
+    and every ``name:`` for a resolver, which must be one of ``_CONSTANT_RESOLVERS``;
+    relative interpolations (``${.x}``) vary."""
+    if "${." in text:
+        return False
+    for word, colon in _WORD.findall(text):
+        if colon:
+            if word not in _CONSTANT_RESOLVERS:
+                return False
+            continue
+        if word == "hydra" or word.startswith("hydra.") or any(
+                word == key or word.startswith(key + ".") or key.startswith(word + ".") for key in keys):
+            return False
+        try:
+            value = _get(data, word.split("."))
+        except (KeyError, IndexError, TypeError):
+            continue  # (not a key: a literal)
+        if isinstance(value, (dict, list)):
+            return False
+        if isinstance(value, str) and "${" in value and word not in seen:
+            if not _constant(value, data, keys, seen | {word}):
+                return False
+    return True
+
+
+def _get(data, path: list):
+    for key in path:
+        data = data[key]
+    return data
+
+
+def _read(cfg, path: list):
+    """The resolved value at ``path`` of a DictConfig, as ``OmegaConf.to_container(resolve=True,
+    enum_to_str=True)`` gives it."""
+    from enum import Enum
+
+    from omegaconf import Container
+
+    node = cfg
+    for key in path:
+        node = node[key]
+    if isinstance(node, Container):
+        return OmegaConf.to_container(node, resolve=True, enum_to_str=True)
+    return node.name if isinstance(node, Enum) else node
+
+
+def _put(plain: dict, path: list, value) -> bool:
+    """Set ``path`` in plain data; False where the path's parent is not there."""
+    parent = plain
+    for key in path[:-1]:
+        if not isinstance(parent, (dict, list)):
+            return False
+        try:
+            parent = parent[key]
+        except (KeyError, IndexError, TypeError):
+            return False
+    if isinstance(parent, list) and isinstance(path[-1], int):
+        parent[path[-1]] = value
+    elif isinstance(parent, dict):
+        parent[path[-1]] = value
+    else:
+        return False
+    return True
 
 
 def _names_hydra(data) -> bool:
