@@ -94,6 +94,19 @@ def test_the_engine_gets_what_hydras_run_job_gives_a_task(loader):
                         OmegaConf.get_type(their_task), their_task._metadata.flags), job
 
 
+def test_a_swept_key_the_sweep_folder_reads_names_each_jobs_folder(loader):
+    """The sweep folder is resolved once for the jobs that cannot change it
+    (``Composer._job_folder``); here each job's ``paths.output_root`` names it."""
+    config = master(loader, "paths.output_root=/tmp/drevt-a,/tmp/drevt-b", "policy=fcfs,easy")
+    jobs = grid.expand(grid.sweep_arguments(config), loader)
+    composer = grid.Composer(loader, config)
+    folders = [composer.run_job(num, job)[1].runtime.output_dir for num, job in enumerate(jobs)]
+    roots = [next(o for o in job if o.startswith("paths.output_root=")).split("=")[1] for job in jobs]
+    assert len(set(roots)) == 2
+    assert all(folder.startswith(root + "/multirun/") and folder.endswith(f"/{num}")
+               for num, (folder, root) in enumerate(zip(folders, roots)))
+
+
 @pytest.mark.parametrize("overrides", [
     ("policy=fcfs,easy", "run_time=actual,lognormal", "run_time.scale=0.5,0.8", "+foo=1,2"),
     # an interpolation reading a swept key (paths.cache_dir: ${paths.output_root}/cache), a

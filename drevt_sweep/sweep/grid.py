@@ -126,6 +126,8 @@ class Composer:
         self._groups: dict[str, bool] = {}  # key -> is it a config group
         self._reads_hydra: dict[tuple[str, ...], bool] = {}  # see :meth:`_task_reads_hydra`
         self._plain: dict[tuple, tuple[bytes, list]] = {}  # (groups, keys) -> :meth:`_plan`
+        self._raws: dict[tuple[str, ...], bytes] = {}  # see :meth:`_raw`
+        self._folders: dict[tuple, str] = {}  # see :meth:`_job_folder`
         self.composed = 0  # how many times Hydra composed (the distinct choices of groups)
 
     def parsed(self, line: str):
@@ -235,12 +237,11 @@ class Composer:
         from omegaconf import read_write
 
         cfg = self.job(num, overrides).config
-        output_dir = os.path.join(str(OmegaConf.select(cfg, "hydra.sweep.dir")),
-                                  str(OmegaConf.select(cfg, "hydra.sweep.subdir")))
+        groups, values, _ = self.split(overrides)
+        output_dir = self._job_folder(groups, values, cfg, num)
         with read_write(cfg.hydra.runtime), open_dict(cfg.hydra.runtime):
             cfg.hydra.runtime.output_dir = os.path.abspath(output_dir)
         OmegaConf.set_readonly(cfg.hydra, True)
-        groups, values, _ = self.split(overrides)
         task_values = [o for o in values if not o.is_hydra_override()]
         hydra = cfg._get_node("hydra")
         holder = OmegaConf.create({}, flags={"no_deepcopy_set_nodes": True})
@@ -273,14 +274,9 @@ class Composer:
         from .app import resolved as resolve_whole
 
         groups, values, _ = self.split(overrides)
-        keys = []
-        for override in values:
-            if override.is_hydra_override():
-                continue
-            key = override.key_or_group
-            if override.is_delete() or not _PLAIN_KEY.fullmatch(key):
-                return resolve_whole(task)
-            keys.append(key)
+        keys = _task_keys(values)
+        if keys is None:
+            return resolve_whole(task)
         plan = self._plain.get((groups, tuple(keys)))
         if plan is None:
             plan = self._plan(groups, keys, task)
@@ -299,7 +295,7 @@ class Composer:
         """For the jobs of one choice of groups that override ``keys``: the groups' config as
         plain data (pickled), its constant interpolations resolved, and the paths of the
         interpolations each job resolves itself."""
-        data = OmegaConf.to_container(self.task_base(groups), resolve=False, enum_to_str=True)
+        data = pickle.loads(self._raw(groups))
         each = []
         for path in list(_interpolated(data, [])):
             if _constant(_get(data, path), data, keys, set()):
@@ -312,6 +308,35 @@ class Composer:
         plan = self._plain[(groups, tuple(keys))] = (
             pickle.dumps(data, protocol=pickle.HIGHEST_PROTOCOL), each)
         return plan
+
+    def _raw(self, groups: tuple[str, ...]) -> bytes:
+        """The groups' task config as plain data, unresolved (pickled: a fresh copy each load)."""
+        raw = self._raws.get(groups)
+        if raw is None:
+            raw = self._raws[groups] = pickle.dumps(OmegaConf.to_container(
+                self.task_base(groups), resolve=False, enum_to_str=True), protocol=pickle.HIGHEST_PROTOCOL)
+        return raw
+
+    def _job_folder(self, groups: tuple[str, ...], values: list, cfg: DictConfig, num: int) -> str:
+        """``hydra.sweep.dir``/``hydra.sweep.subdir`` of a job. The sweep folder is resolved
+        once for the jobs overriding the same keys where none of them can change it
+        (:func:`_constant`; its interpolation, ``drevt_output_dir`` of ``paths.output_root``,
+        was 1-2 ms of OmegaConf's parser per configuration), the subdir is the job's number
+        where it is Hydra's ``${hydra.job.num}``."""
+        import os
+
+        keys = _task_keys(values)
+        sweep = cfg.hydra.sweep
+        texts = (sweep._get_node("dir")._value(), sweep._get_node("subdir")._value())
+        memo = (groups, None if keys is None else tuple(keys), repr(texts[0]))
+        folder = self._folders.get(memo)
+        if folder is None:
+            folder = str(OmegaConf.select(cfg, "hydra.sweep.dir"))
+            if keys is not None and (not isinstance(texts[0], str)
+                                     or _constant(texts[0], pickle.loads(self._raw(groups)), keys, set())):
+                self._folders[memo] = folder
+        subdir = str(num) if texts[1] == "${hydra.job.num}" else str(OmegaConf.select(cfg, "hydra.sweep.subdir"))
+        return os.path.join(folder, subdir)
 
     def _task_reads_hydra(self, groups: tuple[str, ...], task_values: list) -> bool:
         """Whether a value of the task could read the ``hydra`` node through its root: an
@@ -340,8 +365,9 @@ def _interpolated(data, path: list):
 
 # Resolvers whose value is the same for every job of a sweep (their arguments aside): the
 # environment, the start folder, the data folder, a catalogue trace's or a shipped file's path.
+# drevt_output_dir: cached by OmegaConf, which every job's config shares (``copy_cache``).
 _CONSTANT_RESOLVERS = frozenset({"oc.env", "oc.decode", "drevt_cwd", "drevt_trace", "drevt_data_dir",
-                                 "drevt_version", "drevt_conf_file"})
+                                 "drevt_version", "drevt_conf_file", "drevt_output_dir"})
 _WORD = re.compile(r"([A-Za-z_][\w-]*(?:\.[A-Za-z_][\w-]*)*)(:?)")
 
 
@@ -372,6 +398,19 @@ def _constant(text: str, data: dict, keys: list[str], seen: set) -> bool:
             if not _constant(value, data, keys, seen | {word}):
                 return False
     return True
+
+
+def _task_keys(values: list) -> list[str] | None:
+    """The dotted keys a job's value overrides set in its task (not ``hydra.*``); None where
+    one deletes or is not a plain dotted key into dicts."""
+    keys = []
+    for override in values:
+        if override.is_hydra_override():
+            continue
+        if override.is_delete() or not _PLAIN_KEY.fullmatch(override.key_or_group):
+            return None
+        keys.append(override.key_or_group)
+    return keys
 
 
 def _get(data, path: list):
