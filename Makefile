@@ -60,6 +60,8 @@ report: $(STAMP) ## rebuild report.html of a finished sweep: make report SWEEP=o
 
 # MLflow 3's job runners (four Huey processes, ~1 GB) serve GenAI jobs we never submit.
 ui: export MLFLOW_SERVER_ENABLE_JOB_EXECUTION ?= false
+# ... and its usage telemetry (HTTP to a third party) is off unless you set it (README).
+ui: export MLFLOW_DISABLE_TELEMETRY ?= true
 ui: $(STAMP) ## serve the MLflow UI for the embedded store on 127.0.0.1:$(UI_PORT) and print each experiment's link
 	@$(BIN)/python -m drevt_sweep.tracking.ui --uri sqlite:///$(TRACKING_DB) --ui http://127.0.0.1:$(UI_PORT)
 	$(BIN)/mlflow ui --host 127.0.0.1 --port $(UI_PORT) --backend-store-uri sqlite:///$(TRACKING_DB)

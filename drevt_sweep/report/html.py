@@ -1287,6 +1287,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--sweep-figures-only", action="store_true",
                         help="keep the per-configuration sections but draw none of their figures")
     args = parser.parse_args(argv)
+    from ..tracking import without_telemetry
+
+    without_telemetry()
     sections = {"auto": None, "all": True, "none": False}[args.per_configuration]
     try:
         path = build_report(Path(args.sweep_dir), args.tracking_uri, log_to_mlflow=args.log_to_mlflow,

@@ -1488,7 +1488,10 @@ def main() -> None:
         _app()
         return
     install_handlers()
+    from ..tracking import without_telemetry
     from ..tracking.store import sweep_id
+
+    without_telemetry()  # (before the helper forks: it and the workers inherit it)
 
     os.environ[SWEEP_ID_ENV] = sweep_id()
     register_configs()

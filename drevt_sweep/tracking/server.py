@@ -331,8 +331,11 @@ def without_job_runners(environ) -> dict:
     """``environ`` for an ``mlflow server``/``mlflow ui`` that starts no job runners: MLflow 3
     starts four Huey consumer processes for its GenAI jobs (evaluations, prompt optimisation),
     which we never submit -- 1.3 GB of memory and ten processes against 0.3 GB and two,
-    measured with ``mlflow ui`` on a sweep's store. A value the user set is kept."""
-    return {"MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false", **environ}
+    measured with ``mlflow ui`` on a sweep's store. MLflow's telemetry is off too
+    (``tracking.without_telemetry``). A value the user set is kept."""
+    from . import without_telemetry
+
+    return without_telemetry({"MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false", **environ})
 
 
 def stop(root: Path) -> bool:
