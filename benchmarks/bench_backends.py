@@ -81,7 +81,8 @@ def _timed(cmd: list[str], cwd: Path) -> dict:
     wall = time.perf_counter() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode != 0:
-        raise SystemExit(f"{shlex.join(cmd[:6])} failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}")
+        raise SystemExit(f"{shlex.join(cmd[:6])} failed (exit {proc.returncode}):\n"
+                         f"{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}")
     return {"wall_s": round(wall, 1),
             "cpu_s": round(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime, 1),
             "stdout": proc.stdout}

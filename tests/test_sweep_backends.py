@@ -278,3 +278,20 @@ def test_an_array_task_killed_fails_its_configurations_only_and_leaves_nothing_r
     assert _running_runs(tmp_path) == []
     time.sleep(0.5)
     assert tagged_processes(tag) == []
+
+
+def test_a_ray_sweep_of_several_waves_gives_lokys_results(tmp_path):
+    """Ray starts from the sweep's main thread. Started from the first wave's thread, the
+    driver lost its connection to Ray's object store once that thread had ended, and the
+    sweep exited 1 without a word in its second wave (Ray 2.60; 200 configurations of
+    ``benchmarks/bench_backends.py``)."""
+    pytest.importorskip("ray")
+    sizes = f"system.total_nodes=range(8,{8 + FIRST_WAVE // 2 + 2})"  # 36 configurations: two waves
+    common = ("policy=fcfs,easy", sizes, "tracking.enabled=false", "parallel.n_jobs=2")
+    run_sweep(tmp_path / "ray", *common, "parallel.backend=ray")
+    run_sweep(tmp_path / "loky", *common)
+    ray_files = sorted((tmp_path / "ray" / "sweep").glob("*/seed_metrics.csv"))
+    assert len(ray_files) == 2 * (FIRST_WAVE // 2 + 2)
+    for path in ray_files:
+        twin = tmp_path / "loky" / "sweep" / path.parent.name / path.name
+        assert path.read_bytes() == twin.read_bytes(), path.parent.name

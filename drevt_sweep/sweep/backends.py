@@ -160,7 +160,9 @@ def start_in_background(backend: str, address: str | None, n_jobs: int, warm, ba
     (``warm(backfill)`` in each) in a thread, while the sweep composes and prepares its configurations (5-20 s of start-up
     otherwise paid before the first chunk runs, measured). Returns the thread to join, or None
     for Ray: ``ray.init`` from another thread starts an instance the driver then cannot reach
-    (its GCS connection times out, Ray 2.60, measured), so Ray starts at the first chunk."""
+    (its GCS connection times out, Ray 2.60, measured), or, started from a wave's thread,
+    one whose object store the driver loses once that thread has ended; the sweep engine
+    starts Ray from its main thread before the first wave (``batch._warm_workers``)."""
     import threading
 
     if backend != "dask":

@@ -463,4 +463,12 @@ def _warm_workers(config: DictConfig):
 
         return start_in_background("dask", app._backend_options(config)["address"],
                                    int(config.parallel.n_jobs), _warm_worker, backfill)
+    if app._value(config.parallel.backend) == "ray":
+        # Ray is started from this (the main) thread, not from the first wave's: the driver
+        # then lost its connection to Ray's object store once that thread had ended (the
+        # sweep exited 1 with no message during its second wave, Ray 2.60).
+        from .backends import ray_ready
+
+        ray_ready(app._backend_options(config)["address"], int(config.parallel.n_jobs))
+        return None
     return start_workers(int(config.parallel.n_jobs), app._value(config.parallel.backend), backfill)
