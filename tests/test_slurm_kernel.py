@@ -104,6 +104,31 @@ def test_slurm_kernel_recomputes_a_later_window_that_can_change_the_cycle(case):
     assert_same(jobs, jobs.actual_run_time, total, backfill="slurm", backfill_params=params)
 
 
+# A pass at which no waiting job fits in the free nodes starts nothing, and neither does any
+# pass before the next arrival or completion: the kernel skips them all (``idle`` in
+# ``slurm_steps``). 10 nodes: A (6 nodes) runs 0-100, B (6) waits behind it from 1, C (4 nodes,
+# 20 s) arrives at 2 (FCFS: the main scheduler stops at B; the cycle at 30 backfills C) or, in
+# the second case, at 20, a multifactor tick (every 10 s) while the kernel jumps over B's idle
+# passes. C must start before A ends: it does not if C's 4 nodes count as not fitting the 4
+# free ones, if the sorted queue's fewest-nodes bound is not lowered at C's arrival, or if the
+# jump goes on across a tick that brought an arrival (or, at 100, A's completion).
+IDLE_CASES = {"arrival_fits": 2.0, "arrival_at_a_tick": 20.0}
+
+
+@pytest.mark.parametrize("priority", [("fcfs", None), ("multifactor", {"calc_period": 10.0}),
+                                      ("multifactor", {"calc_period": 10.0, "fairshare": "fair_tree"}),
+                                      ("unicef", None)])
+@pytest.mark.parametrize("case", IDLE_CASES)
+def test_slurm_kernel_skips_passes_only_while_no_waiting_job_fits(case, priority):
+    jobs = make_jobs([0.0, 1.0, IDLE_CASES[case]], [6, 6, 4], [100.0, 100.0, 20.0], [100.0, 100.0, 20.0],
+                     user=["u1", "u2", "u3"], group=["g1", "g1", "g2"])
+    ref = assert_same(jobs, jobs.actual_run_time, 10, backfill="slurm", priority=priority[0],
+                      priority_params=priority[1])
+    assert ref.begin[2] < 100.0
+    if priority[0] == "fcfs":
+        assert ref.begin.tolist() == [0.0, 100.0, 30.0]
+
+
 @st.composite
 def long_jobs_short_window(draw):
     """Jobs of up to 200 s against a window of 30-180 s: reservations cut by the window end,

@@ -47,7 +47,8 @@ ST_ACTIVE = 11  # multifactor: associations with node-seconds since the last tic
 ST_STAMP = 12  # multifactor: fair-share generation (bumped at each tick)
 ST_TICK = 13  # multifactor: number of the next tick (t0 + ST_TICK * calc_period)
 ST_DUE = 14  # multifactor: 1 when a tick passed and the queue must be re-keyed
-ST_SIZE = 15
+ST_LEAST = 15  # sorted queue: no waiting job asks for fewer nodes (``_least_waiting``)
+ST_SIZE = 16
 SF_T0 = 1  # time of the first pass (NaN before it)
 SF_WAKE = 2  # the next cycle or full pass while jobs wait (SlurmBackfill.wake_at)
 SF_NEXT_BF = 3
@@ -89,6 +90,19 @@ def _next_waiting(sorted_q, tn, tl, size, qn, h):
     if sorted_q:
         return h if h < qn else -1
     return _first_waiting(tn, tl, size, h)
+
+
+@njit(cache=True, _nrt=False, inline="always")
+def _least_waiting(sorted_q, tn, wcount, least):
+    """The fewest nodes a waiting job asks for (BIG: none waits), and the sorted queue's bound
+    to keep: the root of the segment tree's node minima, or with ``sorted_q`` the first count
+    from ``least`` on with a waiting job (``wcount``: waiting jobs per node count; ``least``
+    is lowered at arrivals, raised here)."""
+    if not sorted_q:
+        return tn[1], least
+    while least < wcount.shape[0] and wcount[least] == 0:
+        least += 1
+    return (least if least < wcount.shape[0] else BIG), least
 
 
 @njit(cache=True, _nrt=False, inline="always")
@@ -239,7 +253,7 @@ def _cycle(now, free, total, limit, nodes, users, pf_, pi, begin, end, est, dur,
 @njit(cache=True, _nrt=False)
 def slurm_steps(submit, limit, nodes, dur, arrivals, rank, users, total, pf_, pi,
                 begin, end, est, job_of_rank, tn, tl, re, rj, rn, hk, hj, pt, pf, pb, ps,
-                ucount, ustamp, fs, mf, a_arr, b_arr, leaf, acct, sib, snorm, key, q, tmp,
+                ucount, ustamp, wcount, fs, mf, a_arr, b_arr, leaf, acct, sib, snorm, key, q, tmp,
                 usage, acc, runn, raw_acct, fval, fstamp, active, is_active, acct_share, ftk, fti, fplan, fstack,
                 st, sf, budget):
     """``SlurmBackfill`` in ``engine._run_events``' loop from state ``st``/``sf``, for about
@@ -275,6 +289,18 @@ def slurm_steps(submit, limit, nodes, dur, arrivals, rank, users, total, pf_, pi
     ``quiet`` (or at the first later window end), unless an event comes first, and then stand
     where the reference's tick-by-tick visits leave them (``_first_tick``). Checked bit for bit
     against the reference (which visits every tick) in ``tests/test_slurm_kernel.py``.
+
+    No waiting job fits (``idle``). A pass starts a job only if it fits in the free nodes now:
+    the main scheduler's head must, and in a cycle a job's profile is the running jobs' (free
+    nodes now, more at each release: never fewer later) minus reservations, so a start now needs
+    ``nodes <= free``. When the fewest nodes any waiting job asks for (the segment tree's root,
+    or ``wcount``'s first non-empty count for the sorted queue) exceed the free nodes, the pass
+    starts nothing, and so does every pass until an arrival (a smaller job) or a completion (more
+    free nodes): neither scheduler runs, and the clocks jump to the next event with no bound
+    (``quiet`` = inf, window ends irrelevant), across fair-share ticks too, re-ordering or not
+    (order decides who starts, not whether one fits), with any ``bf_interval``; a cycle leaves
+    nothing behind but its starts (reservations are replanned at each cycle). On KTH-SP2 with
+    Slurm's defaults 19,021 of the 80,452 computed cycles were such passes.
 
     Multifactor (``multifactor``). A fair-share tick is an event while jobs wait (the reference's
     ``dyn.next_tick``): usage is decayed and added, every waiting job's priority recomputed and
@@ -336,6 +362,7 @@ def slurm_steps(submit, limit, nodes, dur, arrivals, rank, users, total, pf_, pi
     stamp = st[ST_STAMP]
     tick_k = st[ST_TICK]
     due = st[ST_DUE] != 0
+    wleast = st[ST_LEAST]
     now = sf[SF_NOW]
     t0 = sf[SF_T0]
     wake = sf[SF_WAKE]
@@ -398,6 +425,10 @@ def slurm_steps(submit, limit, nodes, dur, arrivals, rank, users, total, pf_, pi
                     head = r
             Q += 1
             arrived = True
+            if sorted_q:
+                wcount[nodes[j]] += 1
+                if nodes[j] < wleast:
+                    wleast = nodes[j]
 
         if Q == 0:
             wake = np.inf
@@ -428,8 +459,9 @@ def slurm_steps(submit, limit, nodes, dur, arrivals, rank, users, total, pf_, pi
             _rekey_multifactor(q, Q, key, now, submit, a_arr, leaf, acct, sib, snorm, usage, raw_acct, fval,
                                fstamp, stamp, root, w_age, w_fs, max_age)
             moved = _resort(q, Q, key, rank, tmp)
-            if skipping and interval > 0 and now < wake and not (moved or arrived or completed):
-                continue  # same order, same jobs and nodes: the jump over idle cycles holds
+            if skipping and now < wake and not (arrived or completed) and (wake == np.inf or (
+                    interval > 0 and not moved)):
+                continue  # same jobs and nodes (and order, or none fits): the jump over idle cycles holds
 
         if skipping:  # both clocks pass the ticks jumped over, as the reference's visits did
             skipping = False
@@ -449,7 +481,9 @@ def slurm_steps(submit, limit, nodes, dur, arrivals, rank, users, total, pf_, pi
             full, kfull, next_full = _due(now, t0, sched, kfull)
         qn = Q  # places in the sorted queue (its started jobs are dropped after the pass)
         none_left = qn if sorted_q else size
-        if arrived or completed or full:  # the main scheduler: the prefix that fits starts
+        least, wleast = _least_waiting(sorted_q, tn, wcount, wleast)
+        idle = least > free  # no waiting job fits in the free nodes: no pass starts one before an event
+        if (arrived or completed or full) and not idle:  # the main scheduler: the prefix that fits starts
             limit_jobs = BIG if full else depth
             looked = 0
             h = head
@@ -468,9 +502,9 @@ def slurm_steps(submit, limit, nodes, dur, arrivals, rank, users, total, pf_, pi
                 Q -= 1
                 h = _next_waiting(sorted_q, tn, tl, size, qn, h + 1)
             head = h if h >= 0 else none_left
-        quiet = now
-        window_ok = False
-        if bf_due and Q > 0:
+        quiet = np.inf if idle else now
+        window_ok = idle
+        if bf_due and Q > 0 and not idle:
             st[ST_CYCLE] += 1
             waiting = Q
             free, R, H, Q, quiet, window_ok, n_active = _cycle(
@@ -483,6 +517,9 @@ def slurm_steps(submit, limit, nodes, dur, arrivals, rank, users, total, pf_, pi
                 h = _first_waiting(tn, tl, size, head)
                 head = h if h >= 0 else size
         if sorted_q and Q != qn:
+            for i in range(qn):
+                if begin[q[i]] == begin[q[i]]:  # started in this pass
+                    wcount[nodes[q[i]]] -= 1
             _compact(q, qn, begin)
             head = 0
         wake = np.inf
@@ -492,7 +529,13 @@ def slurm_steps(submit, limit, nodes, dur, arrivals, rank, users, total, pf_, pi
             if sched > 0 and next_full < wake:
                 wake = next_full
             step = interval if interval > 0 else sched  # the clock of the passes that run a cycle
-            if quiet > now and step > 0:  # jump to the first cycle that may start a job
+            if quiet == np.inf and (every_pass or step > 0):  # none fits: jump to the next event
+                if every_pass:
+                    hold = np.inf
+                else:
+                    wake = np.inf
+                    skipping = True
+            elif quiet > now and step > 0:  # jump to the first cycle that may start a job
                 k = kbf if interval > 0 else kfull
                 last = _first_tick(t0, step, k, quiet)
                 if not window_ok:  # ... or has a later window end
@@ -519,6 +562,7 @@ def slurm_steps(submit, limit, nodes, dur, arrivals, rank, users, total, pf_, pi
     st[ST_STAMP] = stamp
     st[ST_TICK] = tick_k
     st[ST_DUE] = 1 if due else 0
+    st[ST_LEAST] = wleast
     sf[SF_NOW] = now
     sf[SF_T0] = t0
     sf[SF_WAKE] = wake
