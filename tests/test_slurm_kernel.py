@@ -129,6 +129,21 @@ def test_slurm_kernel_skips_passes_only_while_no_waiting_job_fits(case, priority
         assert ref.begin.tolist() == [0.0, 100.0, 30.0]
 
 
+@pytest.mark.parametrize("priority", [("fcfs", None), ("multifactor", {"weights": {"fairshare": 0, "job_size": 0}})])
+def test_slurm_kernel_cycle_stops_after_the_last_job_that_fits(priority):
+    """A cycle stops after the last waiting job (in priority order) that fits in the free nodes:
+    none after it can start before an event. 10 nodes, A (6) runs 0-100; B (7), C (4 nodes,
+    200 s), D (6), E (1 node, 20 s) wait from 1-4. The cycle at 30 reserves B at 100, leaving 3
+    nodes from then: C fits the 4 free nodes now but not for 200 s, so it is reserved at 200;
+    E, the last job that fits the free nodes (found from the right of the segment tree, or from
+    the end of the sorted queue), starts."""
+    jobs = make_jobs([0.0, 1.0, 2.0, 3.0, 4.0], [6, 7, 4, 6, 1], [100.0, 100.0, 200.0, 100.0, 20.0],
+                     [100.0, 100.0, 200.0, 100.0, 20.0])
+    ref = assert_same(jobs, jobs.actual_run_time, 10, backfill="slurm", priority=priority[0],
+                      priority_params=priority[1])
+    assert ref.begin.tolist() == [0.0, 100.0, 200.0, 200.0, 30.0]  # (multifactor by age alone: FCFS's order)
+
+
 @st.composite
 def long_jobs_short_window(draw):
     """Jobs of up to 200 s against a window of 30-180 s: reservations cut by the window end,
