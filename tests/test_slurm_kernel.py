@@ -144,6 +144,19 @@ def test_slurm_kernel_cycle_stops_after_the_last_job_that_fits(priority):
     assert ref.begin.tolist() == [0.0, 100.0, 200.0, 200.0, 30.0]  # (multifactor by age alone: FCFS's order)
 
 
+def test_slurm_kernel_jump_ends_at_an_arrival_ahead_of_a_tested_job():
+    """While the clocks jump over cycles that start nothing, an arrival that cannot start (more
+    nodes than are free) keeps the jump only if it waits behind every job the last cycle
+    tested. SJF, 10 nodes, exact reservations (``bf_resolution=0``): A (6 nodes) runs 0-100; k (7 nodes, 60 s) and m (4 nodes, 80 s) wait.
+    The cycle at 30 reserves k at 100, so m (which would run past 100) waits for 160; the next
+    cycle that could start a job is at 120. X (5 nodes, 50 s) arrives at 40 and, shorter,
+    goes ahead of k: reserved at 100-150, it pushes k to 150, and m fits from the cycle at 60."""
+    jobs = make_jobs([0.0, 1.0, 2.0, 40.0], [6, 7, 4, 5], [100.0, 60.0, 80.0, 50.0], [100.0, 60.0, 80.0, 50.0])
+    ref = assert_same(jobs, jobs.actual_run_time, 10, backfill="slurm", priority="sjf",
+                      backfill_params={"bf_resolution": 0})
+    assert ref.begin.tolist() == [0.0, 150.0, 60.0, 100.0]
+
+
 @st.composite
 def long_jobs_short_window(draw):
     """Jobs of up to 200 s against a window of 30-180 s: reservations cut by the window end,

@@ -48,7 +48,8 @@ ST_STAMP = 12  # multifactor: fair-share generation (bumped at each tick)
 ST_TICK = 13  # multifactor: number of the next tick (t0 + ST_TICK * calc_period)
 ST_DUE = 14  # multifactor: 1 when a tick passed and the queue must be re-keyed
 ST_LEAST = 15  # sorted queue: no waiting job asks for fewer nodes (``_least_waiting``)
-ST_SIZE = 16
+ST_STOP = 16  # while the clocks jump: the last place the last pass's cycle may have tested (-1: none)
+ST_SIZE = 17
 SF_T0 = 1  # time of the first pass (NaN before it)
 SF_WAKE = 2  # the next cycle or full pass while jobs wait (SlurmBackfill.wake_at)
 SF_NEXT_BF = 3
@@ -177,7 +178,7 @@ def _cycle(now, free, total, limit, nodes, users, pf_, pi, begin, end, est, dur,
     (``order``: the job of each rank, or with ``sorted_q`` the sorted queue array, its first
     ``qn`` places; with ``fs`` (multifactor) a start is accounted to its fair-share
     association). Returns (free, running, heap, waiting,
-    quiet, window_ok, active associations): when it started nothing, ``quiet`` is the time
+    quiet, window_ok, active associations, the last place it may have tested): when it started nothing, ``quiet`` is the time
     before which a cycle in the same state starts nothing either (``slurm_steps`` says why),
     else ``now``; ``window_ok`` whether that holds across window ends later than this one's."""
     size = tn.shape[0] // 2
@@ -185,7 +186,7 @@ def _cycle(now, free, total, limit, nodes, users, pf_, pi, begin, end, est, dur,
     res = pf_[P_RES]
     window_end = _window_end(now, window, res)
     if window_end <= now:
-        return free, R, H, Q, now, False, n_active  # "Now after current backfill window": no cycle
+        return free, R, H, Q, now, False, n_active, -1  # "Now after current backfill window": no cycle
     # the profile: releases before the window end (overdue jobs right after now), all nodes
     # free from the window end on
     soon = np.nextafter(now, np.inf)
@@ -267,7 +268,7 @@ def _cycle(now, free, total, limit, nodes, users, pf_, pi, begin, end, est, dur,
             window_ok = window_ok and level - beyond_of >= nj  # the jobs before it leave room
             beyond_of += nj
         window_ok = window_ok and not (cap > 0 and beyond)  # (counted after one a later window may add)
-    return free, R, H, Q, quiet, window_ok, n_active
+    return free, R, H, Q, quiet, window_ok, n_active, last
 
 
 @njit(cache=True, _nrt=False)
@@ -324,7 +325,14 @@ def slurm_steps(submit, limit, nodes, dur, arrivals, rank, users, total, pf_, pi
     a cycle stops after the last waiting job that fits in the free nodes (``_last_fitting``,
     found again after each start): the jobs after it start nothing before an event, and the
     jobs before it do not depend on them, so ``quiet`` and ``window_ok`` over the jobs it
-    tested are what the argument above needs.
+    tested are what the argument above needs. And an arrival need not end a jump: a job that
+    asks for more nodes than are free and waits after the last place the last cycle may have
+    tested (``stop_at``: its last fitting job; -1 after an idle pass) starts nothing before an
+    event and changes no tested job's profile; the main scheduler at its arrival starts nothing
+    either (the head was tested and did not start, so it does not fit). So the jump goes on
+    (with ``bf_interval > 0``, or when idle: with ``bf_interval=0`` a cycle runs at the arrival,
+    at a window end the jump's target was not chosen for). Places in the sorted queue shift when
+    the pass's starts are dropped: ``stop_at`` moves with them.
 
     Multifactor (``multifactor``). A fair-share tick is an event while jobs wait (the reference's
     ``dyn.next_tick``): usage is decayed and added, every waiting job's priority recomputed and
@@ -387,6 +395,7 @@ def slurm_steps(submit, limit, nodes, dur, arrivals, rank, users, total, pf_, pi
     tick_k = st[ST_TICK]
     due = st[ST_DUE] != 0
     wleast = st[ST_LEAST]
+    stop_at = st[ST_STOP]
     now = sf[SF_NOW]
     t0 = sf[SF_T0]
     wake = sf[SF_WAKE]
@@ -429,6 +438,7 @@ def slurm_steps(submit, limit, nodes, dur, arrivals, rank, users, total, pf_, pi
 
         # 2. arrivals
         arrived = False
+        behind = True  # every arrival needs more nodes than are free and waits after ``stop_at``
         while a < n_arr and submit[arrivals[a]] <= now:
             j = arrivals[a]
             a += 1
@@ -441,14 +451,17 @@ def slurm_steps(submit, limit, nodes, dur, arrivals, rank, users, total, pf_, pi
                                fstamp, ftk[0], ftk[1], fti[0], fti[1], fti[2])
                 key[j] = _multifactor_key(now, j, submit, a_arr, leaf, acct, sib, snorm, usage, raw_acct, fval,
                                           fstamp, stamp, root, w_age, w_fs, max_age)
-                _insert_sorted(q, Q, j, key, rank)
+                if _insert_sorted(q, Q, j, key, rank) <= stop_at:
+                    behind = False
             else:
                 r = rank[j]
+                behind = behind and r > stop_at
                 _seg_set(tn, tl, r + size, nodes[j], limit[j])
                 if r < head:
                     head = r
             Q += 1
             arrived = True
+            behind = behind and nodes[j] > free
             if sorted_q:
                 wcount[nodes[j]] += 1
                 if nodes[j] < wleast:
@@ -483,9 +496,12 @@ def slurm_steps(submit, limit, nodes, dur, arrivals, rank, users, total, pf_, pi
             _rekey_multifactor(q, Q, key, now, submit, a_arr, leaf, acct, sib, snorm, usage, raw_acct, fval,
                                fstamp, stamp, root, w_age, w_fs, max_age)
             moved = _resort(q, Q, key, rank, tmp)
-            if skipping and now < wake and not (arrived or completed) and (wake == np.inf or (
+            if skipping and now < wake and not completed and (behind or not arrived) and (wake == np.inf or (
                     interval > 0 and not moved)):
                 continue  # same jobs and nodes (and order, or none fits): the jump over idle cycles holds
+        elif skipping and arrived and behind and now < wake and not (completed or every_pass) and (
+                wake == np.inf or interval > 0):
+            continue  # the jobs that arrived start nothing and change no tested job's place: it holds
 
         if skipping:  # both clocks pass the ticks jumped over, as the reference's visits did
             skipping = False
@@ -528,10 +544,11 @@ def slurm_steps(submit, limit, nodes, dur, arrivals, rank, users, total, pf_, pi
             head = h if h >= 0 else none_left
         quiet = np.inf if idle else now
         window_ok = idle
+        stop_at = -1
         if bf_due and Q > 0 and not idle:
             st[ST_CYCLE] += 1
             waiting = Q
-            free, R, H, Q, quiet, window_ok, n_active = _cycle(
+            free, R, H, Q, quiet, window_ok, n_active, stop_at = _cycle(
                 now, free, total, limit, nodes, users, pf_, pi, begin, end, est, dur, order, tn, tl,
                 re, rj, rn, R, hk, hj, H, Q, pt, pf, pb, ps, ucount, ustamp, st[ST_CYCLE],
                 sorted_q, head, qn, multifactor, leaf, runn, acc, active, is_active, n_active, next_tick)
@@ -541,9 +558,13 @@ def slurm_steps(submit, limit, nodes, dur, arrivals, rank, users, total, pf_, pi
                 h = _first_waiting(tn, tl, size, head)
                 head = h if h >= 0 else size
         if sorted_q and Q != qn:
+            shift = 0
             for i in range(qn):
                 if begin[q[i]] == begin[q[i]]:  # started in this pass
                     wcount[nodes[q[i]]] -= 1
+                    if i <= stop_at:
+                        shift += 1
+            stop_at -= shift  # (a place in the queue without them)
             _compact(q, qn, begin)
             head = 0
         wake = np.inf
@@ -587,6 +608,7 @@ def slurm_steps(submit, limit, nodes, dur, arrivals, rank, users, total, pf_, pi
     st[ST_TICK] = tick_k
     st[ST_DUE] = 1 if due else 0
     st[ST_LEAST] = wleast
+    st[ST_STOP] = stop_at
     sf[SF_NOW] = now
     sf[SF_T0] = t0
     sf[SF_WAKE] = wake
