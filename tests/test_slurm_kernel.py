@@ -104,6 +104,59 @@ def test_slurm_kernel_recomputes_a_later_window_that_can_change_the_cycle(case):
     assert_same(jobs, jobs.actual_run_time, total, backfill="slurm", backfill_params=params)
 
 
+# A pass at which no waiting job fits in the free nodes starts nothing, and neither does any
+# pass before the next arrival or completion: the kernel skips them all (``idle`` in
+# ``slurm_steps``). 10 nodes: A (6 nodes) runs 0-100, B (6) waits behind it from 1, C (4 nodes,
+# 20 s) arrives at 2 (FCFS: the main scheduler stops at B; the cycle at 30 backfills C) or, in
+# the second case, at 20, a multifactor tick (every 10 s) while the kernel jumps over B's idle
+# passes. C must start before A ends: it does not if C's 4 nodes count as not fitting the 4
+# free ones, if the sorted queue's fewest-nodes bound is not lowered at C's arrival, or if the
+# jump goes on across a tick that brought an arrival (or, at 100, A's completion).
+IDLE_CASES = {"arrival_fits": 2.0, "arrival_at_a_tick": 20.0}
+
+
+@pytest.mark.parametrize("priority", [("fcfs", None), ("multifactor", {"calc_period": 10.0}),
+                                      ("multifactor", {"calc_period": 10.0, "fairshare": "fair_tree"}),
+                                      ("unicef", None)])
+@pytest.mark.parametrize("case", IDLE_CASES)
+def test_slurm_kernel_skips_passes_only_while_no_waiting_job_fits(case, priority):
+    jobs = make_jobs([0.0, 1.0, IDLE_CASES[case]], [6, 6, 4], [100.0, 100.0, 20.0], [100.0, 100.0, 20.0],
+                     user=["u1", "u2", "u3"], group=["g1", "g1", "g2"])
+    ref = assert_same(jobs, jobs.actual_run_time, 10, backfill="slurm", priority=priority[0],
+                      priority_params=priority[1])
+    assert ref.begin[2] < 100.0
+    if priority[0] == "fcfs":
+        assert ref.begin.tolist() == [0.0, 100.0, 30.0]
+
+
+@pytest.mark.parametrize("priority", [("fcfs", None), ("multifactor", {"weights": {"fairshare": 0, "job_size": 0}})])
+def test_slurm_kernel_cycle_stops_after_the_last_job_that_fits(priority):
+    """A cycle stops after the last waiting job (in priority order) that fits in the free nodes:
+    none after it can start before an event. 10 nodes, A (6) runs 0-100; B (7), C (4 nodes,
+    200 s), D (6), E (1 node, 20 s) wait from 1-4. The cycle at 30 reserves B at 100, leaving 3
+    nodes from then: C fits the 4 free nodes now but not for 200 s, so it is reserved at 200;
+    E, the last job that fits the free nodes (found from the right of the segment tree, or from
+    the end of the sorted queue), starts."""
+    jobs = make_jobs([0.0, 1.0, 2.0, 3.0, 4.0], [6, 7, 4, 6, 1], [100.0, 100.0, 200.0, 100.0, 20.0],
+                     [100.0, 100.0, 200.0, 100.0, 20.0])
+    ref = assert_same(jobs, jobs.actual_run_time, 10, backfill="slurm", priority=priority[0],
+                      priority_params=priority[1])
+    assert ref.begin.tolist() == [0.0, 100.0, 200.0, 200.0, 30.0]  # (multifactor by age alone: FCFS's order)
+
+
+def test_slurm_kernel_jump_ends_at_an_arrival_ahead_of_a_tested_job():
+    """While the clocks jump over cycles that start nothing, an arrival that cannot start (more
+    nodes than are free) keeps the jump only if it waits behind every job the last cycle
+    tested. SJF, 10 nodes, exact reservations (``bf_resolution=0``): A (6 nodes) runs 0-100; k (7 nodes, 60 s) and m (4 nodes, 80 s) wait.
+    The cycle at 30 reserves k at 100, so m (which would run past 100) waits for 160; the next
+    cycle that could start a job is at 120. X (5 nodes, 50 s) arrives at 40 and, shorter,
+    goes ahead of k: reserved at 100-150, it pushes k to 150, and m fits from the cycle at 60."""
+    jobs = make_jobs([0.0, 1.0, 2.0, 40.0], [6, 7, 4, 5], [100.0, 60.0, 80.0, 50.0], [100.0, 60.0, 80.0, 50.0])
+    ref = assert_same(jobs, jobs.actual_run_time, 10, backfill="slurm", priority="sjf",
+                      backfill_params={"bf_resolution": 0})
+    assert ref.begin.tolist() == [0.0, 150.0, 60.0, 100.0]
+
+
 @st.composite
 def long_jobs_short_window(draw):
     """Jobs of up to 200 s against a window of 30-180 s: reservations cut by the window end,

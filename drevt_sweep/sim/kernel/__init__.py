@@ -411,6 +411,7 @@ def run_slurm(*, submit, limit, nodes, dur, rejected, rank, total, users, backfi
         np.full(2 * size, kernels.BIG, np.int64), np.full(2 * size, np.inf), *_running_arrays(rmax),
         *kernels.profile_arrays(cap, int(total)),
         np.zeros(n_users, np.int64), np.zeros(n_users, np.int64),  # per-user tested count, its cycle stamp
+        np.zeros(int(total) + 1 if fs else 1, np.int64),  # sorted queue: waiting jobs per node count
         fs, mf, *multifactor,
     )
     st = np.zeros(max(kernels.ST_SIZE, sk.ST_SIZE), np.int64)
