@@ -32,8 +32,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ._kernels import (BIG, MODE_EASY, MODE_EASY_DREVT, MODE_NONE, SF_NOW, ST_HEAD, _before_shadow, _finish_next,
-                       _heap_pop, _heap_push, _load_counts, _next_event, _run_insert, _store_counts)
+from ._kernels import (BIG, EV_NEXT, MODE_EASY, MODE_EASY_DREVT, MODE_NONE, SF_NOW, ST_HEAD, _arrival,
+                       _before_shadow, _enqueue_arrivals, _finish_next, _heap_pop, _heap_push, _launch,
+                       _load_counts, _right_of, _slice_event, _store_counts)
 
 MODES = {"none": 0, "easy": 1, "easy_drevt": 2}
 
@@ -66,11 +67,9 @@ def _next(tc, size, p, maxc, maxg, maxm, tg, tm, tl, now, latest):
                 return i - size
             i = 2 * i
         else:
-            while i & 1:
-                i >>= 1
+            i = _right_of(i)
             if i == 0:
                 return -1
-            i += 1
 
 
 @njit(cache=True, _nrt=False)
@@ -129,32 +128,19 @@ def shared_queue_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, m
     _, R, H, Q, a, done = _load_counts(st)
     head = st[ST_HEAD]
     now = sf[SF_NOW]
-    n_arr = arrivals.shape[0]
-    status = 0
-    events = 0
-    while a < n_arr or H > 0:
-        if events >= budget:
-            status = 1
+    while True:
+        status, now, budget = _slice_event(submit, arrivals, a, hk, H, now, budget)
+        if status != EV_NEXT:
             break
-        events += 1
-        now = _next_event(submit, arrivals, a, hk, H)
         while H > 0 and hk[0] <= now:
             j, H, R = _finish_next(hk, hj, H, re, rj, rn, R, est)
             _give_back(j, fc, fg, fm, node_start, node_list, cores, gpus, mem)
             done += 1
-        while a < n_arr and submit[arrivals[a]] <= now:
-            j = arrivals[a]
-            a += 1
-            r = rank[j]
-            leaf = r + size
-            tc[leaf] = cores[j]
-            tg[leaf] = gpus[j]
-            tm[leaf] = mem[j]
-            tl[leaf] = limit[j]
-            _update(tc, tg, tm, tl, leaf)
-            Q += 1
-            if r < head:
-                head = r
+        while True:
+            j, a, Q, head = _arrival(submit, arrivals, a, now, rank, Q, head)
+            if j < 0:
+                break
+            _set(tc, tg, tm, tl, rank[j] + size, cores[j], gpus[j], mem[j], limit[j])
         if Q == 0:
             continue
 
@@ -164,10 +150,8 @@ def shared_queue_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, m
             j = job_of_rank[h]
             if not _first_fit(fc, fg, fm, nodes[j], cores[j], gpus[j], mem[j], pick):
                 break
-            _start(j, now, pick, nodes, cores, gpus, mem, dur, limit, fc, fg, fm, begin, end, est,
-                   node_start, node_list)
-            R = _run_insert(re, rj, rn, R, est[j], j, 0)
-            H = _heap_push(hk, hj, H, end[j], j)
+            _take(j, pick, nodes, cores, gpus, mem, fc, fg, fm, node_start, node_list)
+            R, H = _launch(j, now, now + limit[j], begin, end, est, dur, nodes, re, rj, rn, R, hk, hj, H)
             Q -= 1
             _clear(tc, tg, tm, tl, h + size)
             h = _next(tc, size, h + 1, BIG, BIG, BIG, tg, tm, tl, now, np.inf)
@@ -234,10 +218,8 @@ def shared_queue_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, m
             else:
                 c += 1
                 continue
-            _start(j, now, pick, nodes, cores, gpus, mem, dur, limit, fc, fg, fm, begin, end, est,
-                   node_start, node_list)
-            R = _run_insert(re, rj, rn, R, est[j], j, 0)
-            H = _heap_push(hk, hj, H, end[j], j)
+            _take(j, pick, nodes, cores, gpus, mem, fc, fg, fm, node_start, node_list)
+            R, H = _launch(j, now, now + limit[j], begin, end, est, dur, nodes, re, rj, rn, R, hk, hj, H)
             Q -= 1
             _clear(tc, tg, tm, tl, c + size)
             maxc, maxg, maxm = _maxima(fc, fg, fm)
@@ -259,6 +241,16 @@ def _give_back(j, fc, fg, fm, node_start, node_list, cores, gpus, mem):
 
 
 @njit(cache=True, _nrt=False)
+def _set(tc, tg, tm, tl, leaf, c, g, m, lim):
+    """A job asking for (c, g, m) per node with time limit ``lim`` waits at ``leaf``."""
+    tc[leaf] = c
+    tg[leaf] = g
+    tm[leaf] = m
+    tl[leaf] = lim
+    _update(tc, tg, tm, tl, leaf)
+
+
+@njit(cache=True, _nrt=False)
 def _clear(tc, tg, tm, tl, leaf):
     tc[leaf] = BIG
     tg[leaf] = BIG
@@ -268,11 +260,8 @@ def _clear(tc, tg, tm, tl, leaf):
 
 
 @njit(cache=True, _nrt=False)
-def _start(j, now, pick, nodes, cores, gpus, mem, dur, limit, fc, fg, fm, begin, end, est,
-           node_start, node_list):
-    begin[j] = now
-    end[j] = now + dur[j]
-    est[j] = now + limit[j]
+def _take(j, pick, nodes, cores, gpus, mem, fc, fg, fm, node_start, node_list):
+    """Job j's cores, GPUs and memory taken from the nodes pick[:nodes[j]], which become its node list."""
     s = node_start[j]
     for x in range(nodes[j]):
         i = pick[x]
@@ -283,31 +272,38 @@ def _start(j, now, pick, nodes, cores, gpus, mem, dur, limit, fc, fg, fm, begin,
 
 
 @njit(cache=True, _nrt=False)
-def _enqueue(q, Q, rank, j):
-    """Job j into the waiting jobs q[:Q], kept in priority order; the new count."""
-    r = rank[j]
-    p = Q
-    while p > 0 and rank[q[p - 1]] > r:
-        q[p] = q[p - 1]
-        p -= 1
-    q[p] = j
-    return Q + 1
-
-
-@njit(cache=True, _nrt=False)
-def _begin(j, now, node_start, node_list, cores, gpus, mem, dur, limit, fc, fg, fm, begin, end, est):
-    """Job j starts now on its reserved nodes; False if one of them lacks room (over-commit)."""
-    for y in range(node_start[j], node_start[j + 1]):
-        i = node_list[y]
-        if fc[i] < cores[j] or fg[i] < gpus[j] or fm[i] < mem[j]:
-            return False
-        fc[i] -= cores[j]
-        fg[i] -= gpus[j]
-        fm[i] -= mem[j]
-    begin[j] = now
-    end[j] = now + dur[j]
-    est[j] = now + limit[j]
-    return True
+def _start_due(q, Q, res, now, node_start, node_list, cores, gpus, mem, fc, fg, fm, begin, end, est, dur, limit,
+               nodes, re, rj, rn, R, hk, hj, H, running):
+    """Start every waiting job whose reservation is now, in priority order, on its reserved
+    nodes; the others stay in ``q``, in order. ``running``: the started jobs join the running
+    jobs ``re``/``rj``/``rn`` too (the timelines driver; the profile driver keeps none and
+    passes its heap arrays there, untouched). Returns (waiting, running, heap, started), or
+    started -1 if a reserved node lacks room (an over-committed plan; the reference raises)."""
+    w = 0
+    started = 0
+    for x in range(Q):
+        j = q[x]
+        if res[j] != now:
+            q[w] = j
+            w += 1
+            continue
+        for y in range(node_start[j], node_start[j + 1]):
+            i = node_list[y]
+            if fc[i] < cores[j] or fg[i] < gpus[j] or fm[i] < mem[j]:
+                return Q, R, H, -1
+            fc[i] -= cores[j]
+            fg[i] -= gpus[j]
+            fm[i] -= mem[j]
+        if running:
+            R, H = _launch(j, now, now + limit[j], begin, end, est, dur, nodes, re, rj, rn, R, hk, hj, H)
+        else:
+            begin[j] = now
+            end[j] = now + dur[j]
+            est[j] = now + limit[j]
+            H = _heap_push(hk, hj, H, end[j], j)
+        res[j] = np.nan
+        started += 1
+    return w, R, H, started
 
 
 def run_shared(submit, limit, nodes, dur, rank, request, machine, backfill, enforce_limits=True, progress=None):
@@ -352,8 +348,6 @@ def _run_conservative_profile(args, machine, progress):
     """conservative with limits enforced: the arrays of ``shared_conservative_profile_steps``
     allocated here, the driver called in slices; the profiles and the growth log it grew
     inside a slice replace the old ones before the next."""
-    from . import _kernels as kernels, _run_slices
-
     submit, limit, nodes = args[:3]
     n = int(submit.shape[0])
     n_nodes, cap_c, cap_g, cap_m = (int(x) for x in machine)
@@ -376,19 +370,10 @@ def _run_conservative_profile(args, machine, progress):
     profile = [np.full((n_nodes, 32), -np.inf), np.full((n_nodes, 32), cap_c, np.int64),  # grown by the driver
                np.full((n_nodes, 32), cap_g, np.int64), np.full((n_nodes, 32), cap_m, np.int64)]
     log = [np.empty(256, np.int64), np.empty(256), np.empty(256), *(np.empty(256, np.int64) for _ in range(5))]
-    fixed = (*args, *per_job, node_start, node_list, *free, *scratch, *failed, *growth, *queues)
     breaks = np.ones(n_nodes, np.int64)  # breakpoints per node's profile
-
-    def step(*state_st_sf_budget):
-        status, *grown = shared_conservative_profile_steps(*fixed, *profile, breaks, *log, *state_st_sf_budget)
-        profile[:] = grown[:4]
-        log[:] = grown[4:]
-        return status
-
-    st = np.zeros(kernels.ST_SIZE, np.int64)
-    sf = np.zeros(kernels.SF_SIZE)
-    _run_slices(kernels, step, (), st, sf, progress, _CONSERVATIVE_ERRORS,
-                "shared-node kernel stalled with {left} job(s) waiting")
+    fixed = (*args, *per_job, node_start, node_list, *free, *scratch, *failed, *growth, *queues, breaks)
+    _drive(_keeping_grown(shared_conservative_profile_steps, fixed, profile + log), (), progress,
+           _CONSERVATIVE_ERRORS)
     return per_job[0], per_job[1], node_start, node_list
 
 
@@ -397,8 +382,6 @@ def _run_conservative_timelines(args, machine, enforce, progress):
     tests' check of the kept plan): the arrays of ``shared_conservative_steps`` allocated here,
     the driver called in slices; the timelines it grew inside a slice replace the old ones
     before the next."""
-    from . import _kernels as kernels, _run_slices
-
     submit, limit, nodes = args[:3]
     n = int(submit.shape[0])
     n_nodes, cap_c, cap_g, cap_m = (int(x) for x in machine)
@@ -414,24 +397,13 @@ def _run_conservative_timelines(args, machine, enforce, progress):
              np.zeros(n_nodes, np.int64),  # intervals per node
              np.empty(n + 16))  # every interval's end, sorted: one per job (running, reserved or just ended)
     timelines = [np.empty((n_nodes, 16)), np.empty((n_nodes, 16)), np.empty((n_nodes, 16), np.int64)]
-
-    def step(*state_st_sf_budget):
-        status, *grown = shared_conservative_steps(*fixed, *timelines, *state_st_sf_budget)
-        timelines[:] = grown
-        return status
-
-    st = np.zeros(kernels.ST_SIZE, np.int64)
-    sf = np.zeros(kernels.SF_SIZE)
-    _run_slices(kernels, step, (), st, sf, progress, _CONSERVATIVE_ERRORS,
-                "shared-node kernel stalled with {left} job(s) waiting")
+    _drive(_keeping_grown(shared_conservative_steps, fixed, timelines), (), progress, _CONSERVATIVE_ERRORS)
     return per_job[0], per_job[1], node_start, node_list
 
 
 def _run_queue(args, machine, mode, progress):
     """none / easy / easy_drevt: every array of ``shared_queue_steps`` allocated here, the
     driver called in slices."""
-    from . import _kernels as kernels, _run_slices
-
     submit, limit, nodes, dur, arrivals, rank = args[:6]
     n = int(submit.shape[0])
     n_nodes, cap_c, cap_g, cap_m = (int(x) for x in machine)
@@ -451,13 +423,35 @@ def _run_queue(args, machine, mode, progress):
                np.empty(rmax), np.empty(rmax, np.int64))  # completion heap (real end, job)
     state = (*args, np.int64(mode), begin, end, est, node_start, node_list, job_of_rank, *tree, *free, *at_shadow,
              np.empty(n_nodes, np.int64), *running)
+    _drive(shared_queue_steps, state, progress, {-3: "the head job never fits its partition (shared-node kernel)"},
+           head=size)
+    return begin, end, node_start, node_list
+
+
+def _drive(step, state, progress, errors, head=0):
+    """``step(*state, st, sf, budget)`` from the initial state in slices (``kernel._run_slices``:
+    ``progress`` and Ctrl-C between them, a failure status raised with its message in
+    ``errors``); ``head``: the queue driver's ``st[ST_HEAD]`` (the conservative drivers' slot
+    there starts at 0 too)."""
+    from . import _kernels as kernels, _run_slices
+
     st = np.zeros(kernels.ST_SIZE, np.int64)
     sf = np.zeros(kernels.SF_SIZE)
-    st[kernels.ST_HEAD] = size
-    _run_slices(kernels, shared_queue_steps, state, st, sf, progress,
-                {-3: "the head job never fits its partition (shared-node kernel)"},
+    st[kernels.ST_HEAD] = head
+    _run_slices(kernels, step, state, st, sf, progress, errors,
                 "shared-node kernel stalled with {left} job(s) waiting")
-    return begin, end, node_start, node_list
+
+
+def _keeping_grown(driver, fixed, grown):
+    """A conservative driver as a step of :func:`_drive`: called with the ``fixed`` arrays, then
+    the arrays it may grow inside a slice (the list ``grown``), then the state; the ones it
+    returns beside its status replace them before the next slice."""
+    def step(*state_st_sf_budget):
+        status, *new = driver(*fixed, *grown, *state_st_sf_budget)
+        grown[:] = new
+        return status
+
+    return step
 
 
 # --- conservative: per-node timelines of intervals ------------------------------------------
@@ -570,15 +564,10 @@ def shared_conservative_steps(submit, limit, nodes, dur, arrivals, rank, cores, 
     E = st[CT_ENDS]
     stale = st[CT_STALE] != 0
     now = sf[SF_NOW]
-    status = 0
-    events = 0
-    n_arr = arrivals.shape[0]
-    while a < n_arr or H > 0:
-        if events >= budget:
-            status = 1
+    while True:
+        status, now, budget = _slice_event(submit, arrivals, a, hk, H, now, budget)
+        if status != EV_NEXT:
             break
-        events += 1
-        now = _next_event(submit, arrivals, a, hk, H)
         freed_early = False
         while H > 0 and hk[0] <= now:
             j, H, R = _finish_next(hk, hj, H, re, rj, rn, R, est)
@@ -587,9 +576,7 @@ def shared_conservative_steps(submit, limit, nodes, dur, arrivals, rank, cores, 
             if end[j] < est[j]:
                 freed_early = True
                 stale = True  # its interval outlives it: the timelines need rebuilding
-        while a < n_arr and submit[arrivals[a]] <= now:
-            Q = _enqueue(q, Q, rank, arrivals[a])
-            a += 1
+        Q, a = _enqueue_arrivals(q, Q, rank, submit, arrivals, a, now)
         if Q == 0:
             continue
 
@@ -656,22 +643,11 @@ def shared_conservative_steps(submit, limit, nodes, dur, arrivals, rank, cores, 
                 if not (replan and moved):
                     break
 
-        # start every job whose reservation is now, in priority order, on its nodes
-        w = 0
-        for x in range(Q):
-            j = q[x]
-            if res[j] == now:
-                if not _begin(j, now, node_start, node_list, cores, gpus, mem, dur, limit, fc, fg, fm,
-                              begin, end, est):
-                    return -2, ts, te, tj
-                R = _run_insert(re, rj, rn, R, est[j], j, 0)
-                H = _heap_push(hk, hj, H, end[j], j)
-                res[j] = np.nan
-                n_res -= 1
-            else:
-                q[w] = j
-                w += 1
-        Q = w
+        Q, R, H, started = _start_due(q, Q, res, now, node_start, node_list, cores, gpus, mem, fc, fg, fm,
+                                      begin, end, est, dur, limit, nodes, re, rj, rn, R, hk, hj, H, True)
+        if started < 0:
+            return -2, ts, te, tj
+        n_res -= started
     _store_counts(st, 0, R, H, Q, a, done)
     st[CT_NRES] = n_res
     st[CT_ENDS] = E
@@ -1046,6 +1022,49 @@ def _log_grow(LN, L0, L1, LP, LV, LC, LG, LM):
     return nn, n0, n1, npp, nv, nc, ng, nm
 
 
+@njit(cache=True, inline="always")
+def _take_room(PT, PC, PG, PM, PB, i, now, s, e, c, g, m, sign):
+    """``_prof_take`` on node i once it has room for two more breakpoints (the profiles grown
+    if need be); returns the profiles."""
+    while not _room(PT, PC, PG, PM, PB, i, now):
+        PT, PC, PG, PM = _prof_grow(PT, PC, PG, PM)
+    _prof_take(PT, PC, PG, PM, PB, i, s, e, c, g, m, sign)
+    return PT, PC, PG, PM
+
+
+@njit(cache=True, inline="always")
+def _grew(PT, PC, PG, PM, PB, AGG, AGR, version, gcount, LN, L0, L1, LP, LV, LC, LG, LM, Lc, i, now, g0, g1):
+    """Node i's free resources grew on [g0, g1) (from ``now`` on): its version and growth count
+    go up, the bounds of :func:`_note_growth` take it in, and the log gets an entry (grown if
+    full). Returns the log and its count."""
+    version[i] += 1
+    gcount[i] += 1
+    _note_growth(PT, PC, PG, PM, PB, i, now, g1, AGG, AGR)
+    Lc2 = _log_add(LN, L0, L1, LP, Lc, i, g0, g1)
+    if Lc2 < 0:
+        LN, L0, L1, LP, LV, LC, LG, LM = _log_grow(LN, L0, L1, LP, LV, LC, LG, LM)
+        Lc2 = _log_add(LN, L0, L1, LP, LN.shape[0] // 2, i, g0, g1)
+    return LN, L0, L1, LP, LV, LC, LG, LM, Lc2
+
+
+@njit(cache=True, inline="always")
+def _stamp(j, seq, stamp, own_g, gcount, node_list, node_start, nodes):
+    """Job j is placed (or known to stay) on the plan as the log stands at ``seq``: the
+    growths before it, and those of its own nodes (their count summed), need not be looked at
+    again for it."""
+    stamp[j] = seq
+    own_g[j] = _grown_sum(gcount, node_list, node_start[j], nodes[j])
+
+
+@njit(cache=True, inline="always")
+def _size_class(c):
+    """q with 2**q <= c < 2**(q + 1) (c >= 1): the run bounds' size class of c cores."""
+    q = 0
+    while (2 << q) <= c:
+        q += 1
+    return q
+
+
 @njit(cache=True)
 def _grown_sum(gcount, node_list, first, k):
     t = 0
@@ -1068,7 +1087,7 @@ def shared_conservative_profile_steps(submit, limit, nodes, dur, arrivals, rank,
                                       begin, end, est, res, stamp, node_start, node_list, fc, fg, fm,
                                       pick, old_nodes, E, mark, seen, reach, fail_p, fail_v, fail_c, fail_g,
                                       fail_m, fail_l, fail_h, gcount, own_g, AGG, AGR, run_p, run_v, run_r,
-                                      run_w, version, hk, hj, q, PT, PC, PG, PM, PB,
+                                      run_w, version, hk, hj, q, PB, PT, PC, PG, PM,
                                       LN, L0, L1, LP, LV, LC, LG, LM, st, sf, budget):
     """``sim.shared._Conservative`` with limits enforced, on a plan kept between passes (see
     the comment above ``_seg``): the reference's rounds, in which a reserved job is placed
@@ -1090,15 +1109,10 @@ def shared_conservative_profile_steps(submit, limit, nodes, dur, arrivals, rank,
     visit = st[CP_VISIT]
     pass_no = st[CP_PASS]
     now = sf[SF_NOW]
-    status = 0
-    events = 0
-    n_arr = arrivals.shape[0]
-    while a < n_arr or H > 0:
-        if events >= budget:
-            status = 1
+    while True:
+        status, now, budget = _slice_event(submit, arrivals, a, hk, H, now, budget)
+        if status != EV_NEXT:
             break
-        events += 1
-        now = _next_event(submit, arrivals, a, hk, H)
         freed_early = False
         while H > 0 and hk[0] <= now:
             j = hj[0]
@@ -1109,19 +1123,10 @@ def shared_conservative_profile_steps(submit, limit, nodes, dur, arrivals, rank,
                 freed_early = True
                 for y in range(node_start[j], node_start[j + 1]):
                     i = node_list[y]
-                    while not _room(PT, PC, PG, PM, PB, i, now):
-                        PT, PC, PG, PM = _prof_grow(PT, PC, PG, PM)
-                    _prof_take(PT, PC, PG, PM, PB, i, now, est[j], cores[j], gpus[j], mem[j], -1)
-                    version[i] += 1
-                    gcount[i] += 1
-                    _note_growth(PT, PC, PG, PM, PB, i, now, est[j], AGG, AGR)
-                    Lc = _log_add(LN, L0, L1, LP, Lc, i, now, est[j])
-                    if Lc < 0:
-                        LN, L0, L1, LP, LV, LC, LG, LM = _log_grow(LN, L0, L1, LP, LV, LC, LG, LM)
-                        Lc = _log_add(LN, L0, L1, LP, LN.shape[0] // 2, i, now, est[j])
-        while a < n_arr and submit[arrivals[a]] <= now:
-            Q = _enqueue(q, Q, rank, arrivals[a])
-            a += 1
+                    PT, PC, PG, PM = _take_room(PT, PC, PG, PM, PB, i, now, now, est[j], cores[j], gpus[j], mem[j], -1)
+                    LN, L0, L1, LP, LV, LC, LG, LM, Lc = _grew(PT, PC, PG, PM, PB, AGG, AGR, version, gcount, LN, L0,
+                                                               L1, LP, LV, LC, LG, LM, Lc, i, now, now, est[j])
+        Q, a = _enqueue_arrivals(q, Q, rank, submit, arrivals, a, now)
         if Q == 0:
             continue
 
@@ -1166,14 +1171,11 @@ def shared_conservative_profile_steps(submit, limit, nodes, dur, arrivals, rank,
                         for y in range(k):
                             node_list[node_start[j] + y] = pick[y]
                             i = pick[y]
-                            while not _room(PT, PC, PG, PM, PB, i, now):
-                                PT, PC, PG, PM = _prof_grow(PT, PC, PG, PM)
-                            _prof_take(PT, PC, PG, PM, PB, i, start, start + lim, c, g, m, 1)
+                            PT, PC, PG, PM = _take_room(PT, PC, PG, PM, PB, i, now, start, start + lim, c, g, m, 1)
                             version[i] += 1
                         res[j] = start
                         n_res += 1
-                        stamp[j] = base + Lc
-                        own_g[j] = _grown_sum(gcount, node_list, node_start[j], nodes[j])
+                        _stamp(j, base + Lc, stamp, own_g, gcount, node_list, node_start, nodes)
                         continue
                     if not replan:
                         continue
@@ -1181,16 +1183,12 @@ def shared_conservative_profile_steps(submit, limit, nodes, dur, arrivals, rank,
                         return -4, PT, PC, PG, PM, LN, L0, L1, LP, LV, LC, LG, LM
                     first = node_start[j]
                     if c > AGG[0] or g > AGG[1] or m > AGG[2]:
-                        stamp[j] = base + Lc
-                        own_g[j] = _grown_sum(gcount, node_list, node_start[j], nodes[j])
+                        _stamp(j, base + Lc, stamp, own_g, gcount, node_list, node_start, nodes)
                         continue  # no growth since the last quiet round has room for it
                     if c >= 1:
-                        qc = 0
-                        while (2 << qc) <= c:
-                            qc += 1
+                        qc = _size_class(c)
                         if AGR[qc] < lim and own_g[j] == _grown_sum(gcount, node_list, first, k):
-                            stamp[j] = base + Lc
-                            own_g[j] = _grown_sum(gcount, node_list, node_start[j], nodes[j])
+                            _stamp(j, base + Lc, stamp, own_g, gcount, node_list, node_start, nodes)
                             continue  # ... nor a long enough run of free cores (its own nodes
                             # did not grow: their runs would not count the job itself)
                     # which nodes grew, since j was placed, where j might fit now
@@ -1228,13 +1226,9 @@ def shared_conservative_profile_steps(submit, limit, nodes, dur, arrivals, rank,
                             if node_list[first + z] == i:
                                 # its own node: can it start there before old without itself?
                                 h = min(np.nextafter(old, -np.inf), np.nextafter(reach[i], -np.inf))
-                                while not _room(PT, PC, PG, PM, PB, i, now):
-                                    PT, PC, PG, PM = _prof_grow(PT, PC, PG, PM)
-                                _prof_take(PT, PC, PG, PM, PB, i, old, old + lim, c, g, m, -1)
+                                PT, PC, PG, PM = _take_room(PT, PC, PG, PM, PB, i, now, old, old + lim, c, g, m, -1)
                                 e = _node_earliest(PT, PC, PG, PM, PB, i, now, lim, c, g, m, h)
-                                while not _room(PT, PC, PG, PM, PB, i, now):
-                                    PT, PC, PG, PM = _prof_grow(PT, PC, PG, PM)
-                                _prof_take(PT, PC, PG, PM, PB, i, old, old + lim, c, g, m, 1)
+                                PT, PC, PG, PM = _take_room(PT, PC, PG, PM, PB, i, now, old, old + lim, c, g, m, 1)
                                 if e < np.inf:
                                     own = True
                                     if e < lo:
@@ -1244,9 +1238,7 @@ def shared_conservative_profile_steps(submit, limit, nodes, dur, arrivals, rank,
                             # a new start must be before the end of a growth it meets
                             h = min(old, np.nextafter(reach[i], -np.inf))
                             if c >= 1:  # a window of lim with c free cores must exist (cores by powers of 2)
-                                qc = 0
-                                while (2 << qc) <= c:
-                                    qc += 1
+                                qc = _size_class(c)
                                 if run_p[i, qc] != pass_no or run_v[i, qc] != version[i] or run_r[i, qc] < reach[i]:
                                     run_r[i, qc] = reach[i]
                                     run_w[i, qc] = _longest_run(PT, PC, PB, i, now, run_r[i, qc], 1 << qc)
@@ -1275,8 +1267,7 @@ def shared_conservative_profile_steps(submit, limit, nodes, dur, arrivals, rank,
                                 fail_m[i] = m
                                 fail_l[i] = lim
                                 fail_h[i] = h
-                    stamp[j] = base + Lc
-                    own_g[j] = _grown_sum(gcount, node_list, node_start[j], nodes[j])
+                    _stamp(j, base + Lc, stamp, own_g, gcount, node_list, node_start, nodes)
                     i0 = node_list[first]
                     if k == 1 and not own and not (best < old or (best == old and best_i < i0)):
                         continue  # the reference places it again exactly where it is
@@ -1285,9 +1276,7 @@ def shared_conservative_profile_steps(submit, limit, nodes, dur, arrivals, rank,
                     for y in range(k):
                         i = node_list[first + y]
                         old_nodes[y] = i
-                        while not _room(PT, PC, PG, PM, PB, i, now):
-                            PT, PC, PG, PM = _prof_grow(PT, PC, PG, PM)
-                        _prof_take(PT, PC, PG, PM, PB, i, old, old + lim, c, g, m, -1)
+                        PT, PC, PG, PM = _take_room(PT, PC, PG, PM, PB, i, now, old, old + lim, c, g, m, -1)
                     if k == 1:  # its own node (if it did not grow, it still fits from old)
                         start = old
                         pick[0] = i0
@@ -1303,23 +1292,16 @@ def shared_conservative_profile_steps(submit, limit, nodes, dur, arrivals, rank,
                         i = pick[y]
                         node_list[first + y] = i
                         same = same and i == old_nodes[y]
-                        while not _room(PT, PC, PG, PM, PB, i, now):
-                            PT, PC, PG, PM = _prof_grow(PT, PC, PG, PM)
-                        _prof_take(PT, PC, PG, PM, PB, i, start, start + lim, c, g, m, 1)
+                        PT, PC, PG, PM = _take_room(PT, PC, PG, PM, PB, i, now, start, start + lim, c, g, m, 1)
                     if not same:  # its old slot is free for the others
                         changed = True
                         for y in range(k):
-                            version[old_nodes[y]] += 1
                             version[pick[y]] += 1
-                            gcount[old_nodes[y]] += 1
-                            _note_growth(PT, PC, PG, PM, PB, old_nodes[y], now, old + lim, AGG, AGR)
-                            Lc = _log_add(LN, L0, L1, LP, Lc, old_nodes[y], old, old + lim)
-                            if Lc < 0:
-                                LN, L0, L1, LP, LV, LC, LG, LM = _log_grow(LN, L0, L1, LP, LV, LC, LG, LM)
-                                Lc = _log_add(LN, L0, L1, LP, LN.shape[0] // 2, old_nodes[y], old, old + lim)
+                            LN, L0, L1, LP, LV, LC, LG, LM, Lc = _grew(PT, PC, PG, PM, PB, AGG, AGR, version, gcount,
+                                                                       LN, L0, L1, LP, LV, LC, LG, LM, Lc,
+                                                                       old_nodes[y], now, old, old + lim)
                         res[j] = start
-                        stamp[j] = base + Lc
-                        own_g[j] = _grown_sum(gcount, node_list, node_start[j], nodes[j])
+                        _stamp(j, base + Lc, stamp, own_g, gcount, node_list, node_start, nodes)
                         if start != old:
                             moved = True
                 if replan and not changed:  # a quiet round: every placement holds on this plan
@@ -1330,21 +1312,11 @@ def shared_conservative_profile_steps(submit, limit, nodes, dur, arrivals, rank,
                 if not (replan and moved):
                     break
 
-        # start every job whose reservation is now, in priority order, on its nodes
-        w = 0
-        for x in range(Q):
-            j = q[x]
-            if res[j] == now:
-                if not _begin(j, now, node_start, node_list, cores, gpus, mem, dur, limit, fc, fg, fm,
-                              begin, end, est):
-                    return -2, PT, PC, PG, PM, LN, L0, L1, LP, LV, LC, LG, LM
-                H = _heap_push(hk, hj, H, end[j], j)
-                res[j] = np.nan
-                n_res -= 1
-            else:
-                q[w] = j
-                w += 1
-        Q = w
+        Q, _, H, started = _start_due(q, Q, res, now, node_start, node_list, cores, gpus, mem, fc, fg, fm,
+                                      begin, end, est, dur, limit, nodes, hk, hj, hj, 0, hk, hj, H, False)
+        if started < 0:
+            return -2, PT, PC, PG, PM, LN, L0, L1, LP, LV, LC, LG, LM
+        n_res -= started
     _store_counts(st, 0, 0, H, Q, a, done)
     st[CP_NRES] = n_res
     st[CP_BASE] = base
