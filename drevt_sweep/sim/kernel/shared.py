@@ -34,7 +34,7 @@ from numba import njit
 
 from ._kernels import (BIG, EV_NEXT, MODE_EASY, MODE_EASY_DREVT, MODE_NONE, SF_NOW, ST_HEAD, _arrival,
                        _before_shadow, _enqueue_arrivals, _finish_next, _heap_pop, _heap_push, _launch,
-                       _load_counts, _right_of, _slice_event, _store_counts)
+                       _load_counts, _right_of, _run_insert, _slice_event, _store_counts)
 
 MODES = {"none": 0, "easy": 1, "easy_drevt": 2}
 
@@ -272,38 +272,19 @@ def _take(j, pick, nodes, cores, gpus, mem, fc, fg, fm, node_start, node_list):
 
 
 @njit(cache=True, _nrt=False)
-def _start_due(q, Q, res, now, node_start, node_list, cores, gpus, mem, fc, fg, fm, begin, end, est, dur, limit,
-               nodes, re, rj, rn, R, hk, hj, H, running):
-    """Start every waiting job whose reservation is now, in priority order, on its reserved
-    nodes; the others stay in ``q``, in order. ``running``: the started jobs join the running
-    jobs ``re``/``rj``/``rn`` too (the timelines driver; the profile driver keeps none and
-    passes its heap arrays there, untouched). Returns (waiting, running, heap, started), or
-    started -1 if a reserved node lacks room (an over-committed plan; the reference raises)."""
-    w = 0
-    started = 0
-    for x in range(Q):
-        j = q[x]
-        if res[j] != now:
-            q[w] = j
-            w += 1
-            continue
-        for y in range(node_start[j], node_start[j + 1]):
-            i = node_list[y]
-            if fc[i] < cores[j] or fg[i] < gpus[j] or fm[i] < mem[j]:
-                return Q, R, H, -1
-            fc[i] -= cores[j]
-            fg[i] -= gpus[j]
-            fm[i] -= mem[j]
-        if running:
-            R, H = _launch(j, now, now + limit[j], begin, end, est, dur, nodes, re, rj, rn, R, hk, hj, H)
-        else:
-            begin[j] = now
-            end[j] = now + dur[j]
-            est[j] = now + limit[j]
-            H = _heap_push(hk, hj, H, end[j], j)
-        res[j] = np.nan
-        started += 1
-    return w, R, H, started
+def _begin(j, now, node_start, node_list, cores, gpus, mem, dur, limit, fc, fg, fm, begin, end, est):
+    """Job j starts now on its reserved nodes; False if one of them lacks room (over-commit)."""
+    for y in range(node_start[j], node_start[j + 1]):
+        i = node_list[y]
+        if fc[i] < cores[j] or fg[i] < gpus[j] or fm[i] < mem[j]:
+            return False
+        fc[i] -= cores[j]
+        fg[i] -= gpus[j]
+        fm[i] -= mem[j]
+    begin[j] = now
+    end[j] = now + dur[j]
+    est[j] = now + limit[j]
+    return True
 
 
 def run_shared(submit, limit, nodes, dur, rank, request, machine, backfill, enforce_limits=True, progress=None):
@@ -643,11 +624,22 @@ def shared_conservative_steps(submit, limit, nodes, dur, arrivals, rank, cores, 
                 if not (replan and moved):
                     break
 
-        Q, R, H, started = _start_due(q, Q, res, now, node_start, node_list, cores, gpus, mem, fc, fg, fm,
-                                      begin, end, est, dur, limit, nodes, re, rj, rn, R, hk, hj, H, True)
-        if started < 0:
-            return -2, ts, te, tj
-        n_res -= started
+        # start every job whose reservation is now, in priority order, on its nodes
+        w = 0
+        for x in range(Q):
+            j = q[x]
+            if res[j] == now:
+                if not _begin(j, now, node_start, node_list, cores, gpus, mem, dur, limit, fc, fg, fm,
+                              begin, end, est):
+                    return -2, ts, te, tj
+                R = _run_insert(re, rj, rn, R, est[j], j, 0)
+                H = _heap_push(hk, hj, H, end[j], j)
+                res[j] = np.nan
+                n_res -= 1
+            else:
+                q[w] = j
+                w += 1
+        Q = w
     _store_counts(st, 0, R, H, Q, a, done)
     st[CT_NRES] = n_res
     st[CT_ENDS] = E
@@ -1023,40 +1015,6 @@ def _log_grow(LN, L0, L1, LP, LV, LC, LG, LM):
 
 
 @njit(cache=True, inline="always")
-def _take_room(PT, PC, PG, PM, PB, i, now, s, e, c, g, m, sign):
-    """``_prof_take`` on node i once it has room for two more breakpoints (the profiles grown
-    if need be); returns the profiles."""
-    while not _room(PT, PC, PG, PM, PB, i, now):
-        PT, PC, PG, PM = _prof_grow(PT, PC, PG, PM)
-    _prof_take(PT, PC, PG, PM, PB, i, s, e, c, g, m, sign)
-    return PT, PC, PG, PM
-
-
-@njit(cache=True, inline="always")
-def _grew(PT, PC, PG, PM, PB, AGG, AGR, version, gcount, LN, L0, L1, LP, LV, LC, LG, LM, Lc, i, now, g0, g1):
-    """Node i's free resources grew on [g0, g1) (from ``now`` on): its version and growth count
-    go up, the bounds of :func:`_note_growth` take it in, and the log gets an entry (grown if
-    full). Returns the log and its count."""
-    version[i] += 1
-    gcount[i] += 1
-    _note_growth(PT, PC, PG, PM, PB, i, now, g1, AGG, AGR)
-    Lc2 = _log_add(LN, L0, L1, LP, Lc, i, g0, g1)
-    if Lc2 < 0:
-        LN, L0, L1, LP, LV, LC, LG, LM = _log_grow(LN, L0, L1, LP, LV, LC, LG, LM)
-        Lc2 = _log_add(LN, L0, L1, LP, LN.shape[0] // 2, i, g0, g1)
-    return LN, L0, L1, LP, LV, LC, LG, LM, Lc2
-
-
-@njit(cache=True, inline="always")
-def _stamp(j, seq, stamp, own_g, gcount, node_list, node_start, nodes):
-    """Job j is placed (or known to stay) on the plan as the log stands at ``seq``: the
-    growths before it, and those of its own nodes (their count summed), need not be looked at
-    again for it."""
-    stamp[j] = seq
-    own_g[j] = _grown_sum(gcount, node_list, node_start[j], nodes[j])
-
-
-@njit(cache=True, inline="always")
 def _size_class(c):
     """q with 2**q <= c < 2**(q + 1) (c >= 1): the run bounds' size class of c cores."""
     q = 0
@@ -1123,9 +1081,16 @@ def shared_conservative_profile_steps(submit, limit, nodes, dur, arrivals, rank,
                 freed_early = True
                 for y in range(node_start[j], node_start[j + 1]):
                     i = node_list[y]
-                    PT, PC, PG, PM = _take_room(PT, PC, PG, PM, PB, i, now, now, est[j], cores[j], gpus[j], mem[j], -1)
-                    LN, L0, L1, LP, LV, LC, LG, LM, Lc = _grew(PT, PC, PG, PM, PB, AGG, AGR, version, gcount, LN, L0,
-                                                               L1, LP, LV, LC, LG, LM, Lc, i, now, now, est[j])
+                    while not _room(PT, PC, PG, PM, PB, i, now):
+                        PT, PC, PG, PM = _prof_grow(PT, PC, PG, PM)
+                    _prof_take(PT, PC, PG, PM, PB, i, now, est[j], cores[j], gpus[j], mem[j], -1)
+                    version[i] += 1
+                    gcount[i] += 1
+                    _note_growth(PT, PC, PG, PM, PB, i, now, est[j], AGG, AGR)
+                    Lc = _log_add(LN, L0, L1, LP, Lc, i, now, est[j])
+                    if Lc < 0:
+                        LN, L0, L1, LP, LV, LC, LG, LM = _log_grow(LN, L0, L1, LP, LV, LC, LG, LM)
+                        Lc = _log_add(LN, L0, L1, LP, LN.shape[0] // 2, i, now, est[j])
         Q, a = _enqueue_arrivals(q, Q, rank, submit, arrivals, a, now)
         if Q == 0:
             continue
@@ -1171,11 +1136,14 @@ def shared_conservative_profile_steps(submit, limit, nodes, dur, arrivals, rank,
                         for y in range(k):
                             node_list[node_start[j] + y] = pick[y]
                             i = pick[y]
-                            PT, PC, PG, PM = _take_room(PT, PC, PG, PM, PB, i, now, start, start + lim, c, g, m, 1)
+                            while not _room(PT, PC, PG, PM, PB, i, now):
+                                PT, PC, PG, PM = _prof_grow(PT, PC, PG, PM)
+                            _prof_take(PT, PC, PG, PM, PB, i, start, start + lim, c, g, m, 1)
                             version[i] += 1
                         res[j] = start
                         n_res += 1
-                        _stamp(j, base + Lc, stamp, own_g, gcount, node_list, node_start, nodes)
+                        stamp[j] = base + Lc
+                        own_g[j] = _grown_sum(gcount, node_list, node_start[j], nodes[j])
                         continue
                     if not replan:
                         continue
@@ -1183,12 +1151,14 @@ def shared_conservative_profile_steps(submit, limit, nodes, dur, arrivals, rank,
                         return -4, PT, PC, PG, PM, LN, L0, L1, LP, LV, LC, LG, LM
                     first = node_start[j]
                     if c > AGG[0] or g > AGG[1] or m > AGG[2]:
-                        _stamp(j, base + Lc, stamp, own_g, gcount, node_list, node_start, nodes)
+                        stamp[j] = base + Lc
+                        own_g[j] = _grown_sum(gcount, node_list, node_start[j], nodes[j])
                         continue  # no growth since the last quiet round has room for it
                     if c >= 1:
                         qc = _size_class(c)
                         if AGR[qc] < lim and own_g[j] == _grown_sum(gcount, node_list, first, k):
-                            _stamp(j, base + Lc, stamp, own_g, gcount, node_list, node_start, nodes)
+                            stamp[j] = base + Lc
+                            own_g[j] = _grown_sum(gcount, node_list, node_start[j], nodes[j])
                             continue  # ... nor a long enough run of free cores (its own nodes
                             # did not grow: their runs would not count the job itself)
                     # which nodes grew, since j was placed, where j might fit now
@@ -1226,9 +1196,13 @@ def shared_conservative_profile_steps(submit, limit, nodes, dur, arrivals, rank,
                             if node_list[first + z] == i:
                                 # its own node: can it start there before old without itself?
                                 h = min(np.nextafter(old, -np.inf), np.nextafter(reach[i], -np.inf))
-                                PT, PC, PG, PM = _take_room(PT, PC, PG, PM, PB, i, now, old, old + lim, c, g, m, -1)
+                                while not _room(PT, PC, PG, PM, PB, i, now):
+                                    PT, PC, PG, PM = _prof_grow(PT, PC, PG, PM)
+                                _prof_take(PT, PC, PG, PM, PB, i, old, old + lim, c, g, m, -1)
                                 e = _node_earliest(PT, PC, PG, PM, PB, i, now, lim, c, g, m, h)
-                                PT, PC, PG, PM = _take_room(PT, PC, PG, PM, PB, i, now, old, old + lim, c, g, m, 1)
+                                while not _room(PT, PC, PG, PM, PB, i, now):
+                                    PT, PC, PG, PM = _prof_grow(PT, PC, PG, PM)
+                                _prof_take(PT, PC, PG, PM, PB, i, old, old + lim, c, g, m, 1)
                                 if e < np.inf:
                                     own = True
                                     if e < lo:
@@ -1267,7 +1241,8 @@ def shared_conservative_profile_steps(submit, limit, nodes, dur, arrivals, rank,
                                 fail_m[i] = m
                                 fail_l[i] = lim
                                 fail_h[i] = h
-                    _stamp(j, base + Lc, stamp, own_g, gcount, node_list, node_start, nodes)
+                    stamp[j] = base + Lc
+                    own_g[j] = _grown_sum(gcount, node_list, node_start[j], nodes[j])
                     i0 = node_list[first]
                     if k == 1 and not own and not (best < old or (best == old and best_i < i0)):
                         continue  # the reference places it again exactly where it is
@@ -1276,7 +1251,9 @@ def shared_conservative_profile_steps(submit, limit, nodes, dur, arrivals, rank,
                     for y in range(k):
                         i = node_list[first + y]
                         old_nodes[y] = i
-                        PT, PC, PG, PM = _take_room(PT, PC, PG, PM, PB, i, now, old, old + lim, c, g, m, -1)
+                        while not _room(PT, PC, PG, PM, PB, i, now):
+                            PT, PC, PG, PM = _prof_grow(PT, PC, PG, PM)
+                        _prof_take(PT, PC, PG, PM, PB, i, old, old + lim, c, g, m, -1)
                     if k == 1:  # its own node (if it did not grow, it still fits from old)
                         start = old
                         pick[0] = i0
@@ -1292,16 +1269,23 @@ def shared_conservative_profile_steps(submit, limit, nodes, dur, arrivals, rank,
                         i = pick[y]
                         node_list[first + y] = i
                         same = same and i == old_nodes[y]
-                        PT, PC, PG, PM = _take_room(PT, PC, PG, PM, PB, i, now, start, start + lim, c, g, m, 1)
+                        while not _room(PT, PC, PG, PM, PB, i, now):
+                            PT, PC, PG, PM = _prof_grow(PT, PC, PG, PM)
+                        _prof_take(PT, PC, PG, PM, PB, i, start, start + lim, c, g, m, 1)
                     if not same:  # its old slot is free for the others
                         changed = True
                         for y in range(k):
+                            version[old_nodes[y]] += 1
                             version[pick[y]] += 1
-                            LN, L0, L1, LP, LV, LC, LG, LM, Lc = _grew(PT, PC, PG, PM, PB, AGG, AGR, version, gcount,
-                                                                       LN, L0, L1, LP, LV, LC, LG, LM, Lc,
-                                                                       old_nodes[y], now, old, old + lim)
+                            gcount[old_nodes[y]] += 1
+                            _note_growth(PT, PC, PG, PM, PB, old_nodes[y], now, old + lim, AGG, AGR)
+                            Lc = _log_add(LN, L0, L1, LP, Lc, old_nodes[y], old, old + lim)
+                            if Lc < 0:
+                                LN, L0, L1, LP, LV, LC, LG, LM = _log_grow(LN, L0, L1, LP, LV, LC, LG, LM)
+                                Lc = _log_add(LN, L0, L1, LP, LN.shape[0] // 2, old_nodes[y], old, old + lim)
                         res[j] = start
-                        _stamp(j, base + Lc, stamp, own_g, gcount, node_list, node_start, nodes)
+                        stamp[j] = base + Lc
+                        own_g[j] = _grown_sum(gcount, node_list, node_start[j], nodes[j])
                         if start != old:
                             moved = True
                 if replan and not changed:  # a quiet round: every placement holds on this plan
@@ -1312,11 +1296,21 @@ def shared_conservative_profile_steps(submit, limit, nodes, dur, arrivals, rank,
                 if not (replan and moved):
                     break
 
-        Q, _, H, started = _start_due(q, Q, res, now, node_start, node_list, cores, gpus, mem, fc, fg, fm,
-                                      begin, end, est, dur, limit, nodes, hk, hj, hj, 0, hk, hj, H, False)
-        if started < 0:
-            return -2, PT, PC, PG, PM, LN, L0, L1, LP, LV, LC, LG, LM
-        n_res -= started
+        # start every job whose reservation is now, in priority order, on its nodes
+        w = 0
+        for x in range(Q):
+            j = q[x]
+            if res[j] == now:
+                if not _begin(j, now, node_start, node_list, cores, gpus, mem, dur, limit, fc, fg, fm,
+                              begin, end, est):
+                    return -2, PT, PC, PG, PM, LN, L0, L1, LP, LV, LC, LG, LM
+                H = _heap_push(hk, hj, H, end[j], j)
+                res[j] = np.nan
+                n_res -= 1
+            else:
+                q[w] = j
+                w += 1
+        Q = w
     _store_counts(st, 0, 0, H, Q, a, done)
     st[CP_NRES] = n_res
     st[CP_BASE] = base
