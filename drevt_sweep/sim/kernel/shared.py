@@ -240,7 +240,7 @@ def _give_back(j, fc, fg, fm, node_start, node_list, cores, gpus, mem):
         fm[i] += mem[j]
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, inline="always")
 def _set(tc, tg, tm, tl, leaf, c, g, m, lim):
     """A job asking for (c, g, m) per node with time limit ``lim`` waits at ``leaf``."""
     tc[leaf] = c
