@@ -29,9 +29,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ._kernels import (MODE_EASY, MODE_EASY_DREVT, MODE_NONE, SF_NOW, ST_A, ST_DONE, ST_FREE, ST_H, ST_Q, ST_R,
-                       _before_shadow, _finish_next, _heap_pop, _heap_push, _launch, _load_counts, _next_event,
-                       _run_insert, _run_remove, _shadow, _store_counts)
+from ._kernels import (EV_NEXT, MODE_EASY, MODE_EASY_DREVT, MODE_NONE, SF_NOW, ST_A, ST_DONE, ST_FREE, ST_H, ST_Q,
+                       ST_R, _before_shadow, _finish_next, _heap_pop, _heap_push, _launch, _load_counts,
+                       _run_insert, _run_remove, _shadow, _slice_event, _store_counts)
 
 DYN_NONE = 0
 DYN_MULTIFACTOR = 1
@@ -179,14 +179,10 @@ def extended_steps(submit, limit, nodes, dur, arrivals, rank, mode, estimate, sj
     scale = sf[SF_SCALE]
     next_tick = sf[SF_TICK_AT]
     n_arr = arrivals.shape[0]
-    status = 0
-    events = 0
-    while a < n_arr or H > 0:
-        if events >= budget:
-            status = 1
+    while True:
+        status, now, budget = _slice_event(submit, arrivals, a, hk, H, now, budget)
+        if status != EV_NEXT:
             break
-        events += 1
-        now = _next_event(submit, arrivals, a, hk, H)
         if O > 0 and ok_[0] < now:
             now = ok_[0]
         if fairshare:

@@ -187,6 +187,48 @@ def _next_event(submit, arrivals, a, hk, H):
 
 
 @njit(cache=True, _nrt=False, inline="always")
+def _slice_event(submit, arrivals, a, hk, H, now, budget):
+    """The head of the event loop of the drivers that stop only between events: (status, time,
+    events left in the slice). ``EV_NEXT``: the next event is at ``time`` and takes one of the
+    ``budget`` events left; else the driver stores its state (``now`` unchanged) and returns
+    ``status``: 0, no arrival or completion is left; 1, the slice's budget is used."""
+    if a >= arrivals.shape[0] and H == 0:
+        return 0, now, budget
+    if budget <= 0:
+        return 1, now, budget
+    return EV_NEXT, _next_event(submit, arrivals, a, hk, H), budget - 1
+
+
+@njit(cache=True, _nrt=False, inline="always")
+def _arrival(submit, arrivals, a, now, rank, Q, head):
+    """The next job that arrives by ``now`` into a queue ordered by static ranks (a segment
+    tree's leaves): (job, next arrival, waiting, smallest waiting rank); job -1 when no other
+    job arrives by ``now``."""
+    if a >= arrivals.shape[0] or not submit[arrivals[a]] <= now:
+        return -1, a, Q, head
+    j = arrivals[a]
+    r = rank[j]
+    return j, a + 1, Q + 1, r if r < head else head
+
+
+@njit(cache=True, _nrt=False, inline="always")
+def _enqueue_arrivals(q, Q, rank, submit, arrivals, a, now):
+    """The jobs that arrive by ``now`` into the waiting jobs ``q[:Q]``, kept in priority order
+    (static ranks; insertion from the back). Returns (waiting, next arrival)."""
+    while a < arrivals.shape[0] and submit[arrivals[a]] <= now:
+        j = arrivals[a]
+        a += 1
+        r = rank[j]
+        p = Q
+        while p > 0 and rank[q[p - 1]] > r:
+            q[p] = q[p - 1]
+            p -= 1
+        q[p] = j
+        Q += 1
+    return Q, a
+
+
+@njit(cache=True, _nrt=False, inline="always")
 def _finish_next(hk, hj, H, re, rj, rn, R, est):
     """The earliest completion: its job comes off the heap and off the running jobs (found by
     its estimated end). Returns (job, heap size, running count)."""
@@ -298,11 +340,18 @@ def _descend(tn, tl, size, p, free, timed, now, shadow, extra, strict, use_extra
                 return i - size
             i = 2 * i
         else:
-            while i & 1:
-                i >>= 1
+            i = _right_of(i)
             if i == 0:
                 return -1
-            i += 1
+
+
+@njit(cache=True, _nrt=False, inline="always")
+def _right_of(i):
+    """The subtree right after node ``i`` of a tree in heap order (root 1): climb while ``i`` is
+    a right child, then step right; 0 when ``i`` lies on the right edge (nothing is right of it)."""
+    while i & 1:
+        i >>= 1
+    return i + 1 if i != 0 else 0
 
 
 @njit(cache=True, _nrt=False)
@@ -353,6 +402,7 @@ ST_PHASE = 16  # ... and where: PHASE_COMPRESS (a compression round) or PHASE_PL
 ST_SIZE = 17
 PHASE_COMPRESS = 0
 PHASE_PLACE = 1
+EV_NEXT = 2  # ``_slice_event``: an event to process (0 and 1 are the driver's statuses)
 SF_NOW = 0  # simulated time reached
 SF_EARLIEST = 1  # earliest reservation
 SF_GROWN = 2  # end of the region where the profile grew since the last fixpoint
@@ -370,15 +420,10 @@ def queue_policy_steps(submit, limit, nodes, dur, arrivals, rank, total, mode,
     free, R, H, Q, a, done = _load_counts(st)
     head = st[ST_HEAD]  # smallest waiting rank (size: nobody waits)
     now = sf[SF_NOW]
-    n_arr = arrivals.shape[0]
-    status = 0
-    events = 0
-    while a < n_arr or H > 0:
-        if events >= budget:
-            status = 1
+    while True:
+        status, now, budget = _slice_event(submit, arrivals, a, hk, H, now, budget)
+        if status != EV_NEXT:
             break
-        events += 1
-        now = _next_event(submit, arrivals, a, hk, H)
 
         # 1. completions
         while H > 0 and hk[0] <= now:
@@ -387,14 +432,11 @@ def queue_policy_steps(submit, limit, nodes, dur, arrivals, rank, total, mode,
             done += 1
 
         # 2. arrivals
-        while a < n_arr and submit[arrivals[a]] <= now:
-            j = arrivals[a]
-            a += 1
-            r = rank[j]
-            _seg_set(tn, tl, r + size, nodes[j], limit[j])
-            Q += 1
-            if r < head:
-                head = r
+        while True:
+            j, a, Q, head = _arrival(submit, arrivals, a, now, rank, Q, head)
+            if j < 0:
+                break
+            _seg_set(tn, tl, rank[j] + size, nodes[j], limit[j])
 
         if Q == 0:
             continue
@@ -1064,12 +1106,7 @@ def conservative_steps(submit, limit, nodes, dur, arrivals, rank, total, enforce
     belongs to the pass); the remaining loops of a pass are O(queue) with O(1) bodies.
     """
     max_rounds = 1000 + 100 * submit.shape[0]
-    free = st[ST_FREE]
-    R = st[ST_R]
-    H = st[ST_H]
-    Q = st[ST_Q]
-    a = st[ST_A]
-    done = st[ST_DONE]
+    free, R, H, Q, a, done = _load_counts(st)
     now = sf[SF_NOW]
     earliest = sf[SF_EARLIEST]
     wake = sf[SF_WAKE]
@@ -1095,9 +1132,7 @@ def conservative_steps(submit, limit, nodes, dur, arrivals, rank, total, enforce
                 status = 1
                 break
             work += 1
-            t_arr = submit[arrivals[a]] if a < n_arr else np.inf
-            t_end = hk[0] if H > 0 else np.inf
-            now = t_arr if t_arr < t_end else t_end
+            now = _next_event(submit, arrivals, a, hk, H)
             if wake < now:
                 now = wake
             if enforce:
@@ -1109,10 +1144,8 @@ def conservative_steps(submit, limit, nodes, dur, arrivals, rank, total, enforce
             freed_early = False
             completed = False
             while H > 0 and hk[0] <= now:
-                j = hj[0]
-                H = _heap_pop(hk, hj, H)
+                j, H, R = _finish_next(hk, hj, H, re, rj, rn, R, est)
                 e = est[j]
-                R = _run_remove(re, rj, rn, R, e, j)
                 free += nodes[j]
                 done += 1
                 completed = True
@@ -1124,16 +1157,7 @@ def conservative_steps(submit, limit, nodes, dur, arrivals, rank, total, enforce
                             sf[SF_GROWN] = e
 
             # 2. arrivals, inserted in priority order
-            while a < n_arr and submit[arrivals[a]] <= now:
-                j = arrivals[a]
-                a += 1
-                r = rank[j]
-                p = Q
-                while p > 0 and rank[q[p - 1]] > r:
-                    q[p] = q[p - 1]
-                    p -= 1
-                q[p] = j
-                Q += 1
+            Q, a = _enqueue_arrivals(q, Q, rank, submit, arrivals, a, now)
 
             if Q == 0:
                 continue
@@ -1250,13 +1274,8 @@ def conservative_steps(submit, limit, nodes, dur, arrivals, rank, total, enforce
             j = q[i]
             s = res[j]
             if s == now:
-                nj = nodes[j]
-                begin[j] = now
-                end[j] = now + dur[j]
-                est[j] = now + limit[j]
-                R = _run_insert(re, rj, rn, R, est[j], j, nj)
-                H = _heap_push(hk, hj, H, end[j], j)
-                free -= nj
+                R, H = _launch(j, now, now + limit[j], begin, end, est, dur, nodes, re, rj, rn, R, hk, hj, H)
+                free -= nodes[j]
                 res[j] = np.nan
                 placed[j] = 0
                 st[ST_NRES] -= 1
@@ -1271,12 +1290,7 @@ def conservative_steps(submit, limit, nodes, dur, arrivals, rank, total, enforce
         wake = np.inf
         if order == ORDER_ONE_PASS and Q > 0 and (enforce or earliest > np.nextafter(now, np.inf)):
             wake = earliest
-    st[ST_FREE] = free
-    st[ST_R] = R
-    st[ST_H] = H
-    st[ST_Q] = Q
-    st[ST_A] = a
-    st[ST_DONE] = done
+    _store_counts(st, free, R, H, Q, a, done)
     sf[SF_NOW] = now
     sf[SF_EARLIEST] = earliest
     sf[SF_WAKE] = wake

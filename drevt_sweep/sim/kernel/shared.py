@@ -32,8 +32,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ._kernels import (BIG, MODE_EASY, MODE_EASY_DREVT, MODE_NONE, SF_NOW, ST_HEAD, _before_shadow, _finish_next,
-                       _heap_pop, _heap_push, _load_counts, _next_event, _run_insert, _store_counts)
+from ._kernels import (BIG, EV_NEXT, MODE_EASY, MODE_EASY_DREVT, MODE_NONE, SF_NOW, ST_HEAD, _arrival,
+                       _before_shadow, _enqueue_arrivals, _finish_next, _heap_pop, _heap_push, _launch,
+                       _load_counts, _right_of, _run_insert, _slice_event, _store_counts)
 
 MODES = {"none": 0, "easy": 1, "easy_drevt": 2}
 
@@ -66,11 +67,9 @@ def _next(tc, size, p, maxc, maxg, maxm, tg, tm, tl, now, latest):
                 return i - size
             i = 2 * i
         else:
-            while i & 1:
-                i >>= 1
+            i = _right_of(i)
             if i == 0:
                 return -1
-            i += 1
 
 
 @njit(cache=True, _nrt=False)
@@ -129,32 +128,19 @@ def shared_queue_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, m
     _, R, H, Q, a, done = _load_counts(st)
     head = st[ST_HEAD]
     now = sf[SF_NOW]
-    n_arr = arrivals.shape[0]
-    status = 0
-    events = 0
-    while a < n_arr or H > 0:
-        if events >= budget:
-            status = 1
+    while True:
+        status, now, budget = _slice_event(submit, arrivals, a, hk, H, now, budget)
+        if status != EV_NEXT:
             break
-        events += 1
-        now = _next_event(submit, arrivals, a, hk, H)
         while H > 0 and hk[0] <= now:
             j, H, R = _finish_next(hk, hj, H, re, rj, rn, R, est)
             _give_back(j, fc, fg, fm, node_start, node_list, cores, gpus, mem)
             done += 1
-        while a < n_arr and submit[arrivals[a]] <= now:
-            j = arrivals[a]
-            a += 1
-            r = rank[j]
-            leaf = r + size
-            tc[leaf] = cores[j]
-            tg[leaf] = gpus[j]
-            tm[leaf] = mem[j]
-            tl[leaf] = limit[j]
-            _update(tc, tg, tm, tl, leaf)
-            Q += 1
-            if r < head:
-                head = r
+        while True:
+            j, a, Q, head = _arrival(submit, arrivals, a, now, rank, Q, head)
+            if j < 0:
+                break
+            _set(tc, tg, tm, tl, rank[j] + size, cores[j], gpus[j], mem[j], limit[j])
         if Q == 0:
             continue
 
@@ -164,10 +150,8 @@ def shared_queue_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, m
             j = job_of_rank[h]
             if not _first_fit(fc, fg, fm, nodes[j], cores[j], gpus[j], mem[j], pick):
                 break
-            _start(j, now, pick, nodes, cores, gpus, mem, dur, limit, fc, fg, fm, begin, end, est,
-                   node_start, node_list)
-            R = _run_insert(re, rj, rn, R, est[j], j, 0)
-            H = _heap_push(hk, hj, H, end[j], j)
+            _take(j, pick, nodes, cores, gpus, mem, fc, fg, fm, node_start, node_list)
+            R, H = _launch(j, now, now + limit[j], begin, end, est, dur, nodes, re, rj, rn, R, hk, hj, H)
             Q -= 1
             _clear(tc, tg, tm, tl, h + size)
             h = _next(tc, size, h + 1, BIG, BIG, BIG, tg, tm, tl, now, np.inf)
@@ -234,10 +218,8 @@ def shared_queue_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, m
             else:
                 c += 1
                 continue
-            _start(j, now, pick, nodes, cores, gpus, mem, dur, limit, fc, fg, fm, begin, end, est,
-                   node_start, node_list)
-            R = _run_insert(re, rj, rn, R, est[j], j, 0)
-            H = _heap_push(hk, hj, H, end[j], j)
+            _take(j, pick, nodes, cores, gpus, mem, fc, fg, fm, node_start, node_list)
+            R, H = _launch(j, now, now + limit[j], begin, end, est, dur, nodes, re, rj, rn, R, hk, hj, H)
             Q -= 1
             _clear(tc, tg, tm, tl, c + size)
             maxc, maxg, maxm = _maxima(fc, fg, fm)
@@ -258,6 +240,16 @@ def _give_back(j, fc, fg, fm, node_start, node_list, cores, gpus, mem):
         fm[i] += mem[j]
 
 
+@njit(cache=True, _nrt=False, inline="always")
+def _set(tc, tg, tm, tl, leaf, c, g, m, lim):
+    """A job asking for (c, g, m) per node with time limit ``lim`` waits at ``leaf``."""
+    tc[leaf] = c
+    tg[leaf] = g
+    tm[leaf] = m
+    tl[leaf] = lim
+    _update(tc, tg, tm, tl, leaf)
+
+
 @njit(cache=True, _nrt=False)
 def _clear(tc, tg, tm, tl, leaf):
     tc[leaf] = BIG
@@ -268,11 +260,8 @@ def _clear(tc, tg, tm, tl, leaf):
 
 
 @njit(cache=True, _nrt=False)
-def _start(j, now, pick, nodes, cores, gpus, mem, dur, limit, fc, fg, fm, begin, end, est,
-           node_start, node_list):
-    begin[j] = now
-    end[j] = now + dur[j]
-    est[j] = now + limit[j]
+def _take(j, pick, nodes, cores, gpus, mem, fc, fg, fm, node_start, node_list):
+    """Job j's cores, GPUs and memory taken from the nodes pick[:nodes[j]], which become its node list."""
     s = node_start[j]
     for x in range(nodes[j]):
         i = pick[x]
@@ -280,18 +269,6 @@ def _start(j, now, pick, nodes, cores, gpus, mem, dur, limit, fc, fg, fm, begin,
         fc[i] -= cores[j]
         fg[i] -= gpus[j]
         fm[i] -= mem[j]
-
-
-@njit(cache=True, _nrt=False)
-def _enqueue(q, Q, rank, j):
-    """Job j into the waiting jobs q[:Q], kept in priority order; the new count."""
-    r = rank[j]
-    p = Q
-    while p > 0 and rank[q[p - 1]] > r:
-        q[p] = q[p - 1]
-        p -= 1
-    q[p] = j
-    return Q + 1
 
 
 @njit(cache=True, _nrt=False)
@@ -352,8 +329,6 @@ def _run_conservative_profile(args, machine, progress):
     """conservative with limits enforced: the arrays of ``shared_conservative_profile_steps``
     allocated here, the driver called in slices; the profiles and the growth log it grew
     inside a slice replace the old ones before the next."""
-    from . import _kernels as kernels, _run_slices
-
     submit, limit, nodes = args[:3]
     n = int(submit.shape[0])
     n_nodes, cap_c, cap_g, cap_m = (int(x) for x in machine)
@@ -376,19 +351,10 @@ def _run_conservative_profile(args, machine, progress):
     profile = [np.full((n_nodes, 32), -np.inf), np.full((n_nodes, 32), cap_c, np.int64),  # grown by the driver
                np.full((n_nodes, 32), cap_g, np.int64), np.full((n_nodes, 32), cap_m, np.int64)]
     log = [np.empty(256, np.int64), np.empty(256), np.empty(256), *(np.empty(256, np.int64) for _ in range(5))]
-    fixed = (*args, *per_job, node_start, node_list, *free, *scratch, *failed, *growth, *queues)
     breaks = np.ones(n_nodes, np.int64)  # breakpoints per node's profile
-
-    def step(*state_st_sf_budget):
-        status, *grown = shared_conservative_profile_steps(*fixed, *profile, breaks, *log, *state_st_sf_budget)
-        profile[:] = grown[:4]
-        log[:] = grown[4:]
-        return status
-
-    st = np.zeros(kernels.ST_SIZE, np.int64)
-    sf = np.zeros(kernels.SF_SIZE)
-    _run_slices(kernels, step, (), st, sf, progress, _CONSERVATIVE_ERRORS,
-                "shared-node kernel stalled with {left} job(s) waiting")
+    fixed = (*args, *per_job, node_start, node_list, *free, *scratch, *failed, *growth, *queues, breaks)
+    _drive(_keeping_grown(shared_conservative_profile_steps, fixed, profile + log), (), progress,
+           _CONSERVATIVE_ERRORS)
     return per_job[0], per_job[1], node_start, node_list
 
 
@@ -397,8 +363,6 @@ def _run_conservative_timelines(args, machine, enforce, progress):
     tests' check of the kept plan): the arrays of ``shared_conservative_steps`` allocated here,
     the driver called in slices; the timelines it grew inside a slice replace the old ones
     before the next."""
-    from . import _kernels as kernels, _run_slices
-
     submit, limit, nodes = args[:3]
     n = int(submit.shape[0])
     n_nodes, cap_c, cap_g, cap_m = (int(x) for x in machine)
@@ -414,24 +378,13 @@ def _run_conservative_timelines(args, machine, enforce, progress):
              np.zeros(n_nodes, np.int64),  # intervals per node
              np.empty(n + 16))  # every interval's end, sorted: one per job (running, reserved or just ended)
     timelines = [np.empty((n_nodes, 16)), np.empty((n_nodes, 16)), np.empty((n_nodes, 16), np.int64)]
-
-    def step(*state_st_sf_budget):
-        status, *grown = shared_conservative_steps(*fixed, *timelines, *state_st_sf_budget)
-        timelines[:] = grown
-        return status
-
-    st = np.zeros(kernels.ST_SIZE, np.int64)
-    sf = np.zeros(kernels.SF_SIZE)
-    _run_slices(kernels, step, (), st, sf, progress, _CONSERVATIVE_ERRORS,
-                "shared-node kernel stalled with {left} job(s) waiting")
+    _drive(_keeping_grown(shared_conservative_steps, fixed, timelines), (), progress, _CONSERVATIVE_ERRORS)
     return per_job[0], per_job[1], node_start, node_list
 
 
 def _run_queue(args, machine, mode, progress):
     """none / easy / easy_drevt: every array of ``shared_queue_steps`` allocated here, the
     driver called in slices."""
-    from . import _kernels as kernels, _run_slices
-
     submit, limit, nodes, dur, arrivals, rank = args[:6]
     n = int(submit.shape[0])
     n_nodes, cap_c, cap_g, cap_m = (int(x) for x in machine)
@@ -451,13 +404,35 @@ def _run_queue(args, machine, mode, progress):
                np.empty(rmax), np.empty(rmax, np.int64))  # completion heap (real end, job)
     state = (*args, np.int64(mode), begin, end, est, node_start, node_list, job_of_rank, *tree, *free, *at_shadow,
              np.empty(n_nodes, np.int64), *running)
+    _drive(shared_queue_steps, state, progress, {-3: "the head job never fits its partition (shared-node kernel)"},
+           head=size)
+    return begin, end, node_start, node_list
+
+
+def _drive(step, state, progress, errors, head=0):
+    """``step(*state, st, sf, budget)`` from the initial state in slices (``kernel._run_slices``:
+    ``progress`` and Ctrl-C between them, a failure status raised with its message in
+    ``errors``); ``head``: the queue driver's ``st[ST_HEAD]`` (the conservative drivers' slot
+    there starts at 0 too)."""
+    from . import _kernels as kernels, _run_slices
+
     st = np.zeros(kernels.ST_SIZE, np.int64)
     sf = np.zeros(kernels.SF_SIZE)
-    st[kernels.ST_HEAD] = size
-    _run_slices(kernels, shared_queue_steps, state, st, sf, progress,
-                {-3: "the head job never fits its partition (shared-node kernel)"},
+    st[kernels.ST_HEAD] = head
+    _run_slices(kernels, step, state, st, sf, progress, errors,
                 "shared-node kernel stalled with {left} job(s) waiting")
-    return begin, end, node_start, node_list
+
+
+def _keeping_grown(driver, fixed, grown):
+    """A conservative driver as a step of :func:`_drive`: called with the ``fixed`` arrays, then
+    the arrays it may grow inside a slice (the list ``grown``), then the state; the ones it
+    returns beside its status replace them before the next slice."""
+    def step(*state_st_sf_budget):
+        status, *new = driver(*fixed, *grown, *state_st_sf_budget)
+        grown[:] = new
+        return status
+
+    return step
 
 
 # --- conservative: per-node timelines of intervals ------------------------------------------
@@ -570,15 +545,10 @@ def shared_conservative_steps(submit, limit, nodes, dur, arrivals, rank, cores, 
     E = st[CT_ENDS]
     stale = st[CT_STALE] != 0
     now = sf[SF_NOW]
-    status = 0
-    events = 0
-    n_arr = arrivals.shape[0]
-    while a < n_arr or H > 0:
-        if events >= budget:
-            status = 1
+    while True:
+        status, now, budget = _slice_event(submit, arrivals, a, hk, H, now, budget)
+        if status != EV_NEXT:
             break
-        events += 1
-        now = _next_event(submit, arrivals, a, hk, H)
         freed_early = False
         while H > 0 and hk[0] <= now:
             j, H, R = _finish_next(hk, hj, H, re, rj, rn, R, est)
@@ -587,9 +557,7 @@ def shared_conservative_steps(submit, limit, nodes, dur, arrivals, rank, cores, 
             if end[j] < est[j]:
                 freed_early = True
                 stale = True  # its interval outlives it: the timelines need rebuilding
-        while a < n_arr and submit[arrivals[a]] <= now:
-            Q = _enqueue(q, Q, rank, arrivals[a])
-            a += 1
+        Q, a = _enqueue_arrivals(q, Q, rank, submit, arrivals, a, now)
         if Q == 0:
             continue
 
@@ -1046,6 +1014,15 @@ def _log_grow(LN, L0, L1, LP, LV, LC, LG, LM):
     return nn, n0, n1, npp, nv, nc, ng, nm
 
 
+@njit(cache=True, inline="always")
+def _size_class(c):
+    """q with 2**q <= c < 2**(q + 1) (c >= 1): the run bounds' size class of c cores."""
+    q = 0
+    while (2 << q) <= c:
+        q += 1
+    return q
+
+
 @njit(cache=True)
 def _grown_sum(gcount, node_list, first, k):
     t = 0
@@ -1068,7 +1045,7 @@ def shared_conservative_profile_steps(submit, limit, nodes, dur, arrivals, rank,
                                       begin, end, est, res, stamp, node_start, node_list, fc, fg, fm,
                                       pick, old_nodes, E, mark, seen, reach, fail_p, fail_v, fail_c, fail_g,
                                       fail_m, fail_l, fail_h, gcount, own_g, AGG, AGR, run_p, run_v, run_r,
-                                      run_w, version, hk, hj, q, PT, PC, PG, PM, PB,
+                                      run_w, version, hk, hj, q, PB, PT, PC, PG, PM,
                                       LN, L0, L1, LP, LV, LC, LG, LM, st, sf, budget):
     """``sim.shared._Conservative`` with limits enforced, on a plan kept between passes (see
     the comment above ``_seg``): the reference's rounds, in which a reserved job is placed
@@ -1090,15 +1067,10 @@ def shared_conservative_profile_steps(submit, limit, nodes, dur, arrivals, rank,
     visit = st[CP_VISIT]
     pass_no = st[CP_PASS]
     now = sf[SF_NOW]
-    status = 0
-    events = 0
-    n_arr = arrivals.shape[0]
-    while a < n_arr or H > 0:
-        if events >= budget:
-            status = 1
+    while True:
+        status, now, budget = _slice_event(submit, arrivals, a, hk, H, now, budget)
+        if status != EV_NEXT:
             break
-        events += 1
-        now = _next_event(submit, arrivals, a, hk, H)
         freed_early = False
         while H > 0 and hk[0] <= now:
             j = hj[0]
@@ -1119,9 +1091,7 @@ def shared_conservative_profile_steps(submit, limit, nodes, dur, arrivals, rank,
                     if Lc < 0:
                         LN, L0, L1, LP, LV, LC, LG, LM = _log_grow(LN, L0, L1, LP, LV, LC, LG, LM)
                         Lc = _log_add(LN, L0, L1, LP, LN.shape[0] // 2, i, now, est[j])
-        while a < n_arr and submit[arrivals[a]] <= now:
-            Q = _enqueue(q, Q, rank, arrivals[a])
-            a += 1
+        Q, a = _enqueue_arrivals(q, Q, rank, submit, arrivals, a, now)
         if Q == 0:
             continue
 
@@ -1185,9 +1155,7 @@ def shared_conservative_profile_steps(submit, limit, nodes, dur, arrivals, rank,
                         own_g[j] = _grown_sum(gcount, node_list, node_start[j], nodes[j])
                         continue  # no growth since the last quiet round has room for it
                     if c >= 1:
-                        qc = 0
-                        while (2 << qc) <= c:
-                            qc += 1
+                        qc = _size_class(c)
                         if AGR[qc] < lim and own_g[j] == _grown_sum(gcount, node_list, first, k):
                             stamp[j] = base + Lc
                             own_g[j] = _grown_sum(gcount, node_list, node_start[j], nodes[j])
@@ -1244,9 +1212,7 @@ def shared_conservative_profile_steps(submit, limit, nodes, dur, arrivals, rank,
                             # a new start must be before the end of a growth it meets
                             h = min(old, np.nextafter(reach[i], -np.inf))
                             if c >= 1:  # a window of lim with c free cores must exist (cores by powers of 2)
-                                qc = 0
-                                while (2 << qc) <= c:
-                                    qc += 1
+                                qc = _size_class(c)
                                 if run_p[i, qc] != pass_no or run_v[i, qc] != version[i] or run_r[i, qc] < reach[i]:
                                     run_r[i, qc] = reach[i]
                                     run_w[i, qc] = _longest_run(PT, PC, PB, i, now, run_r[i, qc], 1 << qc)
