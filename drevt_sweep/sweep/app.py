@@ -27,6 +27,7 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
 from .. import __version__
+from .grid import resolve_config as resolved  # (the config resolved, as plain data)
 from .callback_policy import guard_hydra_callbacks
 from .slurm_system import (associations_of, backfill_params, identity_settings, slurm_conf_of, slurm_policy,
                            with_association_priority)
@@ -199,14 +200,6 @@ def result_config(cfg: DictConfig, plain: dict | None = None) -> dict:
         {k: OmegaConf.to_container(cfg[k], resolve=True, enum_to_str=True) for k in RESULT_SECTIONS})
 
 
-def resolved(cfg: DictConfig) -> dict | None:
-    """The config resolved once, as plain data, for both its settings and its ``config.yaml``
-    (OmegaConf resolution was ~9 ms each, per configuration); None when some key cannot be
-    resolved (the configuration then fails where it reads it, as before)."""
-    try:
-        return OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)
-    except Exception:  # noqa: BLE001 - reported by the step that needs the key
-        return None
 
 
 _YAML_PIECES: dict[tuple[str, str], str] = {}  # (top-level key, repr of its value) -> YAML

@@ -18,6 +18,7 @@ library caller) it is a thread of this process: same commands, same order, less 
 
 from __future__ import annotations
 
+import atexit
 import concurrent.futures as cf
 import contextlib
 import gc
@@ -274,9 +275,22 @@ def start_helper(fork: bool = False) -> None:
             max_workers=1, mp_context=context,
             initializer=_helper_started, initargs=(os.getpid(), _helper_pid),
         )
+        atexit.register(_let_go_of_helper)
     else:
         _helper = cf.ThreadPoolExecutor(max_workers=1, thread_name_prefix="drevt-tracking")
     _helper.submit(_import_mlflow)
+
+
+def _let_go_of_helper() -> None:
+    """At exit (after ``concurrent.futures`` has stopped its executors, before the interpreter
+    tears its modules down): drop the helper's executor now. Dropped during the teardown
+    instead, its weakref callback found ``multiprocessing`` already gone and printed a
+    traceback (``'NoneType' object has no attribute 'util'``) after a sweep that had ended
+    cleanly (seen once in tests/test_sweep_faults.py)."""
+    global _helper
+    helper, _helper = _helper, None
+    if helper is not None:
+        helper.shutdown(wait=False)
 
 
 def stop_helper() -> None:
