@@ -118,7 +118,7 @@ def test_a_swept_key_the_sweep_folder_reads_names_each_jobs_folder(loader):
 ])
 def test_the_resolved_config_is_the_whole_config_resolved(loader, overrides):
     """``Composer.resolved`` (the groups' template and what differs) against
-    ``app.resolved`` (the whole tree resolved), key order included: ``config.yaml`` and the
+    ``grid.resolve_config`` (the whole tree resolved), key order included: ``config.yaml`` and the
     configuration's settings are written from it."""
     from drevt_sweep.sweep.app import resolved
 
