@@ -27,8 +27,8 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
 from .. import __version__
-from .grid import resolve_config as resolved  # (the config resolved, as plain data)
 from .callback_policy import guard_hydra_callbacks
+from .grid import resolve_config as resolved  # (the config resolved, as plain data)
 from .slurm_system import (associations_of, backfill_params, identity_settings, slurm_conf_of, slurm_policy,
                            with_association_priority)
 from .config import register_configs
@@ -198,8 +198,6 @@ def result_config(cfg: DictConfig, plain: dict | None = None) -> dict:
         return identity_settings({k: plain[k] for k in RESULT_SECTIONS})
     return identity_settings(
         {k: OmegaConf.to_container(cfg[k], resolve=True, enum_to_str=True) for k in RESULT_SECTIONS})
-
-
 
 
 _YAML_PIECES: dict[tuple[str, str], str] = {}  # (top-level key, repr of its value) -> YAML
@@ -421,12 +419,7 @@ def begin_configuration(cfg: DictConfig, hydra_cfg, figures: bool | None = None,
 def _read(run: Configuration, *path: str):
     """A key of the configuration, from its resolved config where there is one: its
     interpolations (``paths.*``) are not parsed again (~0.5 ms each)."""
-    if run.plain is not None:
-        value = run.plain
-        for key in path:
-            value = value[key]
-        return value
-    value = run.cfg
+    value = run.cfg if run.plain is None else run.plain
     for key in path:
         value = value[key]
     return value

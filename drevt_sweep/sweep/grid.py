@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import os
 import pickle
 import re
 from dataclasses import dataclass
@@ -231,8 +232,6 @@ class Composer:
         (``hydra.sweep.dir: ${paths.output_root}/...``). Where the task's keys could read
         ``hydra`` themselves (:meth:`_task_reads_hydra`), the task is a second copy instead, as
         Hydra's is. Returns ``(task, hydra node)``."""
-        import os
-
         from hydra.core.hydra_config import HydraConfig
         from omegaconf import read_write
 
@@ -321,8 +320,6 @@ class Composer:
         (:func:`_constant`; its interpolation, ``drevt_output_dir`` of ``paths.output_root``,
         was 1-2 ms of OmegaConf's parser per configuration), the subdir is the job's number
         where it is Hydra's ``${hydra.job.num}``."""
-        import os
-
         keys = _task_keys(values)
         sweep = cfg.hydra.sweep
         texts = (sweep._get_node("dir")._value(), sweep._get_node("subdir")._value())

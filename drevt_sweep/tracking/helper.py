@@ -364,8 +364,7 @@ class TrackingService:
         return service
 
     def _send(self, fn, *args) -> cf.Future:
-        if self._queued:
-            self._flush()  # (commands keep their order)
+        self._flush()  # (queued runs first: commands keep their order)
         if _helper_died():
             _restart_helper()
         if self._restarts_seen != _restarts:
@@ -419,6 +418,9 @@ class TrackingService:
         return handles
 
     def _flush(self) -> None:
+        """Send the queued runs, if any, as one command."""
+        if not self._queued:
+            return
         records, self._queued = self._queued, []
         handles, self._queued_handles = self._queued_handles, []
         self._send(_log_runs, self._key, handles, records)
@@ -446,14 +448,12 @@ class TrackingService:
 
     def run_id(self, handle: str) -> str | None:
         """MLflow's id of a run (``None`` if it was never created); waits for the helper."""
-        if self._queued:
-            self._flush()
+        self._flush()
         return _submit_to_helper(_run_id, self._key, handle).result()
 
     def run_ids(self, handles: list[str]) -> list[str | None]:
         """:meth:`run_id` of many runs, in one round trip to the helper."""
-        if self._queued:
-            self._flush()
+        self._flush()
         return _submit_to_helper(_run_ids_of, self._key, list(handles)).result()
 
     def finished_seed_runs(self, config_hash_value: str) -> dict[str, dict[str, float]]:
@@ -480,8 +480,7 @@ class TrackingService:
     def wait(self, timeout: float | None = None) -> None:
         """Wait for every command sent so far; raise the first one's error, if any. Commands
         that a helper took with it when it died are sent again to a new one first."""
-        if self._queued:
-            self._flush()
+        self._flush()
         for _ in range(3):
             if _helper_died():
                 _restart_helper()
