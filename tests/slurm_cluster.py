@@ -267,16 +267,21 @@ StorageLoc=slurm_acct_db
                              f"--log-file={root}/munged.log", f"--seed-file={root}/munged.seed")
         _wait("munged", lambda: (root / "munge.sock").exists(), left(), cluster, proc)
 
+        # Its own tmpdir: a MariaDB server starting deletes every "#sql*" file in its tmpdir, so two
+        # clusters sharing /tmp (tests on two xdist workers) break each other's bootstrap.
+        (root / "db" / "tmp").mkdir(parents=True, exist_ok=True)
         install = subprocess.run([which("mariadb-install-db"), "--no-defaults", f"--datadir={root}/db/data",
                                   "--auth-root-authentication-method=socket", "--skip-test-db",
-                                  f"--user={user}"], capture_output=True, text=True, timeout=left(),
+                                  f"--user={user}", f"--tmpdir={root}/db/tmp"],
+                                 capture_output=True, text=True, timeout=left(),
                                  stdin=subprocess.DEVNULL)
         if install.returncode:
             raise ClusterError(f"mariadb-install-db: exit {install.returncode}: {install.stderr[-1500:]}")
         proc = cluster.spawn("mariadbd", "mariadbd", "--no-defaults", f"--datadir={root}/db/data",
                              f"--socket={root}/db/mysql.sock", f"--port={db}", "--bind-address=127.0.0.1",
                              f"--user={user}", f"--pid-file={root}/db/mariadb.pid",
-                             f"--log-error={root}/db/error.log", "--innodb-buffer-pool-size=16M",
+                             f"--log-error={root}/db/error.log", f"--tmpdir={root}/db/tmp",
+                             "--innodb-buffer-pool-size=16M",
                              "--skip-log-bin")
 
         def sql(statement: str) -> bool:

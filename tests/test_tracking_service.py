@@ -177,6 +177,38 @@ def test_a_helper_whose_sweep_died_leaves(tmp_path):
     assert not Path(f"/proc/{pid}").exists() or state == "Z"
 
 
+def test_a_helper_that_dies_while_it_is_asked_is_replaced_and_the_answer_comes(tmp_path):
+    """The helper killed while it answers a question (the wave's run ids, asked right after
+    the wave was written: the CI failure of stop 35): the question goes to a new helper, with
+    the commands the dead one took, and is answered; nothing fails."""
+    script = textwrap.dedent(f"""
+        import os, signal
+        from drevt_sweep.tracking import helper as ts
+        MAIN = os.getpid()
+        real = ts._run_ids_of
+
+        def dying(key, handles):  # in the forked helper: dies as it is asked
+            if os.getpid() != MAIN:
+                os.kill(os.getpid(), signal.SIGKILL)
+            return real(key, handles)
+
+        ts._run_ids_of = dying  # (before the fork: the helper has it too)
+        ts.start_helper(fork=True)
+        service = ts.TrackingService({store(tmp_path)!r}, "exp")
+        run = service.start_run("one", {{}})
+        service.log(run, metrics={{"m": 1.0}})
+        service.finish(run)
+        service.wait()
+        print(service.run_ids([run])[0], ts._restarts)
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    run_id, restarts = done.stdout.split()
+    assert restarts == "1"
+    assert client(store(tmp_path)).get_run(run_id).data.metrics == {"m": 1.0}
+
+
 # ---------------------------------------------------------------- a store that cannot be used
 @contextlib.contextmanager
 def read_only(path: Path):

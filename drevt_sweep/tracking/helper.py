@@ -446,29 +446,43 @@ class TrackingService:
         for handle in reversed(list(self._open_runs)):
             self.finish(handle, status)
 
+    def _ask(self, fn, *args, timeout: float | None = None):
+        """``fn``'s answer from the helper, after the commands sent before it. A helper that
+        dies while it is asked is replaced, the commands it took are sent again, and so is
+        the question (an answer never fails because of a helper's death alone)."""
+        for attempt in range(3):
+            self._flush()
+            if _helper_died():
+                _restart_helper()
+            if self._restarts_seen != _restarts:
+                self._send_lost_again()
+            try:
+                return _submit_to_helper(fn, *args).result(timeout)
+            except cf.BrokenExecutor:
+                if attempt == 2:
+                    raise
+
     def run_id(self, handle: str) -> str | None:
         """MLflow's id of a run (``None`` if it was never created); waits for the helper."""
-        self._flush()
-        return _submit_to_helper(_run_id, self._key, handle).result()
+        return self._ask(_run_id, self._key, handle)
 
     def run_ids(self, handles: list[str]) -> list[str | None]:
         """:meth:`run_id` of many runs, in one round trip to the helper."""
-        self._flush()
-        return _submit_to_helper(_run_ids_of, self._key, list(handles)).result()
+        return self._ask(_run_ids_of, self._key, list(handles))
 
     def finished_seed_runs(self, config_hash_value: str) -> dict[str, dict[str, float]]:
         """The metrics of FINISHED seed runs of a configuration, by run key (for ``resume``)."""
         self.wait()
-        return self._send(_finished_seed_runs, self._key, config_hash_value).result()
+        return self._ask(_finished_seed_runs, self._key, config_hash_value)
 
     def prepare_ui(self) -> str:
         """Tag the experiment for the UI's view (``ui.prepare``) in the helper, where MLflow
         is imported and the store open already; returns the experiment's id (waits)."""
-        return self._send(_prepare_ui, self._key).result()
+        return self._ask(_prepare_ui, self._key)
 
     def kill_running(self, sweep_id: str, timeout: float | None = None) -> int:
         """Mark KILLED every run of sweep ``sweep_id`` still RUNNING; waits (``timeout``)."""
-        return self._send(_kill_running, self._key, sweep_id).result(timeout)
+        return self._ask(_kill_running, self._key, sweep_id, timeout=timeout)
 
     def raise_if_failed(self) -> None:
         """Raise the error of a command that has already failed, without waiting."""
