@@ -50,21 +50,23 @@ def test_resume_after_sigterm_reuses_the_finished_configuration_and_runs_the_res
     # Hydra's basic sweeper runs the configurations one after the other (the Hydra job path),
     # so there is a moment when the first is finished and the second running; the engine's
     # configurations of one wave finish together (test_sweep_resume_scale.py signals it).
-    sweep = ("policy=fcfs,easy", "run_time=lognormal", "replicates=24", "parallel.n_jobs=2",
+    sweep = ("policy=fcfs,easy", "run_time=lognormal", "replicates=48", "parallel.n_jobs=2",
              "hydra/sweeper=basic")
     tag = f"resume-{os.getpid()}-{time.time()}"
     proc = start(sweep_cmd(tmp_path, "first", *sweep), tag)
     first_done = tmp_path / "first" / "0" / "result.json"
     try:
         deadline = time.time() + 300
-        while not first_done.exists() and proc.poll() is None and time.time() < deadline:
-            time.sleep(0.1)
-        time.sleep(1.0)  # into the second configuration's seeds
+        second_started = tmp_path / "first" / "1" / ".hydra"
+        while not (first_done.exists() and second_started.exists()) and proc.poll() is None \
+                and time.time() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.5)  # into the second configuration's seeds (48 of them: several seconds)
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=120)
     finally:
         cleanup(proc, tag)
-    assert proc.returncode == 143, err[-3000:]
+    assert proc.returncode == 143, (proc.returncode, err[-3000:])
     first = json.loads(first_done.read_text())
     assert first["status"] == "FINISHED"
     assert {r.info.status for r in runs(tmp_path)} <= {"FINISHED", "KILLED"}
@@ -76,7 +78,7 @@ def test_resume_after_sigterm_reuses_the_finished_configuration_and_runs_the_res
     assert reused["reused_seeds"] == first["seeds"]
     assert reused["metrics"] == first["metrics"]
     second = json.loads((tmp_path / "again" / "1" / "result.json").read_text())
-    assert second["status"] == "FINISHED" and len(second["seeds"]) == 24
+    assert second["status"] == "FINISHED" and len(second["seeds"]) == 48
     assert "RUNNING" not in {r.info.status for r in runs(tmp_path)}
 
 

@@ -1512,8 +1512,26 @@ def main() -> None:
               "KILLED and the workers ended (run again with resume=true to finish)",
               file=sys.stderr)
         sys.exit(exit_code(exc))
-    if _failures:
-        sys.exit(1)
+    _leave(1 if _failures else 0)
+
+
+def _leave(code: int) -> None:
+    """End the process now that everything is written, as the interpreter would -- the
+    non-daemon threads joined, the atexit handlers run (logs flushed, the tracking helper and
+    the workers' resource tracker let go), stdout and stderr flushed -- but without tearing
+    down its thousand-odd modules and collecting its heap one object at a time: 0.3-0.6 s of
+    a 100-seed run between its last line and its exit, on 2 cores (strace, measured)."""
+    import atexit
+    import threading
+
+    threading._shutdown()  # what the interpreter's exit does first (joins, executors' hooks)
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed pipe: nothing more can be said
+            pass
+    os._exit(code)
 
 
 def _completing(args: list[str]) -> bool:
