@@ -46,7 +46,7 @@ from .seeds import (
     start_workers,
 )
 from ..sim.machine import Machine, machine_from_mapping
-from ..sim.runtime import RunTimeModel
+from ..sim.runtime import RunTimeModel, is_stochastic
 from ..trace.options import read_options, resolve_trace_path
 from ..tracking.bulk import RunRecord
 from ..tracking.store import flatten
@@ -137,18 +137,17 @@ def run_spec(cfg: DictConfig, machine_nodes: int | None,
         backfill=backfill,
         compression=_value(cfg.policy.compression),
         replay=bool(cfg.policy.replay),
-        run_time=RunTimeModel(
-            mode=_value(rt.mode),
-            distribution=_value(rt.distribution),
-            scale=float(rt.scale),
-            stddev=float(rt.stddev),
-            min_run_time=float(rt.min_run_time),
-        ),
+        run_time=_run_time_model(rt),
         enforce_limits=bool(cfg.system.enforce_limits),
         workload=workload or WorkloadSpec(),
         limits=limits,
         **options,
     )
+
+
+def _run_time_model(rt) -> RunTimeModel:
+    return RunTimeModel(mode=_value(rt.mode), distribution=_value(rt.distribution), scale=float(rt.scale),
+                        stddev=float(rt.stddev), min_run_time=float(rt.min_run_time))
 
 
 def system_machine(system) -> Machine | None:
@@ -382,8 +381,13 @@ def _run_configuration(cfg: DictConfig, opening: bool) -> dict:
 
 
 def _start_workers(cfg: DictConfig, n_jobs: int):
-    """``seeds.start_workers`` for a configuration of several seeds (None for one)."""
+    """``seeds.start_workers`` for a configuration of several seeds (None for one: a
+    deterministic run-time model runs one seed whatever ``replicates`` says, as the default
+    run does, and two workers importing the simulator beside it took the cores it runs on)."""
     if cfg.replicates <= 1:
+        return None
+    shaking = float(cfg.workload.get("shake", 0.0) or 0.0) > 0
+    if not shaking and (cfg.policy.replay or not is_stochastic(_run_time_model(cfg.run_time))):
         return None
     backfill = None if cfg.policy.replay else _value(cfg.policy.backfill)
     return start_workers(n_jobs, _value(cfg.parallel.backend), backfill)
