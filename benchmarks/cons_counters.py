@@ -4,8 +4,7 @@
 
 The counters say where a compression pass spends its work, which the kernel's timings alone do
 not: planning passes and rounds, waiting jobs visited in the rounds, those passed over without
-a search (the O(1) test; later rounds: the versions test), bounded earliest-fit searches (in
-the first round or a later one), moves, and inside the searches the profile's runs found anew,
+a search (the O(1) test), bounded earliest-fit searches (in the first round or a later one), moves, and inside the searches the profile's runs found anew,
 run ends found anew and cached runs read (the run cache, ``_rc_fit``). They are compiled into a
 copy of ``_kernels.py`` in a temporary folder (anchor lines patched with ``st`` counters; the
 product's kernel has none), so the run is ~2x slower than the product's and the figures, not
@@ -29,7 +28,7 @@ KERNELS = REPO / "drevt_sweep" / "sim" / "kernel" / "_kernels.py"
 C = 64  # first counter slot of ``st`` in the copy
 
 NAMES = ("planning passes with compression", "rounds", "visits (reserved jobs, limits enforced)",
-         "passed over by the O(1) test", "passed over by the versions test", "searches",
+         "passed over by the O(1) test", "searches",
          "searches in the first round", "searches in later rounds", "moves",
          "runs found anew", "run ends found anew", "cached runs read")
 
@@ -44,16 +43,13 @@ PATCHES = (
      "                                st[C + 3] += 1\n"),
     ("                            start = _rc_fit(pt, pf, pb, ps, st, rc_i, rc_a, rc_b, rc_next, height_slot, "
      "active,\n                                            now, nodes[j], limit[j], old, before)\n",
-     "                            st[C + 5] += 1\n                            st[C + (6 if rounds == 1 else 7)] += 1\n"
-     "                            if start != np.inf:\n                                st[C + 8] += 1\n"),
-    ("            a, m, k = _prof_at_least_from(pt, pf, pb, ps, m, k, need, np.inf)\n", "            st[C + 9] += 1\n"),
+     "                            st[C + 4] += 1\n                            st[C + (5 if rounds == 1 else 6)] += 1\n"
+     "                            if start != np.inf:\n                                st[C + 7] += 1\n"),
+    ("            a, m, k = _prof_at_least_from(pt, pf, pb, ps, m, k, need, np.inf)\n", "            st[C + 8] += 1\n"),
     ("            b, complete, m, k = _prof_below_from(pt, pf, pb, ps, m, k, need, stop)\n",
-     "            st[C + 10] += 1\n"),
-    ("        a = rc_a[s, i]\n", "        st[C + 11] += 1\n"),
+     "            st[C + 9] += 1\n"),
+    ("        a = rc_a[s, i]\n", "        st[C + 10] += 1\n"),
 )
-# the versions test (if the kernel has it): its two ``continue`` lines
-VERSIONS = ("                                    continue  # nothing grew where j could use it (see \"versions\")\n",
-            "                                if not _grew_for(gk, gm, tau, version, old, nodes[j]):\n")
 
 
 def _instrumented(folder: Path):
@@ -66,10 +62,6 @@ def _instrumented(folder: Path):
         if src.count(anchor) != 1:
             raise SystemExit(f"anchor not found once in {KERNELS.name}: {anchor!r}")
         src = src.replace(anchor, anchor + extra)
-    if src.count(VERSIONS[0]) == 1:
-        skip = VERSIONS[0].replace("continue", "st[C + 4] += 1\n" + " " * 36 + "continue", 1)
-        src = src.replace(VERSIONS[0], skip)
-        src = src.replace(VERSIONS[1], VERSIONS[1] + " " * 36 + "st[C + 4] += 1\n")
     path = folder / "_kernels_counted.py"
     path.write_text(src)
     spec = importlib.util.spec_from_file_location("_kernels_counted", path)

@@ -234,9 +234,6 @@ def run_events(*, submit, limit, nodes, dur, rejected, rank, total, backfill, en
             np.full((kernels.RC_SLOTS, 4), -1, np.int64),  # run cache: height, stamp, count, partial per slot
             np.empty((kernels.RC_SLOTS, kernels.RC_RUNS)), np.empty((kernels.RC_SLOTS, kernels.RC_RUNS)),
             np.empty(kernels.RC_SLOTS), np.full(int(total) + 1, -1, np.int64), np.empty(kernels.RC_SLOTS, np.int64),
-            np.empty((4, n + 2), np.int64),  # versions at which stretches of the queue were looked at (2 rounds)
-            np.empty(2 * n + 16), np.empty(2 * n + 16, np.int64),  # each move of a pass: where it grew, most free
-            np.empty(2 * n + 16), np.empty(2 * n + 16, np.int64),  # ... and the same summed up over later moves
         )
         st[kernels.ST_FIXPOINT] = 1
         st[kernels.ST_PASS_AT] = -1

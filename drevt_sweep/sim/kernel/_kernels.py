@@ -399,12 +399,7 @@ ST_LAST_MOVE = 13
 ST_ROUNDS = 14
 ST_EXACT = 15
 ST_PHASE = 16  # ... and where: PHASE_COMPRESS (a compression round) or PHASE_PLACE (placing arrivals)
-ST_VERSION = 17  # moves in this pass so far: the profile's version (each move's growth in ``gk``/``gm``)
-ST_SEEN_N = 18  # entries of the last round's list of versions looked at (``seen`` rows 0-1)
-ST_SEEN_AT = 19  # ... the entry this round has reached
-ST_NEW_N = 20  # entries of this round's list (``seen`` rows 2-3)
-ST_ROUND_V = 21  # the version at which this round began
-ST_SIZE = 22
+ST_SIZE = 17
 PHASE_COMPRESS = 0
 PHASE_PLACE = 1
 EV_NEXT = 2  # ``_slice_event``: an event to process (0 and 1 are the driver's statuses)
@@ -1029,65 +1024,6 @@ def _rc_fit(pt, pf, pb, ps, st, rc_i, rc_a, rc_b, rc_next, height_slot, active, 
         i += 1
 
 
-# --- versions: which jobs a later round of the same pass need not search again ---------------
-# A pass numbers its moves (the profile's *version*) and keeps, for each, where the profile grew:
-# the old slot minus the new one, [g, old + limit) with g = max(old, new + limit), and the most
-# free nodes anywhere in it right after the move (``gk[v]``, ``gm[v]``). A round records at
-# which version it looked at each stretch of the queue (``seen``: a new entry at every move);
-# a job looked at in version ``tau`` could not start before its reservation then. If it can
-# now, some instant x of its new slot had fewer than its nodes free at ``tau`` and has them now,
-# so x lies in a growth after ``tau`` -- the last one covering x, v, has free nodes >= the job's
-# nodes at x right after it (nothing grew there since) -- and x is before the reservation: some
-# v > tau has gk[v] < reservation and gm[v] >= nodes. A job without such a v keeps its
-# reservation without a search (:func:`_grew_for`). Moves shrink the profile everywhere else,
-# and placing a new job only shrinks it, so the test is exact in what it skips.
-
-
-@njit(cache=True, _nrt=False)
-def _prof_max_in(pt, pf, pb, ps, a, b):
-    """Most free nodes at any instant of [a, b) (``a`` >= the first breakpoint)."""
-    m, k = _prof_locate(pt, pb, ps, a)
-    if not (m < ps[PS_M1] and pt[ps[PS_CO + m], k] == a):  # from the breakpoint before a
-        if k > 0:
-            k -= 1
-        else:
-            m -= 1
-            k = pb[ps[PS_CO + m], PB_N] - 1
-    best = -BIG
-    m1 = ps[PS_M1]
-    while m < m1:
-        c = ps[PS_CO + m]
-        n = pb[c, PB_N]
-        if pt[c, k] >= b:
-            return best
-        if k == 0 and pt[c, n - 1] < b:  # the whole chunk is inside
-            if pb[c, PB_MAX] > best:
-                best = pb[c, PB_MAX]
-            m += 1
-            continue
-        add = pb[c, PB_ADD]
-        while k < n:
-            if pt[c, k] >= b:
-                return best
-            v = pf[c, k] + add
-            if v > best:
-                best = v
-            k += 1
-        m += 1
-        k = 0
-    return best
-
-
-@njit(cache=True, _nrt=False, inline="always")
-def _grew_for(gk, gm, tau, version, last, need):
-    """Whether a move after version ``tau`` (up to ``version``) grew the profile before
-    ``last`` with at least ``need`` nodes free there (see "versions" above)."""
-    for v in range(tau + 1, version + 1):
-        if gk[v] < last and gm[v] >= need:
-            return True
-    return False
-
-
 ORDER_COMPRESS_FIRST = 0
 ORDER_INTERLEAVED = 1
 ORDER_ONE_PASS = 2
@@ -1144,7 +1080,7 @@ def _cons_move(pt, pf, pb, ps, st, sf, rc_b, rc_i, rc_next, active, j, start, no
 @njit(cache=True, _nrt=False)
 def conservative_steps(submit, limit, nodes, dur, arrivals, rank, total, enforce, order,
                        begin, end, est, res, placed, re, rj, rn, hk, hj, q, pt, pf, pb, ps,
-                       rc_i, rc_a, rc_b, rc_next, height_slot, active, seen, gk, gm, xk, xm, st, sf, budget):
+                       rc_i, rc_a, rc_b, rc_next, height_slot, active, st, sf, budget):
     """Conservative backfilling (``ConservativeBackfill``) from state ``st``/``sf``, for about
     ``budget`` units of work (an event, or a waiting job looked at).
 
@@ -1253,25 +1189,9 @@ def conservative_steps(submit, limit, nodes, dur, arrivals, rank, total, enforce
             last_move = -1
             rounds = 1
             place_from = 0
-            st[ST_VERSION] = 0
-            st[ST_ROUND_V] = 0
-            seen[0, 0] = 0  # the first round: no job looked at yet in this pass
-            seen[1, 0] = -1
-            st[ST_SEEN_N] = 1
-            st[ST_SEEN_AT] = 0
-            seen[2, 0] = 0
-            seen[3, 0] = 0
-            st[ST_NEW_N] = 1
         if plan:
             grown_seen = np.nan
             F = np.int64(0)
-            r_first = np.inf  # this round's growths so far: where the first starts, most free nodes
-            r_most = np.int64(-1)
-            for v in range(st[ST_ROUND_V] + 1, min(st[ST_VERSION] + 1, gk.shape[0])):  # (a resumed round)
-                if gk[v] < r_first:
-                    r_first = gk[v]
-                if gm[v] > r_most:
-                    r_most = gm[v]
             if compress:  # compression rounds over the queue (interleaved) or the placed jobs
                 while True:
                     while i < Q:
@@ -1302,41 +1222,12 @@ def conservative_steps(submit, limit, nodes, dur, arrivals, rank, total, enforce
                             before = old if old < grown else grown
                             if before <= now:
                                 continue
-                            version = st[ST_VERSION]
-                            if rounds > 1 and version < gk.shape[0]:  # j was looked at in the last round
-                                at = st[ST_SEEN_AT]  # at which version
-                                while at + 1 < st[ST_SEEN_N] and seen[0, at + 1] <= i - 1:
-                                    at += 1
-                                st[ST_SEEN_AT] = at
-                                tau = seen[1, at]
-                                g_first = xk[tau] if xk[tau] < r_first else r_first
-                                g_most = xm[tau] if xm[tau] > r_most else r_most
-                                if old <= g_first or nodes[j] > g_most:
-                                    continue  # nothing grew where j could use it (see "versions")
-                                if not _grew_for(gk, gm, tau, version, old, nodes[j]):
-                                    continue
                             start = _rc_fit(pt, pf, pb, ps, st, rc_i, rc_a, rc_b, rc_next, height_slot, active,
                                             now, nodes[j], limit[j], old, before)
                             if start != np.inf:
                                 _cons_move(pt, pf, pb, ps, st, sf, rc_b, rc_i, rc_next, active, j, start, now,
                                            nodes, limit, res)
                                 last_move = i - 1
-                                v = st[ST_VERSION] + 1
-                                st[ST_VERSION] = v
-                                if v < gk.shape[0]:  # where the profile grew: the old slot minus the new
-                                    g = start + limit[j]
-                                    if g < old:
-                                        g = old
-                                    gk[v] = g
-                                    gm[v] = _prof_max_in(pt, pf, pb, ps, g, old + limit[j])
-                                    if g < r_first:
-                                        r_first = g
-                                    if gm[v] > r_most:
-                                        r_most = gm[v]
-                                nn = st[ST_NEW_N]  # from j on, this round looks at version v
-                                seen[2, nn] = i - 1
-                                seen[3, nn] = v
-                                st[ST_NEW_N] = nn + 1
                                 grown_seen = np.nan
                             continue
                         if _cons_visit(pt, pf, pb, ps, st, sf, rc_i, rc_a, rc_b, rc_next, height_slot, active,
@@ -1351,25 +1242,6 @@ def conservative_steps(submit, limit, nodes, dur, arrivals, rank, total, enforce
                     last_move = -1
                     i = 0
                     rounds += 1
-                    nn = st[ST_NEW_N]  # (a round that moved a job ran to the queue's end)
-                    for x in range(nn):
-                        seen[0, x] = seen[2, x]
-                        seen[1, x] = seen[3, x]
-                    st[ST_SEEN_N] = nn
-                    st[ST_SEEN_AT] = 0
-                    version = st[ST_VERSION]
-                    seen[2, 0] = 0
-                    seen[3, 0] = version
-                    st[ST_NEW_N] = 1
-                    st[ST_ROUND_V] = version
-                    if version < gk.shape[0]:  # the growths after each version of the last round, summed up
-                        xk[version] = np.inf
-                        xm[version] = -1
-                        for v in range(version - 1, seen[1, 0] - 1, -1):
-                            xk[v] = gk[v + 1] if gk[v + 1] < xk[v + 1] else xk[v + 1]
-                            xm[v] = gm[v + 1] if gm[v + 1] > xm[v + 1] else xm[v + 1]
-                    r_first = np.inf
-                    r_most = np.int64(-1)
                     if rounds > max_rounds:
                         return -1
                 if st[ST_PASS_AT] >= 0:
