@@ -74,10 +74,11 @@ def test_fair_tree_puts_the_better_served_accounts_users_first_where_classic_doe
     assert run("fair_tree", kernel="reference") == [0, 0, 0, 40, 30]
 
 
-def test_fair_tree_runs_compiled_under_slurms_backfill_only():
-    with pytest.raises(ConfigError, match="fairshare=fair_tree has no compiled version"):
-        run("fair_tree", kernel="fast")  # EASY's compiled kernel has classic only
-    assert run("fair_tree", kernel="fast", backfill="slurm") == run("fair_tree", kernel="reference", backfill="slurm")
+def test_fair_tree_runs_compiled_under_every_backfill_the_kernels_have():
+    for backfill in ("easy", "easy_drevt", "none", "slurm"):
+        assert run("fair_tree", kernel="fast", backfill=backfill) == run("fair_tree", kernel="reference",
+                                                                        backfill=backfill), backfill
+    assert run("fair_tree", kernel="fast") == [0, 0, 0, 40, 30]  # (the case above, compiled)
     assert run("fair_tree", kernel="fast", backfill="slurm") != run("classic", kernel="fast", backfill="slurm")
     with pytest.raises(ConfigError, match="unknown multifactor fairshare 'tree'"):
         run("tree")

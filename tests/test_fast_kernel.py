@@ -22,7 +22,7 @@ import warnings
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from drevt_sweep.sim import kernel as fast
@@ -120,17 +120,33 @@ def test_extended_kernel_matches_reference_on_random_traces(trace, priority, bac
                 **extended_options(priority, estimate, sjbf, backfill))
 
 
+@pytest.mark.parametrize("fairshare_by", ["user", "account", "account/user"])
+@pytest.mark.parametrize("backfill", EXTENDED)
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(trace=traces(), estimate=st.sampled_from(["user", "actual", "user_history"]), sjbf=st.booleans(),
+       enforce=st.booleans())
+def test_fair_tree_kernel_matches_reference_on_random_traces(trace, backfill, fairshare_by, estimate, sjbf, enforce):
+    """Fair Tree's factors in the EASY/none kernel: all of them at the first key of a tick."""
+    jobs, total = trace
+    assume(fairshare_by != "account" or (np.asarray(jobs.group_code) >= 0).any())  # (else refused)
+    options = extended_options("multifactor", estimate, sjbf, backfill)
+    options["priority_params"] = {**MULTIFACTOR, "fairshare": "fair_tree", "fairshare_by": fairshare_by}
+    assert_same(jobs, jobs.actual_run_time, total, enforce_limits=enforce, **options)
+
+
 @pytest.mark.parametrize("estimate, sjbf", [("user", True), ("user_history", False), ("user_history", True),
                                             ("actual", False)])
-@pytest.mark.parametrize("priority", ("fcfs",) + DYNAMIC_PRIORITY_POLICIES)
+@pytest.mark.parametrize("priority", ("fcfs",) + DYNAMIC_PRIORITY_POLICIES + ("multifactor+fair_tree",))
 def test_extended_kernel_matches_reference_on_kth(kth_head, priority, estimate, sjbf):
-    options = extended_options(priority, estimate, sjbf, "easy")
-    if priority == "multifactor":
+    options = extended_options(priority.split("+")[0], estimate, sjbf, "easy")
+    if priority.startswith("multifactor"):
         # Slurm's own scale: a re-keying every minute (PriorityCalcPeriod's least), a day's
         # half-life, a week's max age: 60k re-keyings over these 42 days. (MULTIFACTOR's 3 s
         # period made 1.2M of them: 23 s of the reference per case, the suite's slowest CPU.)
         options["priority_params"] = {**MULTIFACTOR, "calc_period": 60.0, "decay_half_life": 86400.0,
                                       "max_age": 604800.0}
+        if priority.endswith("+fair_tree"):
+            options["priority_params"]["fairshare"] = "fair_tree"
     ref = assert_same(kth_head, kth_head.actual_run_time, 100, **options)
     assert ref.killed.any() and (ref.begin > kth_head.submit).any()
     if priority != "fcfs":  # the priorities decide: not FCFS's schedule (over 1,000 starts differ)

@@ -217,8 +217,6 @@ def simulate(
     extended = dynamic is not None or estimate != "user" or backfill_order != "fcfs"
     refresh = estimate == "user_history" and estimate_refresh == "every_pass"
     needs_reference = REFRESH_NEEDS_REFERENCE if refresh else ""
-    if getattr(dynamic, "reference_only", "") and backfill != "slurm":  # (the Slurm kernel has Fair Tree)
-        needs_reference = f"{dynamic.reference_only} has no compiled version"
     held: dict[str, int] = {}
     planned = estimate != "user" or backfill_order != "fcfs"  # (extended without a dynamic priority)
     if _use_fast_kernel(kernel, backfill, capacity, on_reservation, n, extended, needs_reference, backfill_params,

@@ -293,6 +293,15 @@ def run_extended(*, submit, limit, nodes, dur, rejected, rank, total, backfill, 
         np.full(n_leaf, -1, np.int64),
         np.empty(max(n_leaf, 1), np.int64), np.zeros(n_leaf, np.bool_),  # active associations (acc != 0), sorted
     )
+    fair_tree = kind == ext.DYN_MULTIFACTOR and bool(dynamic.fair_tree)
+    if fair_tree:  # its account shares, sort keys, order and buffers, numpy's summation order, its stack
+        two_levels = bool(dynamic.tree.two_levels)
+        plan = ext.pairwise_plan(int(n_acct) if two_levels else n_leaf)
+        fair_tree_state = (True, two_levels, f64(dynamic.tree.acct_share), np.empty((2, n_leaf)),
+                           np.tile(np.arange(n_leaf), (3, 1)), plan, np.empty(plan.shape[0]))
+    else:  # the same types, one element each (unused)
+        fair_tree_state = (False, False, one, np.zeros((2, 1)), np.zeros((3, 1), np.int64),
+                           np.zeros((1, 2), np.int64), one)
     begin = np.full(n, np.nan)
     end = np.full(n, np.nan)
     state = (
@@ -306,7 +315,7 @@ def run_extended(*, submit, limit, nodes, dur, rejected, rank, total, backfill, 
         np.empty(rmax), np.empty(rmax, np.int64),  # overruns: (planned end, job)
         np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n, np.int64),  # queue, sort buffer, SJBF queue
         np.zeros((max(n_users, 1), 2)), np.zeros(max(n_users, 1), np.int64),  # last two run times per user
-        *fairshare,
+        *fairshare, *fair_tree_state,
     )
     st = np.zeros(kernels.ST_SIZE, np.int64)
     sf = np.zeros(kernels.SF_SIZE)

@@ -152,7 +152,8 @@ SF_TICK_AT = 3  # multifactor: the next tick (inf without fair-share)
 def extended_steps(submit, limit, nodes, dur, arrivals, rank, mode, estimate, sjbf, users,
                    dyn, a_arr, b_arr, leaf, acct, sib, snorm, n_acct, w_age, w_fs, max_age, period, decay, t0,
                    begin, end, est, plan, key, re, rj, rn, hk, hj, ok_, oj, q, tmp, sq, hist, hcount,
-                   usage, acc, runn, raw_acct, fval, fstamp, active, is_active, st, sf, budget):
+                   usage, acc, runn, raw_acct, fval, fstamp, active, is_active,
+                   fair_tree, two_levels, acct_share, ftk, fti, fplan, fstack, st, sf, budget):
     """none / easy / easy_drevt with dynamic priorities and run-time estimates, from state
     ``st``/``sf`` for about ``budget`` events (``_kernels``' driver contract: 1 = more to do,
     0 = done with ``st[ST_Q]`` jobs left waiting, -2 = the machine was over-committed).
@@ -161,7 +162,10 @@ def extended_steps(submit, limit, nodes, dur, arrivals, rank, mode, estimate, sj
     ``q`` holds the waiting jobs sorted by (key, rank), ``sq`` (SJBF) by (plan, rank); the
     fair-share arrays (``usage``, ``acc``, ``runn``, ``raw_acct``, ``fval``/``fstamp``,
     ``active``/``is_active``) and the per-user history live between slices in the caller's
-    arrays, their scalars in ``st``/``sf``.
+    arrays, their scalars in ``st``/``sf``. ``fair_tree``: multifactor's fair-share factors are
+    Fair Tree's (:func:`_fair_tree` over ``acct_share``, ``ftk``/``fti`` its keys and orders,
+    ``fplan``/``fstack`` numpy's summation order), all of them at the first key of a tick, as
+    ``slurm_steps`` computes them (usage changes only at ticks: the same values whenever).
     """
     use_extra = mode == MODE_EASY
     strict = mode == MODE_EASY_DREVT
@@ -236,6 +240,9 @@ def extended_steps(submit, limit, nodes, dur, arrivals, rank, mode, estimate, sj
                     p = MIN_PLAN if MIN_PLAN < limit[j] else limit[j]
                 plan[j] = p
             if dyn != DYN_NONE:
+                if fair_tree and fstamp[leaf[j]] != stamp:  # (all factors at once, once per tick)
+                    _fair_tree(usage, raw_acct, acct, sib, snorm, acct_share, two_levels, fplan, fstack, stamp,
+                               fval, fstamp, ftk[0], ftk[1], fti[0], fti[1], fti[2])
                 key[j] = _key(dyn, now, j, submit, a_arr, b_arr, leaf, acct, sib, snorm, usage, raw_acct,
                               fval, fstamp, stamp, root, w_age, w_fs, max_age)
             _insert_sorted(q, Q, j, key, rank)
@@ -251,6 +258,9 @@ def extended_steps(submit, limit, nodes, dur, arrivals, rank, mode, estimate, sj
         if dyn != DYN_NONE and (dyn != DYN_MULTIFACTOR or due):
             due = False
             if dyn == DYN_MULTIFACTOR:
+                if fair_tree and fstamp[leaf[q[0]]] != stamp:
+                    _fair_tree(usage, raw_acct, acct, sib, snorm, acct_share, two_levels, fplan, fstack, stamp,
+                               fval, fstamp, ftk[0], ftk[1], fti[0], fti[1], fti[2])
                 _rekey_multifactor(q, Q, key, now, submit, a_arr, leaf, acct, sib, snorm, usage, raw_acct,
                                    fval, fstamp, stamp, root, w_age, w_fs, max_age)
             else:

@@ -157,10 +157,7 @@ class Multifactor:
         tree = FairShareTree.build(inputs, p["fairshare_by"], dict(p["account_shares"] or {}),
                                    dict(p["user_shares"] or {}), dict(p["association_shares"] or {}))
         self.tree = tree
-        self.fair_tree = p["fairshare"] == "fair_tree"
-        # The compiled EASY/none kernel (``kernel._extended``) computes classic fair-share only;
-        # ``backfill: slurm``'s (``kernel._slurm``) has both (engine dispatch reads this).
-        self.reference_only = "multifactor fairshare=fair_tree" if self.fair_tree else ""
+        self.fair_tree = p["fairshare"] == "fair_tree"  # (both compiled kernels have both)
         self.leaf_l = tree.leaf_of_job.tolist()
         self.nodes_l = inputs.num_nodes.tolist()
         self.decay = 0.5 ** (self.period / half_life)
