@@ -157,6 +157,40 @@ def test_slurm_kernel_jump_ends_at_an_arrival_ahead_of_a_tested_job():
     assert ref.begin.tolist() == [0.0, 150.0, 60.0, 100.0]
 
 
+# ``firm`` (``_slurm._firm_bound``): the jump crosses later window ends up to the earliest start
+# that a job fitting the free nodes, after the first tested job to reach the window end, finds in
+# the profile before that job is placed. 10 nodes, exact resolution, a cycle every 5 s, A1 (3
+# nodes) runs 0-50 and A2 (3) from 0. Both cases are computed by hand.
+FIRM_CASES = {
+    # A2 runs to 200. P (7 nodes, 20 s) is reserved at 50-70; X (10) cannot start before 200,
+    # past every window end until 80 (window 2 min): no reservation; K (7, 100 s) is reserved at
+    # 70, cut by the window end (no room for it after X's nodes: the window check forbids a
+    # jump across window ends); C (4, 60 s) fits the 4 free nodes but not past P's
+    # reservation, which does not depend on the window: its earliest start without X, K and C
+    # placed is 70, so the clocks jump from 5 to A1's end at 50 instead of visiting every cycle.
+    "jump_across_window_ends": (
+        [0, 0, 1, 2, 3, 4], [3, 3, 7, 10, 7, 4], [50, 200, 20, 30, 100, 60], 2,
+        [0.0, 0.0, 50.0, 200.0, 70.0, 230.0]),
+    # A2 runs to 100. X (10 nodes, 30 s) is past the window end (1 min) until the cycle at 45,
+    # where the window reaches 105 and X is reserved at 100-105: B (7, 100 s), reserved at 50
+    # (cut by the window end) before, now cannot start before 105, and C (4, 50 s), which B
+    # blocked, starts at 45. C's start without X, B and C placed is now: no jump. A bound
+    # over jobs before X only, or over the cycle's final profile (B's reservation in it), jumps
+    # from 5 to 50 and starts C at 50.
+    "must_not_jump": (
+        [0, 0, 1, 2, 3], [3, 3, 10, 7, 4], [50, 100, 30, 100, 50], 1, [0.0, 0.0, 100.0, 130.0, 45.0]),
+}
+
+
+@pytest.mark.parametrize("case", FIRM_CASES)
+def test_slurm_kernel_jumps_across_window_ends_only_before_a_firm_start(case):
+    submit, nodes, limit, window, begin = FIRM_CASES[case]
+    jobs = make_jobs(submit, nodes, limit, limit)
+    ref = assert_same(jobs, jobs.actual_run_time, 10, backfill="slurm",
+                      backfill_params=dict(bf_interval=5, sched_interval=0, bf_resolution=0, bf_window=window))
+    assert ref.begin.tolist() == begin
+
+
 @st.composite
 def long_jobs_short_window(draw):
     """Jobs of up to 200 s against a window of 30-180 s: reservations cut by the window end,
