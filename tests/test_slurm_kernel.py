@@ -191,6 +191,33 @@ def test_slurm_kernel_jumps_across_window_ends_only_before_a_firm_start(case):
     assert ref.begin.tolist() == begin
 
 
+# A tick during a jump over passes at which no waiting job fits does not re-key the queue: the
+# re-keying waits for the jump's end and is then done as at the last tick (its time, the jobs
+# waiting then). Multifactor by age (max 500 s) and size (nodes / 10), a tick every 100 s; R (10
+# nodes) runs 0-560, so nothing fits until it ends, between the ticks at 500 and 600.
+DEFERRED_CASES = {
+    # B (5 nodes, submitted at 1) and A (6, at 101). At the tick 500: B 1000 * 499/500 + 500 =
+    # 1498, A 1000 * 399/500 + 600 = 1398, B first: B starts at 560, A when B ends. Keyed at 560
+    # (age 559 capped, 459): B 1500, A 1518: A would start first.
+    "at_the_ticks_time": ([0.0, 1.0, 101.0], [10, 5, 6], [0.0, 560.0, 660.0]),
+    # Z (9 nodes) submitted at 460, X (10) at 530, after the last tick: at 560 Z has its key of
+    # the tick 500 (80 + 900 = 980), X its arrival's (0 + 1000): X first. Keyed as at 500 too, X's
+    # negative age would give it 940: Z would start first.
+    "later_arrivals_keep_their_key": ([0.0, 460.0, 530.0], [10, 9, 10], [0.0, 660.0, 560.0]),
+}
+
+
+@pytest.mark.parametrize("case", DEFERRED_CASES)
+def test_slurm_kernel_rekeys_after_a_jump_as_at_the_last_tick(case):
+    submit, nodes, begin = DEFERRED_CASES[case]
+    jobs = make_jobs(submit, nodes, [600.0, 100.0, 100.0], [560.0, 100.0, 100.0])
+    params = {"weights": {"age": 1000, "fairshare": 0, "job_size": 1000, "partition": 0}, "max_age": 500.0,
+              "calc_period": 100.0}
+    ref = assert_same(jobs, jobs.actual_run_time, 10, backfill="slurm", priority="multifactor",
+                      priority_params=params)
+    assert ref.begin.tolist() == begin
+
+
 @st.composite
 def long_jobs_short_window(draw):
     """Jobs of up to 200 s against a window of 30-180 s: reservations cut by the window end,

@@ -58,7 +58,8 @@ SF_ROOT = 5  # multifactor: the root's scaled usage
 SF_SCALE = 6  # multifactor: usage scale
 SF_TICK_AT = 7  # multifactor: the next tick (inf without multifactor)
 SF_HOLD = 8  # wfp3/unicef: passes before this time start nothing while the order stays (-inf: none)
-SF_SIZE = 9
+SF_DUE_AT = 9  # multifactor: the time of the tick whose re-keying is pending (ST_DUE)
+SF_SIZE = 10
 # the settings (policies.slurm_backfill.check_backfill_params), as two arrays
 P_INTERVAL = 0  # bf_interval, s (0: at every pass)
 P_SCHED = 1  # sched_interval, s (0: none)
@@ -411,6 +412,21 @@ def slurm_steps(submit, limit, nodes, dur, arrivals, rank, users, total, pf_, pi
       with ``bf_interval=0`` the reference runs a cycle at the tick itself, at a time and window
       end the jump's target was not chosen for, so there the jump ends too.
 
+    Re-keying deferred while no waiting job fits. During a jump with no bound (``idle``: the
+    pass before it found no waiting job fitting the free nodes), the order does not matter: the
+    jump goes on at a tick, re-ordering or not, and ends only at a completion or an arrival that
+    fits or waits ahead (as before). So a tick there only decays and adds usage (``_ticks``) and
+    leaves the re-keying pending (``due``, with the tick's time ``due_at``); at the event that
+    ends the jump the waiting jobs are re-keyed as they would have been at that last tick: the
+    keys are the same function of that time, the usage and the fair-share generation (neither
+    changes between ticks), for the jobs submitted by then (each waited at that tick, since a tick
+    is an event while jobs wait); a job that arrived after it keeps its arrival's key, as it
+    would have until the next tick. The queue is then sorted by (key, rank), a total order, so it
+    is the array the tick-by-tick re-keying and the sorted insertions leave. Earlier ticks of the
+    jump need no re-keying of their own: each re-keying recomputes every key from scratch, and
+    Fair Tree's factors are recomputed for the current generation when first needed. On KTH-SP2
+    with the defaults: 62,632 -> 47,894 re-keyings (multifactor), 61,138 -> 46,416 (Fair Tree).
+
     WFP3 and UNICEF (``every_pass``) re-key every waiting job before every pass, as the
     reference's ``EveryPass`` does, so the order may change at any cycle: the clocks never jump.
     Every cycle and full pass is visited (an event, as in the reference) and the queue re-sorted;
@@ -465,6 +481,7 @@ def slurm_steps(submit, limit, nodes, dur, arrivals, rank, users, total, pf_, pi
     scale = sf[SF_SCALE]
     next_tick = sf[SF_TICK_AT]
     hold = sf[SF_HOLD]
+    due_at = sf[SF_DUE_AT]
     n_arr = arrivals.shape[0]
     status = 0
     events = 0
@@ -484,6 +501,7 @@ def slurm_steps(submit, limit, nodes, dur, arrivals, rank, users, total, pf_, pi
                     now, next_tick, tick_k, fs_t0, period, decay, scale, root, n_active, active, is_active, acc,
                     runn, usage, raw_acct, acct, n_acct)
                 due = True
+                due_at = now
                 stamp += ticks
 
         # 1. completions (in (end, job) order: the fair-share accounting's)
@@ -549,12 +567,21 @@ def slurm_steps(submit, limit, nodes, dur, arrivals, rank, users, total, pf_, pi
 
         # 2c. a tick re-keys the queue (every waiting job's priority recomputed)
         if multifactor and due:
+            if skipping and wake == np.inf and stop_at < 0 and not completed and (behind or not arrived):
+                continue  # no waiting job fits: the order matters at the jump's end only (re-keyed there)
             due = False
             if fair_tree and fstamp[leaf[q[0]]] != stamp:
                 _fair_tree(usage, raw_acct, acct, sib, snorm, acct_share, two_levels, fplan, fstack, stamp, fval,
                            fstamp, ftk[0], ftk[1], fti[0], fti[1], fti[2])
-            _rekey_multifactor(q, Q, key, now, submit, a_arr, leaf, acct, sib, snorm, usage, raw_acct, fval,
-                               fstamp, stamp, root, w_age, w_fs, max_age)
+            if due_at == now:
+                _rekey_multifactor(q, Q, key, now, submit, a_arr, leaf, acct, sib, snorm, usage, raw_acct, fval,
+                                   fstamp, stamp, root, w_age, w_fs, max_age)
+            else:  # as at the last tick: the jobs that waited then (the later ones keep their arrival's key)
+                for i in range(Q):
+                    j = q[i]
+                    if submit[j] <= due_at:
+                        key[j] = _multifactor_key(due_at, j, submit, a_arr, leaf, acct, sib, snorm, usage, raw_acct,
+                                                  fval, fstamp, stamp, root, w_age, w_fs, max_age)
             moved = _resort(q, Q, key, rank, tmp)
             if skipping and now < wake and not completed and (behind or not arrived) and (wake == np.inf or (
                     interval > 0 and not moved)):
@@ -684,4 +711,5 @@ def slurm_steps(submit, limit, nodes, dur, arrivals, rank, users, total, pf_, pi
     sf[SF_SCALE] = scale
     sf[SF_TICK_AT] = next_tick
     sf[SF_HOLD] = hold
+    sf[SF_DUE_AT] = due_at
     return status
