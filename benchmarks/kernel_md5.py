@@ -9,6 +9,8 @@ backfill x compression order x estimate x backfill order x enforce_limits; its v
 of the begin and end arrays (float64 bytes, NaN for rejected jobs) from the compiled kernel
 (``kernel="fast"``). Traces: KTH-SP2, LANL-CM5 (its first 40,000 jobs), KTH-SP2 at load x1.4
 (heavy: long queues) and a generated shared-node workload (``bench_machine.shared_workload``).
+``backfill: slurm`` (issue 26) runs under Slurm's defaults, the EASY reduction and two other limit
+sets, with static and dynamic priorities (80 cases, ``check FILE slurm``).
 ``check`` prints every case that differs and exits 1 if any does.
 
 Terms after the file keep only some cases: a case runs if its name contains every plain term
@@ -42,6 +44,18 @@ DYNAMIC = ("multifactor", "wfp3", "unicef")
 QUEUE_BACKFILLS = ("none", "easy", "easy_drevt")
 COMPRESSIONS = ("compress_first", "interleaved", "one_pass")
 MULTIFACTOR = {"weights": {"age": 1000, "fairshare": 0, "job_size": 1000, "partition": 0}}
+INF = float("inf")
+SLURM_LIMITS = {  # backfill: slurm (issue 26): Slurm's defaults, the EASY reduction, tighter limits
+    "defaults": {},
+    "easy": dict(bf_interval=0, bf_max_job_test=INF, bf_window=INF, bf_resolution=0, default_queue_depth=INF,
+                 sched_interval=0, bf_job_part_count_reserve=1),
+    "tight": dict(bf_interval=60, bf_window=240, bf_resolution=300, bf_max_job_test=20, bf_max_job_user=3,
+                  default_queue_depth=5, sched_interval=0),
+    "exact": dict(bf_interval=0, bf_resolution=0, bf_window=600),
+}
+SLURM_PRIORITIES = {"fcfs": ("fcfs", None), "sjf": ("sjf", None), "multifactor": ("multifactor", None),
+                    "fair_tree": ("multifactor", {"fairshare": "fair_tree"}), "wfp3": ("wfp3", None),
+                    "unicef": ("unicef", None)}
 
 
 def _traces():
@@ -76,6 +90,12 @@ def _pool_cases():
             yield f"fcfs/{b}/{e}", dict(backfill=b, estimate=e)
         yield f"fcfs/easy/{e}/sjbf", dict(backfill="easy", estimate=e, backfill_order="sjbf")
     yield "sjf/easy/user/sjbf", dict(priority="sjf", backfill="easy", backfill_order="sjbf")
+    for lim, params in SLURM_LIMITS.items():
+        for name, (p, pp) in SLURM_PRIORITIES.items():
+            if lim in ("tight", "exact") and name in ("sjf", "unicef"):
+                continue
+            yield f"{name}/slurm/{lim}", dict(priority=p, priority_params=pp, backfill="slurm",
+                                              backfill_params=params)
 
 
 def _md5(schedule) -> str:

@@ -157,6 +157,67 @@ def test_slurm_kernel_jump_ends_at_an_arrival_ahead_of_a_tested_job():
     assert ref.begin.tolist() == [0.0, 150.0, 60.0, 100.0]
 
 
+# ``firm`` (``_slurm._firm_bound``): the jump crosses later window ends up to the earliest start
+# that a job fitting the free nodes, after the first tested job to reach the window end, finds in
+# the profile before that job is placed. 10 nodes, exact resolution, a cycle every 5 s, A1 (3
+# nodes) runs 0-50 and A2 (3) from 0. Both cases are computed by hand.
+FIRM_CASES = {
+    # A2 runs to 200. P (7 nodes, 20 s) is reserved at 50-70; X (10) cannot start before 200,
+    # past every window end until 80 (window 2 min): no reservation; K (7, 100 s) is reserved at
+    # 70, cut by the window end (no room for it after X's nodes: the window check forbids a
+    # jump across window ends); C (4, 60 s) fits the 4 free nodes but not past P's
+    # reservation, which does not depend on the window: its earliest start without X, K and C
+    # placed is 70, so the clocks jump from 5 to A1's end at 50 instead of visiting every cycle.
+    "jump_across_window_ends": (
+        [0, 0, 1, 2, 3, 4], [3, 3, 7, 10, 7, 4], [50, 200, 20, 30, 100, 60], 2,
+        [0.0, 0.0, 50.0, 200.0, 70.0, 230.0]),
+    # A2 runs to 100. X (10 nodes, 30 s) is past the window end (1 min) until the cycle at 45,
+    # where the window reaches 105 and X is reserved at 100-105: B (7, 100 s), reserved at 50
+    # (cut by the window end) before, now cannot start before 105, and C (4, 50 s), which B
+    # blocked, starts at 45. C's start without X, B and C placed is now: no jump. A bound
+    # over jobs before X only, or over the cycle's final profile (B's reservation in it), jumps
+    # from 5 to 50 and starts C at 50.
+    "must_not_jump": (
+        [0, 0, 1, 2, 3], [3, 3, 10, 7, 4], [50, 100, 30, 100, 50], 1, [0.0, 0.0, 100.0, 130.0, 45.0]),
+}
+
+
+@pytest.mark.parametrize("case", FIRM_CASES)
+def test_slurm_kernel_jumps_across_window_ends_only_before_a_firm_start(case):
+    submit, nodes, limit, window, begin = FIRM_CASES[case]
+    jobs = make_jobs(submit, nodes, limit, limit)
+    ref = assert_same(jobs, jobs.actual_run_time, 10, backfill="slurm",
+                      backfill_params=dict(bf_interval=5, sched_interval=0, bf_resolution=0, bf_window=window))
+    assert ref.begin.tolist() == begin
+
+
+# A tick during a jump over passes at which no waiting job fits does not re-key the queue: the
+# re-keying waits for the jump's end and is then done as at the last tick (its time, the jobs
+# waiting then). Multifactor by age (max 500 s) and size (nodes / 10), a tick every 100 s; R (10
+# nodes) runs 0-560, so nothing fits until it ends, between the ticks at 500 and 600.
+DEFERRED_CASES = {
+    # B (5 nodes, submitted at 1) and A (6, at 101). At the tick 500: B 1000 * 499/500 + 500 =
+    # 1498, A 1000 * 399/500 + 600 = 1398, B first: B starts at 560, A when B ends. Keyed at 560
+    # (age 559 capped, 459): B 1500, A 1518: A would start first.
+    "at_the_ticks_time": ([0.0, 1.0, 101.0], [10, 5, 6], [0.0, 560.0, 660.0]),
+    # Z (9 nodes) submitted at 460, X (10) at 530, after the last tick: at 560 Z has its key of
+    # the tick 500 (80 + 900 = 980), X its arrival's (0 + 1000): X first. Keyed as at 500 too, X's
+    # negative age would give it 940: Z would start first.
+    "later_arrivals_keep_their_key": ([0.0, 460.0, 530.0], [10, 9, 10], [0.0, 660.0, 560.0]),
+}
+
+
+@pytest.mark.parametrize("case", DEFERRED_CASES)
+def test_slurm_kernel_rekeys_after_a_jump_as_at_the_last_tick(case):
+    submit, nodes, begin = DEFERRED_CASES[case]
+    jobs = make_jobs(submit, nodes, [600.0, 100.0, 100.0], [560.0, 100.0, 100.0])
+    params = {"weights": {"age": 1000, "fairshare": 0, "job_size": 1000, "partition": 0}, "max_age": 500.0,
+              "calc_period": 100.0}
+    ref = assert_same(jobs, jobs.actual_run_time, 10, backfill="slurm", priority="multifactor",
+                      priority_params=params)
+    assert ref.begin.tolist() == begin
+
+
 @st.composite
 def long_jobs_short_window(draw):
     """Jobs of up to 200 s against a window of 30-180 s: reservations cut by the window end,
