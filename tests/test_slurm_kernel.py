@@ -445,8 +445,9 @@ def test_only_the_supported_slurm_runs_use_the_kernel(kth_head):
                  estimate="actual")
     fair_tree = dict(priority="multifactor", priority_params={"fairshare": "fair_tree"})
     simulate(jobs, jobs.actual_run_time, 100, backfill="slurm", kernel="fast", **fair_tree)
-    with pytest.raises(ConfigError, match="fair_tree has no compiled version"):  # (EASY's kernel: classic only)
-        simulate(jobs, jobs.actual_run_time, 100, backfill="easy", kernel="fast", **fair_tree)
+    simulate(jobs, jobs.actual_run_time, 100, backfill="easy", kernel="fast", **fair_tree)  # (EASY's has it too)
+    with pytest.raises(ConfigError, match="no compiled version with dynamic priorities"):
+        simulate(jobs, jobs.actual_run_time, 100, backfill="conservative", kernel="fast", **fair_tree)
     with pytest.raises(ConfigError, match="on_reservation"):
         simulate(jobs, jobs.actual_run_time, 100, backfill="slurm", kernel="fast", on_reservation=lambda *a: None)
 
