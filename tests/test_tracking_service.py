@@ -118,6 +118,14 @@ def test_errors_come_back_as_exceptions_that_pickle(tmp_path):
     assert str(again) == "KeyError: 'x'" and "Traceback" in again.details
 
 
+def one_finished_run(tmp_path) -> str:
+    """Script lines (for the scripts below): a forked helper, one run logged and finished."""
+    return "; ".join([
+        "ts.start_helper(fork=True)", f"service = ts.TrackingService({store(tmp_path)!r}, 'exp')",
+        "run = service.start_run('one', {})", "service.log(run, metrics={'m': 1.0})",
+        "service.finish(run)", "service.wait()"])
+
+
 def test_the_console_helper_is_a_separate_process(tmp_path):
     """What `drevt-sweep` does first thing: fork a helper process; its runs land in the store;
     it keeps the sweep's priority (at nice 10 a shared machine starved it); stopping it kills
@@ -125,12 +133,7 @@ def test_the_console_helper_is_a_separate_process(tmp_path):
     script = textwrap.dedent(f"""
         import os, threading
         from drevt_sweep.tracking import helper as ts
-        ts.start_helper(fork=True)
-        service = ts.TrackingService({store(tmp_path)!r}, "exp")
-        run = service.start_run("one", {{}})
-        service.log(run, metrics={{"m": 1.0}})
-        service.finish(run)
-        service.wait()
+        {one_finished_run(tmp_path)}
         pid = ts._helper_pid.value
         assert pid and pid != os.getpid(), pid
         assert os.getpriority(os.PRIO_PROCESS, pid) == os.getpriority(os.PRIO_PROCESS, 0)
@@ -193,12 +196,7 @@ def test_a_helper_that_dies_while_it_is_asked_is_replaced_and_the_answer_comes(t
             return real(key, handles)
 
         ts._run_ids_of = dying  # (before the fork: the helper has it too)
-        ts.start_helper(fork=True)
-        service = ts.TrackingService({store(tmp_path)!r}, "exp")
-        run = service.start_run("one", {{}})
-        service.log(run, metrics={{"m": 1.0}})
-        service.finish(run)
-        service.wait()
+        {one_finished_run(tmp_path)}
         print(service.run_ids([run])[0], ts._restarts)
     """)
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,

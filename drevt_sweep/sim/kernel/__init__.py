@@ -294,14 +294,8 @@ def run_extended(*, submit, limit, nodes, dur, rejected, rank, total, backfill, 
         np.empty(max(n_leaf, 1), np.int64), np.zeros(n_leaf, np.bool_),  # active associations (acc != 0), sorted
     )
     fair_tree = kind == ext.DYN_MULTIFACTOR and bool(dynamic.fair_tree)
-    if fair_tree:  # its account shares, sort keys, order and buffers, numpy's summation order, its stack
-        two_levels = bool(dynamic.tree.two_levels)
-        plan = ext.pairwise_plan(int(n_acct) if two_levels else n_leaf)
-        fair_tree_state = (True, two_levels, f64(dynamic.tree.acct_share), np.empty((2, n_leaf)),
-                           np.tile(np.arange(n_leaf), (3, 1)), plan, np.empty(plan.shape[0]))
-    else:  # the same types, one element each (unused)
-        fair_tree_state = (False, False, one, np.zeros((2, 1)), np.zeros((3, 1), np.int64),
-                           np.zeros((1, 2), np.int64), one)
+    two_levels = fair_tree and bool(dynamic.tree.two_levels)
+    fair_tree_state = (fair_tree, two_levels, *_fair_tree_arrays(dynamic if fair_tree else None, n_leaf, n_acct))
     begin = np.full(n, np.nan)
     end = np.full(n, np.nan)
     state = (
@@ -325,6 +319,20 @@ def run_extended(*, submit, limit, nodes, dur, rejected, rank, total, backfill, 
     sf[ext.SF_TICK_AT] = float(t0) + float(period) if kind == ext.DYN_MULTIFACTOR else np.inf
     _run_slices(kernels, ext.extended_steps, state, st, sf, progress, *_pool_errors(backfill))
     return begin, end
+
+
+def _fair_tree_arrays(multifactor, n_leaf: int, n_acct: int) -> tuple:
+    """``_extended._fair_tree``'s arrays for a multifactor priority (``None``: the same types,
+    one element each, unused): the account shares, the sort keys, orders and buffers, numpy's
+    summation order of the parent's usage and its stack."""
+    from ._extended import pairwise_plan
+
+    if multifactor is None:
+        return (np.zeros(1), np.zeros((2, 1)), np.zeros((3, 1), np.int64), np.zeros((1, 2), np.int64),
+                np.zeros(1))
+    plan = pairwise_plan(int(n_acct) if multifactor.tree.two_levels else n_leaf)
+    return (np.ascontiguousarray(multifactor.tree.acct_share, dtype=np.float64), np.empty((2, n_leaf)),
+            np.tile(np.arange(n_leaf), (3, 1)), plan, np.empty(plan.shape[0]))
 
 
 def slurm_supported(backfill_params, extended: bool, dynamic=None) -> str | None:
@@ -387,8 +395,8 @@ def run_slurm(*, submit, limit, nodes, dur, rejected, rank, total, users, backfi
     if fs and kind != 1:  # wfp3/unicef: their two arrays and the sorted queue; no fair-share state
         a_arr, b_arr = (np.ascontiguousarray(x, dtype=np.float64) for x in dynamic.kernel_args())
         multifactor = (a_arr, b_arr, ione, ione, one, one, rank.astype(np.float64), np.empty(n, np.int64),
-                       np.empty(n, np.int64), one, one, one, one, one, ione, ione, np.zeros(1, np.bool_), one,
-                       np.zeros((2, 1)), np.zeros((3, 1), np.int64), np.zeros((1, 2), np.int64), one)
+                       np.empty(n, np.int64), one, one, one, one, one, ione, ione, np.zeros(1, np.bool_),
+                       *_fair_tree_arrays(None, 1, 1))
     elif fs:  # multifactor: its arrays, the sorted queue and the fair-share state (as ``run_extended``)
         a_arr, leaf, acct, sib, snorm, n_acct, w_age, w_fs, max_age, period, decay, t0 = dynamic.kernel_args()
         mf[[sk.M_W_AGE, sk.M_W_FS, sk.M_MAX_AGE, sk.M_PERIOD, sk.M_DECAY, sk.M_T0]] = (
@@ -396,9 +404,6 @@ def run_slurm(*, submit, limit, nodes, dur, rejected, rank, total, users, backfi
         mf[sk.M_FAIR_TREE] = float(dynamic.fair_tree)
         mf[sk.M_TWO_LEVELS] = float(dynamic.tree.two_levels)
         n_leaf = int(np.shape(sib)[0])
-        from ._extended import pairwise_plan
-
-        plan = pairwise_plan(int(n_acct) if dynamic.tree.two_levels else n_leaf)
         multifactor = (
             np.ascontiguousarray(a_arr, dtype=np.float64), one, np.ascontiguousarray(leaf, dtype=np.int64),
             np.ascontiguousarray(acct, dtype=np.int64), np.ascontiguousarray(sib, dtype=np.float64),
@@ -406,14 +411,11 @@ def run_slurm(*, submit, limit, nodes, dur, rejected, rank, total, users, backfi
             rank.astype(np.float64), np.empty(n, np.int64), np.empty(n, np.int64),  # sort key, queue, sort buffer
             np.zeros(n_leaf), np.zeros(n_leaf), np.zeros(n_leaf), np.zeros(max(int(n_acct), 1)), np.zeros(n_leaf),
             np.full(n_leaf, -1, np.int64), np.empty(max(n_leaf, 1), np.int64), np.zeros(n_leaf, np.bool_),
-            np.ascontiguousarray(dynamic.tree.acct_share, dtype=np.float64),  # Fair Tree: account shares, ...
-            np.empty((2, n_leaf)), np.tile(np.arange(n_leaf), (3, 1)),  # ... its sort keys, order and buffers,
-            plan, np.empty(plan.shape[0]),  # ... numpy's summation order of the parent's usage, its stack
+            *_fair_tree_arrays(dynamic, n_leaf, n_acct),
         )  # (usage, node-seconds since the last tick, running nodes, usage per account, cached factors, ...)
     else:  # static priorities: the same types, one element each (unused)
         multifactor = (one, one, ione, ione, one, one, one, ione, ione, one, one, one, one, one, ione, ione,
-                       np.zeros(1, np.bool_), one, np.zeros((2, 1)), np.zeros((3, 1), np.int64),
-                       np.zeros((1, 2), np.int64), one)
+                       np.zeros(1, np.bool_), *_fair_tree_arrays(None, 1, 1))
     state = (
         submit, limit, nodes, dur, arrivals, rank, np.ascontiguousarray(user_index, dtype=np.int64),
         np.int64(total), pf_, pi, begin, end, np.full(n, np.nan), job_of_rank,
