@@ -333,8 +333,9 @@ class SqliteTracker:
 
 def _connect(db_path: Path) -> sqlite3.Connection:
     """A connection that leaves transactions to :meth:`SqliteTracker._write`, syncing the
-    write-ahead log at checkpoints only (``store._sync_at_checkpoints``)."""
-    db = sqlite3.connect(db_path, timeout=30, isolation_level=None)
+    write-ahead log at checkpoints only (``store._sync_at_checkpoints``). Any thread may use
+    it: the helper runs one command at a time, but a restarted helper is another thread."""
+    db = sqlite3.connect(db_path, timeout=30, isolation_level=None, check_same_thread=False)
     db.execute("PRAGMA synchronous = NORMAL")
     return db
 
