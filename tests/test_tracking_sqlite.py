@@ -165,3 +165,24 @@ assert not [m for m in sys.modules if m.split(".")[0] in ("mlflow", "sqlalchemy"
 """
     env = {k: v for k, v in os.environ.items() if k != "DREVT_TRACKING_VIA_MLFLOW"}
     subprocess.run([sys.executable, "-c", code], check=True, env=env, cwd=tmp_path)
+
+
+def test_orphaned_runs_go_to_mlflow_and_a_gone_sweep_without_any_does_not(tmp_path):
+    """Every sweep leaves its liveness lock file: the next finds it gone. Without a run of it
+    left RUNNING the file is removed and the run stays off MLflow; with one, MLflow closes it."""
+    from drevt_sweep.tracking import liveness
+    from drevt_sweep.tracking.store import TAG_SWEEP_ID
+
+    uri = _store(tmp_path, "raw")
+    folder = liveness.lock_folder(uri)
+    folder.mkdir(exist_ok=True)
+    (folder / "vm:1:finished.lock").touch()  # a sweep that ended, its runs closed
+    assert SqliteTracker.open(uri, "raw") is not None
+    assert not (folder / "vm:1:finished.lock").exists()
+    running = Tracker.open(uri, "raw").start_run("left", {TAG_SWEEP_ID: "vm:2:killed"})
+    (folder / "vm:2:killed.lock").touch()  # ... and one killed with a run RUNNING
+    assert SqliteTracker.open(uri, "raw") is None
+    assert (folder / "vm:2:killed.lock").exists()  # for Tracker.open to claim
+    tracker = Tracker.open(uri, "raw")
+    assert tracker.client.get_run(running).info.status == "KILLED"
+    assert SqliteTracker.open(uri, "raw") is not None

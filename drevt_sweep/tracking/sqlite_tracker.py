@@ -11,7 +11,9 @@ lock, in WAL mode with ``synchronous=NORMAL`` as :class:`~.store.Tracker` does.
 
 It is used only when everything is known: an sqlite file at ``SCHEMA_REVISION`` (the installed
 MLflow's schema head, which a test checks), an active experiment, no orphaned run to close,
-keys and values well inside MLflow's validators' limits. Anything else -- a method it does not
+keys and values well inside MLflow's validators' limits. (Every sweep leaves its liveness lock
+file, so the next one finds a gone sweep each time: with no run of it RUNNING, the files are
+removed here, as ``Tracker.close_orphaned_runs`` does after finding nothing.) Anything else -- a method it does not
 have, a value MLflow might refuse or cut, a param logged again with another value -- goes to a
 real :class:`~.store.Tracker`, opened (mlflow imported) the first time one is needed.
 """
@@ -29,7 +31,7 @@ from typing import Iterator, Mapping
 
 from . import liveness
 from .bulk import RunRecord, copy_artifacts, dataset_fields, input_rows, run_rows
-from .store import (DIGEST_LENGTH, SWEEP_ID_ENV, TAG_HANDLE, Tracker, _store_lock,
+from .store import (DIGEST_LENGTH, SWEEP_ID_ENV, TAG_HANDLE, TAG_SWEEP_ID, Tracker, _store_lock,
                     _use_write_ahead_log, check_sqlite_store)
 
 # MLflow 3.17's schema head (mlflow.store.db.utils._get_latest_schema_revision()); a store at
@@ -133,10 +135,7 @@ class SqliteTracker:
         own = os.environ.get(SWEEP_ID_ENV)
         if own:
             liveness.hold(uri, own)
-        gone = liveness.claim_gone(uri)
-        if gone:  # orphaned runs to close: MLflow's Tracker.open does it (claims them again)
-            for fd in gone.values():
-                os.close(fd)
+        if not _no_orphans(db_path, uri):
             return None
         return cls(uri, experiment, experiment_id, location, artifact_root)
 
@@ -356,6 +355,27 @@ def _experiment(db_path: Path, name: str) -> tuple[str, str] | None:
     if row is None or row[2] != "active" or not row[1]:
         return None
     return str(row[0]), row[1]
+
+
+def _no_orphans(db_path: Path, uri: str) -> bool:
+    """``Tracker.close_orphaned_runs`` when there is nothing to close (every sweep leaves its
+    liveness lock file, so the next one finds it gone): the gone sweeps' lock files removed.
+    False, the files left for MLflow's ``Tracker.open`` to claim again, when a gone sweep left
+    a run RUNNING (in any experiment: more than MLflow closes, never fewer)."""
+    gone = liveness.claim_gone(uri)
+    if not gone:
+        return True
+    with contextlib.closing(sqlite3.connect(db_path, timeout=30)) as db:
+        orphans = db.execute(
+            "SELECT 1 FROM runs JOIN tags ON tags.run_uuid = runs.run_uuid WHERE tags.key = ? "
+            f"AND tags.value IN ({', '.join('?' * len(gone))}) AND runs.status = 'RUNNING' "
+            "LIMIT 1", (TAG_SWEEP_ID, *gone)).fetchone()
+    if orphans:
+        for fd in gone.values():
+            os.close(fd)
+        return False
+    liveness.release(uri, gone)
+    return True
 
 
 def _local_location(location: str) -> bool:
