@@ -1491,7 +1491,7 @@ def main() -> None:
     _compose_once(sys.argv[1:])
     import pandas  # noqa: F401 - needed here anyway; imported before the fork, the helper shares it
 
-    start_helper(fork=True)  # imports mlflow in the tracking helper while Hydra composes
+    start_helper(fork=True)  # the tracking helper, ready while Hydra composes
     _marks["helper_started"] = time.time()
     try:
         _app()

@@ -18,8 +18,9 @@ missing internal) returns ``None`` from :func:`bulk_writer` and the caller uses 
 from __future__ import annotations
 
 import json
+import math
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Mapping
 
@@ -43,17 +44,23 @@ class RunRecord:
     artifacts: tuple = ()  # (file, folder or None): the run's files, copied once it exists
 
 
+def dataset_fields(name: str, checksum: str, path: str, jobs: int, digest_length: int) -> dict:
+    """The trace as a dataset's columns (digest: the sha256 cut to the column's width; source:
+    the file; the profile has the whole checksum), and ``INPUT_TAGS`` its input edge's tags."""
+    return dict(name=name, digest=checksum[:digest_length], source_type="local",
+                source=json.dumps({"uri": Path(path).resolve().as_uri()}),
+                profile=json.dumps({"num_rows": jobs, "sha256": checksum}), schema=None)
+
+
+INPUT_TAGS = (("mlflow.data.context", "trace"),)
+
+
 def trace_dataset(name: str, checksum: str, path: str, jobs: int, digest_length: int):
-    """The trace as an MLflow ``DatasetInput`` (digest: the sha256 cut to the column's width;
-    source: the file; the profile has the whole checksum)."""
+    """The trace as an MLflow ``DatasetInput`` (:func:`dataset_fields`)."""
     from mlflow.entities import Dataset, DatasetInput, InputTag
 
-    dataset = Dataset(
-        name=name, digest=checksum[:digest_length], source_type="local",
-        source=json.dumps({"uri": Path(path).resolve().as_uri()}),
-        profile=json.dumps({"num_rows": jobs, "sha256": checksum}),
-    )
-    return DatasetInput(dataset, [InputTag("mlflow.data.context", "trace")])
+    return DatasetInput(Dataset(**dataset_fields(name, checksum, path, jobs, digest_length)),
+                        [InputTag(key, value) for key, value in INPUT_TAGS])
 
 
 def bulk_writer(client) -> Callable | None:
@@ -73,17 +80,95 @@ def bulk_writer(client) -> Callable | None:
         store, experiment_id, records, digest_length)
 
 
-def write_runs(store, experiment_id: str, records: list[RunRecord], digest_length: int) -> list[str]:
-    """Insert ``records`` as finished runs of ``experiment_id``; returns their run ids.
+TABLES = ("runs", "tags", "params", "metrics", "latest_metrics", "datasets", "inputs",
+          "input_tags")  # parents before children (foreign keys)
+PARENT_TAG, RUN_NAME_TAG, USER_TAG = "mlflow.parentRunId", "mlflow.runName", "mlflow.user"
 
-    Row for row what ``SqlAlchemyStore.create_run`` (the run, its tags, ``mlflow.runName``),
-    ``log_batch`` (params, metrics and their ``latest_metrics``), ``log_inputs`` (the dataset,
-    shared by name and digest within the experiment, and one input edge with its tags per run)
-    and ``update_run_info`` (status, end time) write for a new run."""
-    from mlflow.entities import LifecycleStage, Metric, Param, RunStatus, RunTag, SourceType
+
+def sanitize_metric_value(value: float) -> tuple[bool, float]:
+    """``SqlAlchemyStore.sanitize_metric_value``: (is NaN, the value SQL can hold)."""
+    if math.isnan(value):
+        return True, 0
+    if math.isinf(value):
+        return False, 1.7976931348623157e308 if value > 0 else -1.7976931348623157e308
+    return False, value
+
+
+def record_tags(record: RunRecord, parent: str | None) -> dict[str, str]:
+    """A finished run's tags as ``create_run`` stores them (its parent, its name)."""
+    tags = {k: str(v) for k, v in record.tags.items()}
+    if parent:
+        tags[PARENT_TAG] = parent
+    tags.setdefault(RUN_NAME_TAG, record.name)
+    return tags
+
+
+def run_rows(records: list[RunRecord], experiment_id: str, artifact_uri: Callable[[str], str],
+             now: int, digest_length: int, find_dataset: Callable[[str, str], str | None]
+             ) -> tuple[dict[str, list[dict]], list[str]]:
+    """The rows, by table, that ``SqlAlchemyStore.create_run`` (the run, its tags,
+    ``mlflow.runName``), ``log_batch`` (params, metrics and their ``latest_metrics``),
+    ``log_inputs`` (the dataset, shared by name and digest within the experiment --
+    ``find_dataset(name, digest)`` gives an existing one's id --, and one input edge with its
+    tags per run) and ``update_run_info`` (status, end time) write for new finished runs; and
+    their run ids. Written once for both writers: MLflow's session (:func:`write_runs`) and
+    the stdlib's sqlite3 (:mod:`.sqlite_tracker`); each validates the records first."""
+    rows: dict[str, list[dict]] = {table: [] for table in TABLES}
+    run_ids: list[str] = []
+    dataset_ids: dict[tuple, str] = {}
+    for record in records:
+        run_id = uuid.uuid4().hex
+        parent = record.parent_id or (run_ids[record.parent_index]
+                                      if record.parent_index is not None else None)
+        tags = record_tags(record, parent)
+        run_ids.append(run_id)
+        rows["runs"].append(dict(
+            name=record.name, artifact_uri=artifact_uri(run_id), run_uuid=run_id,
+            experiment_id=int(experiment_id), source_type="UNKNOWN", source_name="",
+            entry_point_name="", user_id=tags.get(USER_TAG, "unknown"),
+            status=record.status, start_time=now, end_time=now, deleted_time=None,
+            source_version="", lifecycle_stage="active"))
+        rows["tags"] += [dict(run_uuid=run_id, key=k, value=v) for k, v in tags.items()]
+        rows["params"] += [dict(run_uuid=run_id, key=k, value=str(v))
+                           for k, v in record.params.items()]
+        for key, value in record.metrics.items():
+            is_nan, value = sanitize_metric_value(float(value))
+            row = dict(run_uuid=run_id, key=key, value=value, timestamp=now, step=0, is_nan=is_nan)
+            rows["metrics"].append(row)
+            rows["latest_metrics"].append(dict(row))
+        if record.dataset is not None:
+            input_rows(rows, run_id, dataset_fields(*record.dataset, digest_length=digest_length),
+                       experiment_id, find_dataset, dataset_ids)
+    return rows, run_ids
+
+
+def input_rows(rows: dict[str, list[dict]], run_id: str, dataset: dict, experiment_id: str,
+               find_dataset: Callable[[str, str], str | None], dataset_ids: dict) -> None:
+    """A run's dataset input (``log_inputs``): the dataset row unless the experiment has it
+    (by name and digest), the input edge and its tags."""
+    key = (dataset["name"], dataset["digest"])
+    if key not in dataset_ids:
+        found = find_dataset(*key)
+        dataset_ids[key] = found or uuid.uuid4().hex
+        if found is None:
+            rows["datasets"].append(dict(
+                dataset_uuid=dataset_ids[key], experiment_id=int(experiment_id),
+                name=dataset["name"], digest=dataset["digest"],
+                dataset_source_type=dataset["source_type"], dataset_source=dataset["source"],
+                dataset_schema=dataset["schema"], dataset_profile=dataset["profile"]))
+    input_id = uuid.uuid4().hex
+    rows["inputs"].append(dict(input_uuid=input_id, source_type="DATASET",
+                               source_id=dataset_ids[key], destination_type="RUN",
+                               destination_id=run_id))
+    rows["input_tags"] += [dict(input_uuid=input_id, name=k, value=v) for k, v in INPUT_TAGS]
+
+
+def write_runs(store, experiment_id: str, records: list[RunRecord], digest_length: int) -> list[str]:
+    """Insert ``records`` as finished runs of ``experiment_id`` (:func:`run_rows`) in one
+    session of MLflow's store, after MLflow's own validators; returns their run ids."""
+    from mlflow.entities import Metric, Param, RunStatus, RunTag
     from mlflow.store.tracking.dbmodels.models import (
         SqlDataset, SqlInput, SqlInputTag, SqlLatestMetric, SqlMetric, SqlParam, SqlRun, SqlTag)
-    from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID, MLFLOW_RUN_NAME, MLFLOW_USER
     from mlflow.utils.time import get_current_time_millis
     from mlflow.utils.uri import append_to_uri_path
     from mlflow.utils.validation import (
@@ -93,73 +178,38 @@ def write_runs(store, experiment_id: str, records: list[RunRecord], digest_lengt
     experiment = store.get_experiment(experiment_id)
     store._check_experiment_is_active(experiment)
     now = get_current_time_millis()
-    rows: dict[object, list[dict]] = {table: [] for table in (
-        SqlRun, SqlTag, SqlParam, SqlMetric, SqlLatestMetric, SqlDataset, SqlInput, SqlInputTag)}
-    run_ids: list[str] = []
-    inputs = []  # (run id, DatasetInput)
+    checked = []  # the records as MLflow's validators leave them (they cut over-long values)
     for record in records:
-        run_id = uuid.uuid4().hex
-        tags = {k: str(v) for k, v in record.tags.items()}
-        parent = record.parent_id or (run_ids[record.parent_index]
-                                      if record.parent_index is not None else None)
-        if parent:
-            tags[MLFLOW_PARENT_RUN_ID] = parent
-        tags.setdefault(MLFLOW_RUN_NAME, record.name)
-        metrics, params, run_tags = _validate_batch_log_data(
+        RunStatus.from_string(record.status)
+        _, params, tags = _validate_batch_log_data(
             [Metric(k, float(v), now, 0) for k, v in record.metrics.items()],
             [Param(k, str(v)) for k, v in record.params.items()],
-            [RunTag(k, v) for k, v in tags.items()])
+            [RunTag(k, str(v)) for k, v in record.tags.items()])
         _validate_param_keys_unique(params)
-        run_ids.append(run_id)
-        rows[SqlRun].append(dict(
-            name=record.name, artifact_uri=append_to_uri_path(
-                experiment.artifact_location, run_id, store.ARTIFACTS_FOLDER_NAME),
-            run_uuid=run_id, experiment_id=int(experiment_id),
-            source_type=SourceType.to_string(SourceType.UNKNOWN), source_name="",
-            entry_point_name="", user_id=tags.get(MLFLOW_USER, "unknown"),
-            status=RunStatus.to_string(RunStatus.from_string(record.status)), start_time=now,
-            end_time=now, deleted_time=None, source_version="",
-            lifecycle_stage=LifecycleStage.ACTIVE))
-        rows[SqlTag] += [dict(run_uuid=run_id, key=t.key, value=t.value) for t in run_tags]
-        rows[SqlParam] += [dict(run_uuid=run_id, key=p.key, value=p.value) for p in params]
-        for metric in metrics:
-            is_nan, value = store.sanitize_metric_value(metric.value)
-            row = dict(run_uuid=run_id, key=metric.key, value=value, timestamp=metric.timestamp,
-                       step=metric.step, is_nan=is_nan)
-            rows[SqlMetric].append(row)
-            rows[SqlLatestMetric].append(dict(row))
-        if record.dataset is not None:
-            inputs.append((run_id, trace_dataset(*record.dataset, digest_length=digest_length)))
-    if inputs:
-        _validate_dataset_inputs([entry for _, entry in inputs])
+        checked.append(replace(record, params={p.key: p.value for p in params},
+                               tags={t.key: t.value for t in tags}))
+    records = checked
+    datasets = [trace_dataset(*r.dataset, digest_length=digest_length) for r in records if r.dataset]
+    if datasets:
+        _validate_dataset_inputs(datasets)
+    models = dict(zip(TABLES, (SqlRun, SqlTag, SqlParam, SqlMetric, SqlLatestMetric, SqlDataset,
+                               SqlInput, SqlInputTag)))
     with store.ManagedSessionMaker(read_only=False) as session:
-        dataset_ids = {}
-        for run_id, entry in inputs:
-            key = (entry.dataset.name, entry.dataset.digest)
-            if key not in dataset_ids:
-                found = (session.query(SqlDataset)
-                         .filter(SqlDataset.experiment_id == experiment_id,
-                                 SqlDataset.name == key[0], SqlDataset.digest == key[1])
-                         .first())
-                if found is not None:
-                    dataset_ids[key] = found.dataset_uuid
-                else:
-                    dataset_ids[key] = uuid.uuid4().hex
-                    rows[SqlDataset].append(dict(
-                        dataset_uuid=dataset_ids[key], experiment_id=int(experiment_id),
-                        name=entry.dataset.name, digest=entry.dataset.digest,
-                        dataset_source_type=entry.dataset.source_type,
-                        dataset_source=entry.dataset.source, dataset_schema=entry.dataset.schema,
-                        dataset_profile=entry.dataset.profile))
-            input_id = uuid.uuid4().hex
-            rows[SqlInput].append(dict(input_uuid=input_id, source_type="DATASET",
-                                       source_id=dataset_ids[key], destination_type="RUN",
-                                       destination_id=run_id))
-            rows[SqlInputTag] += [dict(input_uuid=input_id, name=tag.key, value=tag.value)
-                                  for tag in entry.tags]
-        for table, values in rows.items():  # parents before children (foreign keys)
+        def find_dataset(name: str, digest: str) -> str | None:
+            found = (session.query(SqlDataset)
+                     .filter(SqlDataset.experiment_id == experiment_id, SqlDataset.name == name,
+                             SqlDataset.digest == digest)
+                     .first())
+            return found.dataset_uuid if found is not None else None
+
+        rows, run_ids = run_rows(
+            records, experiment_id,
+            lambda run_id: append_to_uri_path(experiment.artifact_location, run_id,
+                                              store.ARTIFACTS_FOLDER_NAME),
+            now, digest_length, find_dataset)
+        for table, values in rows.items():
             if values:
-                _insert(session, table, values, insert)
+                _insert(session, models[table], values, insert)
     return run_ids
 
 

@@ -3,7 +3,8 @@
 Importing mlflow and opening a store cost about 2.5 s of CPU, and each seed's child run
 25-35 ms of SQLAlchemy time; done in the sweep's own process they were 40-45% of a 100-seed
 sweep's wall time (issue 5). One helper process does all of it instead. It starts with the
-sweep and imports mlflow while Hydra composes the configuration and the workers start; the
+sweep; an existing sqlite store with its experiment is written without mlflow
+(:mod:`.sqlite_tracker`), any other store imports mlflow when it opens; the
 sweep sends it commands and goes on (a configuration's child runs, one command written in one
 transaction by :mod:`.bulk`, while the outputs and figures are made),
 looks between seed results whether the store failed to open (then it stops at once), and waits
@@ -127,18 +128,26 @@ def _no_collection():
         gc.enable()
 
 
-def _import_mlflow() -> None:
-    with _no_collection():
-        import mlflow.tracking  # noqa: F401 - the slow part (about 1.5 s), done early
+def _warm_up() -> None:
+    """The helper's first job: the stdlib tracker's module, not mlflow. An existing sqlite
+    store with its experiment (every run but a store's first) is written without mlflow
+    (:mod:`.sqlite_tracker`: 3.0-3.6 s of the helper's CPU in a 100-seed run was mlflow's
+    import and store); another store imports it when it opens (``_open``)."""
+    from . import sqlite_tracker  # noqa: F401
 
 
 def _open(key: tuple) -> None:
+    from .sqlite_tracker import SqliteTracker
+
     uri, experiment, artifact_root = key
     if key not in _trackers:
         _open_failures.pop(key, None)
         try:
-            with _no_collection():  # the first open imports MLflow's SQLAlchemy store (~1 s)
-                _trackers[key] = Tracker.open(uri, experiment, artifact_root)
+            opened = SqliteTracker.open(uri, experiment, artifact_root)
+            if opened is None:
+                with _no_collection():  # imports mlflow (~1.3 s) and its SQL store (~1.7 s)
+                    opened = Tracker.open(uri, experiment, artifact_root)
+            _trackers[key] = opened
         except Exception as exc:
             _open_failures[key] = f"{type(exc).__name__}: {exc}"
             raise
@@ -241,10 +250,8 @@ def _kill_running(key: tuple, sweep_id: str) -> int:
 
 
 def _prepare_ui(key: tuple) -> str:
-    from .ui import prepare
-
     tracker = _tracker(key)
-    prepare(tracker.client, tracker.experiment_id)
+    tracker.prepare_ui()
     return tracker.experiment_id
 
 
@@ -260,7 +267,7 @@ _restarts = 0  # helpers started because the one before died (it lost its run id
 
 
 def start_helper(fork: bool = False) -> None:
-    """Start the helper now; it imports mlflow at once. ``fork``: a helper process (the
+    """Start the helper now (it imports mlflow only for a store that needs it, ``_open``). ``fork``: a helper process (the
     console script asks for one first thing, while it is the only thread); otherwise, and
     when :class:`TrackingService` starts the helper on first use, a thread."""
     global _helper, _helper_pid
@@ -278,7 +285,7 @@ def start_helper(fork: bool = False) -> None:
         atexit.register(_let_go_of_helper)
     else:
         _helper = cf.ThreadPoolExecutor(max_workers=1, thread_name_prefix="drevt-tracking")
-    _helper.submit(_import_mlflow)
+    _helper.submit(_warm_up)
 
 
 def _let_go_of_helper() -> None:

@@ -458,6 +458,13 @@ class Tracker:
                 for path, folder in record.artifacts:
                     self.log_artifact(run_id, path, folder)
 
+    def prepare_ui(self) -> None:
+        """Tag the experiment for the UI's view (:func:`.ui.prepare`)."""
+        from .ui import prepare
+
+        with _store_lock(self.uri):
+            prepare(self.client, self.experiment_id)
+
     def log_artifact(self, run_id: str, path: str | os.PathLike, folder: str | None = None) -> None:
         with _store_lock(self.uri):
             self.client.log_artifact(run_id, str(path), artifact_path=folder)

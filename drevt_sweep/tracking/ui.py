@@ -63,10 +63,15 @@ def link(experiment_id: str, ui: str = DEFAULT_UI) -> str:
     return f"{ui.rstrip('/')}/#/experiments/{experiment_id}/runs?viewStateShareKey={VIEW_KEY}"
 
 
+def ui_tags() -> dict[str, str]:
+    """The experiment's tags that make :func:`link` open the view."""
+    return dict([EXPERIMENT_KIND, (SHARE_TAG + VIEW_KEY, json.dumps(view_state()))])
+
+
 def prepare(client, experiment_id: str) -> None:
     """Tag the experiment so that :func:`link` opens the view (idempotent)."""
-    client.set_experiment_tag(experiment_id, *EXPERIMENT_KIND)
-    client.set_experiment_tag(experiment_id, SHARE_TAG + VIEW_KEY, json.dumps(view_state()))
+    for key, value in ui_tags().items():
+        client.set_experiment_tag(experiment_id, key, value)
 
 
 def announce(uri: str, experiments: list[str] | None = None, ui: str | None = None, stream=None) -> list[str]:
