@@ -49,7 +49,7 @@ def simulate_machine(
     NaN times and are counted per reason in ``warnings['rejected_<reason>']``.
     ``policy_options`` (``estimate``, ``backfill_order``, ``priority_params``, ``compression``,
     ``progress``) go to ``engine.simulate`` for exclusive partitions; shared partitions plan with
-    the user's time limits in priority order only. ``progress`` counts the jobs of the partitions
+    the user's time limits in priority order (a dynamic one, ``priority_params``, too). ``progress`` counts the jobs of the partitions
     already simulated as done (each partition's simulated time starts again). ``capacity`` is
     shared among exclusive partitions (``partition_capacities``); jobs it never lets run are
     rejected (``warnings['rejected_capacity']``); shared partitions refuse it.
@@ -67,8 +67,8 @@ def simulate_machine(
     progress = policy_options.pop("progress", None)
     defaults = {"estimate": "user", "backfill_order": "fcfs", "priority_params": None,
                 "compression": "compress_first", "estimate_refresh": "submit", "backfill_params": None}
-    special = {k: v for k, v in policy_options.items()
-               if v != defaults.get(k, v) and k != "backfill_params"}  # (slurm: shared pools run EASY)
+    special = {k: v for k, v in policy_options.items()  # (slurm: shared pools run EASY)
+               if v != defaults.get(k, v) and k not in ("backfill_params", "priority_params")}
     if special and any(p.shared for p in machine.partitions):
         raise ConfigError(f"shared partitions plan with the users' time limits in priority order: "
                           f"{', '.join(f'{k}={v}' for k, v in special.items())} applies to "
@@ -140,7 +140,8 @@ def simulate_machine(
                 backfill="easy" if backfill == "slurm" else backfill,
                 enforce_limits=enforce_limits, kernel=kernel,
                 limits=assoc_limits.state_for(rows) if assoc_limits is not None and backfill == "slurm" else None,
-                report=report, progress=None if progress is None else (
+                report=report, priority_params=policy_options.get("priority_params"),
+                progress=None if progress is None else (
                     lambda now, done, base=done_before: progress(now, base + done)),
             )
             for j in report.pop("refused", []):

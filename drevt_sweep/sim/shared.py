@@ -30,6 +30,27 @@ nodes):
   are not enforced), every waiting job, in priority order, is taken out and placed again at its
   earliest fit, repeatedly until nothing moves (compression), so with limits enforced no
   reservation ever moves later. A job starts when its reservation is due, on its nodes.
+
+**Dynamic priorities** (``multifactor``: Slurm's ``priority/multifactor`` with classic
+fair-share or Fair Tree; ``wfp3``, ``unicef``): the same semantics as the whole-node reference
+engine (``engine._run_events``, ``policies.dynamic``): the waiting queue is kept sorted by
+``(key, FCFS rank)``; a job gets its key at submission; the ticks ``t0 + k * calc_period``
+(Slurm's ``PriorityCalcPeriod``) are events while jobs wait, at which usage is accrued and
+decayed and every waiting job is re-keyed before the pass (``wfp3``/``unicef``: before every
+pass). Under ``conservative`` the reservations stand when the order changes (as on whole
+nodes); the new order decides who is placed and compressed first.
+
+Fair-share usage on shared nodes is charged as Slurm charges it: a job's usage per second is
+its billing TRES, which without ``TRESBillingWeights`` is the number of CPUs allocated to it
+("If TRESBillingWeights is not defined then the job is billed against the total number of
+allocated CPUs", slurm.schedmd.com/tres.html; the decayed usage of priority_multifactor.html
+is that billing times elapsed time). Here a job holds ``nodes x cores`` CPUs (its per-node
+cores on each of its nodes, at least one per node, as Slurm allocates at least one CPU), so a
+job on 4 of a node's 32 cores is charged 4 CPU-seconds per second, an eighth of what a job
+holding the whole node is charged. Usage is thus CPU-seconds on shared pools (node-seconds on
+whole-node pools, where the two are proportional). Not modelled: ``TRESBillingWeights``
+(memory or GPUs in the bill), and the job-size factor stays nodes / the pool's nodes (Slurm
+may weigh in the CPUs asked for too).
 """
 
 from __future__ import annotations
@@ -45,7 +66,9 @@ from ..errors import ConfigError
 from ..jobs import JobTable
 from .engine import PROGRESS_EVERY_EVENTS
 from .machine import Partition
-from .policies import check_backfill, check_priority, priority_rank
+from .policies import check_backfill, check_priority, is_dynamic, priority_rank
+from .policies.dynamic import PriorityInputs
+from .policies.registry import DYNAMIC_PRIORITIES
 
 INF = math.inf
 SHARED_BACKFILLS = ("none", "easy", "easy_drevt", "conservative")
@@ -70,7 +93,7 @@ def simulate_shared(jobs: JobTable, run_time: np.ndarray, partition: Partition, 
                     gpus: np.ndarray, memory: np.ndarray, *, priority: str = "fcfs",
                     backfill: str = "easy", enforce_limits: bool = True, kernel: str = "auto",
                     on_reservation=None, limits=None, report: dict | None = None,
-                    progress=None) -> SharedSchedule:
+                    progress=None, priority_params: dict | None = None) -> SharedSchedule:
     """Schedule every job of ``jobs`` (all served by ``partition`` and fitting one of its
     nodes: ``machine.place_jobs`` rejects the others) with per-node requests ``cores``,
     ``gpus`` and ``memory``. ``kernel``: ``"reference"`` (this module), ``"fast"`` (the compiled
@@ -83,7 +106,8 @@ def simulate_shared(jobs: JobTable, run_time: np.ndarray, partition: Partition, 
     ``rejected_<reason>``) as ``engine.simulate``'s warnings. ``progress(now, jobs_done)``, if
     given, is called every few thousand events (the compiled kernel) or every
     ``engine.PROGRESS_EVERY_EVENTS`` events (the reference), as ``engine.simulate`` does; an
-    exception from it (Ctrl-C) stops the run there."""
+    exception from it (Ctrl-C) stops the run there. ``priority_params``: a dynamic priority's
+    parameters (``multifactor``'s weights etc.; see the module docstring)."""
     check_priority(priority)
     check_backfill(backfill)
     if backfill not in SHARED_BACKFILLS:
@@ -104,7 +128,9 @@ def simulate_shared(jobs: JobTable, run_time: np.ndarray, partition: Partition, 
     rank = priority_rank(priority, submit, limit, nodes)
     request = (np.asarray(cores, dtype=np.int64), np.asarray(gpus, dtype=np.int64),
                _kib(np.asarray(memory, dtype=np.float64)))
-    if limits is None and _use_kernel(kernel, backfill, on_reservation, n):
+    dynamic = _dynamic_priority(jobs, priority, priority_params, submit, limit, nodes, request[0],
+                                partition.nodes)
+    if dynamic is None and limits is None and _use_kernel(kernel, backfill, on_reservation, n):
         from .kernel import shared as fast
 
         begin, end, node_start, node_list = fast.run_shared(
@@ -114,7 +140,7 @@ def simulate_shared(jobs: JobTable, run_time: np.ndarray, partition: Partition, 
         gate = _LimitGate(limits, rank.tolist()) if limits is not None else None
         begin, end, placed = _run_events(submit.tolist(), limit.tolist(), nodes.tolist(), dur.tolist(),
                                          rank, [r.tolist() for r in request], partition, backfill,
-                                         bool(enforce_limits), on_reservation, gate, progress)
+                                         bool(enforce_limits), on_reservation, gate, progress, dynamic)
         if gate is not None and report is not None:
             report.update(gate.counts())
             report["refused"] = sorted(gate.refused)
@@ -123,6 +149,24 @@ def simulate_shared(jobs: JobTable, run_time: np.ndarray, partition: Partition, 
         node_list = np.array([i for p in placed for i in p], dtype=np.int64)
         begin, end = np.array(begin, dtype=np.float64), np.array(end, dtype=np.float64)
     return SharedSchedule(begin, end, dur, killed, node_start, node_list)
+
+
+def _dynamic_priority(jobs, priority, params, submit, limit, nodes, cores, total):
+    """The dynamic priority object (None for a static priority), charged per CPU held."""
+    if not is_dynamic(priority):
+        if params:
+            raise ConfigError(f"priority {priority!r} takes no parameters, got {', '.join(map(str, params))}")
+        return None
+    inputs = PriorityInputs(
+        submit=submit, time_limit=limit, num_nodes=nodes, total_nodes=int(total),
+        queue_code=np.asarray(jobs.queue_code), queue_names=tuple(jobs.queue_names),
+        user_code=np.asarray(jobs.user_code), user_names=tuple(jobs.user_names),
+        group_code=np.asarray(jobs.group_code), group_names=tuple(jobs.group_names),
+        t0=float(submit.min()) if submit.size else 0.0,
+        qos_code=np.asarray(jobs.qos_code), qos_names=tuple(jobs.qos_names),
+        charge=nodes * np.maximum(cores, 1),
+    )
+    return DYNAMIC_PRIORITIES[priority](inputs, **dict(params or {}))
 
 
 def _use_kernel(kernel: str, backfill: str, on_reservation, n: int) -> bool:
@@ -242,11 +286,16 @@ class _LimitGate:
 
 
 def _run_events(submit, limit, nodes, dur, rank, request, partition, backfill, enforce, hook, gate=None,
-                progress=None):
-    """The event loop (as ``engine._run_events``), on per-node free resources."""
+                progress=None, dyn=None):
+    """The event loop (as ``engine._run_events``), on per-node free resources. With a dynamic
+    priority ``dyn`` the queue is sorted by ``(key, FCFS rank)`` and its ticks are events while
+    jobs wait, in ``engine._run_events``' order of calls (``policies.dynamic``)."""
     n = len(submit)
     cores, gpus, memory = request
     rank_l = rank.tolist()
+    fcfs = rank_l
+    if dyn is not None:
+        rank_l = [None] * n  # (key, FCFS rank) of each waiting job: the queue's sort key
     order = sorted(range(n), key=lambda j: (submit[j], j))
     begin = [math.nan] * n
     end = [math.nan] * n
@@ -264,6 +313,8 @@ def _run_events(submit, limit, nodes, dur, rank, request, partition, backfill, e
         end[j] = now + dur[j]
         est_end[j] = now + limit[j]
         placed[j] = where
+        if dyn is not None:
+            dyn.start(j, now)
         if planner is not None:  # (a queue pass has taken the resources already)
             if any(free.cores[i] < cores[j] or free.gpus[i] < gpus[j] or free.memory[i] < memory[j]
                    for i in where):
@@ -282,6 +333,10 @@ def _run_events(submit, limit, nodes, dur, rank, request, partition, backfill, e
         t_arr = submit[order[a]] if a < n else INF
         t_end = completions[0][0] if completions else INF
         now = t_arr if t_arr < t_end else t_end
+        if dyn is not None:
+            if queue and dyn.next_tick < now:
+                now = dyn.next_tick
+            dyn.advance(now)  # every tick <= now
         freed_early = False
         while completions and completions[0][0] <= now:
             _, j = heapq.heappop(completions)
@@ -291,16 +346,25 @@ def _run_events(submit, limit, nodes, dur, rank, request, partition, backfill, e
             finished += 1
             if gate is not None:
                 gate.state.end(j)
+            if dyn is not None:
+                dyn.end(j, now)
         while a < n and submit[order[a]] <= now:
             j = order[a]
             a += 1
             if gate is not None and not gate.submit(j):
                 continue  # refused at submission: never queued
+            if dyn is not None:
+                rank_l[j] = (dyn.key(now, j), fcfs[j])
             pos = bisect_left(qrank, rank_l[j])
             queue.insert(pos, j)
             qrank.insert(pos, rank_l[j])
         if not queue:
             continue
+        if dyn is not None and dyn.refresh_due():  # a dynamic priority re-orders the queue
+            for j in queue:
+                rank_l[j] = (dyn.key(now, j), fcfs[j])
+            queue.sort(key=rank_l.__getitem__)
+            qrank[:] = [rank_l[j] for j in queue]
         if planner is not None:
             due = planner.plan(now, queue, running, est_end, placed, freed_early or not enforce)
         else:

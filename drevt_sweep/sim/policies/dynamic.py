@@ -46,6 +46,9 @@ class PriorityInputs:
     t0: float  # the first submission of a job that runs (ticks count from it)
     qos_code: np.ndarray | None = None  # the job's QOS (sacct), -1 unknown; None: all unknown
     qos_names: tuple[str, ...] = ()
+    # what a running job is charged per second for fair-share (Slurm's billing TRES); None: its
+    # nodes (whole-node pools); shared-node pools pass the CPUs it holds (``sim.shared``)
+    charge: np.ndarray | None = None
 
 
 class DynamicPriority(Protocol):

@@ -33,7 +33,9 @@ would order). Here (parameter names are the slurm.conf ones in snake case):
   is its U (the tier under root), a user's UE = U_user + (UE_account - U_user) * S_user /
   S_siblings. With no usage at all, F = 1. Unknown users/groups form one association of their own.
 
-Usage is node-seconds, accumulated every ``calc_period`` (``PriorityCalcPeriod``, default 5 min)
+Usage is node-seconds on whole-node pools and CPU-seconds on shared-node pools (the CPUs a job
+holds: Slurm's billing TRES without ``TRESBillingWeights``; ``PriorityInputs.charge``, see
+``sim.shared``), accumulated every ``calc_period`` (``PriorityCalcPeriod``, default 5 min)
 of simulated time and decayed with ``decay_half_life`` (``PriorityDecayHalfLife``, default 7
 days): at each tick ``t0 + k * calc_period``, usage = usage * 2^(-calc_period / half_life) + the
 node-seconds the association's jobs ran since the previous tick. Priorities are recomputed at
@@ -159,7 +161,8 @@ class Multifactor:
         self.tree = tree
         self.fair_tree = p["fairshare"] == "fair_tree"  # (both compiled kernels have both)
         self.leaf_l = tree.leaf_of_job.tolist()
-        self.nodes_l = inputs.num_nodes.tolist()
+        self.charge = inputs.num_nodes if inputs.charge is None else np.asarray(inputs.charge, dtype=np.int64)
+        self.nodes_l = self.charge.tolist()  # what a running job is charged per second
         self.decay = 0.5 ** (self.period / half_life)
         self.t0 = float(inputs.t0)
         n_leaves = tree.acct_of_leaf.shape[0]
