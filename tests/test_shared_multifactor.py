@@ -172,3 +172,38 @@ def fair_share_workloads(draw):
     groups = [{"a": "X", "b": "X", "c": "Y"}[u] for u in users]
     jobs = make_jobs(submit, nodes, limit, run, user=users, group=groups)
     return Partition("p", n_nodes, cores=cap, sharing="shared"), jobs, cores
+
+
+PRIORITIES = {
+    "classic": ("multifactor", {"weights": {"age": 500, "fairshare": 1000, "job_size": 100, "partition": 0},
+                                "max_age": 40.0, "calc_period": 3.0, "decay_half_life": 30.0}),
+    "fair_tree": ("multifactor", {"weights": {"age": 100, "fairshare": 1000, "job_size": 0, "partition": 0},
+                                  "max_age": 40.0, "calc_period": 2.0, "decay_half_life": 30.0,
+                                  "fairshare": "fair_tree"}),
+    "by_user": ("multifactor", {"weights": {"age": 0, "fairshare": 1000, "job_size": 0, "partition": 0},
+                                "calc_period": 1.0, "fairshare_by": "user", "fairshare": "fair_tree"}),
+    "wfp3": ("wfp3", None),
+    "unicef": ("unicef", None),
+}
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(fair_share_workloads(), st.sampled_from(BACKFILLS[:3]), st.booleans(), st.sampled_from(sorted(PRIORITIES)))
+def test_compiled_shared_dynamic_kernel_is_the_reference_bit_for_bit(workload, backfill, enforce, which):
+    part, jobs, cores = workload
+    priority, params = PRIORITIES[which]
+    kw = dict(priority=priority, priority_params=params, enforce_limits=enforce)
+    ref = _run(jobs, part, cores, backfill, **kw)
+    fast = _run(jobs, part, cores, backfill, kernel="fast", **kw)
+    assert np.array_equal(ref.begin, fast.begin) and np.array_equal(ref.end, fast.end)
+    assert np.array_equal(ref.node_start, fast.node_start) and np.array_equal(ref.node_list, fast.node_list)
+
+
+def test_conservative_with_a_dynamic_priority_stays_on_the_reference():
+    jobs, part, cores = _contended(2)
+    params = {"calc_period": 1.0, "fairshare_by": "user"}
+    auto = _run(jobs, part, cores, "conservative", kernel="auto", priority="multifactor", priority_params=params)
+    ref = _run(jobs, part, cores, "conservative", priority="multifactor", priority_params=params)
+    assert np.array_equal(auto.begin, ref.begin)
+    with pytest.raises(Exception, match="conservative.*no compiled shared-node version"):
+        _run(jobs, part, cores, "conservative", kernel="fast", priority="multifactor", priority_params=params)

@@ -130,12 +130,12 @@ def simulate_shared(jobs: JobTable, run_time: np.ndarray, partition: Partition, 
                _kib(np.asarray(memory, dtype=np.float64)))
     dynamic = _dynamic_priority(jobs, priority, priority_params, submit, limit, nodes, request[0],
                                 partition.nodes)
-    if dynamic is None and limits is None and _use_kernel(kernel, backfill, on_reservation, n):
+    if limits is None and _use_kernel(kernel, backfill, on_reservation, n, dynamic):
         from .kernel import shared as fast
 
         begin, end, node_start, node_list = fast.run_shared(
             submit, limit, nodes, dur, rank, request, (partition.nodes, *node_resources(partition)), backfill,
-            bool(enforce_limits), progress=progress)
+            bool(enforce_limits), progress=progress, dynamic=dynamic)
     else:
         gate = _LimitGate(limits, rank.tolist()) if limits is not None else None
         begin, end, placed = _run_events(submit.tolist(), limit.tolist(), nodes.tolist(), dur.tolist(),
@@ -169,7 +169,9 @@ def _dynamic_priority(jobs, priority, params, submit, limit, nodes, cores, total
     return DYNAMIC_PRIORITIES[priority](inputs, **dict(params or {}))
 
 
-def _use_kernel(kernel: str, backfill: str, on_reservation, n: int) -> bool:
+def _use_kernel(kernel: str, backfill: str, on_reservation, n: int, dynamic=None) -> bool:
+    """Whether the compiled kernel runs (``kernel``: see ``simulate_shared``). A dynamic
+    priority under ``conservative`` runs on the reference only (``kernel='fast'`` refuses it)."""
     import os
 
     if kernel == "auto":
@@ -177,6 +179,11 @@ def _use_kernel(kernel: str, backfill: str, on_reservation, n: int) -> bool:
     if kernel == "reference" or on_reservation is not None:
         if kernel == "fast" and on_reservation is not None:
             raise ConfigError("kernel='fast' cannot call an on_reservation hook")
+        return False
+    if dynamic is not None and backfill == "conservative":
+        if kernel == "fast":
+            raise ConfigError("backfill 'conservative' with a dynamic priority has no compiled shared-node "
+                              "version; use kernel 'auto' or 'reference'")
         return False
     from . import kernel as fast
 

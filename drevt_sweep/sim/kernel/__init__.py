@@ -276,33 +276,16 @@ def run_extended(*, submit, limit, nodes, dur, rejected, rank, total, backfill, 
     f64 = lambda x: np.ascontiguousarray(x, dtype=np.float64)  # noqa: E731
     i64 = lambda x: np.ascontiguousarray(x, dtype=np.int64)  # noqa: E731
     submit, limit, nodes, dur, rank, arrivals = _job_arrays(submit, limit, nodes, dur, rank, rejected)
-    kind = _DYNAMIC[type(dynamic).__name__ if dynamic is not None else None]
-    one = np.zeros(1)
-    a_arr, b_arr, leaf, acct, sib, snorm = one, one, np.zeros(n, np.int64), np.zeros(1, np.int64), one, one
-    n_acct, w_age, w_fs, max_age, period, decay, t0 = 1, 0.0, 0.0, 1.0, 1.0, 1.0, 0.0
-    if kind == ext.DYN_MULTIFACTOR:
-        (a_arr, leaf, acct, sib, snorm, n_acct, w_age, w_fs, max_age, period, decay, t0) = dynamic.kernel_args()
-    elif kind:
-        a_arr, b_arr = dynamic.kernel_args()
     users = i64(users)
     n_users = int(users.max()) + 1 if users.size else 0
     rmax = min(int(total), n) + 1  # running jobs (each holds at least one node)
-    n_leaf = int(np.shape(sib)[0])
-    fairshare = (  # usage, acc, running nodes per association, usage per account, cached factors
-        np.zeros(n_leaf), np.zeros(n_leaf), np.zeros(n_leaf), np.zeros(max(int(n_acct), 1)), np.zeros(n_leaf),
-        np.full(n_leaf, -1, np.int64),
-        np.empty(max(n_leaf, 1), np.int64), np.zeros(n_leaf, np.bool_),  # active associations (acc != 0), sorted
-    )
-    fair_tree = kind == ext.DYN_MULTIFACTOR and bool(dynamic.fair_tree)
-    two_levels = fair_tree and bool(dynamic.tree.two_levels)
-    fair_tree_state = (fair_tree, two_levels, *_fair_tree_arrays(dynamic if fair_tree else None, n_leaf, n_acct))
+    kind, dyn_args, fairshare, fair_tree_state = _dynamic_state(dynamic, n)
     begin = np.full(n, np.nan)
     end = np.full(n, np.nan)
     state = (
         submit, limit, nodes, dur, arrivals, rank, np.int64(_QUEUE_MODES[backfill]),
         np.int64(_ESTIMATES[estimate]), backfill_order == "sjbf", users,
-        np.int64(kind), f64(a_arr), f64(b_arr), i64(leaf), i64(acct), f64(sib), f64(snorm), np.int64(n_acct),
-        float(w_age), float(w_fs), float(max_age), float(period), float(decay), float(t0),
+        *dyn_args,
         begin, end, np.full(n, np.nan),  # the last: estimated end of each started job
         limit.copy(), rank.astype(np.float64),  # planned run time, queue sort key
         *_running_arrays(rmax),
@@ -316,9 +299,47 @@ def run_extended(*, submit, limit, nodes, dur, rejected, rank, total, backfill, 
     st[kernels.ST_FREE] = total
     st[ext.ST_TICK] = 1
     sf[ext.SF_SCALE] = 1.0
-    sf[ext.SF_TICK_AT] = float(t0) + float(period) if kind == ext.DYN_MULTIFACTOR else np.inf
+    sf[ext.SF_TICK_AT] = _first_tick(kind, dyn_args)
     _run_slices(kernels, ext.extended_steps, state, st, sf, progress, *_pool_errors(backfill))
     return begin, end
+
+
+def _dynamic_state(dynamic, n: int) -> tuple:
+    """A dynamic priority's kernel arguments (``dynamic``: the reference's policy object, or
+    None): its kind (``_extended.DYN_*``), the scalars and arrays ``extended_steps`` takes from
+    ``dyn`` to ``t0``, the fair-share state (usage, acc, running charge per association, usage
+    per account, cached factors and their stamps, the active associations) and Fair Tree's."""
+    from . import _extended as ext
+
+    f64 = lambda x: np.ascontiguousarray(x, dtype=np.float64)  # noqa: E731
+    i64 = lambda x: np.ascontiguousarray(x, dtype=np.int64)  # noqa: E731
+    kind = _DYNAMIC[type(dynamic).__name__ if dynamic is not None else None]
+    one = np.zeros(1)
+    a_arr, b_arr, leaf, acct, sib, snorm = one, one, np.zeros(n, np.int64), np.zeros(1, np.int64), one, one
+    n_acct, w_age, w_fs, max_age, period, decay, t0 = 1, 0.0, 0.0, 1.0, 1.0, 1.0, 0.0
+    if kind == ext.DYN_MULTIFACTOR:
+        (a_arr, leaf, acct, sib, snorm, n_acct, w_age, w_fs, max_age, period, decay, t0) = dynamic.kernel_args()
+    elif kind:
+        a_arr, b_arr = dynamic.kernel_args()
+    n_leaf = int(np.shape(sib)[0])
+    fairshare = (  # usage, acc, running nodes per association, usage per account, cached factors
+        np.zeros(n_leaf), np.zeros(n_leaf), np.zeros(n_leaf), np.zeros(max(int(n_acct), 1)), np.zeros(n_leaf),
+        np.full(n_leaf, -1, np.int64),
+        np.empty(max(n_leaf, 1), np.int64), np.zeros(n_leaf, np.bool_),  # active associations (acc != 0), sorted
+    )
+    fair_tree = kind == ext.DYN_MULTIFACTOR and bool(dynamic.fair_tree)
+    two_levels = fair_tree and bool(dynamic.tree.two_levels)
+    fair_tree_state = (fair_tree, two_levels, *_fair_tree_arrays(dynamic if fair_tree else None, n_leaf, n_acct))
+    dyn_args = (np.int64(kind), f64(a_arr), f64(b_arr), i64(leaf), i64(acct), f64(sib), f64(snorm), np.int64(n_acct),
+                float(w_age), float(w_fs), float(max_age), float(period), float(decay), float(t0))
+    return kind, dyn_args, fairshare, fair_tree_state
+
+
+def _first_tick(kind, dyn_args) -> float:
+    """Multifactor's first tick (``t0 + period``; inf for the priorities without ticks)."""
+    from . import _extended as ext
+
+    return dyn_args[-1] + dyn_args[-3] if kind == ext.DYN_MULTIFACTOR else np.inf  # t0 + period
 
 
 def _fair_tree_arrays(multifactor, n_leaf: int, n_acct: int) -> tuple:

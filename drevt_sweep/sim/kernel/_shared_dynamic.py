@@ -1,0 +1,181 @@
+"""The compiled shared-node kernel with a dynamic priority: ``sim.shared._run_events`` with
+``dyn`` (multifactor, classic or Fair Tree; wfp3; unicef) under none / easy / easy_drevt, bit
+for bit.
+
+The queue is an array sorted by (key, FCFS rank), re-keyed and re-sorted at multifactor's
+ticks (every pass for wfp3/unicef), as ``_extended.extended_steps`` keeps it on whole-node
+pools; its fair-share steps (``_ticks``, ``_account_start``/``_account_end``, the keys, Fair
+Tree) are used as they are, with each job charged ``charge[j]`` (the CPUs it holds) instead of
+its nodes. A pass scans the queue in order: jobs start by first fit while they fit; the first
+that does not is the head, whose shadow time and free resources then are found as
+``kernel.shared.shared_queue_steps`` finds them (running jobs released group by group onto a
+copy of the free resources, counting the nodes that hold the head's request); later jobs are
+backfilled by EASY's rules on per-node resources. The scan is linear (no segment tree over
+ranks: the order moves). ``tests/test_shared_multifactor.py`` compares it with the reference.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from ._extended import (DYN_MULTIFACTOR, DYN_NONE, SF_ROOT, SF_SCALE, SF_TICK_AT, ST_ACTIVE, ST_DUE, ST_STAMP,
+                        ST_TICK, _account_end, _account_start, _compact, _fair_tree, _insert_sorted, _key,
+                        _rekey_every_pass, _rekey_multifactor, _resort, _ticks)
+from ._kernels import (EV_NEXT, MODE_EASY, MODE_EASY_DREVT, MODE_NONE, SF_NOW, _before_shadow, _finish_next,
+                       _launch, _load_counts, _slice_event, _store_counts)
+from .shared import _first_fit, _give_back, _shift, _take
+
+
+@njit(cache=True, _nrt=False)
+def shared_dynamic_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, mem, charge, mode,
+                         dyn, a_arr, b_arr, leaf, acct, sib, snorm, n_acct, w_age, w_fs, max_age, period, decay, t0,
+                         begin, end, est, key, node_start, node_list, fc, fg, fm, Fc, Fg, Fm, pick,
+                         re, rj, rn, hk, hj, q, tmp,
+                         usage, acc, runn, raw_acct, fval, fstamp, active, is_active,
+                         fair_tree, two_levels, acct_share, ftk, fti, fplan, fstack, st, sf, budget):
+    """none / easy / easy_drevt on shared nodes with a dynamic priority, from state
+    ``st``/``sf`` for at most ``budget`` events. Status: 0 done, 1 budget used (call again),
+    -3 the head job never fits its partition. ``key`` starts as the FCFS ranks."""
+    n_nodes = fc.shape[0]
+    strict = mode == MODE_EASY_DREVT
+    use_extra = mode == MODE_EASY
+    fairshare = dyn == DYN_MULTIFACTOR
+    _, R, H, Q, a, done = _load_counts(st)
+    n_active = st[ST_ACTIVE]
+    stamp = st[ST_STAMP]
+    tick_k = st[ST_TICK]
+    due = st[ST_DUE] != 0
+    now = sf[SF_NOW]
+    root = sf[SF_ROOT]
+    scale = sf[SF_SCALE]
+    next_tick = sf[SF_TICK_AT]
+    n_arr = arrivals.shape[0]
+    status = 0
+    while True:
+        status, now, budget = _slice_event(submit, arrivals, a, hk, H, now, budget)
+        if status != EV_NEXT:
+            break
+        if fairshare:
+            if Q > 0 and next_tick < now:
+                now = next_tick
+            if next_tick <= now:  # Multifactor.advance
+                n_active, root, scale, tick_k, next_tick, ticks = _ticks(
+                    now, next_tick, tick_k, t0, period, decay, scale, root, n_active, active, is_active, acc, runn,
+                    usage, raw_acct, acct, n_acct)
+                due = True
+                stamp += ticks
+
+        # 1. completions, in (end, job) order
+        while H > 0 and hk[0] <= now:
+            j, H, R = _finish_next(hk, hj, H, re, rj, rn, R, est)
+            _give_back(j, fc, fg, fm, node_start, node_list, cores, gpus, mem)
+            done += 1
+            if fairshare:
+                _account_end(leaf[j], charge[j], now, next_tick, runn, acc)
+
+        # 2. arrivals, keyed now
+        while a < n_arr and submit[arrivals[a]] <= now:
+            j = arrivals[a]
+            a += 1
+            if fair_tree and fstamp[leaf[j]] != stamp:  # (all factors at once, once per tick)
+                _fair_tree(usage, raw_acct, acct, sib, snorm, acct_share, two_levels, fplan, fstack, stamp,
+                           fval, fstamp, ftk[0], ftk[1], fti[0], fti[1], fti[2])
+            key[j] = _key(dyn, now, j, submit, a_arr, b_arr, leaf, acct, sib, snorm, usage, raw_acct,
+                          fval, fstamp, stamp, root, w_age, w_fs, max_age)
+            _insert_sorted(q, Q, j, key, rank)
+            Q += 1
+        if Q == 0:
+            continue
+
+        # 2c. the dynamic priority re-orders the queue
+        if dyn != DYN_NONE and (dyn != DYN_MULTIFACTOR or due):
+            due = False
+            if dyn == DYN_MULTIFACTOR:
+                if fair_tree and fstamp[leaf[q[0]]] != stamp:
+                    _fair_tree(usage, raw_acct, acct, sib, snorm, acct_share, two_levels, fplan, fstack, stamp,
+                               fval, fstamp, ftk[0], ftk[1], fti[0], fti[1], fti[2])
+                _rekey_multifactor(q, Q, key, now, submit, a_arr, leaf, acct, sib, snorm, usage, raw_acct,
+                                   fval, fstamp, stamp, root, w_age, w_fs, max_age)
+            else:
+                _rekey_every_pass(dyn, q, Q, key, now, submit, a_arr, b_arr)
+            _resort(q, Q, key, rank, tmp)
+
+        # 3. start jobs in priority order while they fit
+        k = 0
+        while k < Q:
+            j = q[k]
+            if not _first_fit(fc, fg, fm, nodes[j], cores[j], gpus[j], mem[j], pick):
+                break
+            _take(j, pick, nodes, cores, gpus, mem, fc, fg, fm, node_start, node_list)
+            R, H = _launch(j, now, now + limit[j], begin, end, est, dur, nodes, re, rj, rn, R, hk, hj, H)
+            if fairshare:
+                n_active = _account_start(leaf[j], charge[j], now, next_tick, runn, acc, active, is_active, n_active)
+            k += 1
+        started_any = k > 0
+        if k < Q and mode != MODE_NONE:
+            # 4. the head's shadow time and the free resources then
+            h = q[k]
+            kh, ch, gh, mh = nodes[h], cores[h], gpus[h], mem[h]
+            fits = 0
+            for i in range(n_nodes):
+                Fc[i] = fc[i]
+                Fg[i] = fg[i]
+                Fm[i] = fm[i]
+                if Fc[i] >= ch and Fg[i] >= gh and Fm[i] >= mh:
+                    fits += 1
+            soon = np.nextafter(now, np.inf)
+            shadow = np.inf
+            r = 0
+            while r < R:
+                e = re[r]
+                t = e if e > now else soon
+                while r < R:
+                    e = re[r]
+                    if (e if e > now else soon) != t:
+                        break
+                    jr = rj[r]
+                    for x in range(node_start[jr], node_start[jr + 1]):
+                        fits += _shift(Fc, Fg, Fm, node_list[x], cores[jr], gpus[jr], mem[jr], 1, ch, gh, mh)
+                    r += 1
+                if fits >= kh:
+                    shadow = t
+                    break
+            if shadow == np.inf:
+                status = -3
+                break
+
+            # 5. backfill later jobs
+            for i in range(k + 1, Q):
+                j = q[i]
+                if not _first_fit(fc, fg, fm, nodes[j], cores[j], gpus[j], mem[j], pick):
+                    continue
+                if _before_shadow(now + limit[j], shadow, strict):
+                    pass
+                elif use_extra:  # its request taken from the nodes at the shadow time
+                    for x in range(nodes[j]):
+                        fits += _shift(Fc, Fg, Fm, pick[x], cores[j], gpus[j], mem[j], -1, ch, gh, mh)
+                    if fits < kh:  # the head would no longer fit: give it back
+                        for x in range(nodes[j]):
+                            fits += _shift(Fc, Fg, Fm, pick[x], cores[j], gpus[j], mem[j], 1, ch, gh, mh)
+                        continue
+                else:
+                    continue
+                _take(j, pick, nodes, cores, gpus, mem, fc, fg, fm, node_start, node_list)
+                R, H = _launch(j, now, now + limit[j], begin, end, est, dur, nodes, re, rj, rn, R, hk, hj, H)
+                if fairshare:
+                    n_active = _account_start(leaf[j], charge[j], now, next_tick, runn, acc, active, is_active,
+                                              n_active)
+                started_any = True
+        if started_any:
+            Q = _compact(q, Q, begin)
+    _store_counts(st, 0, R, H, Q, a, done)
+    st[ST_ACTIVE] = n_active
+    st[ST_STAMP] = stamp
+    st[ST_TICK] = tick_k
+    st[ST_DUE] = 1 if due else 0
+    sf[SF_NOW] = now
+    sf[SF_ROOT] = root
+    sf[SF_SCALE] = scale
+    sf[SF_TICK_AT] = next_tick
+    return status
