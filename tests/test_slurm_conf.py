@@ -129,8 +129,8 @@ def test_an_included_file_is_read_in_place(tmp_path):
 def test_drevt_sim_with_a_slurm_conf(tmp_path, capsys):
     """Jobs in batch, debug and gpu and one in a partition the conf lacks (rejected, as Slurm
     does); the priority is multifactor with Fair Tree, from the conf; what it does not model is
-    listed once on stderr. Whole nodes (select/linear): multifactor runs on exclusive pools only
-    (shared-node pools plan in priority order of fcfs/sjf-like static priorities)."""
+    listed once on stderr. Whole nodes (select/linear) here; shared-node pools with multifactor:
+    ``tests/test_shared_multifactor.py``."""
     linear = write(tmp_path, TINY.read_text().replace("select/cons_tres", "select/linear"))
     trace = tmp_path / "jobs.csv"
     trace.write_text("job_submit_time,num_nodes,queue,time_limit,actual_run_time,user,group\n"
@@ -151,7 +151,7 @@ def test_drevt_sim_with_a_slurm_conf(tmp_path, capsys):
     assert data["run"]["backfill_params"] == {"bf_window": 2880, "bf_max_job_test": 500}
     # the command line still wins over the conf
     assert sim_main([str(trace), "--queues", "all", "--slurm-conf", str(TINY), "--quiet",
-                     "--priority_policy", "fcfs", "--stats", str(stats)]) == 0  # shared pools: fcfs
+                     "--priority_policy", "fcfs", "--stats", str(stats)]) == 0
     assert json.loads(stats.read_text())["run"]["priority_policy"] == "fcfs"
 
 
