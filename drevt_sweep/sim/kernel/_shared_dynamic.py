@@ -24,7 +24,7 @@ from ._extended import (DYN_MULTIFACTOR, DYN_NONE, SF_ROOT, SF_SCALE, SF_TICK_AT
                         _rekey_every_pass, _rekey_multifactor, _resort, _ticks)
 from ._kernels import (EV_NEXT, MODE_EASY, MODE_EASY_DREVT, MODE_NONE, SF_NOW, _before_shadow, _finish_next,
                        _launch, _load_counts, _slice_event, _store_counts)
-from .shared import _first_fit, _give_back, _shift, _take
+from .shared import _first_fit, _give_back, _maxima, _shift, _take
 
 
 @njit(cache=True, _nrt=False)
@@ -145,9 +145,15 @@ def shared_dynamic_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus,
                 status = -3
                 break
 
-            # 5. backfill later jobs
+            # 5. backfill later jobs (a job asking for more than any node has free, or, under
+            # easy_drevt, not ending before the shadow time, is passed over without a first fit)
+            maxc, maxg, maxm = _maxima(fc, fg, fm)
             for i in range(k + 1, Q):
                 j = q[i]
+                if cores[j] > maxc or gpus[j] > maxg or mem[j] > maxm:
+                    continue
+                if strict and not now + limit[j] < shadow:
+                    continue
                 if not _first_fit(fc, fg, fm, nodes[j], cores[j], gpus[j], mem[j], pick):
                     continue
                 if _before_shadow(now + limit[j], shadow, strict):
@@ -167,6 +173,7 @@ def shared_dynamic_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus,
                     n_active = _account_start(leaf[j], charge[j], now, next_tick, runn, acc, active, is_active,
                                               n_active)
                 started_any = True
+                maxc, maxg, maxm = _maxima(fc, fg, fm)
         if started_any:
             Q = _compact(q, Q, begin)
     _store_counts(st, 0, R, H, Q, a, done)
