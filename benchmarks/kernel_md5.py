@@ -8,7 +8,8 @@ A case is a trace x machine kind (pool, exclusive partitions, shared nodes) x pr
 backfill x compression order x estimate x backfill order x enforce_limits; its value is the md5
 of the begin and end arrays (float64 bytes, NaN for rejected jobs) from the compiled kernel
 (``kernel="fast"``). Traces: KTH-SP2, LANL-CM5 (its first 40,000 jobs), KTH-SP2 at load x1.4
-(heavy: long queues) and a generated shared-node workload (``bench_machine.shared_workload``).
+(heavy: long queues) and a generated shared-node workload (``bench_machine.shared_workload``;
+with dynamic priorities, its jobs given 64 users in 8 accounts, ``shared/multifactor/...``).
 ``backfill: slurm`` (issue 26) runs under Slurm's defaults, the EASY reduction and two other limit
 sets, with static and dynamic priorities (80 cases, ``check FILE slurm``).
 ``check`` prints every case that differs and exits 1 if any does.
@@ -53,6 +54,8 @@ SLURM_LIMITS = {  # backfill: slurm (issue 26): Slurm's defaults, the EASY reduc
                   default_queue_depth=5, sched_interval=0),
     "exact": dict(bf_interval=0, bf_resolution=0, bf_window=600),
 }
+SHARED_DYNAMIC = {"multifactor": ("multifactor", None), "fair_tree": ("multifactor", {"fairshare": "fair_tree"}),
+                  "wfp3": ("wfp3", None)}
 SLURM_PRIORITIES = {"fcfs": ("fcfs", None), "sjf": ("sjf", None), "multifactor": ("multifactor", None),
                     "fair_tree": ("multifactor", {"fairshare": "fair_tree"}), "wfp3": ("wfp3", None),
                     "unicef": ("unicef", None)}
@@ -153,6 +156,16 @@ def compute(terms: list[str] | None = None) -> dict[str, str]:
                     continue
                 out[key] = _md5(simulate_machine(sjobs, sjobs.actual_run_time, machine, priority=p, backfill=b,
                                                  enforce_limits=enforce, kernel="fast"))
+    # dynamic priorities on shared nodes (issue 26), 64 users in 8 accounts
+    from bench_shared_multifactor import with_users
+
+    ujobs = with_users(sjobs)
+    for name, (p, pp) in SHARED_DYNAMIC.items():
+        for b in QUEUE_BACKFILLS:
+            key = f"shared/{name}/{b}"
+            if _selected(key, terms or []):
+                out[key] = _md5(simulate_machine(ujobs, ujobs.actual_run_time, machine, priority=p, backfill=b,
+                                                 priority_params=pp, kernel="fast"))
     return out
 
 
