@@ -7,9 +7,8 @@ ticks (every pass for wfp3/unicef), as ``_extended.extended_steps`` keeps it on 
 pools; its fair-share steps (``_ticks``, ``_account_start``/``_account_end``, the keys, Fair
 Tree) are used as they are, with each job charged ``charge[j]`` (the CPUs it holds) instead of
 its nodes. A pass scans the queue in order: jobs start by first fit while they fit; the first
-that does not is the head, whose shadow time and free resources then are found as
-``kernel.shared.shared_queue_steps`` finds them (running jobs released group by group onto a
-copy of the free resources, counting the nodes that hold the head's request); later jobs are
+that does not is the head, whose shadow time and free resources then are found by
+``kernel.shared._shadow_on_nodes``, as ``shared_queue_steps`` finds them; later jobs are
 backfilled by EASY's rules on per-node resources. The scan is linear (no segment tree over
 ranks: the order moves). ``tests/test_shared_multifactor.py`` compares it with the reference.
 """
@@ -24,7 +23,7 @@ from ._extended import (DYN_MULTIFACTOR, DYN_NONE, SF_ROOT, SF_SCALE, SF_TICK_AT
                         _rekey_every_pass, _rekey_multifactor, _resort, _ticks)
 from ._kernels import (EV_NEXT, MODE_EASY, MODE_EASY_DREVT, MODE_NONE, SF_NOW, _before_shadow, _finish_next,
                        _launch, _load_counts, _slice_event, _store_counts)
-from .shared import _first_fit, _give_back, _maxima, _shift, _take
+from .shared import _first_fit, _give_back, _maxima, _shadow_on_nodes, _shift, _take
 
 
 @njit(cache=True, _nrt=False)
@@ -37,7 +36,6 @@ def shared_dynamic_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus,
     """none / easy / easy_drevt on shared nodes with a dynamic priority, from state
     ``st``/``sf`` for at most ``budget`` events. Status: 0 done, 1 budget used (call again),
     -3 the head job never fits its partition. ``key`` starts as the FCFS ranks."""
-    n_nodes = fc.shape[0]
     strict = mode == MODE_EASY_DREVT
     use_extra = mode == MODE_EASY
     fairshare = dyn == DYN_MULTIFACTOR
@@ -117,30 +115,8 @@ def shared_dynamic_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus,
             # 4. the head's shadow time and the free resources then
             h = q[k]
             kh, ch, gh, mh = nodes[h], cores[h], gpus[h], mem[h]
-            fits = 0
-            for i in range(n_nodes):
-                Fc[i] = fc[i]
-                Fg[i] = fg[i]
-                Fm[i] = fm[i]
-                if Fc[i] >= ch and Fg[i] >= gh and Fm[i] >= mh:
-                    fits += 1
-            soon = np.nextafter(now, np.inf)
-            shadow = np.inf
-            r = 0
-            while r < R:
-                e = re[r]
-                t = e if e > now else soon
-                while r < R:
-                    e = re[r]
-                    if (e if e > now else soon) != t:
-                        break
-                    jr = rj[r]
-                    for x in range(node_start[jr], node_start[jr + 1]):
-                        fits += _shift(Fc, Fg, Fm, node_list[x], cores[jr], gpus[jr], mem[jr], 1, ch, gh, mh)
-                    r += 1
-                if fits >= kh:
-                    shadow = t
-                    break
+            shadow, fits = _shadow_on_nodes(now, kh, ch, gh, mh, fc, fg, fm, Fc, Fg, Fm, re, rj, R, node_start,
+                                            node_list, cores, gpus, mem)
             if shadow == np.inf:
                 status = -3
                 break

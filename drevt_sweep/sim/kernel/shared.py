@@ -112,6 +112,39 @@ def _maxima(fc, fg, fm):
     return a, b, d
 
 
+@njit(cache=True, _nrt=False)
+def _shadow_on_nodes(now, kh, ch, gh, mh, fc, fg, fm, Fc, Fg, Fm, re, rj, R, node_start, node_list, cores, gpus,
+                     mem):
+    """``sim.shared._shadow``: the shadow time of a head asking for ``kh`` nodes of (ch, gh, mh)
+    (inf if it never fits) and the count of nodes that hold its request then. The running jobs
+    ``re``/``rj[:R]`` (by estimated end; an overdue one right after ``now``) are released group
+    by group of equal times onto ``Fc``/``Fg``/``Fm``, a copy of the free resources, which are
+    left as they are at the shadow time (for EASY's extra-resources rule)."""
+    fits = 0
+    for i in range(fc.shape[0]):
+        Fc[i] = fc[i]
+        Fg[i] = fg[i]
+        Fm[i] = fm[i]
+        if Fc[i] >= ch and Fg[i] >= gh and Fm[i] >= mh:
+            fits += 1
+    soon = np.nextafter(now, np.inf)
+    r = 0
+    while r < R:
+        e = re[r]
+        t = e if e > now else soon
+        while r < R:
+            e = re[r]
+            if (e if e > now else soon) != t:
+                break
+            j = rj[r]
+            for x in range(node_start[j], node_start[j + 1]):
+                fits += _shift(Fc, Fg, Fm, node_list[x], cores[j], gpus[j], mem[j], 1, ch, gh, mh)
+            r += 1
+        if fits >= kh:
+            return t, fits
+    return np.inf, fits
+
+
 # The queue driver's state between slices: ``_kernels``' counts (``st``: running, heap, waiting,
 # next arrival, jobs done; the free-node count is unused here) and ``ST_HEAD``, the smallest
 # waiting rank; ``sf[SF_NOW]`` the simulated time. Everything else lives in the caller's arrays.
@@ -122,7 +155,6 @@ def shared_queue_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, m
     """none / easy / easy_drevt on shared nodes from state ``st``/``sf``, for at most
     ``budget`` events. Status: 0 done, 1 budget used (call again), -3 the head job never fits."""
     size = tc.shape[0] // 2
-    n_nodes = fc.shape[0]
     strict = mode == MODE_EASY_DREVT
     use_extra = mode == MODE_EASY
     _, R, H, Q, a, done = _load_counts(st)
@@ -166,30 +198,8 @@ def shared_queue_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, m
         # 2. the head's shadow time and the free resources then
         hj_ = job_of_rank[h]
         kh, ch, gh, mh = nodes[hj_], cores[hj_], gpus[hj_], mem[hj_]
-        fits = 0
-        for i in range(n_nodes):
-            Fc[i] = fc[i]
-            Fg[i] = fg[i]
-            Fm[i] = fm[i]
-            if Fc[i] >= ch and Fg[i] >= gh and Fm[i] >= mh:
-                fits += 1
-        soon = np.nextafter(now, np.inf)
-        shadow = np.inf
-        r = 0
-        while r < R:
-            e = re[r]
-            t = e if e > now else soon
-            while r < R:
-                e = re[r]
-                if (e if e > now else soon) != t:
-                    break
-                j = rj[r]
-                for x in range(node_start[j], node_start[j + 1]):
-                    fits += _shift(Fc, Fg, Fm, node_list[x], cores[j], gpus[j], mem[j], 1, ch, gh, mh)
-                r += 1
-            if fits >= kh:
-                shadow = t
-                break
+        shadow, fits = _shadow_on_nodes(now, kh, ch, gh, mh, fc, fg, fm, Fc, Fg, Fm, re, rj, R, node_start,
+                                        node_list, cores, gpus, mem)
         if shadow == np.inf:
             status = -3
             break
