@@ -1,7 +1,8 @@
 """Shared nodes: jobs packed onto a partition's nodes by cores, GPUs and memory.
 
 The reference implementation (pure Python; ``sim.kernel.shared`` is the compiled version, bit
-for bit the same). A job asks for ``k`` nodes, each
+for bit the same; with a dynamic priority ``sim.kernel._shared_dynamic``, except under
+``conservative``, which runs here). A job asks for ``k`` nodes, each
 with ``c`` cores, ``g`` GPUs and ``m`` MiB; it runs on ``k`` distinct nodes that each have that
 much free. The event loop is the engine's (completions, then arrivals, then one scheduling
 pass; the scheduler plans with time limits only; limits enforced by killing).
@@ -131,11 +132,18 @@ def simulate_shared(jobs: JobTable, run_time: np.ndarray, partition: Partition, 
     dynamic = _dynamic_priority(jobs, priority, priority_params, submit, limit, nodes, request[0],
                                 partition.nodes)
     if limits is None and _use_kernel(kernel, backfill, on_reservation, n, dynamic):
-        from .kernel import shared as fast
+        machine = (partition.nodes, *node_resources(partition))
+        if dynamic is not None:
+            from .kernel._shared_dynamic import run_shared_dynamic
 
-        begin, end, node_start, node_list = fast.run_shared(
-            submit, limit, nodes, dur, rank, request, (partition.nodes, *node_resources(partition)), backfill,
-            bool(enforce_limits), progress=progress, dynamic=dynamic)
+            begin, end, node_start, node_list = run_shared_dynamic(
+                submit, limit, nodes, dur, rank, request, machine, backfill, dynamic, progress=progress)
+        else:
+            from .kernel import shared as fast
+
+            begin, end, node_start, node_list = fast.run_shared(
+                submit, limit, nodes, dur, rank, request, machine, backfill, bool(enforce_limits),
+                progress=progress)
     else:
         gate = _LimitGate(limits, rank.tolist()) if limits is not None else None
         begin, end, placed = _run_events(submit.tolist(), limit.tolist(), nodes.tolist(), dur.tolist(),

@@ -23,7 +23,7 @@ from ._extended import (DYN_MULTIFACTOR, DYN_NONE, SF_ROOT, SF_SCALE, SF_TICK_AT
                         _rekey_every_pass, _rekey_multifactor, _resort, _ticks)
 from ._kernels import (EV_NEXT, MODE_EASY, MODE_EASY_DREVT, MODE_NONE, SF_NOW, _before_shadow, _finish_next,
                        _launch, _load_counts, _slice_event, _store_counts)
-from .shared import _first_fit, _give_back, _maxima, _shadow_on_nodes, _shift, _take
+from .shared import MODES, _first_fit, _give_back, _maxima, _node_lists, _shadow_on_nodes, _shift, _take
 
 
 @njit(cache=True, _nrt=False)
@@ -162,3 +162,52 @@ def shared_dynamic_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus,
     sf[SF_SCALE] = scale
     sf[SF_TICK_AT] = next_tick
     return status
+
+
+def run_shared_dynamic(submit, limit, nodes, dur, rank, request, machine, backfill, dynamic, progress=None):
+    """``kernel.shared.run_shared`` with a dynamic priority (``dynamic``: the reference's policy
+    object; none / easy / easy_drevt): every array of :func:`shared_dynamic_steps` allocated
+    here (the fair-share state as ``kernel.run_extended`` allocates it), the driver called in
+    slices of ``kernel.STEP_BUDGET`` events (``progress`` and Ctrl-C between them)."""
+    from . import _dynamic_state, _first_tick
+    from . import _extended as ext
+
+    cores, gpus, mem = (np.ascontiguousarray(r, dtype=np.int64) for r in request)
+    n = int(submit.shape[0])
+    if n == 0:
+        return np.empty(0), np.empty(0), np.zeros(1, np.int64), np.empty(0, np.int64)
+    submit = np.ascontiguousarray(submit, dtype=np.float64)
+    limit = np.ascontiguousarray(limit, dtype=np.float64)
+    nodes = np.ascontiguousarray(nodes, dtype=np.int64)
+    rank = np.ascontiguousarray(rank, dtype=np.int64)
+    arrivals = np.ascontiguousarray(np.argsort(submit, kind="stable"), dtype=np.int64)
+    args = (submit, limit, nodes, np.ascontiguousarray(dur, dtype=np.float64), arrivals, rank, cores, gpus, mem)
+    mode = MODES[backfill]
+    n_nodes, cap_c, cap_g, cap_m = (int(x) for x in machine)
+    # what fair-share charges a running job per second (multifactor; wfp3/unicef charge nothing)
+    charge = np.ascontiguousarray(getattr(dynamic, "charge", nodes), dtype=np.int64)
+    kind, dyn_args, fairshare, fair_tree_state = _dynamic_state(dynamic, n)
+    begin = np.full(n, np.nan)
+    end = np.full(n, np.nan)
+    est = np.full(n, np.nan)  # estimated end of each started job
+    node_start, node_list = _node_lists(nodes)
+    free = (np.full(n_nodes, cap_c, np.int64), np.full(n_nodes, cap_g, np.int64), np.full(n_nodes, cap_m, np.int64))
+    at_shadow = tuple(np.empty(n_nodes, np.int64) for _ in range(3))  # free resources at the shadow time
+    rmax = n + 1  # running jobs
+    running = (np.empty(rmax), np.empty(rmax, np.int64), np.empty(rmax, np.int64),  # by (estimated end, job)
+               np.empty(rmax), np.empty(rmax, np.int64))  # completion heap (real end, job)
+    state = (*args, charge, np.int64(mode), *dyn_args, begin, end, est, rank.astype(np.float64),  # sort keys
+             node_start, node_list, *free, *at_shadow, np.empty(n_nodes, np.int64), *running,
+             np.empty(n, np.int64), np.empty(n, np.int64),  # the queue, a sort buffer
+             *fairshare, *fair_tree_state)
+    from . import _kernels as kernels, _run_slices
+
+    st = np.zeros(kernels.ST_SIZE, np.int64)
+    sf = np.zeros(kernels.SF_SIZE)
+    st[ext.ST_TICK] = 1
+    sf[ext.SF_SCALE] = 1.0
+    sf[ext.SF_TICK_AT] = _first_tick(kind, dyn_args)
+    _run_slices(kernels, shared_dynamic_steps, state, st, sf, progress,
+                {-3: "the head job never fits its partition (shared-node kernel)"},
+                "shared-node kernel stalled with {left} job(s) waiting")
+    return begin, end, node_start, node_list

@@ -297,12 +297,10 @@ def _begin(j, now, node_start, node_list, cores, gpus, mem, dur, limit, fc, fg, 
     return True
 
 
-def run_shared(submit, limit, nodes, dur, rank, request, machine, backfill, enforce_limits=True, progress=None,
-               dynamic=None):
+def run_shared(submit, limit, nodes, dur, rank, request, machine, backfill, enforce_limits=True, progress=None):
     """Begin, end, node_start, node_list as ``sim.shared._run_events``; ``machine`` is the
     partition's (node count, cores, GPUs, KiB of memory) per node (``sim.shared.node_resources``).
-    ``dynamic``: a dynamic priority (the reference's policy object; none / easy / easy_drevt
-    only), run by ``_shared_dynamic.shared_dynamic_steps``.
+    (A dynamic priority: ``_shared_dynamic.run_shared_dynamic``.)
 
     The queue policies run in slices of ``kernel.STEP_BUDGET`` events (``kernel._run_slices``):
     ``progress(now, jobs_done)`` is called between them (if given), and a ``KeyboardInterrupt``
@@ -317,10 +315,6 @@ def run_shared(submit, limit, nodes, dur, rank, request, machine, backfill, enfo
     args = (submit, np.ascontiguousarray(limit, dtype=np.float64), np.ascontiguousarray(nodes, dtype=np.int64),
             np.ascontiguousarray(dur, dtype=np.float64), np.ascontiguousarray(order, dtype=np.int64),
             np.ascontiguousarray(rank, dtype=np.int64), cores, gpus, mem)
-    if dynamic is not None:
-        if backfill == "conservative":
-            raise ValueError("conservative with a dynamic priority runs on the reference (sim.shared)")
-        return _run_dynamic(args, machine, MODES[backfill], dynamic, progress)
     if backfill != "conservative":
         return _run_queue(args, machine, MODES[backfill], progress)
     if enforce_limits:
@@ -423,46 +417,6 @@ def _run_queue(args, machine, mode, progress):
              np.empty(n_nodes, np.int64), *running)
     _drive(shared_queue_steps, state, progress, {-3: "the head job never fits its partition (shared-node kernel)"},
            head=size)
-    return begin, end, node_start, node_list
-
-
-def _run_dynamic(args, machine, mode, dynamic, progress):
-    """none / easy / easy_drevt with a dynamic priority: every array of
-    ``_shared_dynamic.shared_dynamic_steps`` allocated here (the fair-share state as
-    ``kernel.run_extended`` allocates it), the driver called in slices."""
-    from . import _dynamic_state, _first_tick
-    from . import _extended as ext
-    from ._shared_dynamic import shared_dynamic_steps
-
-    submit, limit, nodes, dur, arrivals, rank = args[:6]
-    n = int(submit.shape[0])
-    n_nodes, cap_c, cap_g, cap_m = (int(x) for x in machine)
-    # what fair-share charges a running job per second (multifactor; wfp3/unicef charge nothing)
-    charge = np.ascontiguousarray(getattr(dynamic, "charge", nodes), dtype=np.int64)
-    kind, dyn_args, fairshare, fair_tree_state = _dynamic_state(dynamic, n)
-    begin = np.full(n, np.nan)
-    end = np.full(n, np.nan)
-    est = np.full(n, np.nan)  # estimated end of each started job
-    node_start, node_list = _node_lists(nodes)
-    free = (np.full(n_nodes, cap_c, np.int64), np.full(n_nodes, cap_g, np.int64), np.full(n_nodes, cap_m, np.int64))
-    at_shadow = tuple(np.empty(n_nodes, np.int64) for _ in range(3))  # free resources at the shadow time
-    rmax = n + 1  # running jobs
-    running = (np.empty(rmax), np.empty(rmax, np.int64), np.empty(rmax, np.int64),  # by (estimated end, job)
-               np.empty(rmax), np.empty(rmax, np.int64))  # completion heap (real end, job)
-    state = (*args, charge, np.int64(mode), *dyn_args, begin, end, est, rank.astype(np.float64),  # sort keys
-             node_start, node_list, *free, *at_shadow, np.empty(n_nodes, np.int64), *running,
-             np.empty(n, np.int64), np.empty(n, np.int64),  # the queue, a sort buffer
-             *fairshare, *fair_tree_state)
-    from . import _kernels as kernels, _run_slices
-
-    st = np.zeros(kernels.ST_SIZE, np.int64)
-    sf = np.zeros(kernels.SF_SIZE)
-    st[ext.ST_TICK] = 1
-    sf[ext.SF_SCALE] = 1.0
-    sf[ext.SF_TICK_AT] = _first_tick(kind, dyn_args)
-    _run_slices(kernels, shared_dynamic_steps, state, st, sf, progress,
-                {-3: "the head job never fits its partition (shared-node kernel)"},
-                "shared-node kernel stalled with {left} job(s) waiting")
     return begin, end, node_start, node_list
 
 
