@@ -207,3 +207,37 @@ def test_conservative_with_a_dynamic_priority_stays_on_the_reference():
     assert np.array_equal(auto.begin, ref.begin)
     with pytest.raises(Exception, match="conservative.*no compiled shared-node version"):
         _run(jobs, part, cores, "conservative", kernel="fast", priority="multifactor", priority_params=params)
+
+
+def test_a_busy_pool_sliced_or_whole_is_the_reference(monkeypatch):
+    """1,500 jobs offered 1.1 times four 16-core nodes (``test_shared._busy_shared_jobs``: a
+    queue of tens of jobs throughout) with 12 users in 3 accounts, Fair Tree re-keyed every
+    minute: the compiled run equals the reference, and cutting it into slices of 3 events
+    (progress between them) changes nothing."""
+    from test_shared import _busy_shared_jobs
+
+    from drevt_sweep.sim import kernel
+
+    jobs, part = _busy_shared_jobs()
+    user = (np.arange(len(jobs)) * 7919 % 12).astype(np.int32)
+    jobs = jobs.replace(user_code=user, user_names=tuple(f"u{i}" for i in range(12)),
+                        group_code=(user % 3).astype(np.int32), group_names=("A", "B", "C"))
+    kw = dict(priority="multifactor", priority_params={"fairshare": "fair_tree", "calc_period": 60.0})
+
+    def run(kernel_name, **extra):
+        return simulate_shared(jobs, jobs.actual_run_time, part, jobs.cores_per_node, jobs.gpus_per_node,
+                               jobs.memory_per_node, backfill="easy", kernel=kernel_name, **kw, **extra)
+
+    ref = run("reference")
+    whole = run("fast")
+    assert np.nanmax(ref.begin - jobs.submit) > 3600  # long waits: a real queue
+    assert np.array_equal(ref.begin, whole.begin) and np.array_equal(ref.node_list, whole.node_list)
+    fcfs = simulate_shared(jobs, jobs.actual_run_time, part, jobs.cores_per_node, jobs.gpus_per_node,
+                           jobs.memory_per_node, backfill="easy", kernel="fast")
+    assert (fcfs.begin != whole.begin).sum() > 100  # fair-share really reorders
+    monkeypatch.setattr(kernel, "STEP_BUDGET", 3)
+    calls = []
+    sliced = run("fast", progress=lambda now, done: calls.append(done))
+    assert len(calls) >= len(jobs) // 6
+    assert np.array_equal(sliced.begin, whole.begin) and np.array_equal(sliced.end, whole.end)
+    assert np.array_equal(sliced.node_list, whole.node_list)
