@@ -728,3 +728,9 @@ def test_limits_on_shared_nodes_hold_jobs_in_the_easy_pass(tmp_path):
                                 backfill="slurm", limits=limits)
     assert begins(schedule) == [0, 100]
     assert schedule.warnings["held_AssocGrpCpuLimit"] == 1
+    # the same with multifactor (issue 26: dynamic priorities on shared pools, with the gate)
+    schedule = simulate_machine(jobs.take(np.array([0, 2])), jobs.actual_run_time[[0, 2]], machine,
+                                backfill="slurm", limits=limits, priority="multifactor",
+                                priority_params={"calc_period": 10.0})
+    assert begins(schedule) == [0, 100]
+    assert schedule.warnings["held_AssocGrpCpuLimit"] == 1
