@@ -273,10 +273,8 @@ def run_extended(*, submit, limit, nodes, dur, rejected, rank, total, backfill, 
     n = int(submit.shape[0])
     if n == 0:
         return np.empty(0), np.empty(0)
-    f64 = lambda x: np.ascontiguousarray(x, dtype=np.float64)  # noqa: E731
-    i64 = lambda x: np.ascontiguousarray(x, dtype=np.int64)  # noqa: E731
     submit, limit, nodes, dur, rank, arrivals = _job_arrays(submit, limit, nodes, dur, rank, rejected)
-    users = i64(users)
+    users = np.ascontiguousarray(users, dtype=np.int64)
     n_users = int(users.max()) + 1 if users.size else 0
     rmax = min(int(total), n) + 1  # running jobs (each holds at least one node)
     kind, dyn_args, fairshare, fair_tree_state = _dynamic_state(dynamic, n)
