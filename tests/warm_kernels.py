@@ -51,6 +51,11 @@ def warm(group: str) -> None:
         engine.simulate(jobs, rt, 4, backfill="slurm", kernel="fast")  # (on the same profile helpers)
         # the same kernel with a dynamic priority (multifactor's arrays: another signature)
         engine.simulate(jobs, rt, 4, priority="multifactor", backfill="slurm", kernel="fast")
+        # shared nodes with a dynamic priority (kernel._shared_dynamic: the lighter group takes it)
+        n = len(jobs)
+        simulate_shared(jobs, rt, Partition("p", 4, cores=8, gpus=1, memory=1000, sharing="shared"),
+                        np.full(n, 2), np.zeros(n, dtype=np.int64), np.full(n, 100.0),
+                        priority="multifactor", backfill="easy", kernel="fast")
         return
     for backfill in ("easy", "easy_drevt", "none"):
         engine.simulate(jobs, rt, 4, backfill=backfill, kernel="fast")
