@@ -8,7 +8,8 @@ x ``system.total_nodes=range(LOW, HIGH)``, one deterministic seed each, tracking
   result.json), its MLflow runs (sweep -> configuration -> seed), summary.csv, the report;
 - ``hand``: ``benchmarks/hand_loop.py``, the same simulations in a ``joblib.Parallel`` loop, one CSV.
 
-They alternate (``--repeats``) so that a noisy neighbour hits both; each row has the wall time,
+Each sweep makes a new MLflow store (a user's first sweep) unless ``--warm-store``: then they
+all write to one store made before the first repeat (a user's later sweeps). They alternate (``--repeats``) so that a noisy neighbour hits both; each row has the wall time,
 the CPU seconds of the process and its children, and the sweep's peak RSS. The sweep's own
 phases come from its configurations' ``result.json`` marks.
 
@@ -22,7 +23,7 @@ Other rows of issue 23's table:
   x 5,000 machine sizes on KTH-SP2's first 3 days) against the hand loop, and the sweep's peak
   RSS (target <= 1 GB); long on a loaded machine: run it once, in the background, with nice.
 
-    python benchmarks/bench_sweep_scale.py [--low 60 --high 160] [--days 30] [--repeats 1]
+    python benchmarks/bench_sweep_scale.py [--low 60 --high 160] [--days 30] [--repeats 1] [--warm-store]
     python benchmarks/bench_sweep_scale.py --case seeds [--repeats 3]
     nice python benchmarks/bench_sweep_scale.py --case whole --high 5060 --days 3
 """
@@ -56,12 +57,14 @@ def _timed(cmd: list[str], cwd: Path) -> dict:
             "peak_rss_mb": round(after.ru_maxrss / 1024)}
 
 
-def sweep(low: int, high: int, folder: Path, extra: tuple[str, ...] = ()) -> dict:
+def sweep(low: int, high: int, folder: Path, extra: tuple[str, ...] = (), store: Path | None = None) -> dict:
+    """``store``: the output root whose MLflow store the sweep writes to (an existing one: a
+    user's second sweep); by default a new one in ``folder`` (a user's first)."""
     started = time.time()
     cmd = [str(Path(sys.executable).with_name("drevt-sweep")), "-m", "policy=fcfs,easy",
            "system=custom", f"system.total_nodes=range({low},{high})",
            f"workload.max_time={DAYS * 86400}", "progress=false",
-           f"paths.output_root={folder / 'out'}", f"hydra.sweep.dir={folder / 'sweep'}", *extra]
+           f"paths.output_root={store or folder / 'out'}", f"hydra.sweep.dir={folder / 'sweep'}", *extra]
     row = _timed(cmd, folder)
     results = [json.loads(p.read_text()) for p in (folder / "sweep").glob("*/result.json")]
     assert len(results) == 2 * (high - low) and all(r["status"] == "FINISHED" for r in results)
@@ -106,11 +109,17 @@ def seeds_case(repeats: int) -> list[dict]:
     return rows
 
 
-def run(low: int, high: int, repeats: int) -> list[dict]:
+def run(low: int, high: int, repeats: int, warm_store: bool = False) -> list[dict]:
+    """Sweep and hand loop alternated; ``warm_store``: every sweep writes to one store, made
+    by a sweep before the first repeat (not counted), as a user's sweeps after their first do."""
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
+        store = Path(tmp) / "store" if warm_store else None
+        if store is not None:
+            (Path(tmp) / "first").mkdir()
+            sweep(low, low + 2, Path(tmp) / "first", store=store)
         for i in range(repeats):
-            for name, fn in (("sweep", sweep), ("hand", hand)):
+            for name, fn in (("sweep", lambda *a: sweep(*a, store=store)), ("hand", hand)):
                 folder = Path(tmp) / f"{name}{i}"
                 folder.mkdir()
                 row = {"case": name, "repeat": i, **fn(low, high, folder)}
@@ -126,12 +135,14 @@ if __name__ == "__main__":
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--days", type=int, default=DAYS)
     parser.add_argument("--case", choices=("grid", "seeds", "whole"), default="grid")
+    parser.add_argument("--warm-store", action="store_true",
+                        help="the sweeps write to one existing MLflow store (a user's second sweep on)")
     args = parser.parse_args()
     DAYS = args.days
     if args.case == "seeds":
         seeds_case(args.repeats)
         raise SystemExit(0)
-    rows = run(args.low, args.high, args.repeats)
+    rows = run(args.low, args.high, args.repeats, args.warm_store)
     for i in range(args.repeats):
         s, h = (next(r for r in rows if r["case"] == c and r["repeat"] == i) for c in ("sweep", "hand"))
         print(f"repeat {i}: sweep/hand wall {s['wall_s'] / h['wall_s']:.2f}x, "
