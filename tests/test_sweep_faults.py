@@ -11,7 +11,8 @@ import time
 
 import pytest
 
-from sweep_helpers import TINY, cleanup, long_kth_sweep, runs, start, sweep_cmd, wait_for_workers
+from sweep_helpers import (TINY, cleanup, long_kth_sweep, runs, start, sweep_cmd, tagged_processes,
+                           wait_for_workers)
 
 pytestmark = pytest.mark.slow
 
@@ -80,11 +81,18 @@ def test_an_unreachable_tracking_server_fails_before_any_simulation(tmp_path):
 
 @pytest.mark.parametrize("override", ["policy.backfill=sometimes", "policy=lottery", "replicates=many"])
 def test_bad_options_exit_2_before_anything_runs(tmp_path, override):
-    proc = subprocess.run(sweep_cmd(tmp_path, "sweep", override), capture_output=True, text=True,
-                          timeout=300)
+    """... and the seed workers a multirun starts while Hydra composes (``app._start_workers_early``)
+    are ended, not left behind."""
+    tag = f"bad-{os.getpid()}-{override.split('=')[0]}"
+    proc = start(sweep_cmd(tmp_path, "sweep", override), tag)
+    _, err = proc.communicate(timeout=300)
     assert proc.returncode == 2
-    assert "Traceback" not in proc.stderr
+    assert "Traceback" not in err
     assert not (tmp_path / "out" / "mlflow.db").exists()
+    deadline = time.monotonic() + 5  # (resource trackers leave once they see the sweep gone)
+    while tagged_processes(tag) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert tagged_processes(tag) == []
 
 
 def test_a_broken_embedded_store_fails_the_configuration_with_a_clear_message(tmp_path):

@@ -454,8 +454,9 @@ def _warm_workers(config: DictConfig):
     from .arrays import cluster_of
     from .seeds import start_workers
 
+    early = app._state.pop("early_workers", None)  # (started before Hydra composed: app)
     if cluster_of(config):
-        return None  # the seeds run in submitit's jobs, not here
+        return early  # the seeds run in submitit's jobs, not here
     backfill = None if config.policy.replay else app._value(config.policy.backfill)
     if app._value(config.parallel.backend) == "dask":  # the cluster starts while we prepare
         from .backends import start_in_background
@@ -470,5 +471,6 @@ def _warm_workers(config: DictConfig):
         from .backends import ray_ready
 
         ray_ready(app._backend_options(config)["address"], int(config.parallel.n_jobs))
-        return None
-    return start_workers(int(config.parallel.n_jobs), app._value(config.parallel.backend), backfill)
+        return early
+    return start_workers(int(config.parallel.n_jobs), app._value(config.parallel.backend), backfill,
+                         after=early)

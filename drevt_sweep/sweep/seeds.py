@@ -275,13 +275,15 @@ def _until_stopped(tasks, stop_if: Callable[[], None] | None, stopped: list):
         yield task
 
 
-def start_workers(n_jobs: int, backend: str = "loky", backfill: str | None = None):
+def start_workers(n_jobs: int, backend: str = "loky", backfill: str | None = None, after=None):
     """Get the processes that will run the seeds ready in the background, so that their
     start-up overlaps what the caller does meanwhile (opening the tracking store, reading the
     trace): start joblib's reusable local workers and load the compiled kernel for
     ``backfill`` in each, or, when the seeds will run in this process (``n_jobs=1``,
     ``sequential``, ``threading``), load it here. Returns a thread to join before
-    ``run_seeds``, or ``None`` when there is nothing to prepare (a cluster backend)."""
+    ``run_seeds``, or ``None`` when there is nothing to prepare (a cluster backend).
+    ``after``: a thread that started them earlier (``app``'s start before Hydra composes),
+    joined first so that two threads never drive the pool at once."""
     import threading
 
     from .backends import local_workers
@@ -298,6 +300,8 @@ def start_workers(n_jobs: int, backend: str = "loky", backfill: str | None = Non
     def warm() -> None:
         from joblib import Parallel, delayed
 
+        if after is not None:
+            after.join()
         workers = n_jobs
         warmed: set[int] = set()
         try:
