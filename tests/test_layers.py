@@ -28,9 +28,10 @@ ALLOWED = {
 }
 # names (queue names as keys), units (how each metric is shown) and files (how inputs are read
 # and outputs written) are pure helpers of that vocabulary, as is garbage (the collector's
-# threshold where many cycles are made); sim uses names only, never files.
+# threshold where many cycles are made), as is process_exit (how a command's process ends);
+# sim uses names only, never files.
 CORE = {"drevt_sweep", "drevt_sweep.errors", "drevt_sweep.jobs", "drevt_sweep.names",
-        "drevt_sweep.units", "drevt_sweep.files", "drevt_sweep.garbage"}
+        "drevt_sweep.units", "drevt_sweep.files", "drevt_sweep.garbage", "drevt_sweep.process_exit"}
 
 
 def layer_of(module: str) -> str:

@@ -1140,4 +1140,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    from ..process_exit import leave
+
+    leave(main())  # (not sys.exit: an interrupted python -m run could end by SIGINT, process_exit)

@@ -35,6 +35,7 @@ from .config import register_configs
 from .interrupts import (end_idle_workers, end_workers, exit_code, ignore_late_signals, install_handlers,
                          signal_name)
 from ..errors import ConfigError, DrevtError
+from ..process_exit import leave
 from .first_run import compile_if_cold
 from .seeds import (
     Progress,
@@ -1517,8 +1518,8 @@ def main() -> None:
         print(f"\ndrevt-sweep: interrupted by {signal_name(exc)}; runs in flight were marked "
               "KILLED and the workers ended (run again with resume=true to finish)",
               file=sys.stderr)
-        sys.exit(exit_code(exc))
-    _leave(1 if _failures else 0)
+        leave(exit_code(exc))  # (not sys.exit: under python -m it could end by SIGINT, process_exit)
+    leave(1 if _failures else 0)
 
 
 # A multirun command whose arguments cannot change whether or how its seeds run on this
@@ -1556,25 +1557,6 @@ def _stop_early_workers() -> None:
         end_idle_workers()
         early.join()
         end_idle_workers()  # (had the thread not created the pool yet, it did while joined)
-
-
-def _leave(code: int) -> None:
-    """End the process now that everything is written, as the interpreter would -- the
-    non-daemon threads joined, the atexit handlers run (logs flushed, the tracking helper and
-    the workers' resource tracker let go), stdout and stderr flushed -- but without tearing
-    down its thousand-odd modules and collecting its heap one object at a time: 0.3-0.6 s of
-    a 100-seed run between its last line and its exit, on 2 cores (strace, measured)."""
-    import atexit
-    import threading
-
-    threading._shutdown()  # what the interpreter's exit does first (joins, executors' hooks)
-    atexit._run_exitfuncs()
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):  # a closed pipe: nothing more can be said
-            pass
-    os._exit(code)
 
 
 def _completing(args: list[str]) -> bool:
