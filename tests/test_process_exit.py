@@ -41,7 +41,7 @@ def test_leave_exits_with_its_code_under_python_m(program):
 
 
 def test_the_interpreters_own_exit_is_what_leave_avoids(program):
-    """What went wrong before (CPython 3.11-3.13): the same program ending with ``sys.exit``
+    """What went wrong before (CPython 3.11 here; 3.12's source has the same rule): the same program ending with ``sys.exit``
     dies of SIGINT. Should a CPython no longer do so, this test says ``leave`` is no longer
     needed for that reason (its teardown saving remains)."""
     done = subprocess.run([sys.executable, "-m", "interrupted_program", "exit"], cwd=program,
