@@ -2,7 +2,7 @@
 
 The reference implementation (pure Python; ``sim.kernel.shared`` is the compiled version, bit
 for bit the same; with a dynamic priority ``sim.kernel._shared_dynamic``, except under
-``conservative``, which runs here). A job asks for ``k`` nodes, each
+``conservative``, which runs here; ``slurm`` runs here only). A job asks for ``k`` nodes, each
 with ``c`` cores, ``g`` GPUs and ``m`` MiB; it runs on ``k`` distinct nodes that each have that
 much free. The event loop is the engine's (completions, then arrivals, then one scheduling
 pass; the scheduler plans with time limits only; limits enforced by killing).
@@ -31,6 +31,9 @@ nodes):
   are not enforced), every waiting job, in priority order, is taken out and placed again at its
   earliest fit, repeatedly until nothing moves (compression), so with limits enforced no
   reservation ever moves later. A job starts when its reservation is due, on its nodes.
+* ``slurm``: Slurm's main scheduler and backfill cycle with its ``bf_*`` limits, as
+  ``policies.slurm_backfill`` runs them on whole nodes, with reservations per node resource on
+  the conservative planner's timeline (``_SlurmShared``).
 
 **Dynamic priorities** (``multifactor``: Slurm's ``priority/multifactor`` with classic
 fair-share or Fair Tree; ``wfp3``, ``unicef``): the same semantics as the whole-node reference
@@ -283,7 +286,8 @@ class _Nodes:
 
 
 class _LimitGate:
-    """Association/QOS limits in the shared-node EASY pass (``simulate_shared``'s ``limits``)."""
+    """Association/QOS limits (``simulate_shared``'s ``limits``): in Slurm's backfill (``_SlurmShared``,
+    as on whole nodes) or, with another backfill, in the queue pass (a held job passed over)."""
 
     def __init__(self, state, rank) -> None:
         self.state = state
@@ -546,6 +550,7 @@ class _Timeline:
     def __init__(self, partition: Partition, request):
         self.partition = partition
         self.request = request
+        self.capacity = node_resources(partition)
         self.per_node: list[list[tuple[float, float, int]]] = [[] for _ in range(partition.nodes)]
         self.where: dict[int, list[int]] = {}
         self.ends: list[float] = []  # sorted interval ends (candidate start times)
@@ -570,7 +575,7 @@ class _Timeline:
 
     def _fits(self, i, t0, t1, c, g, m):
         cores, gpus, memory = self.request
-        cap_c, cap_g, cap_m = node_resources(self.partition)
+        cap_c, cap_g, cap_m = self.capacity
         row = [iv for iv in self.per_node[i] if iv[0] < t1 and iv[1] > t0]
         for point in [t0] + [iv[0] for iv in row if iv[0] > t0]:
             uc = ug = um = 0
@@ -637,8 +642,9 @@ class _SlurmShared:
     nodes, ``bf_job_part_count_reserve=1`` is *not* exactly the shared ``easy``: Slurm pins the
     head's reservation to the nodes of its earliest fit (and checks a backfilled job over its
     whole run), whereas ``easy``'s extra-resources rule lets the head fit on any nodes at the
-    shadow time. Not modelled: Slurm's backfill map tracks a reserved job's *nodes* (whole
-    nodes; ``node_space_map_t``), here its cores/GPUs/memory on them.
+    shadow time. Not checked against a real Slurm: whether its backfill map (``node_space_map_t``,
+    node bitmaps) holds a reserved job's nodes whole on cons_tres pools; here a reservation holds
+    only the cores, GPUs and memory the job asks for on them.
     """
 
     def __init__(self, partition, limit, nodes, request, users, params, hook) -> None:
