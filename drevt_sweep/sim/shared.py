@@ -61,7 +61,7 @@ from __future__ import annotations
 
 import heapq
 import math
-from bisect import bisect_left, insort
+from bisect import bisect_left, bisect_right, insort
 from dataclasses import dataclass
 
 import numpy as np
@@ -545,19 +545,22 @@ class _Conservative:
 
 
 class _Timeline:
-    """Per node: the intervals ``[start, end)`` during which jobs hold (c, g, m) of it."""
+    """Per node: the intervals ``[start, end)`` during which jobs hold (c, g, m) of it, and (built
+    when asked, dropped when the node's intervals change) its usage as a step function."""
 
     def __init__(self, partition: Partition, request):
         self.partition = partition
         self.request = request
         self.capacity = node_resources(partition)
         self.per_node: list[list[tuple[float, float, int]]] = [[] for _ in range(partition.nodes)]
+        self.steps: list = [None] * partition.nodes
         self.where: dict[int, list[int]] = {}
         self.ends: list[float] = []  # sorted interval ends (candidate start times)
 
     def add(self, j, start, stop, where):
         for i in where:
             self.per_node[i].append((start, stop, j))
+            self.steps[i] = None
         self.where[j] = where
         insort(self.ends, stop)
 
@@ -566,6 +569,7 @@ class _Timeline:
         stop = None
         for i in where:
             row = self.per_node[i]
+            self.steps[i] = None
             for x, item in enumerate(row):
                 if item[2] == j:
                     stop = item[1]
@@ -573,19 +577,50 @@ class _Timeline:
                     break
         del self.ends[bisect_left(self.ends, stop)]
 
-    def _fits(self, i, t0, t1, c, g, m):
+    def _steps(self, i):
+        """Node ``i``'s usage: breakpoints (sorted) and the cores, GPUs and memory held from each
+        to the next (an interval holds ``[start, end)``; an empty one holds nothing). Integer
+        sums: exact."""
         cores, gpus, memory = self.request
+        delta: dict = {}
+        for s, e, j in self.per_node[i]:
+            if s < e:
+                for t, sign in ((s, 1), (e, -1)):
+                    d = delta.get(t)
+                    if d is None:
+                        d = delta[t] = [0, 0, 0]
+                    d[0] += sign * cores[j]
+                    d[1] += sign * gpus[j]
+                    d[2] += sign * memory[j]
+        times = sorted(delta)
+        uc, ug, um = [], [], []
+        c = g = m = 0
+        for t in times:
+            d = delta[t]
+            c, g, m = c + d[0], g + d[1], m + d[2]
+            uc.append(c)
+            ug.append(g)
+            um.append(m)
+        self.steps[i] = steps = (times, uc, ug, um)
+        return steps
+
+    def _fits(self, i, t0, t1, c, g, m):
+        """Whether node ``i`` has (c, g, m) free throughout ``[t0, t1)``: at ``t0`` and at every
+        breakpoint of its usage inside (the maximum of a step function is at one of them)."""
+        times, uc, ug, um = self.steps[i] or self._steps(i)
         cap_c, cap_g, cap_m = self.capacity
-        row = [iv for iv in self.per_node[i] if iv[0] < t1 and iv[1] > t0]
-        for point in [t0] + [iv[0] for iv in row if iv[0] > t0]:
-            uc = ug = um = 0
-            for s, e, j in row:
-                if s <= point < e:
-                    uc += cores[j]
-                    ug += gpus[j]
-                    um += memory[j]
-            if cap_c - uc < c or cap_g - ug < g or cap_m - um < m:
+        x = bisect_right(times, t0) - 1
+        if x < 0:  # nothing held at t0
+            if cap_c < c or cap_g < g or cap_m < m:
                 return False
+            x = 0
+            if not times or times[0] >= t1:
+                return True
+        n = len(times)
+        while x < n and (times[x] < t1):
+            if cap_c - uc[x] < c or cap_g - ug[x] < g or cap_m - um[x] < m:
+                return False
+            x += 1
         return True
 
     def earliest_fit(self, j, now, k, duration):
