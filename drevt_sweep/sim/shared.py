@@ -604,24 +604,24 @@ class _Timeline:
         self.steps[i] = steps = (times, uc, ug, um)
         return steps
 
-    def _fits(self, i, t0, t1, c, g, m):
-        """Whether node ``i`` has (c, g, m) free throughout ``[t0, t1)``: at ``t0`` and at every
-        breakpoint of its usage inside (the maximum of a step function is at one of them)."""
+    def _blocked_until(self, i, t0, t1, c, g, m):
+        """None if node ``i`` has (c, g, m) free throughout ``[t0, t1)`` (checked at ``t0`` and at
+        every breakpoint of its usage inside: a step function's maximum is at one of them); else
+        the end of the first segment that lacks them: every start before it fails too (its window
+        still covers that segment, as it starts later and ends later)."""
         times, uc, ug, um = self.steps[i] or self._steps(i)
         cap_c, cap_g, cap_m = self.capacity
+        n = len(times)
         x = bisect_right(times, t0) - 1
         if x < 0:  # nothing held at t0
             if cap_c < c or cap_g < g or cap_m < m:
-                return False
+                return INF
             x = 0
-            if not times or times[0] >= t1:
-                return True
-        n = len(times)
-        while x < n and (times[x] < t1):
+        while x < n and times[x] < t1:
             if cap_c - uc[x] < c or cap_g - ug[x] < g or cap_m - um[x] < m:
-                return False
+                return times[x + 1] if x + 1 < n else INF
             x += 1
-        return True
+        return None
 
     def earliest_fit(self, j, now, k, duration):
         """The earliest start >= now (now or an interval end) with ``k`` nodes that each hold
@@ -629,6 +629,7 @@ class _Timeline:
         cores, gpus, memory = self.request
         c, g, m = cores[j], gpus[j], memory[j]
         candidates = [now] + [t for t in self.ends[bisect_left(self.ends, now):] if t > now and t != INF]
+        blocked = [-INF] * self.partition.nodes  # per node: no start before this fits
         last = None
         for t in candidates:
             if t == last:
@@ -636,10 +637,15 @@ class _Timeline:
             last = t
             got = []
             for i in range(self.partition.nodes):
-                if self._fits(i, t, t + duration, c, g, m):
+                if blocked[i] > t:
+                    continue
+                until = self._blocked_until(i, t, t + duration, c, g, m)
+                if until is None:
                     got.append(i)
                     if len(got) == k:
                         return t, got
+                else:
+                    blocked[i] = until
         raise RuntimeError("a job never fits its partition (it should have been rejected)")
 
 
