@@ -167,6 +167,15 @@ def test_default_queue_depth_and_slurms_off_by_one():
         == [0, 10, 60, 60]
 
 
+def test_priority_tier_orders_the_queue_before_priority():
+    """1 node x 4 cores, FCFS. J0: t=0, 4 cores, 100 s. J1 (t=1, tier 1) and J2 (t=2, tier 2):
+    4 cores each; the higher tier goes first: J2 at 100, J1 at 200."""
+    one = Partition("p", 1, cores=4, sharing="shared")
+    jobs = make_jobs([0, 1, 2], [1, 1, 1], [100, 100, 100], [100, 100, 100])
+    assert starts(run(jobs, [4, 4, 4], one, **EXACT)) == [0, 100, 200]
+    assert starts(run(jobs, [4, 4, 4], one, **EXACT, tier=[1, 1, 2])) == [0, 200, 100]
+
+
 def test_the_compiled_kernel_is_refused_with_one_clear_error():
     jobs, cores = four_jobs()
     with pytest.raises(ConfigError, match="no compiled version"):
