@@ -274,3 +274,14 @@ def test_drevt_sim_runs_slurms_backfill_on_a_cons_tres_pool(tmp_path, capsys):
     assert begins["defaults"] == [0, 6000, 120]
     assert begins["tight"] == [0, 6000, 12000]
     assert begins["easy"] == [0, 6000, 120]
+
+
+def test_a_job_the_main_scheduler_passes_over_waits_for_the_next_cycle_on_an_idle_pool():
+    """1 node x 4 cores, default_queue_depth=0 (the main scheduler looks at one job), cycles
+    every 30 s. J0: t=0, 4 cores, 10 s. J1, J2: t=5, 1 core, 100 s each. At 10 (J0 ends) the
+    main scheduler starts J1 only; nothing else happens until the cycle at 30, which starts J2
+    (the pool is never idle here, but J2 waits for a cycle, not an event)."""
+    one = Partition("p", 1, cores=4, sharing="shared")
+    jobs = make_jobs([0, 5, 5], [1, 1, 1], [10, 100, 100], [10, 100, 100])
+    assert starts(run(jobs, [4, 1, 1], one, **{**EXACT, "bf_interval": 30, "default_queue_depth": 0})) \
+        == [0, 10, 30]

@@ -360,8 +360,8 @@ def _run_events(submit, limit, nodes, dur, rank, request, partition, backfill, e
     events = 0
     finished = 0
     now = -INF
-    progressed = False  # (slurm: whether the last pass started a job; its cycles are events)
-    while a < n or completions or (slurm is not None and queue and progressed):
+    # (slurm: its cycles are events while jobs wait, as in engine._run_events)
+    while a < n or completions or (slurm is not None and queue and slurm.wake_at() < INF):
         events += 1
         if progress is not None and events % PROGRESS_EVERY_EVENTS == 0:
             progress(now, finished)
@@ -412,7 +412,6 @@ def _run_events(submit, limit, nodes, dur, rank, request, partition, backfill, e
             due = planner.plan(now, queue, running, est_end, placed, freed_early or not enforce)
         elif slurm is not None:
             due = slurm.select(now, queue, free, running, placed, arrived or completed, gate)
-            progressed = bool(due)
         else:
             due = _queue_pass(now, queue, free, running, placed, nodes, limit, request, backfill, hook, gate)
         for j, where in due:
