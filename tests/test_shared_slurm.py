@@ -20,6 +20,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from jobtable_factory import make_jobs
+from test_shared import _max_use_per_node
 
 from drevt_sweep.cli.sim import main as sim_main
 from drevt_sweep.errors import ConfigError
@@ -285,3 +286,28 @@ def test_a_job_the_main_scheduler_passes_over_waits_for_the_next_cycle_on_an_idl
     jobs = make_jobs([0, 5, 5], [1, 1, 1], [10, 100, 100], [10, 100, 100])
     assert starts(run(jobs, [4, 1, 1], one, **{**EXACT, "bf_interval": 30, "default_queue_depth": 0})) \
         == [0, 10, 30]
+
+
+SETTINGS = st.fixed_dictionaries({
+    "bf_interval": st.sampled_from([0, 3, 30]), "bf_max_job_test": st.sampled_from([1, 2, 500]),
+    "bf_window": st.sampled_from([0.05, 1, 1440]), "bf_resolution": st.sampled_from([0, 1, 7, 60]),
+    "bf_max_job_user": st.sampled_from([0, 1]), "bf_max_job_part": st.sampled_from([0, 2]),
+    "bf_job_part_count_reserve": st.sampled_from([0, 1]), "default_queue_depth": st.sampled_from([0, 100]),
+    "sched_interval": st.sampled_from([0, 60])})
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(workloads(), SETTINGS, st.booleans())
+def test_no_node_is_ever_over_its_resources_under_any_settings(case, params, enforce):
+    """Whatever the limits, every job runs once, after its submission, on distinct nodes that
+    hold its cores, GPUs and memory beside every other job running there."""
+    part, jobs, (cores, gpus, memory) = case
+    s = simulate_shared(jobs, jobs.actual_run_time, part, cores, gpus, memory, backfill="slurm",
+                        kernel="reference", enforce_limits=enforce, backfill_params=params)
+    assert (s.begin >= jobs.submit).all()
+    for j in range(len(jobs)):
+        assert len(set(s.nodes_of(j))) == jobs.num_nodes[j]
+    cap = (part.cores, part.gpus, math.ceil(part.memory * 1024))
+    kib = np.ceil(memory * 1024).astype(np.int64)
+    for peak in _max_use_per_node(s, jobs, cores, gpus, kib, part.nodes):
+        assert peak[0] <= cap[0] and peak[1] <= cap[1] and peak[2] <= cap[2]
