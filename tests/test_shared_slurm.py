@@ -1,12 +1,15 @@
 """Backfill ``slurm`` on shared-node pools (``select/cons_tres``; issue 26): Slurm's main
-scheduler and backfill cycle (``sim.shared._SlurmShared``) with reservations per node resource.
+scheduler and backfill cycle (``sim.shared._SlurmShared``). Running jobs hold their cores, GPUs
+and memory; a backfill reservation holds its nodes whole (backfill.c's ``node_space_map_t``).
 
 Each knob has a hand-computed case on two nodes of 4 cores (the whole-node cases of
 ``test_slurm_backfill.py`` with cores in place of nodes; the expected starts are worked out in
-the docstrings), and the reductions are checked bit for bit on random workloads: with every
-limit infinite, ``bf_interval=0`` and Slurm's default ``bf_job_part_count_reserve=0`` it is the
-shared engine's ``conservative`` when jobs run to their limit; with one reservation on a single
-node it is the shared engine's ``easy``.
+the docstrings), two cases where a whole-node reservation and a per-resource one differ, and
+the reductions are checked bit for bit on random workloads: with every limit infinite,
+``bf_interval=0`` and Slurm's default ``bf_job_part_count_reserve=0`` it is the shared
+engine's ``conservative`` when jobs run to their limit and no two jobs can share a node; with
+one reservation on a single node it is ``easy_drevt`` (EASY without the extra-resources rule)
+when no job can end exactly at the shadow time.
 """
 
 from __future__ import annotations
@@ -59,7 +62,7 @@ def four_jobs():
     J1  1       1 node x 4 cores        100  -> earliest fit 100 on n0: reserved [100, 200)
     J2  2       2 nodes x 4 cores       100  -> after J1: earliest fit 200 (n0, n1), [200, 300)
     J3  3       1 node x 1 core         500  -> fits now; on n0 it would overlap J1's
-                                                reservation (4 + 1 > 4 cores), on n1 only J2's
+                                                reservation (n0 reserved whole), on n1 J2's
     ==  ======  ======================  =====
     """
     return make_jobs([0, 1, 2, 3], [2, 1, 2, 1], [100, 100, 100, 500], [100, 100, 100, 500]), [3, 4, 4, 1]
@@ -144,15 +147,42 @@ def test_bf_resolution_rounds_reservations_out():
     assert starts(run(jobs, [3, 4, 1], one, **{**EXACT, "bf_resolution": 60})) == [0, 90, 190]
 
 
-def test_a_reservation_holds_only_the_resources_it_asks_for():
-    """1 node x 8 cores, reserve=0. J0: t=0, 6 cores, 100 s. J1: t=1, 4 cores, 100 s: reserved
-    [100, 200) for 4 cores. J2: t=2, 2 cores, 500 s: overlaps the reservation, but 4 + 2 <= 8
-    cores: it starts at 2 (on whole nodes, a reservation holds its nodes whole)."""
+def test_a_reservation_holds_its_nodes_whole_a_running_job_only_its_cores():
+    """1 node x 8 cores, reserve=0. J0: t=0, 6 cores, 100 s. J1: t=1, 4 cores, 100 s: 6 + 4 > 8,
+    reserved at its earliest fit, [100, 200). J2: t=2, 2 cores, 500 s: fits now beside J0 by cores
+    (6 + 2 <= 8) and would fit beside J1's 4 cores too (4 + 2 <= 8), but Slurm's backfill map holds
+    a reserved job's nodes whole: ``_add_reservation`` ands every ``node_space_map_t`` slot of
+    ``[start, end_reserve)`` with the complement of the job's nodes, and a candidate may only use
+    nodes set in every slot its run overlaps (backfill.c, ``_attempt_backfill``). So J2, over
+    [2, 502), may not use the node: it is reserved [200, 700) after J1. At 100 J0 ends and the
+    main scheduler starts J1 (4 cores), then J2: a running job holds only its cores (the select
+    plugin counts them, not the map), 4 + 2 <= 8: J2 starts at 100. (With reservations held per
+    resource, J2 would start at 2.)"""
     one = Partition("p", 1, cores=8, sharing="shared")
     jobs = make_jobs([0, 1, 2], [1, 1, 1], [100, 100, 500], [100, 100, 500])
-    assert starts(run(jobs, [6, 4, 2], one, **EXACT)) == [0, 100, 2]
-    # J1 asks 7 cores: 7 + 2 > 8 over [100, 200), so J2 is reserved after it and starts at 200.
+    assert starts(run(jobs, [6, 4, 2], one, **EXACT)) == [0, 100, 100]
+    assert starts(run(jobs, [6, 4, 2], one, backfill="conservative")) == [0, 100, 2]  # per resource
+    # J1 asks 7 cores: at 100, 7 + 2 > 8 beside the running J1: J2 starts at 200, after it.
     assert starts(run(jobs, [6, 7, 2], one, **EXACT)) == [0, 100, 200]
+
+
+def test_a_small_job_that_fits_beside_a_reservation_by_cores_waits_for_it():
+    """2 nodes x 4 cores, reserve=0 (each waiting job reserved). J0: t=0, 1 node x 3 cores,
+    100 s, on n0. J1: t=0, 1 node x 4 cores, 100 s: on n1. J2: t=1, 1 node x 2 cores, 100 s:
+    1 + 2 cores would fit on n0 at 100 only (3 + 2 > 4 before); its earliest fit is 100 on n0
+    (first fit by index; n1 is free at 100 too), reserved [100, 200) there, whole. J3: t=2, 1 node
+    x 1 core, 300 s: fits now on n0 beside J0 (3 + 1 <= 4) and, by cores, beside J2's reservation
+    from 100 (2 + 1 <= 4), but n0 is J2's reserved node over [100, 200): under Slurm's rule it
+    may not start on n0; n1 is full until 100, then free for good: J3's earliest fit is 100 on
+    n1 (n0 is still blocked until 200). At 100 J0 and J1 end: the main scheduler starts J2 on n0
+    (first fit), then J3 on n0 beside it (2 + 1 <= 4: running jobs hold only their cores).
+    Per resource, J3 would have started at 2 on n0."""
+    jobs = make_jobs([0, 0, 1, 2], [1, 1, 1, 1], [100, 100, 100, 300], [100, 100, 100, 300])
+    s = run(jobs, [3, 4, 2, 1], **EXACT)
+    assert starts(s) == [0, 0, 100, 100]
+    assert s.nodes_of(0) == [0] and s.nodes_of(1) == [1] and s.nodes_of(2) == s.nodes_of(3) == [0]
+    c = run(jobs, [3, 4, 2, 1], backfill="conservative")  # reservations per resource
+    assert starts(c) == [0, 0, 100, 2] and c.nodes_of(3) == [0]
 
 
 def test_default_queue_depth_and_slurms_off_by_one():
@@ -192,7 +222,9 @@ def test_the_compiled_kernel_is_refused_with_one_clear_error():
 
 # ------------------------------------------------------------------------------- reductions
 @st.composite
-def workloads(draw, max_nodes=3):
+def workloads(draw, max_nodes=3, exclusive=False):
+    """Random jobs on 1..max_nodes shared nodes; ``exclusive``: every job asks for more than half
+    a node's cores, so no two jobs ever share a node."""
     n_nodes = draw(st.integers(1, max_nodes))
     n = draw(st.integers(1, 25))
     cap, gcap = draw(st.integers(1, 8)), draw(st.integers(0, 2))
@@ -200,7 +232,7 @@ def workloads(draw, max_nodes=3):
     nodes = draw(st.lists(st.integers(1, n_nodes), min_size=n, max_size=n))
     limit = draw(st.lists(st.integers(1, 30), min_size=n, max_size=n))
     run_time = [draw(st.integers(0, lim + 3)) for lim in limit]
-    cores = draw(st.lists(st.integers(0, cap), min_size=n, max_size=n))
+    cores = draw(st.lists(st.integers(cap // 2 + 1 if exclusive else 0, cap), min_size=n, max_size=n))
     gpus = draw(st.lists(st.integers(0, gcap), min_size=n, max_size=n))
     memory = draw(st.lists(st.sampled_from([0.0, 100.0, 250.5, 500.0]), min_size=n, max_size=n))
     jobs = make_jobs(submit, nodes, limit, run_time)
@@ -214,8 +246,13 @@ def _same(a, b):
 
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(workloads())
-def test_reserving_every_job_is_shared_conservative_when_jobs_run_to_their_limit(case):
+@given(workloads(exclusive=True))
+def test_reserving_every_job_is_shared_conservative_when_no_two_jobs_share_a_node(case):
+    """Every limit off, ``bf_interval=0``, reserve=0, jobs run to their limit: every waiting job
+    is reserved at its earliest fit at every pass, as ``conservative`` does, but Slurm holds a
+    reservation's nodes whole and ``conservative`` only its request. When every job asks for
+    more than half a node's cores (single-core nodes, whole-node requests) nothing fits beside
+    a reservation either way, and the two are the same bit for bit."""
     part, jobs, (cores, gpus, memory) = case
     limit = np.asarray(jobs.time_limit, dtype=float)
     a = simulate_shared(jobs, limit, part, cores, gpus, memory, backfill="conservative", kernel="reference")
@@ -224,17 +261,37 @@ def test_reserving_every_job_is_shared_conservative_when_jobs_run_to_their_limit
     assert _same(a, b)
 
 
+@st.composite
+def tie_free_on_one_node(draw):
+    """One shared node; every job submitted at 0 and run to its limit, the limits distinct
+    powers of two: every event time is the sum of the limits of one chain of jobs, so no job
+    can end exactly at another's reserved start (the one place where ``easy_drevt``'s strict
+    test and Slurm's differ)."""
+    n = draw(st.integers(1, 20))
+    cap, gcap = draw(st.integers(1, 8)), draw(st.integers(0, 2))
+    limit = draw(st.permutations([2.0 ** i for i in range(n)]))
+    cores = draw(st.lists(st.integers(0, cap), min_size=n, max_size=n))
+    gpus = draw(st.lists(st.integers(0, gcap), min_size=n, max_size=n))
+    memory = draw(st.lists(st.sampled_from([0.0, 100.0, 250.5, 500.0]), min_size=n, max_size=n))
+    jobs = make_jobs([0.0] * n, [1] * n, limit, limit)
+    part = Partition("p", 1, cores=cap, gpus=gcap, memory=500.0, sharing="shared")
+    return part, jobs, (np.asarray(cores), np.asarray(gpus, dtype=np.int64), np.asarray(memory))
+
+
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(workloads(max_nodes=1), st.booleans())
-def test_one_reservation_on_a_single_node_is_shared_easy(case, enforce):
-    """On one node the head's reservation cannot pin other nodes than EASY's shadow-time fit,
-    so Slurm's backfill with one reservation is the shared ``easy`` (jobs end early or late)."""
+@given(tie_free_on_one_node())
+def test_one_reservation_on_a_single_node_is_easy_without_the_extra_resources_rule(case):
+    """Every limit off, ``bf_interval=0``, one reservation (``bf_job_part_count_reserve=1``), one
+    node: the head is reserved at its shadow time, and as the reservation holds the node whole a
+    later job starts now only if it fits now and ends by then -- EASY without its
+    extra-resources rule, i.e. ``easy_drevt`` but for ties at the shadow time (Slurm's
+    reservation is ``[start, end)``, so a job may end exactly when it starts; ``easy_drevt`` is
+    strict), which this workload cannot have."""
     part, jobs, (cores, gpus, memory) = case
     rt = jobs.actual_run_time
-    a = simulate_shared(jobs, rt, part, cores, gpus, memory, backfill="easy", kernel="reference",
-                        enforce_limits=enforce)
+    a = simulate_shared(jobs, rt, part, cores, gpus, memory, backfill="easy_drevt", kernel="reference")
     b = simulate_shared(jobs, rt, part, cores, gpus, memory, backfill="slurm", kernel="reference",
-                        enforce_limits=enforce, backfill_params=EASY)
+                        backfill_params=EASY)
     assert _same(a, b)
 
 

@@ -32,8 +32,9 @@ nodes):
   earliest fit, repeatedly until nothing moves (compression), so with limits enforced no
   reservation ever moves later. A job starts when its reservation is due, on its nodes.
 * ``slurm``: Slurm's main scheduler and backfill cycle with its ``bf_*`` limits, as
-  ``policies.slurm_backfill`` runs them on whole nodes, with reservations per node resource on
-  the conservative planner's timeline (``_SlurmShared``).
+  ``policies.slurm_backfill`` runs them on whole nodes, planned on the conservative planner's
+  timeline: running jobs hold their cores, GPUs and memory, a backfill reservation holds its
+  nodes whole, as in Slurm's backfill map (``_SlurmShared``).
 
 **Dynamic priorities** (``multifactor``: Slurm's ``priority/multifactor`` with classic
 fair-share or Fair Tree; ``wfp3``, ``unicef``): the same semantics as the whole-node reference
@@ -544,8 +545,9 @@ class _Conservative:
 
 
 class _Timeline:
-    """Per node: the intervals ``[start, end)`` during which jobs hold (c, g, m) of it, and (built
-    when asked, dropped when the node's intervals change) its usage as a step function."""
+    """Per node: the intervals ``[start, end)`` during which jobs hold (c, g, m) of it -- or, for
+    an interval added ``whole``, all of it -- and (built when asked, dropped when the node's
+    intervals change) its usage as a step function."""
 
     def __init__(self, partition: Partition, request):
         self.partition = partition
@@ -555,15 +557,19 @@ class _Timeline:
         self.steps: list = [None] * partition.nodes
         self.where: dict[int, list[int]] = {}
         self.ends: list[float] = []  # sorted interval ends (candidate start times)
+        self.whole: set[int] = set()  # jobs whose intervals hold their nodes whole
 
-    def add(self, j, start, stop, where):
+    def add(self, j, start, stop, where, whole=False):
         for i in where:
             self.per_node[i].append((start, stop, j))
             self.steps[i] = None
         self.where[j] = where
+        if whole:
+            self.whole.add(j)
         insort(self.ends, stop)
 
     def remove(self, j):
+        self.whole.discard(j)
         where = self.where.pop(j)
         stop = None
         for i in where:
@@ -578,19 +584,26 @@ class _Timeline:
 
     def _steps(self, i):
         """Node ``i``'s usage: breakpoints (sorted) and the cores, GPUs and memory held from each
-        to the next (an interval holds ``[start, end)``; an empty one holds nothing). Integer
-        sums: exact."""
+        to the next (an interval holds ``[start, end)``; an empty one holds nothing); a ``whole``
+        interval holds one core more than the node has, so nothing fits beside it, not even a
+        job that asks for no cores. Integer sums: exact."""
         cores, gpus, memory = self.request
+        whole = self.whole
+        cap_c, cap_g, cap_m = self.capacity
         delta: dict = {}
         for s, e, j in self.per_node[i]:
             if s < e:
+                if whole and j in whole:
+                    c, g, m = cap_c + 1, cap_g, cap_m
+                else:
+                    c, g, m = cores[j], gpus[j], memory[j]
                 for t, sign in ((s, 1), (e, -1)):
                     d = delta.get(t)
                     if d is None:
                         d = delta[t] = [0, 0, 0]
-                    d[0] += sign * cores[j]
-                    d[1] += sign * gpus[j]
-                    d[2] += sign * memory[j]
+                    d[0] += sign * c
+                    d[1] += sign * g
+                    d[2] += sign * m
         times = sorted(delta)
         uc, ug, um = [], [], []
         c = g = m = 0
@@ -659,15 +672,22 @@ class _SlurmShared:
       their first fit now, to ``default_queue_depth`` (+1) jobs on an event, the whole queue
       at a ``sched_interval`` pass; the first job that does not fit fails the partition;
     * the backfill cycle (``backfill.c: _attempt_backfill``) plans on a ``_Timeline`` (the
-      conservative planner's per-node intervals of cores, GPUs and memory): the running jobs
-      until their estimated ends, the jobs just started, everything cut at ``window_end``
+      conservative planner's per-node intervals): the running jobs until their estimated ends
+      and the jobs just started, each holding its cores, GPUs and memory (Slurm's select
+      plugin counts them in its will-run test), everything cut at ``window_end``
       (``floor((now + bf_window) / bf_resolution) * bf_resolution``; the nodes are empty after
       it). Each tested job (``bf_max_job_test``, ``bf_max_job_user``, ``bf_max_job_part``)
       gets its earliest fit (``_Timeline.earliest_fit``: the lowest-indexed nodes that each
-      hold its request throughout its limit); now: it starts there; else, within the window
-      and under ``bf_job_part_count_reserve``, it holds its request on those nodes over
+      hold its request throughout its limit beside those jobs and are reserved to no earlier
+      job then); now: it starts there; else, within the window and under
+      ``bf_job_part_count_reserve``, it reserves those nodes **whole** over
       ``[floor(s / r) * r, floor((s + limit + r - 1) / r) * r)`` (``_set_slot_time``), cut to
-      ``[now, window_end)``.
+      ``[now, window_end)``: no later job of the cycle may use them then, however few cores
+      the reserved job asks for. That is Slurm's backfill map: ``node_space_map_t`` records
+      are time slots, each with a bitmap of available *nodes*; ``_add_reservation`` splits the
+      slots at the reservation's start and end and ands the ones inside with the complement
+      of the job's nodes, and a candidate may only use nodes available in every slot its run
+      overlaps (``_attempt_backfill``; ``_test_resv_overlap`` tests node-bitmap overlap).
 
     Slurm's slurm.conf man page (``SchedulerParameters``: bf_interval, bf_max_job_test,
     bf_window, bf_resolution, bf_max_job_user, bf_max_job_part, bf_continue,
@@ -676,15 +696,18 @@ class _SlurmShared:
 
     **Reduction.** With every limit infinite, ``bf_interval=0``, ``bf_resolution=0``,
     ``sched_interval=0`` and Slurm's default ``bf_job_part_count_reserve=0``, every waiting job
-    is reserved at its earliest fit, replanned from scratch at every pass: this is the shared
-    engine's ``conservative`` bit for bit when every job runs to its limit (its reservations
-    never need compressing; ``tests/test_shared_slurm.py``), as on whole nodes. Unlike whole
-    nodes, ``bf_job_part_count_reserve=1`` is *not* exactly the shared ``easy``: Slurm pins the
-    head's reservation to the nodes of its earliest fit (and checks a backfilled job over its
-    whole run), whereas ``easy``'s extra-resources rule lets the head fit on any nodes at the
-    shadow time. Not checked against a real Slurm: whether its backfill map (``node_space_map_t``,
-    node bitmaps) holds a reserved job's nodes whole on cons_tres pools; here a reservation holds
-    only the cores, GPUs and memory the job asks for on them.
+    is reserved at its earliest fit, replanned from scratch at every pass. That is *not* the
+    shared engine's ``conservative``, whose reservations hold only their request (a job may
+    start beside one): it is only when no two jobs can share a node (every job asks for more
+    than half a node's cores: single-core nodes, whole-node requests), and then bit for bit
+    when every job runs to its limit (``tests/test_shared_slurm.py``). With
+    ``bf_job_part_count_reserve=1`` on one node it is EASY without the extra-resources rule,
+    i.e. ``easy_drevt`` except at ties (a job ending exactly at the head's reserved start
+    starts here, as a reservation holds ``[start, end)``; ``easy_drevt``'s test is strict);
+    on several nodes Slurm also pins the head's reservation to the nodes of its earliest fit.
+    Not modelled: Slurm ands the map's slots from the one that holds the candidate's start
+    through the one that *begins* at its end (``begin_time <= end_time``), so a candidate
+    ending exactly when a reservation begins on its nodes is refused there; here it fits.
     """
 
     def __init__(self, partition, limit, nodes, request, users, params, hook) -> None:
@@ -829,5 +852,5 @@ class _SlurmShared:
                 self.hook(now, j, s)
             b = min(b, window_end)
             if b > a:
-                timeline.add(j, a, b, where)
+                timeline.add(j, a, b, where, whole=True)
             reserved += 1
