@@ -17,8 +17,9 @@ cores-and-memory machine at load 0.9, each doubling of the trace (125k to 1M job
 ``select/cons_tres`` with ``CR_Core_Memory``: jobs packed by cores, GPUs and memory). Each
 partition gets its share of the jobs (60/15/10/15 %) from ``bench_machine.shared_workload``
 (1 core to whole nodes, a fifth asking for GPUs, memory 1-4 GiB per core) at offered core load
-0.9 on its own nodes. ``backfill: slurm`` on shared pools runs the shared-node engine's EASY
-(Slurm's backfill limits are modelled on whole-node pools only, docs/slurm.md), compiled. Beside
+0.9 on its own nodes. The shared pools run ``backfill: easy``, compiled: what ``backfill: slurm``
+ran there until Slurm's backfill on shared nodes came (``sim.shared._SlurmShared``, reference
+engine only: far too slow for a million jobs; docs/slurm.md). Beside
 it, the same four partitions with whole nodes (``exclusive``; jobs from ``gen_workload.generate``
 at node load 0.9), where Slurm's backfill with its default limits runs in ``_slurm.slurm_steps``
 on each partition. CPU time of ``partitioned.simulate_machine`` (one warm-up on 20,000 jobs;
@@ -122,16 +123,17 @@ def machine() -> None:
 
     for shared in (True, False):
         kind = "cores and memory (shared pools, EASY)" if shared else "whole nodes (Slurm's backfill, defaults)"
+        backfill = "easy" if shared else "slurm"
         print(f"4 partitions, {kind}; load {os.getloadavg()[0]:.1f}", flush=True)
         warm, m = four_partitions(20_000, shared)
-        simulate_machine(warm, warm.actual_run_time, m, backfill="slurm", kernel="fast")
+        simulate_machine(warm, warm.actual_run_time, m, backfill=backfill, kernel="fast")
         previous = None
         for size in MACHINE_SIZES:
             jobs, m = four_partitions(size, shared)
             best = INF
             for _ in range(3 if size <= 250_000 else 1):
                 t0 = time.process_time()
-                schedule = simulate_machine(jobs, jobs.actual_run_time, m, backfill="slurm", kernel="fast")
+                schedule = simulate_machine(jobs, jobs.actual_run_time, m, backfill=backfill, kernel="fast")
                 best = min(best, time.process_time() - t0)
             growth = "" if previous is None else f", x{best / previous:.2f} per doubling"
             print(f"  {size:>9,} jobs {best:7.3f} s {size / best:10,.0f} jobs/s, mean queue "

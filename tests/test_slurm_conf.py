@@ -66,8 +66,6 @@ def test_the_tiny_conf_as_a_machine_and_multifactor_settings():
     assert conf.params_for(["batch", "gpu"])["partition_priority"] == {"batch": 1.0, "gpu": 1.0}
     assert conf.ignored == ("NodeName State",
                             "partitions batch, debug share nodes: simulated as one pool",
-                            "Slurm's backfill limits on shared-node pools (select/cons_tres without "
-                            "OverSubscribe=EXCLUSIVE): those pools are simulated with EASY",
                             "SlurmctldHost")
 
 

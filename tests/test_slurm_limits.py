@@ -705,8 +705,8 @@ def test_a_users_share_is_per_account(tmp_path):
 
 
 def test_limits_on_shared_nodes_hold_jobs_in_the_easy_pass(tmp_path):
-    """A shared-node pool (select/cons_tres: 2 nodes of 4 cores; Slurm's backfill runs EASY
-    there, held jobs passed over): alice MaxJobs=1 holds A2 (1 core) although cores are free,
+    """A shared-node pool (select/cons_tres: 2 nodes of 4 cores; Slurm's backfill on shared
+    nodes, held jobs skipped): alice MaxJobs=1 holds A2 (1 core) although cores are free,
     until A1 ends at 100; bob's first job starts at once, his second is refused (MaxSubmitJobs=1).
     GrpTRES=cpu counts the cores a job asked for, not whole nodes."""
     machine = machine_from_mapping({"partitions": [{"name": "p", "nodes": 2, "cores": 4, "queues": ["p"],

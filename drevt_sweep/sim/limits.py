@@ -39,7 +39,7 @@ has it.
   then ``select_nodes``' cap at ``MaxTime``.
 * CPUs of a job: its nodes x the pool's cores per node (whole nodes: Slurm's ``select/linear``
   and ``OverSubscribe=EXCLUSIVE`` allocate every CPU), on shared-node pools x the cores per node
-  it asked for (``sim.shared`` enforces the limits in its EASY pass).
+  it asked for (``sim.shared`` enforces the limits in Slurm's backfill, ``_SlurmShared``).
 
 What is enforced follows the slurm.conf's ``AccountingStorageEnforce``
 (``Associations.enforced``: ``limits``, ``associations`` alone, or nothing).

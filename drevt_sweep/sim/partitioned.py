@@ -54,7 +54,7 @@ def simulate_machine(
     shared among exclusive partitions (``partition_capacities``); jobs it never lets run are
     rejected (``warnings['rejected_capacity']``); shared partitions refuse it.
     ``limits``: Slurm associations and QOS (``trace.associations.Associations``), enforced by
-    ``backfill='slurm'`` on whole-node pools (``sim.limits``); jobs they refuse or can never
+    ``backfill='slurm'`` (``sim.limits``; on shared-node pools too); jobs they refuse or can never
     let run are rejected per reason, jobs they held counted in ``warnings['held_<reason>']``."""
     if limits is not None and backfill != "slurm" and limits.has_limits():
         raise ConfigError(f"association and QOS limits are enforced by Slurm's backfill (backfill 'slurm', "
@@ -67,7 +67,10 @@ def simulate_machine(
     progress = policy_options.pop("progress", None)
     defaults = {"estimate": "user", "backfill_order": "fcfs", "priority_params": None,
                 "compression": "compress_first", "estimate_refresh": "submit", "backfill_params": None}
-    special = {k: v for k, v in policy_options.items()  # (slurm: shared pools run EASY)
+    if backfill == "slurm" and kernel == "fast" and any(p.shared for p in machine.partitions):
+        raise ConfigError("backfill 'slurm' on shared-node partitions runs on the reference engine only "
+                          "(no compiled version yet); use kernel 'auto' or 'reference'")
+    special = {k: v for k, v in policy_options.items()
                if v != defaults.get(k, v) and k not in ("backfill_params", "priority_params")}
     if special and any(p.shared for p in machine.partitions):
         raise ConfigError(f"shared partitions plan with the users' time limits in priority order: "
@@ -114,7 +117,7 @@ def simulate_machine(
         if rows.size == 0 or (compiled is not None and not part.shared):
             continue
         options = policy_options
-        if backfill == "slurm" and not part.shared and len({part.tier_of(q) for q in part.queues}) > 1:
+        if backfill == "slurm" and len({part.tier_of(q) for q in part.queues}) > 1:
             if names is None:
                 from .machine import served_names
 
@@ -130,17 +133,16 @@ def simulate_machine(
         if part.shared:
             from .shared import simulate_shared
 
-            # Slurm's backfill limits are modelled on whole-node pools; the shared-node engine
-            # runs EASY for it (trace.slurm_conf lists this as not modelled)
-            # (association limits too, on the reference engine: a held job is passed over)
+            # backfill slurm: Slurm's backfill on shared nodes (sim.shared._SlurmShared, the
+            # reference engine), association limits through its gate
             report: dict = {}
             result = simulate_shared(
                 sub, rt[rows], part, placement.cores[rows], placement.gpus[rows],
-                placement.memory[rows], priority=priority,
-                backfill="easy" if backfill == "slurm" else backfill,
+                placement.memory[rows], priority=priority, backfill=backfill,
                 enforce_limits=enforce_limits, kernel=kernel,
                 limits=assoc_limits.state_for(rows) if assoc_limits is not None and backfill == "slurm" else None,
                 report=report, priority_params=policy_options.get("priority_params"),
+                backfill_params=options.get("backfill_params") if backfill == "slurm" else None,
                 progress=None if progress is None else (
                     lambda now, done, base=done_before: progress(now, base + done)),
             )

@@ -2,7 +2,7 @@
 
 The reference implementation (pure Python; ``sim.kernel.shared`` is the compiled version, bit
 for bit the same; with a dynamic priority ``sim.kernel._shared_dynamic``, except under
-``conservative``, which runs here). A job asks for ``k`` nodes, each
+``conservative``, which runs here; ``slurm`` runs here only). A job asks for ``k`` nodes, each
 with ``c`` cores, ``g`` GPUs and ``m`` MiB; it runs on ``k`` distinct nodes that each have that
 much free. The event loop is the engine's (completions, then arrivals, then one scheduling
 pass; the scheduler plans with time limits only; limits enforced by killing).
@@ -31,6 +31,10 @@ nodes):
   are not enforced), every waiting job, in priority order, is taken out and placed again at its
   earliest fit, repeatedly until nothing moves (compression), so with limits enforced no
   reservation ever moves later. A job starts when its reservation is due, on its nodes.
+* ``slurm``: Slurm's main scheduler and backfill cycle with its ``bf_*`` limits, as
+  ``policies.slurm_backfill`` runs them on whole nodes, planned on the conservative planner's
+  timeline: running jobs hold their cores, GPUs and memory, a backfill reservation holds its
+  nodes whole, as in Slurm's backfill map (``_SlurmShared``).
 
 **Dynamic priorities** (``multifactor``: Slurm's ``priority/multifactor`` with classic
 fair-share or Fair Tree; ``wfp3``, ``unicef``): the same semantics as the whole-node reference
@@ -58,7 +62,7 @@ from __future__ import annotations
 
 import heapq
 import math
-from bisect import bisect_left, insort
+from bisect import bisect_left, bisect_right, insort
 from dataclasses import dataclass
 
 import numpy as np
@@ -72,7 +76,7 @@ from .policies.dynamic import PriorityInputs
 from .policies.registry import DYNAMIC_PRIORITIES
 
 INF = math.inf
-SHARED_BACKFILLS = ("none", "easy", "easy_drevt", "conservative")
+SHARED_BACKFILLS = ("none", "easy", "easy_drevt", "conservative", "slurm")
 
 
 @dataclass(frozen=True, eq=False)
@@ -94,7 +98,8 @@ def simulate_shared(jobs: JobTable, run_time: np.ndarray, partition: Partition, 
                     gpus: np.ndarray, memory: np.ndarray, *, priority: str = "fcfs",
                     backfill: str = "easy", enforce_limits: bool = True, kernel: str = "auto",
                     on_reservation=None, limits=None, report: dict | None = None,
-                    progress=None, priority_params: dict | None = None) -> SharedSchedule:
+                    progress=None, priority_params: dict | None = None,
+                    backfill_params: dict | None = None) -> SharedSchedule:
     """Schedule every job of ``jobs`` (all served by ``partition`` and fitting one of its
     nodes: ``machine.place_jobs`` rejects the others) with per-node requests ``cores``,
     ``gpus`` and ``memory``. ``kernel``: ``"reference"`` (this module), ``"fast"`` (the compiled
@@ -108,7 +113,9 @@ def simulate_shared(jobs: JobTable, run_time: np.ndarray, partition: Partition, 
     given, is called every few thousand events (the compiled kernel) or every
     ``engine.PROGRESS_EVERY_EVENTS`` events (the reference), as ``engine.simulate`` does; an
     exception from it (Ctrl-C) stops the run there. ``priority_params``: a dynamic priority's
-    parameters (``multifactor``'s weights etc.; see the module docstring)."""
+    parameters (``multifactor``'s weights etc.; see the module docstring). ``backfill_params``:
+    backfill ``slurm``'s settings (``policies.slurm_backfill.DEFAULTS``; ``tier``: each job's
+    partition ``PriorityTier``), on the reference engine only."""
     check_priority(priority)
     check_backfill(backfill)
     if backfill not in SHARED_BACKFILLS:
@@ -131,6 +138,12 @@ def simulate_shared(jobs: JobTable, run_time: np.ndarray, partition: Partition, 
                _kib(np.asarray(memory, dtype=np.float64)))
     dynamic = _dynamic_priority(jobs, priority, priority_params, submit, limit, nodes, request[0],
                                 partition.nodes)
+    slurm = None
+    if backfill == "slurm":
+        slurm = _SlurmShared(partition, limit.tolist(), nodes.tolist(), [r.tolist() for r in request],
+                             np.asarray(jobs.user_code, dtype=np.int64).tolist(), backfill_params, on_reservation)
+    elif backfill_params:
+        raise ConfigError(f"backfill {backfill!r} takes no parameters, got {', '.join(map(str, backfill_params))}")
     if limits is None and _use_kernel(kernel, backfill, on_reservation, n, dynamic):
         machine = (partition.nodes, *node_resources(partition))
         if dynamic is not None:
@@ -148,7 +161,7 @@ def simulate_shared(jobs: JobTable, run_time: np.ndarray, partition: Partition, 
         gate = _LimitGate(limits, rank.tolist()) if limits is not None else None
         begin, end, placed = _run_events(submit.tolist(), limit.tolist(), nodes.tolist(), dur.tolist(),
                                          rank, [r.tolist() for r in request], partition, backfill,
-                                         bool(enforce_limits), on_reservation, gate, progress, dynamic)
+                                         bool(enforce_limits), on_reservation, gate, progress, dynamic, slurm)
         if gate is not None and report is not None:
             report.update(gate.counts())
             report["refused"] = sorted(gate.refused)
@@ -187,6 +200,11 @@ def _use_kernel(kernel: str, backfill: str, on_reservation, n: int, dynamic=None
     if kernel == "reference" or on_reservation is not None:
         if kernel == "fast" and on_reservation is not None:
             raise ConfigError("kernel='fast' cannot call an on_reservation hook")
+        return False
+    if backfill == "slurm":
+        if kernel == "fast":
+            raise ConfigError("backfill 'slurm' on a shared-node pool has no compiled version yet; use kernel "
+                              "'auto' or 'reference'")
         return False
     if dynamic is not None and backfill == "conservative":
         if kernel == "fast":
@@ -269,7 +287,8 @@ class _Nodes:
 
 
 class _LimitGate:
-    """Association/QOS limits in the shared-node EASY pass (``simulate_shared``'s ``limits``)."""
+    """Association/QOS limits (``simulate_shared``'s ``limits``): in Slurm's backfill (``_SlurmShared``,
+    as on whole nodes) or, with another backfill, in the queue pass (a held job passed over)."""
 
     def __init__(self, state, rank) -> None:
         self.state = state
@@ -301,7 +320,7 @@ class _LimitGate:
 
 
 def _run_events(submit, limit, nodes, dur, rank, request, partition, backfill, enforce, hook, gate=None,
-                progress=None, dyn=None):
+                progress=None, dyn=None, slurm=None):
     """The event loop (as ``engine._run_events``), on per-node free resources. With a dynamic
     priority ``dyn`` the queue is sorted by ``(key, FCFS rank)`` and its ticks are events while
     jobs wait, in ``engine._run_events``' order of calls (``policies.dynamic``)."""
@@ -341,23 +360,32 @@ def _run_events(submit, limit, nodes, dur, rank, request, partition, backfill, e
     a = 0
     events = 0
     finished = 0
-    while a < n or completions:
+    now = -INF
+    # (slurm: its cycles are events while jobs wait, as in engine._run_events)
+    while a < n or completions or (slurm is not None and queue and slurm.wake_at() < INF):
         events += 1
         if progress is not None and events % PROGRESS_EVERY_EVENTS == 0:
             progress(now, finished)
         t_arr = submit[order[a]] if a < n else INF
         t_end = completions[0][0] if completions else INF
         now = t_arr if t_arr < t_end else t_end
+        if slurm is not None and queue:
+            wake = slurm.wake_at()
+            if wake < now:
+                now = wake
         if dyn is not None:
             if queue and dyn.next_tick < now:
                 now = dyn.next_tick
             dyn.advance(now)  # every tick <= now
         freed_early = False
+        completed = False
+        arrived = False
         while completions and completions[0][0] <= now:
             _, j = heapq.heappop(completions)
             del running[bisect_left(running, (est_end[j], j))]
             free.add(placed[j], cores[j], gpus[j], memory[j], +1)
             freed_early |= end[j] < est_end[j]
+            completed = True
             finished += 1
             if gate is not None:
                 gate.state.end(j)
@@ -368,6 +396,7 @@ def _run_events(submit, limit, nodes, dur, rank, request, partition, backfill, e
             a += 1
             if gate is not None and not gate.submit(j):
                 continue  # refused at submission: never queued
+            arrived = True
             if dyn is not None:
                 rank_l[j] = (dyn.key(now, j), fcfs[j])
             pos = bisect_left(qrank, rank_l[j])
@@ -382,6 +411,8 @@ def _run_events(submit, limit, nodes, dur, rank, request, partition, backfill, e
             qrank[:] = [rank_l[j] for j in queue]
         if planner is not None:
             due = planner.plan(now, queue, running, est_end, placed, freed_early or not enforce)
+        elif slurm is not None:
+            due = slurm.select(now, queue, free, running, placed, arrived or completed, gate)
         else:
             due = _queue_pass(now, queue, free, running, placed, nodes, limit, request, backfill, hook, gate)
         for j, where in due:
@@ -514,26 +545,36 @@ class _Conservative:
 
 
 class _Timeline:
-    """Per node: the intervals ``[start, end)`` during which jobs hold (c, g, m) of it."""
+    """Per node: the intervals ``[start, end)`` during which jobs hold (c, g, m) of it -- or, for
+    an interval added ``whole``, all of it -- and (built when asked, dropped when the node's
+    intervals change) its usage as a step function."""
 
     def __init__(self, partition: Partition, request):
         self.partition = partition
         self.request = request
+        self.capacity = node_resources(partition)
         self.per_node: list[list[tuple[float, float, int]]] = [[] for _ in range(partition.nodes)]
+        self.steps: list = [None] * partition.nodes
         self.where: dict[int, list[int]] = {}
         self.ends: list[float] = []  # sorted interval ends (candidate start times)
+        self.whole: set[int] = set()  # jobs whose intervals hold their nodes whole
 
-    def add(self, j, start, stop, where):
+    def add(self, j, start, stop, where, whole=False):
         for i in where:
             self.per_node[i].append((start, stop, j))
+            self.steps[i] = None
         self.where[j] = where
+        if whole:
+            self.whole.add(j)
         insort(self.ends, stop)
 
     def remove(self, j):
+        self.whole.discard(j)
         where = self.where.pop(j)
         stop = None
         for i in where:
             row = self.per_node[i]
+            self.steps[i] = None
             for x, item in enumerate(row):
                 if item[2] == j:
                     stop = item[1]
@@ -541,20 +582,58 @@ class _Timeline:
                     break
         del self.ends[bisect_left(self.ends, stop)]
 
-    def _fits(self, i, t0, t1, c, g, m):
+    def _steps(self, i):
+        """Node ``i``'s usage: breakpoints (sorted) and the cores, GPUs and memory held from each
+        to the next (an interval holds ``[start, end)``; an empty one holds nothing); a ``whole``
+        interval holds one core more than the node has, so nothing fits beside it, not even a
+        job that asks for no cores. Integer sums: exact."""
         cores, gpus, memory = self.request
-        cap_c, cap_g, cap_m = node_resources(self.partition)
-        row = [iv for iv in self.per_node[i] if iv[0] < t1 and iv[1] > t0]
-        for point in [t0] + [iv[0] for iv in row if iv[0] > t0]:
-            uc = ug = um = 0
-            for s, e, j in row:
-                if s <= point < e:
-                    uc += cores[j]
-                    ug += gpus[j]
-                    um += memory[j]
-            if cap_c - uc < c or cap_g - ug < g or cap_m - um < m:
-                return False
-        return True
+        whole = self.whole
+        cap_c, cap_g, cap_m = self.capacity
+        delta: dict = {}
+        for s, e, j in self.per_node[i]:
+            if s < e:
+                if whole and j in whole:
+                    c, g, m = cap_c + 1, cap_g, cap_m
+                else:
+                    c, g, m = cores[j], gpus[j], memory[j]
+                for t, sign in ((s, 1), (e, -1)):
+                    d = delta.get(t)
+                    if d is None:
+                        d = delta[t] = [0, 0, 0]
+                    d[0] += sign * c
+                    d[1] += sign * g
+                    d[2] += sign * m
+        times = sorted(delta)
+        uc, ug, um = [], [], []
+        c = g = m = 0
+        for t in times:
+            d = delta[t]
+            c, g, m = c + d[0], g + d[1], m + d[2]
+            uc.append(c)
+            ug.append(g)
+            um.append(m)
+        self.steps[i] = steps = (times, uc, ug, um)
+        return steps
+
+    def _blocked_until(self, i, t0, t1, c, g, m):
+        """None if node ``i`` has (c, g, m) free throughout ``[t0, t1)`` (checked at ``t0`` and at
+        every breakpoint of its usage inside: a step function's maximum is at one of them); else
+        the end of the first segment that lacks them: every start before it fails too (its window
+        still covers that segment, as it starts later and ends later)."""
+        times, uc, ug, um = self.steps[i] or self._steps(i)
+        cap_c, cap_g, cap_m = self.capacity
+        n = len(times)
+        x = bisect_right(times, t0) - 1
+        if x < 0:  # nothing held at t0
+            if cap_c < c or cap_g < g or cap_m < m:
+                return INF
+            x = 0
+        while x < n and times[x] < t1:
+            if cap_c - uc[x] < c or cap_g - ug[x] < g or cap_m - um[x] < m:
+                return times[x + 1] if x + 1 < n else INF
+            x += 1
+        return None
 
     def earliest_fit(self, j, now, k, duration):
         """The earliest start >= now (now or an interval end) with ``k`` nodes that each hold
@@ -562,6 +641,7 @@ class _Timeline:
         cores, gpus, memory = self.request
         c, g, m = cores[j], gpus[j], memory[j]
         candidates = [now] + [t for t in self.ends[bisect_left(self.ends, now):] if t > now and t != INF]
+        blocked = [-INF] * self.partition.nodes  # per node: no start before this fits
         last = None
         for t in candidates:
             if t == last:
@@ -569,8 +649,208 @@ class _Timeline:
             last = t
             got = []
             for i in range(self.partition.nodes):
-                if self._fits(i, t, t + duration, c, g, m):
+                if blocked[i] > t:
+                    continue
+                until = self._blocked_until(i, t, t + duration, c, g, m)
+                if until is None:
                     got.append(i)
                     if len(got) == k:
                         return t, got
+                else:
+                    blocked[i] = until
         raise RuntimeError("a job never fits its partition (it should have been rejected)")
+
+
+class _SlurmShared:
+    """Backfill ``slurm`` on shared nodes: Slurm's main scheduler on submit/finish events and
+    its backfill cycle every ``bf_interval``, as ``policies.slurm_backfill.SlurmBackfill`` runs
+    them on whole nodes (same settings, same clocks -- its ``wake_at``/``_due`` are used as
+    they are -- same order of tests and limits; its docstring cites the Slurm sources), with
+    resources per node instead of a node count:
+
+    * the main scheduler (``job_scheduler.c: _schedule``) starts jobs in priority order at
+      their first fit now, to ``default_queue_depth`` (+1) jobs on an event, the whole queue
+      at a ``sched_interval`` pass; the first job that does not fit fails the partition;
+    * the backfill cycle (``backfill.c: _attempt_backfill``) plans on a ``_Timeline`` (the
+      conservative planner's per-node intervals): the running jobs until their estimated ends
+      and the jobs just started, each holding its cores, GPUs and memory (Slurm's select
+      plugin counts them in its will-run test), everything cut at ``window_end``
+      (``floor((now + bf_window) / bf_resolution) * bf_resolution``; the nodes are empty after
+      it). Each tested job (``bf_max_job_test``, ``bf_max_job_user``, ``bf_max_job_part``)
+      gets its earliest fit (``_Timeline.earliest_fit``: the lowest-indexed nodes that each
+      hold its request throughout its limit beside those jobs and are reserved to no earlier
+      job then); now: it starts there; else, within the window and under
+      ``bf_job_part_count_reserve``, it reserves those nodes **whole** over
+      ``[floor(s / r) * r, floor((s + limit + r - 1) / r) * r)`` (``_set_slot_time``), cut to
+      ``[now, window_end)``: no later job of the cycle may use them then, however few cores
+      the reserved job asks for. That is Slurm's backfill map: ``node_space_map_t`` records
+      are time slots, each with a bitmap of available *nodes*; ``_add_reservation`` splits the
+      slots at the reservation's start and end and ands the ones inside with the complement
+      of the job's nodes, and a candidate may only use nodes available in every slot its run
+      overlaps (``_attempt_backfill``; ``_test_resv_overlap`` tests node-bitmap overlap).
+
+    Slurm's slurm.conf man page (``SchedulerParameters``: bf_interval, bf_max_job_test,
+    bf_window, bf_resolution, bf_max_job_user, bf_max_job_part, bf_continue,
+    bf_job_part_count_reserve, default_queue_depth, sched_interval) gives the meanings;
+    ``bf_continue`` changes nothing here (zero-time cycles, as on whole nodes).
+
+    **Reduction.** With every limit infinite, ``bf_interval=0``, ``bf_resolution=0``,
+    ``sched_interval=0`` and Slurm's default ``bf_job_part_count_reserve=0``, every waiting job
+    is reserved at its earliest fit, replanned from scratch at every pass. That is *not* the
+    shared engine's ``conservative``, whose reservations hold only their request (a job may
+    start beside one): it is only when no two jobs can share a node (every job asks for more
+    than half a node's cores: single-core nodes, whole-node requests), and then bit for bit
+    when every job runs to its limit (``tests/test_shared_slurm.py``). With
+    ``bf_job_part_count_reserve=1`` on one node it is EASY without the extra-resources rule,
+    i.e. ``easy_drevt`` except at ties (a job ending exactly at the head's reserved start
+    starts here, as a reservation holds ``[start, end)``; ``easy_drevt``'s test is strict);
+    on several nodes Slurm also pins the head's reservation to the nodes of its earliest fit.
+    Not modelled: Slurm ands the map's slots from the one that holds the candidate's start
+    through the one that *begins* at its end (``begin_time <= end_time``), so a candidate
+    ending exactly when a reservation begins on its nodes is refused there; here it fits.
+    """
+
+    def __init__(self, partition, limit, nodes, request, users, params, hook) -> None:
+        from .policies.slurm_backfill import check_backfill_params
+
+        p = check_backfill_params(params)
+        self.partition = partition
+        self.limit = limit
+        self.nodes = nodes
+        self.request = request
+        self.users = users
+        self.hook = hook
+        self.interval = p["bf_interval"]
+        self.max_test = p["bf_max_job_test"]
+        self.window = p["bf_window"] * 60.0
+        self.resolution = p["bf_resolution"]
+        self.max_user = p["bf_max_job_user"]
+        self.max_part = p["bf_max_job_part"]
+        self.reserve_cap = p["bf_job_part_count_reserve"]
+        self.depth = p["default_queue_depth"]
+        self.sched_interval = p["sched_interval"]
+        if p.get("limits") is not None:
+            raise ConfigError("association limits go to simulate_shared's 'limits', not backfill_params")
+        self.tier = p.get("tier")
+        self.t0 = None
+        self.k = {"bf": 0, "full": 1}
+        self.next_bf = INF
+        self.next_full = INF
+
+    from .policies.slurm_backfill import SlurmBackfill as _whole
+
+    wake_at = _whole.wake_at
+    _due = _whole._due
+    del _whole
+
+    def select(self, now, queue, free, running, placed, event, gate):
+        """The jobs to start now and their nodes (taken from ``free``), in start order."""
+        if self.tier is not None:
+            tier = self.tier
+            queue = sorted(queue, key=lambda j: -tier[j])  # stable: priority order within a tier
+        if self.t0 is None:
+            self.t0 = now
+        bf_due = self.interval == 0 or self._due(now, "bf")
+        full = self.sched_interval > 0 and self._due(now, "full")
+        due: list = []
+        if event or full:
+            self._main(queue, free, due, gate, INF if full else self.depth)
+        if bf_due:
+            self._backfill(now, queue, free, running, placed, due, gate)
+        return due
+
+    def _held(self, gate, j, pre: bool) -> bool:
+        state = gate.state
+        if pre:
+            reason = state.pre(j) if state.gated_pre[j] else None
+        else:
+            reason = state.post(j) if state.gated_post[j] else None
+        if reason is None:
+            return False
+        gate.held.setdefault(reason, set()).add(j)
+        return True
+
+    def _main(self, queue, free, due, gate, depth):
+        cores, gpus, memory = self.request
+        nodes = self.nodes
+        looked = 0
+        for j in queue:
+            if looked > depth:  # job_depth++ > def_job_limit
+                break
+            looked += 1
+            if gate is not None and self._held(gate, j, True):
+                continue
+            where = free.first_fit(nodes[j], cores[j], gpus[j], memory[j])
+            if where is None:
+                break  # the partition failed
+            if gate is not None and self._held(gate, j, False):
+                continue
+            free.add(where, cores[j], gpus[j], memory[j], -1)
+            due.append((j, where))
+            if gate is not None:
+                gate.state.start(j)
+
+    def _backfill(self, now, queue, free, running, placed, due, gate):
+        limit, users, nodes = self.limit, self.users, self.nodes
+        cores, gpus, memory = self.request
+        res = self.resolution
+        window_end = now + self.window
+        if res > 0 and window_end != INF:
+            window_end = math.floor(window_end / res) * res
+        if window_end <= now:
+            return
+        soon = math.nextafter(now, INF)
+        timeline = _Timeline(self.partition, self.request)
+        for e, j in running:
+            stop = min(e if e > now else soon, window_end)
+            timeline.add(j, -INF, stop, placed[j])
+        for j, where in due:
+            timeline.add(j, now, min(now + limit[j], window_end), where)
+        done = {j for j, _ in due}
+        tested = 0
+        per_user: dict = {}
+        in_part = 0
+        reserved = 0
+        for j in queue:
+            if j in done:
+                continue
+            if tested >= self.max_test:
+                break
+            if gate is not None and self._held(gate, j, True):
+                continue
+            if self.max_part and in_part >= self.max_part:
+                continue
+            if self.max_user:
+                u = users[j]
+                if per_user.get(u, 0) >= self.max_user:
+                    continue
+                per_user[u] = per_user.get(u, 0) + 1
+            in_part += 1
+            tested += 1
+            d = limit[j]
+            s, where = timeline.earliest_fit(j, now, nodes[j], d)
+            if s == now:
+                if gate is not None and self._held(gate, j, False):
+                    continue
+                free.add(where, cores[j], gpus[j], memory[j], -1)
+                due.append((j, where))
+                if gate is not None:
+                    gate.state.start(j)
+                timeline.add(j, now, min(now + d, window_end), where)
+                continue
+            if self.reserve_cap and reserved >= self.reserve_cap:
+                continue
+            if s > now + self.window or s >= window_end:
+                continue
+            a, b = s, s + d
+            if res > 0:
+                a = math.floor(a / res) * res
+                b = math.floor((b + res - 1) / res) * res
+            if a < now:
+                a = now
+            if self.hook is not None:
+                self.hook(now, j, s)
+            b = min(b, window_end)
+            if b > a:
+                timeline.add(j, a, b, where, whole=True)
+            reserved += 1

@@ -296,9 +296,6 @@ class _Reader:
         system = {"name": name, "partitions": self._pools(whole_nodes, memory_tracked)}
         priority, priority_params = self._priority()
         backfill, backfill_params = self._scheduler()
-        if backfill == "slurm" and any(p["sharing"] == "shared" for p in system["partitions"]):
-            self.ignore("Slurm's backfill limits on shared-node pools (select/cons_tres without "
-                        "OverSubscribe=EXCLUSIVE): those pools are simulated with EASY")
         used = {"clustername", "selecttype", "selecttypeparameters", "prioritytype", "priorityflags",
                 "prioritymaxage", "prioritydecayhalflife", "prioritycalcperiod",
                 "priorityfavorsmall", "schedulertype", "schedulerparameters", "accountingstorageenforce",
