@@ -391,7 +391,10 @@ def _start_workers(cfg: DictConfig, n_jobs: int):
     if not shaking and (cfg.policy.replay or not is_stochastic(_run_time_model(cfg.run_time))):
         return None
     backfill = None if cfg.policy.replay else _value(cfg.policy.backfill)
-    return start_workers(n_jobs, _value(cfg.parallel.backend), backfill)
+    # (a multirun whose jobs Hydra hands out one by one -- a swept hydra.* key -- may have
+    # started the pool before composing: joined first, never two threads driving it)
+    return start_workers(n_jobs, _value(cfg.parallel.backend), backfill,
+                         after=_state.pop("early_workers", None))
 
 
 def begin_configuration(cfg: DictConfig, hydra_cfg, figures: bool | None = None,
