@@ -783,20 +783,26 @@ class _SlurmShared:
             where = free.first_fit(nodes[j], cores[j], gpus[j], memory[j])
             if where is None:
                 break  # the partition failed
-            if gate is not None and self._held(gate, j, False):
-                continue
-            free.add(where, cores[j], gpus[j], memory[j], -1)
-            due.append((j, where))
-            if gate is not None:
-                gate.state.start(j)
+            self._start(j, where, free, due, gate)
+
+    def _start(self, j, where, free, due, gate) -> bool:
+        """Start job ``j`` now on ``where`` unless a TRES limit holds it (no start then, and no
+        reservation); whether it started."""
+        if gate is not None and self._held(gate, j, False):
+            return False
+        cores, gpus, memory = self.request
+        free.add(where, cores[j], gpus[j], memory[j], -1)
+        due.append((j, where))
+        if gate is not None:
+            gate.state.start(j)
+        return True
 
     def _backfill(self, now, queue, free, running, placed, due, gate):
-        limit, users, nodes = self.limit, self.users, self.nodes
-        cores, gpus, memory = self.request
+        from .policies.slurm_backfill import CycleLimits, cycle_window_end, reservation_span
+
+        limit, nodes = self.limit, self.nodes
         res = self.resolution
-        window_end = now + self.window
-        if res > 0 and window_end != INF:
-            window_end = math.floor(window_end / res) * res
+        window_end = cycle_window_end(now, self.window, res)
         if window_end <= now:
             return
         soon = math.nextafter(now, INF)
@@ -807,50 +813,30 @@ class _SlurmShared:
         for j, where in due:
             timeline.add(j, now, min(now + limit[j], window_end), where)
         done = {j for j, _ in due}
-        tested = 0
-        per_user: dict = {}
-        in_part = 0
+        limits = CycleLimits(self.max_test, self.max_part, self.max_user, self.users)
         reserved = 0
         for j in queue:
             if j in done:
                 continue
-            if tested >= self.max_test:
+            if limits.exhausted():
                 break
             if gate is not None and self._held(gate, j, True):
                 continue
-            if self.max_part and in_part >= self.max_part:
+            if not limits.admit(j):
                 continue
-            if self.max_user:
-                u = users[j]
-                if per_user.get(u, 0) >= self.max_user:
-                    continue
-                per_user[u] = per_user.get(u, 0) + 1
-            in_part += 1
-            tested += 1
             d = limit[j]
             s, where = timeline.earliest_fit(j, now, nodes[j], d)
             if s == now:
-                if gate is not None and self._held(gate, j, False):
-                    continue
-                free.add(where, cores[j], gpus[j], memory[j], -1)
-                due.append((j, where))
-                if gate is not None:
-                    gate.state.start(j)
-                timeline.add(j, now, min(now + d, window_end), where)
+                if self._start(j, where, free, due, gate):
+                    timeline.add(j, now, min(now + d, window_end), where)
                 continue
             if self.reserve_cap and reserved >= self.reserve_cap:
                 continue
             if s > now + self.window or s >= window_end:
                 continue
-            a, b = s, s + d
-            if res > 0:
-                a = math.floor(a / res) * res
-                b = math.floor((b + res - 1) / res) * res
-            if a < now:
-                a = now
+            a, b = reservation_span(s, d, now, res, window_end)
             if self.hook is not None:
                 self.hook(now, j, s)
-            b = min(b, window_end)
             if b > a:
                 timeline.add(j, a, b, where, whole=True)
             reserved += 1

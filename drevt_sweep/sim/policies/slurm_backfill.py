@@ -122,6 +122,53 @@ def check_backfill_params(params) -> dict:
     return {**p, **extra}
 
 
+def cycle_window_end(now: float, window: float, resolution: float) -> float:
+    """The end of a backfill cycle's plan: ``now + bf_window``, floored to ``bf_resolution``
+    (``_attempt_backfill``); no cycle when it is not after ``now``."""
+    window_end = now + window
+    if resolution > 0 and window_end != INF:
+        window_end = math.floor(window_end / resolution) * resolution
+    return window_end
+
+
+def reservation_span(s: float, d: float, now: float, resolution: float, window_end: float) -> tuple[float, float]:
+    """A reservation starting at ``s`` for ``d`` seconds on the ``bf_resolution`` grid
+    (``_set_slot_time``: start floored, end rounded up), cut to ``[now, window_end)``."""
+    a, b = s, s + d
+    if resolution > 0:
+        a = math.floor(a / resolution) * resolution
+        b = math.floor((b + resolution - 1) / resolution) * resolution
+    return max(a, now), min(b, window_end)
+
+
+class CycleLimits:
+    """One backfill cycle's counts of the jobs it tests: ``bf_max_job_test`` ends the cycle,
+    ``bf_max_job_part`` and ``bf_max_job_user`` pass a job over (``_attempt_backfill``'s
+    order: the partition's count first, then the user's; a job passed over is not counted)."""
+
+    def __init__(self, max_test: float, max_part: int, max_user: int, users) -> None:
+        self.max_test, self.max_part, self.max_user, self.users = max_test, max_part, max_user, users
+        self.tested = 0
+        self.in_part = 0
+        self.per_user: dict[int, int] = {}
+
+    def exhausted(self) -> bool:
+        return self.tested >= self.max_test
+
+    def admit(self, j: int) -> bool:
+        """Whether job ``j`` is tested (and then counted) under the partition and user caps."""
+        if self.max_part and self.in_part >= self.max_part:
+            return False
+        if self.max_user:
+            u = self.users[j]
+            if self.per_user.get(u, 0) >= self.max_user:
+                return False
+            self.per_user[u] = self.per_user.get(u, 0) + 1
+        self.in_part += 1
+        self.tested += 1
+        return True
+
+
 @register_backfill("slurm")
 class SlurmBackfill:
     def __init__(self, ctx: PolicyContext) -> None:
@@ -278,36 +325,24 @@ class SlurmBackfill:
         """``_attempt_backfill`` (see the module docstring)."""
         nodes = self.nodes
         limit = self.limit
-        users = self.users
         res = self.resolution
-        window_end = now + self.window
-        if res > 0 and window_end != INF:
-            window_end = math.floor(window_end / res) * res
+        window_end = cycle_window_end(now, self.window, res)
         if window_end <= now:
             return  # "Now after current backfill window": no cycle
         profile = self._profile(now, cluster, started, window_end)
         done = set(started)
-        tested = 0
-        per_user: dict[int, int] = {}
-        in_part = 0
+        limits = CycleLimits(self.max_test, self.max_part, self.max_user, self.users)
         reserved = 0
         hook = self.hook
         for j in queue:
             if j in done:
                 continue
-            if tested >= self.max_test:
+            if limits.exhausted():
                 break
             if state is not None and state.gated_pre[j] and self._held(j, state.pre(j)):
                 continue  # (before it counts toward bf_max_job_test, as in _attempt_backfill)
-            if self.max_part and in_part >= self.max_part:
+            if not limits.admit(j):
                 continue
-            if self.max_user:
-                u = users[j]
-                if per_user.get(u, 0) >= self.max_user:
-                    continue
-                per_user[u] = per_user.get(u, 0) + 1
-            in_part += 1
-            tested += 1
             n = nodes[j]
             d = limit[j]
             s = profile.earliest_fit(n, d)
@@ -323,15 +358,9 @@ class SlurmBackfill:
                 continue
             if s > now + self.window or s >= window_end:
                 continue  # starts after the window: no reservation
-            a, b = s, s + d
-            if res > 0:
-                a = math.floor(a / res) * res
-                b = math.floor((b + res - 1) / res) * res
-            if a < now:
-                a = now
+            a, b = reservation_span(s, d, now, res, window_end)
             if hook is not None:
                 hook(now, j, s)
-            b = min(b, window_end)
             if b > a:  # (a resolution under 1 s can round a tiny job's end to before now)
                 profile.add(a, b, -n)
             reserved += 1
