@@ -760,8 +760,6 @@ def paired_difference(a: Mapping[int, float] | pd.Series, b: Mapping[int, float]
     (the same drawn run times), so its CI is far tighter than Welch's CI for two independent
     means. With one common seed the CIs are NaN (exact for deterministic configurations).
     """
-    from scipy.special import stdtrit  # scipy.stats.t.ppf's own quantile, without importing scipy.stats
-
     da, db = _by_seed(a), _by_seed(b)
     seeds = sorted(set(da) & set(db))
     nan = float("nan")
@@ -773,6 +771,8 @@ def paired_difference(a: Mapping[int, float] | pd.Series, b: Mapping[int, float]
     n = len(seeds)
     if n < 2:
         return PairedDifference(n, float(xa.mean()), float(xb.mean()), float(d.mean()), nan, nan)
+    from scipy.special import stdtrit  # scipy.stats.t.ppf's own quantile, without importing scipy.stats
+
     t = stdtrit(n - 1, 0.975)
     paired = float(t * d.std(ddof=1) / math.sqrt(n))
     va, vb = xa.var(ddof=1) / n, xb.var(ddof=1) / n

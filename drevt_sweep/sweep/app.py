@@ -18,6 +18,7 @@ import shlex
 import sys
 import time
 import traceback
+from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -353,7 +354,10 @@ def _run_configuration(cfg: DictConfig, opening: bool) -> dict:
     run.warming = _state.pop("warming", None) or _start_workers(cfg, _n_jobs(cfg))
     seeds_done = False
     with configuration_errors(run, final=False):
-        prepare_configuration(run)
+        try:
+            prepare_configuration(run)
+        finally:
+            _tell_workers(run, _n_jobs(cfg))
         if run.warming is not None:
             run.warming.join()
         run.marks["workers"] = time.time()
@@ -393,8 +397,26 @@ def _start_workers(cfg: DictConfig, n_jobs: int):
     backfill = None if cfg.policy.replay else _value(cfg.policy.backfill)
     # (a multirun whose jobs Hydra hands out one by one -- a swept hydra.* key -- may have
     # started the pool before composing: joined first, never two threads driving it)
+    _state["work"] = work = Future()  # the kernel is loaded once the trace says it pays
     return start_workers(n_jobs, _value(cfg.parallel.backend), backfill,
-                         after=_state.pop("early_workers", None))
+                         after=_state.pop("early_workers", None), work=work)
+
+
+def _tell_workers(run=None, n_jobs: int = 1) -> None:
+    """Tell the workers ``_start_workers`` is starting what they will run, once the trace is
+    read (``run`` prepared): the jobs of a seed and about how many seeds each runs; ``None``
+    (nothing will run, or the preparation failed) lets the start end without loading the
+    kernel. Always called before that start is joined: it waits for this."""
+    work = _state.pop("work", None)
+    if work is None or work.done():
+        return
+    jobs, seeds = getattr(run, "jobs", None), getattr(run, "seeds", None)
+    if jobs is None or not seeds:
+        work.set_result(None)
+        return
+    from .backends import local_workers
+
+    work.set_result((len(jobs), -(-len(seeds) // local_workers(n_jobs))))
 
 
 def begin_configuration(cfg: DictConfig, hydra_cfg, figures: bool | None = None,
@@ -1168,6 +1190,7 @@ class SweepSummaryCallback(Callback):
                 service = _tracker(config, wait=not checked)
             except (DrevtError, TrackingError) as exc:
                 if warming is not None:
+                    _tell_workers()
                     warming.join()  # not left starting workers while the interpreter exits
                 raise SystemExit(f"drevt-sweep: error: {exc}") from None
             if checked:  # the seeds run while MLflow opens it; run_configuration waits after them
@@ -1545,7 +1568,7 @@ def _start_workers_early(argv: list[str]):
     if any(a.split("=", 1)[0].startswith(_EARLY_WORKERS_UNLESS) for a in rest):
         return None
     try:
-        return start_workers(-1, "loky", "easy")
+        return start_workers(-1, "loky", work=False)  # the kernel: once the trace says it pays
     except Exception:  # noqa: BLE001 - only an early start: the engine starts them anyway
         return None
 

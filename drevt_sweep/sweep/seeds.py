@@ -275,7 +275,8 @@ def _until_stopped(tasks, stop_if: Callable[[], None] | None, stopped: list):
         yield task
 
 
-def start_workers(n_jobs: int, backend: str = "loky", backfill: str | None = None, after=None):
+def start_workers(n_jobs: int, backend: str = "loky", backfill: str | None = None, after=None,
+                  work=True):
     """Get the processes that will run the seeds ready in the background, so that their
     start-up overlaps what the caller does meanwhile (opening the tracking store, reading the
     trace): start joblib's reusable local workers and load the compiled kernel for
@@ -283,7 +284,17 @@ def start_workers(n_jobs: int, backend: str = "loky", backfill: str | None = Non
     ``sequential``, ``threading``), load it here. Returns a thread to join before
     ``run_seeds``, or ``None`` when there is nothing to prepare (a cluster backend).
     ``after``: a thread that started them earlier (``app``'s start before Hydra composes),
-    joined first so that two threads never drive the pool at once."""
+    joined first so that two threads never drive the pool at once.
+
+    ``work`` says whether to load the kernel: ``True`` (the caller knows it will pay),
+    ``False`` (start the workers and import the simulator only: ``app``'s start before the
+    trace is known), or a ``concurrent.futures.Future`` the caller resolves once it has read
+    the trace, to ``(jobs, runs)`` -- the jobs of one simulation and about how many each worker
+    will run -- or to ``None`` when none will. The workers start at once and load the kernel
+    only if those runs pay for it (``kernel.pays_off``): a sweep over a trace of a few dozen
+    jobs runs on the reference engine, and loading numba in its two workers was 1.4 of its
+    4.8 s of CPU (measured). The seeds decide again for themselves (``run_seed``), so this only
+    moves work earlier, never changes a result."""
     import threading
 
     from .backends import local_workers
@@ -294,27 +305,28 @@ def start_workers(n_jobs: int, backend: str = "loky", backfill: str | None = Non
     # thread left starting one while the interpreter exits.
     n_jobs = local_workers(n_jobs)
     in_process = n_jobs == 1 or backend in ("sequential", "threading")
-    if in_process and backfill is None:
+    if in_process and (backfill is None or work is False):
         return None
 
-    def warm() -> None:
-        from joblib import Parallel, delayed
+    def wanted() -> bool:
+        """Whether to load the kernel (waits for the caller's ``work``)."""
+        if isinstance(work, bool):
+            return work
+        told = work.result()
+        return told is not None and kernel.pays_off(backfill or "none", *told)
 
+    def warm() -> None:
         if after is not None:
             after.join()
-        workers = n_jobs
-        warmed: set[int] = set()
         try:
             if in_process:
-                kernel.prepare(backfill)
+                if wanted():
+                    kernel.prepare(backfill)
                 return
-            # A worker that is already warm finishes its task at once and may take another
-            # worker's too: try again until every process has been seen (a few at most).
-            for _ in range(3):
-                warmed.update(Parallel(n_jobs=n_jobs, backend=backend)(
-                    delayed(_warm_worker)(backfill) for _ in range(workers)))
-                if len(warmed) >= workers:
-                    break
+            if not isinstance(work, bool):  # the processes start while the caller reads the trace
+                _warm_pool(n_jobs, backend, backfill, False)
+            if wanted():
+                _warm_pool(n_jobs, backend, backfill, True)
         except Exception:  # noqa: BLE001 - only an optimisation; run_seeds reports real failures
             pass
 
@@ -323,15 +335,31 @@ def start_workers(n_jobs: int, backend: str = "loky", backfill: str | None = Non
     return thread
 
 
-def _warm_worker(backfill: str | None) -> int:
-    """In a worker process: load the kernel with the cyclic garbage collector off (a fifth
-    less CPU for the imports, measured), then freeze what survived so that the seeds'
-    collections skip it."""
+def _warm_pool(n_jobs: int, backend: str, backfill: str | None, load_kernel: bool) -> None:
+    """Start joblib's ``n_jobs`` reusable workers (a no-op for those running) and have each
+    import the simulator and, with ``load_kernel``, load the kernel for ``backfill``."""
+    from joblib import Parallel, delayed
+
+    # A worker that is already warm finishes its task at once and may take another
+    # worker's too: try again until every process has been seen (a few at most).
+    warmed: set[int] = set()
+    for _ in range(3):
+        warmed.update(Parallel(n_jobs=n_jobs, backend=backend)(
+            delayed(_warm_worker)(backfill, load_kernel) for _ in range(n_jobs)))
+        if len(warmed) >= n_jobs:
+            break
+
+
+def _warm_worker(backfill: str | None, load_kernel: bool = True) -> int:
+    """In a worker process: load the kernel (``load_kernel``) with the cyclic garbage collector
+    off (a fifth less CPU for the imports, measured), then freeze what survived so that the
+    seeds' collections skip it. Importing this module imported the simulator."""
     import gc
 
     gc.disable()
     try:
-        kernel.prepare(backfill)
+        if load_kernel:
+            kernel.prepare(backfill)
     finally:
         gc.freeze()
         gc.enable()
@@ -358,8 +386,6 @@ def aggregate(results: list[SeedResult], stochastic: bool = True) -> dict[str, f
     """Mean (under the metric's own name), standard deviation and 95% confidence half-width
     (Student t) over the seeds. One seed has no spread to state, so it gets the means only
     (a deterministic configuration's spread is none; a stochastic one's is unknown)."""
-    from scipy.special import stdtrit  # what scipy.stats.t.ppf computes, without its 0.6 s import
-
     ok = [r for r in results if r.ok]
     if not ok:
         return {}
@@ -369,6 +395,8 @@ def aggregate(results: list[SeedResult], stochastic: bool = True) -> dict[str, f
     mean = table.mean(axis=0)
     if n == 1:
         return {name: float(mean[i]) for i, name in enumerate(names)}
+    from scipy.special import stdtrit  # scipy.stats.t.ppf's, without its 0.6 s import (here: seeds to spread)
+
     std = table.std(axis=0, ddof=1)
     half = stdtrit(n - 1, 0.975) * std / math.sqrt(n)
     out: dict[str, float] = {}

@@ -22,7 +22,7 @@ import warnings
 import numpy as np
 
 __all__ = ["FAST_BACKFILLS", "EXTENDED_BACKFILLS", "SLURM_BACKFILLS", "run_extended", "run_slurm", "slurm_supported",
-           "prepare", "load", "warm", "worth_loading", "expect_runs", "unavailable_reason", "run_events"]
+           "prepare", "load", "warm", "worth_loading", "pays_off", "expect_runs", "unavailable_reason", "run_events"]
 
 FAST_BACKFILLS = frozenset({"none", "easy", "easy_drevt", "conservative"})
 # with dynamic priorities or run-time estimates (``_extended``); conservative runs on the reference
@@ -84,12 +84,19 @@ def worth_loading(backfill: str, n_jobs: int) -> bool:
     return False
 
 
+def pays_off(backfill: str, n_jobs: int, runs: int) -> bool:
+    """Whether ``runs`` simulations of ``n_jobs`` jobs under ``backfill`` would cost more on
+    the reference engine than loading the kernel once: what ``kernel="auto"`` decides for a
+    process that is told of them (:func:`expect_runs`, a sweep's warming workers)."""
+    return runs * n_jobs * _REFERENCE_SECONDS_PER_JOB.get(backfill, 1e-5) >= LOAD_COST_SECONDS
+
+
 def expect_runs(backfill: str, n_jobs: int, runs: int) -> None:
     """A caller about to run ``runs`` simulations of ``n_jobs`` jobs in this process (a sweep
     worker) says so, so that ``kernel="auto"`` loads the kernel at once when the runs together
     pay for it, instead of running the first few on the reference."""
     global _reference_seconds
-    if runs * n_jobs * _REFERENCE_SECONDS_PER_JOB.get(backfill, 1e-5) >= LOAD_COST_SECONDS:
+    if pays_off(backfill, n_jobs, runs):
         _reference_seconds = max(_reference_seconds, LOAD_COST_SECONDS)
 
 
