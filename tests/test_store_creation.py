@@ -89,6 +89,20 @@ def test_a_copied_store_is_the_store_mlflow_builds(tmp_path: Path, monkeypatch):
     assert default[0][2] == str(tmp_path / "copied" / "mlruns" / "0")
 
 
+@pytest.mark.parametrize("folder", ["plain", "with space", "ünïcode-ß", "a.b_c-d"])
+def test_the_default_experiments_place_is_mlflows_without_mlflow(tmp_path, monkeypatch, folder):
+    """``store.default_artifact_location`` (a new store's Default experiment, without importing
+    MLflow) is what MLflow's store gives in the same working folder."""
+    where = tmp_path / folder
+    where.mkdir()
+    monkeypatch.chdir(where)
+    with store._store_at(tmp_path / f"{len(folder)}.db") as mlflows:
+        expected = str(mlflows._get_artifact_location(0))
+    assert store.default_artifact_location() == expected
+    monkeypatch.setenv("_MLFLOW_SERVER_ARTIFACT_ROOT", "s3://bucket/root")  # a server's: MLflow's call
+    assert store.default_artifact_location() is None
+
+
 def test_a_damaged_empty_store_is_built_again(tmp_path: Path, monkeypatch):
     monkeypatch.setenv("DREVT_STORE_CACHE", str(tmp_path / "cache"))
     empty = store._empty_store()

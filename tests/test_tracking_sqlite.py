@@ -136,11 +136,62 @@ def test_values_mlflow_might_refuse_or_cut_go_to_mlflow(tmp_path):
 def test_a_store_at_another_revision_or_without_the_experiment_goes_to_mlflow(tmp_path):
     uri = _store(tmp_path, "raw")
     assert SqliteTracker.open(uri, "raw") is not None
-    assert SqliteTracker.open(uri, "missing") is None  # MLflow creates it
-    assert SqliteTracker.open(embedded_uri(tmp_path / "none"), "raw") is None  # no store yet
+    assert SqliteTracker.open(uri, "missing") is None  # no artifact root given: MLflow creates it
+    assert SqliteTracker.open(uri, "x" * 300, str(tmp_path / "art")) is None  # a name MLflow judges
+    with sqlite3.connect(uri[len("sqlite:///"):]) as db:
+        db.execute("UPDATE experiments SET lifecycle_stage = 'deleted' WHERE name = 'raw'")
+    assert SqliteTracker.open(uri, "raw", str(tmp_path / "art")) is None  # MLflow says it is deleted
     with sqlite3.connect(uri[len("sqlite:///"):]) as db:
         db.execute("UPDATE alembic_version SET version_num = 'other'")
-    assert SqliteTracker.open(uri, "raw") is None
+    assert SqliteTracker.open(uri, "other", str(tmp_path / "art")) is None
+
+
+def _experiment_row(uri: str, name: str) -> tuple:
+    with sqlite3.connect(uri[len("sqlite:///"):]) as db:
+        row = db.execute("SELECT name, artifact_location, lifecycle_stage, creation_time, last_update_time, "
+                         "workspace FROM experiments WHERE name = ?", (name,)).fetchone()
+        tags = db.execute("SELECT COUNT(*) FROM experiment_tags JOIN experiments USING (experiment_id) "
+                          "WHERE name = ?", (name,)).fetchone()[0]
+    return row[0], row[2], row[5], row[3] == row[4], tags, row[1]
+
+
+def test_a_new_store_and_experiment_without_mlflow_are_mlflows(tmp_path):
+    """A sweep's first run in a new output folder: the store (a copy of MLflow's empty one,
+    ``store._create_sqlite_store``) and the experiment made with sqlite3 alone, in a process
+    that never imports mlflow; the experiment is the row MLflow's ``create_experiment`` makes,
+    and the run reads back as one written through MLflow."""
+    from drevt_sweep.tracking import store
+
+    store._empty_store()  # (built by MLflow once per version and machine, as any first store)
+    raw_uri = embedded_uri(tmp_path / "raw")
+    code = f"""
+import sys
+from pathlib import Path
+sys.path.insert(0, {str(Path(__file__).parent)!r})
+from test_tracking_sqlite import _single_run
+from drevt_sweep.tracking.sqlite_tracker import SqliteTracker
+tracker = SqliteTracker.open({raw_uri!r}, "exp", {str(tmp_path / "raw" / "mlartifacts")!r})
+assert tracker is not None
+_single_run(tracker, Path({str(tmp_path)!r}))
+assert tracker._mlflow is None
+assert not [m for m in sys.modules if m.split(".")[0] in ("mlflow", "sqlalchemy", "alembic")], "imported"
+"""
+    env = {k: v for k, v in os.environ.items() if k != "DREVT_TRACKING_VIA_MLFLOW"}
+    subprocess.run([sys.executable, "-c", code], check=True, env=env, cwd=tmp_path)
+    via_uri = embedded_uri(tmp_path / "via")
+    via = Tracker.open(via_uri, "exp", str(tmp_path / "via" / "mlartifacts"))
+    _single_run(via, tmp_path)
+    raw_row, via_row = _experiment_row(raw_uri, "exp"), _experiment_row(via_uri, "exp")
+    assert raw_row[:-1] == via_row[:-1]
+    assert raw_row[-1] == (tmp_path / "raw" / "mlartifacts").as_uri()
+    assert via_row[-1] == (tmp_path / "via" / "mlartifacts").as_uri()
+    from mlflow.tracking import MlflowClient
+
+    raw_client, via_client = MlflowClient(tracking_uri=raw_uri), MlflowClient(tracking_uri=via_uri)
+    raw_id = raw_client.get_experiment_by_name("exp").experiment_id
+    assert raw_id == via_client.get_experiment_by_name("exp").experiment_id == "1"
+    assert _read_back(raw_client, raw_id) == _read_back(via_client, raw_id)
+    assert [e.name for e in raw_client.search_experiments()] == [e.name for e in via_client.search_experiments()]
 
 
 def test_forced_through_mlflow(tmp_path, monkeypatch):

@@ -31,8 +31,8 @@ from typing import Iterator, Mapping
 
 from . import liveness
 from .bulk import RunRecord, copy_artifacts, dataset_fields, input_rows, run_rows
-from .store import (DIGEST_LENGTH, SWEEP_ID_ENV, TAG_HANDLE, TAG_SWEEP_ID, Tracker, _store_lock,
-                    _use_write_ahead_log, check_sqlite_store)
+from .store import (DIGEST_LENGTH, SWEEP_ID_ENV, TAG_HANDLE, TAG_SWEEP_ID, Tracker, _create_sqlite_store,
+                    _store_lock, _use_write_ahead_log, check_sqlite_store)
 
 # MLflow 3.17's schema head (mlflow.store.db.utils._get_latest_schema_revision()); a store at
 # any other revision is MLflow's to open. tests/test_tracking_sqlite.py checks it.
@@ -45,6 +45,8 @@ VIA_MLFLOW_ENV = "DREVT_TRACKING_VIA_MLFLOW"
 # or cut what is longer, so that goes to MLflow.
 _KEY = re.compile(r"^[A-Za-z0-9_\-. /:]{1,250}$")
 _PARAM_VALUE, _TAG_VALUE, _EXPERIMENT_TAG_VALUE, _RUN_NAME = 6000, 8000, 20000, 250
+# Experiment names (500) and artifact locations (2048 by default): inside the columns' 256 too.
+_EXPERIMENT_NAME, _ARTIFACT_LOCATION = 256, 256
 _STATUSES = ("RUNNING", "SCHEDULED", "FINISHED", "FAILED", "KILLED")
 _RUN_NAME_TAG = "mlflow.runName"
 
@@ -121,11 +123,15 @@ class SqliteTracker:
                for name in os.environ):
             return None  # (experiments named per workspace: MLflow's business)
         db_path = Path(uri[len("sqlite:///"):])
-        if not db_path.is_file():
+        if db_path.exists() and not db_path.is_file():
             return None
         with _store_lock(uri):
             check_sqlite_store(db_path)  # (as Tracker.open: a clear error for a broken file)
+            if not db_path.exists():
+                _create_sqlite_store(db_path)  # (a copy of MLflow's empty store: store.py)
             found = _experiment(db_path, experiment)
+            if found is None and artifact_root:
+                found = _create_experiment(db_path, experiment, artifact_root)
             if found is None:
                 return None
             _use_write_ahead_log(uri)
@@ -355,6 +361,29 @@ def _experiment(db_path: Path, name: str) -> tuple[str, str] | None:
     if row is None or row[2] != "active" or not row[1]:
         return None
     return str(row[0]), row[1]
+
+
+def _create_experiment(db_path: Path, name: str, artifact_root: str) -> tuple[str, str] | None:
+    """``Tracker.open``'s ``create_experiment(name, artifact_location=<artifact_root as a file
+    URI>)``, row for row what MLflow's store inserts (``SqlAlchemyStore.create_experiment``:
+    active, created and updated now, no tags, the default workspace; ``tests/test_tracking_sqlite.py``
+    compares the two): (id, location), or ``None`` for MLflow to create it (a schema it does
+    not know, a name or location MLflow would refuse, a deleted experiment of that name)."""
+    location = Path(artifact_root).resolve().as_uri()  # absolute: resolve_uri_if_local keeps it
+    if not (0 < len(name) <= _EXPERIMENT_NAME) or len(location) > _ARTIFACT_LOCATION:
+        return None
+    now = _now()
+    try:
+        with contextlib.closing(sqlite3.connect(db_path, timeout=30)) as db, db:
+            if db.execute("SELECT version_num FROM alembic_version").fetchall() != [(SCHEMA_REVISION,)]:
+                return None
+            created = db.execute(
+                "INSERT INTO experiments (name, artifact_location, lifecycle_stage, creation_time, "
+                "last_update_time, workspace) VALUES (?, ?, 'active', ?, ?, 'default')",
+                (name, location, now, now)).lastrowid
+    except sqlite3.DatabaseError:  # (the name taken by a deleted experiment: MLflow says so)
+        return None
+    return str(created), location
 
 
 def _no_orphans(db_path: Path, uri: str) -> bool:
