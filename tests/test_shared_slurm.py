@@ -207,6 +207,34 @@ def test_priority_tier_orders_the_queue_before_priority():
     assert starts(run(jobs, [4, 4, 4], one, **EXACT, tier=[1, 1, 2])) == [0, 200, 100]
 
 
+@pytest.mark.parametrize("kernel", ["reference", "fast"])
+def test_the_job_size_factor_weighs_the_cpus_asked_for_as_slurm_does(kernel):
+    """1 node x 4 cores; multifactor with the job-size weight only (1000). J0: t=0, 4 cores,
+    100 s. J1 (t=1, 2 cores) and J2 (t=2, 3 cores), 50 s each, wait for it; both ask for the one
+    node of one, so by nodes alone they tie. Slurm's factor is the mean of nodes / nodes and
+    CPUs / CPUs (``priority_multifactor.c``; ``sprio`` shows it on a real cons_tres Slurm,
+    tests/test_real_slurm_shared.py): J1 (1 + 2/4) / 2 * 1000 = 750, J2 (1 + 3/4) / 2 * 1000 =
+    875. J2 goes first at 100 and J1 (2 cores beside J2's 3: no) at 150. With
+    ``PriorityFavorSmall``, (0 + 2/4) / 2 = 0.25 against (0 + 1/4) / 2 = 0.125: J1 at 100,
+    J2 at 150. The compiled shared kernel (``backfill: easy``) gives the same order."""
+    one = Partition("p", 1, cores=4, sharing="shared")
+    jobs = make_jobs([0, 1, 2], [1, 1, 1], [100, 50, 50], [100, 50, 50])
+    weights = {"age": 0, "fairshare": 0, "job_size": 1000, "partition": 0, "qos": 0}
+    cores = np.array([4, 2, 3])
+
+    def begin(backfill, favor_small):
+        params = {"weights": weights, "favor_small": favor_small}
+        s = simulate_shared(jobs, jobs.actual_run_time, one, cores, np.zeros(3, np.int64), np.zeros(3),
+                            priority="multifactor", priority_params=params, backfill=backfill,
+                            kernel="reference" if backfill == "slurm" else kernel,
+                            backfill_params=EXACT if backfill == "slurm" else None)
+        return starts(s)
+
+    for backfill in ("slurm", "easy"):
+        assert begin(backfill, False) == [0, 150, 100]
+        assert begin(backfill, True) == [0, 100, 150]
+
+
 def test_the_compiled_kernel_is_refused_with_one_clear_error():
     jobs, cores = four_jobs()
     with pytest.raises(ConfigError, match="no compiled version"):

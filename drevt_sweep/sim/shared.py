@@ -53,9 +53,9 @@ is that billing times elapsed time). Here a job holds ``nodes x cores`` CPUs (it
 cores on each of its nodes, at least one per node, as Slurm allocates at least one CPU), so a
 job on 4 of a node's 32 cores is charged 4 CPU-seconds per second, an eighth of what a job
 holding the whole node is charged. Usage is thus CPU-seconds on shared pools (node-seconds on
-whole-node pools, where the two are proportional). Not modelled: ``TRESBillingWeights``
-(memory or GPUs in the bill), and the job-size factor stays nodes / the pool's nodes (Slurm
-may weigh in the CPUs asked for too).
+whole-node pools, where the two are proportional). The job-size factor is Slurm's mean of
+nodes / the pool's nodes and CPUs / the pool's CPUs (``policies.multifactor``). Not modelled:
+``TRESBillingWeights`` (memory or GPUs in the bill).
 """
 
 from __future__ import annotations
@@ -137,7 +137,7 @@ def simulate_shared(jobs: JobTable, run_time: np.ndarray, partition: Partition, 
     request = (np.asarray(cores, dtype=np.int64), np.asarray(gpus, dtype=np.int64),
                _kib(np.asarray(memory, dtype=np.float64)))
     dynamic = _dynamic_priority(jobs, priority, priority_params, submit, limit, nodes, request[0],
-                                partition.nodes)
+                                partition.nodes, partition.cores)
     slurm = None
     if backfill == "slurm":
         slurm = _SlurmShared(partition, limit.tolist(), nodes.tolist(), [r.tolist() for r in request],
@@ -172,8 +172,9 @@ def simulate_shared(jobs: JobTable, run_time: np.ndarray, partition: Partition, 
     return SharedSchedule(begin, end, dur, killed, node_start, node_list)
 
 
-def _dynamic_priority(jobs, priority, params, submit, limit, nodes, cores, total):
-    """The dynamic priority object (None for a static priority), charged per CPU held."""
+def _dynamic_priority(jobs, priority, params, submit, limit, nodes, cores, total, node_cores):
+    """The dynamic priority object (None for a static priority), charged per CPU held; its
+    job-size factor weighs the CPUs asked for beside the nodes (``policies.multifactor``)."""
     if not is_dynamic(priority):
         if params:
             raise ConfigError(f"priority {priority!r} takes no parameters, got {', '.join(map(str, params))}")
@@ -186,6 +187,7 @@ def _dynamic_priority(jobs, priority, params, submit, limit, nodes, cores, total
         t0=float(submit.min()) if submit.size else 0.0,
         qos_code=np.asarray(jobs.qos_code), qos_names=tuple(jobs.qos_names),
         charge=nodes * np.maximum(cores, 1),
+        cpus=nodes * np.maximum(cores, 1), total_cpus=int(total) * int(node_cores),
     )
     return DYNAMIC_PRIORITIES[priority](inputs, **dict(params or {}))
 
