@@ -207,6 +207,28 @@ def test_priority_tier_orders_the_queue_before_priority():
     assert starts(run(jobs, [4, 4, 4], one, **EXACT, tier=[1, 1, 2])) == [0, 200, 100]
 
 
+def test_a_job_starts_on_the_nodes_cons_tres_picks_best_fit_not_first_fit():
+    """Slurm's cons_tres (``_eval_nodes``, ``sim.shared.cons_tres_nodes``) places a job starting
+    now by best fit; the real Slurm of tests/test_real_slurm_shared.py put B1 (1 core) on the
+    node with 2 free cores rather than the lower one with 3.
+
+    One node job, 3 nodes x 4 cores: J0 (2 cores) goes to n0 (all equal: the first), J1 (3
+    cores) to n1 (n0 has 2 free: too few; n1 and n2 tie), J2 (1 core) to n1, which has 1 core
+    free, not to n0 (2 free), where first fit would put it; all at t=0.
+
+    Runs of nodes, 4 nodes x 4 cores: J0 and J1 (4 cores) fill n0 and n1; J0 ends at 10. J2
+    (t=20, 2 nodes x 1 core): the usable nodes are n0 and n2-n3, two runs; n0 alone has too
+    few nodes, n2-n3 has enough: J2 runs on n2, n3 (first fit: n0, n2)."""
+    three = Partition("p", 3, cores=4, sharing="shared")
+    jobs = make_jobs([0, 0, 0], [1, 1, 1], [100, 100, 100], [100, 100, 100])
+    s = run(jobs, [2, 3, 1], three, **EXACT)
+    assert starts(s) == [0, 0, 0] and [s.nodes_of(j) for j in range(3)] == [[0], [1], [1]]
+    four = Partition("p", 4, cores=4, sharing="shared")
+    jobs = make_jobs([0, 0, 20], [1, 1, 2], [100, 100, 100], [10, 100, 100])
+    s = run(jobs, [4, 4, 1], four, **EXACT)
+    assert starts(s) == [0, 0, 20] and s.nodes_of(2) == [2, 3]
+
+
 @pytest.mark.parametrize("kernel", ["reference", "fast"])
 def test_the_job_size_factor_weighs_the_cpus_asked_for_as_slurm_does(kernel):
     """1 node x 4 cores; multifactor with the job-size weight only (1000). J0: t=0, 4 cores,
