@@ -151,10 +151,11 @@ STREAM = [
 # within ASSERTED of Slurm's start, in the same order and on the same nodes); docs/slurm.md
 # explains each.
 KNOWN: dict[str, str] = {
-    # cons_tres' will-run test (_will_run_test in src/plugins/select/cons_tres/job_test.c)
-    # frees the running jobs in order of their ends in batches: every job ending within 30 s
-    # (time_window) of the first of a batch goes with it, and a job that fits after the batch
-    # starts at the batch's *last* end. At 79-82 s Q1, Q3, Q5 (limits end at 132 s) and S1
+    # cons_tres' will-run test (_will_run_test in src/plugins/select/cons_common/job_test.c)
+    # frees the running jobs in order of their ends in batches: the first takes every job
+    # ending up to 30 s after the 30 s boundary that follows the first end (time_window,
+    # doubled for each later batch), and a job that fits after a batch starts at the batch's
+    # *last* end. At 79-82 s Q1, Q3, Q5 (limits end at 132 s) and S1
     # (138 s) are one batch: Slurm reserves Q2, Q4, Q6 at S1's end, the first on n1 (S1's node,
     # as free as the others then), so T, which would overlap that reservation on n1, waits
     # until Q6 starts (83 s, checked below). drevt-sweep reserves each at the earliest end that

@@ -788,7 +788,10 @@ class _SlurmShared:
     starts here, as a reservation holds ``[start, end)``; ``easy_drevt``'s test is strict);
     on several nodes Slurm also pins the head's reservation to the nodes of its earliest fit.
     Not modelled: a reservation's nodes are the first fit at its start here, where Slurm's
-    will-run test picks them by the same best fit on the nodes as they will be then; and
+    will-run test picks them by the same best fit on the nodes as they will be then; its start
+    is the earliest end that frees enough, where Slurm's will-run test frees running jobs in
+    batches of close ends (30 s windows, ``cons_common/job_test.c: _will_run_test``) and plans
+    at a batch's last end (``docs/slurm.md``, "Shared nodes on the real Slurm"); and
     Slurm ands the map's slots from the one that holds the candidate's start through the one
     that *begins* at its end (``begin_time <= end_time``), so a candidate ending exactly when a
     reservation begins on its nodes is refused there; here it fits.
