@@ -115,19 +115,23 @@ STREAM = [
     Job("B2", 6, "physics", 1, 1, 1000, 1, 5),
     # Phase B, a reservation holds its node whole (Slurm's backfill map is a node bitmap). C1,
     # C2, C4 fill n1-n3, C3 leaves 1 core of n4; G1 (3 cores) is reserved on n4 from C3's limit
-    # (93 s). G2 (1 core) fits n4 now, and would fit beside G1 at 93 s by cores, but n4 is G1's
-    # from then: G2 waits, and both start on n4 when C3 ends (43 s).
-    Job("C1", 30, "biology", 1, 4, 1000, 2, 14),
-    Job("C2", 31, "biology", 1, 4, 1000, 2, 14),
-    Job("C4", 32, "biology", 1, 4, 1000, 2, 14),
-    Job("C3", 33, "physics", 1, 3, 1000, 1, 10),
-    Job("G1", 34, "biology", 1, 3, 1000, 1, 6, per_task=True),
-    Job("G2", 35, "physics", 1, 1, 1000, 1, 6),
+    # (95 s). G2 (1 core) fits n4 now, and would fit beside G1 at 95 s by cores, but n4 is G1's
+    # from then: G2 waits, and both start on n4 when C3 ends (45 s). (C1, C2, C4 ask for 3 min
+    # so that their limits end more than 60 s after C3's: Slurm's will-run test would otherwise
+    # free them in one batch with C3 and plan G1 at their end on n1 -- see KNOWN. Phase B starts
+    # at 32 s, 4 s after H1's end, so that a late start of H1 on a loaded machine does not
+    # race C1.)
+    Job("C1", 32, "biology", 1, 4, 1000, 3, 14),
+    Job("C2", 33, "biology", 1, 4, 1000, 3, 14),
+    Job("C4", 34, "biology", 1, 4, 1000, 3, 14),
+    Job("C3", 35, "physics", 1, 3, 1000, 1, 10),
+    Job("G1", 36, "biology", 1, 3, 1000, 1, 4, per_task=True),
+    Job("G2", 37, "physics", 1, 1, 1000, 1, 4),
     # Phase C, priorities. X (account tools, all 16 cores) holds the machine over the tick at
     # 60 s; the jobs waiting for it start in priority order when it ends (72 s). Fair share at
-    # that tick, per CPU-second: physics used 187, biology 278 (per node-second 107 and 76: the
-    # other order; sshare at 66 s, Slurm's decayed CPU-seconds: 76, 117, tools 129), so
-    # physics' jobs go first; Hp (partition high) before all of them.
+    # that tick, per CPU-second: physics used 185, biology 272 (per node-second 105 and 74: the
+    # other order; sshare at 66 s shows Slurm's decayed CPU-seconds, about 75, 115, tools 129),
+    # so physics' jobs go first; Hp (partition high) before all of them.
     Job("X", 50, "tools", 4, 4, 1000, 1, 22),
     Job("Q1", 51, "physics", 1, 4, 1000, 1, 8),
     Job("Q2", 52, "biology", 1, 4, 1000, 1, 8),
