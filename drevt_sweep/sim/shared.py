@@ -707,11 +707,11 @@ class _Timeline:
             x += 1
         return None
 
-    def fitting(self, j, t, duration) -> set[int]:
-        """The nodes that hold job ``j``'s request throughout ``[t, t + duration)``."""
+    def fitting(self, j, t, duration, among) -> set[int]:
+        """The nodes of ``among`` that hold job ``j``'s request throughout ``[t, t + duration)``."""
         cores, gpus, memory = self.request
         c, g, m = cores[j], gpus[j], memory[j]
-        return {i for i in range(self.partition.nodes) if self._blocked_until(i, t, t + duration, c, g, m) is None}
+        return {i for i in among if self._blocked_until(i, t, t + duration, c, g, m) is None}
 
     def earliest_fit(self, j, now, k, duration):
         """The earliest start >= now (now or an interval end) with ``k`` nodes that each hold
@@ -914,8 +914,10 @@ class _SlurmShared:
             d = limit[j]
             s, where = timeline.earliest_fit(j, now, nodes[j], d)
             if s == now:  # on the nodes cons_tres picks among those free of reservations then
-                cores, gpus, memory = self.request
-                where = free.slurm_fit(nodes[j], cores[j], gpus[j], memory[j], timeline.fitting(j, now, d))
+                c, g, m = self.request[0][j], self.request[1][j], self.request[2][j]
+                fc, fg, fm = free.cores, free.gpus, free.memory
+                free_now = [i for i in range(len(fc)) if fc[i] >= c and fg[i] >= g and fm[i] >= m]
+                where = free.slurm_fit(nodes[j], c, g, m, timeline.fitting(j, now, d, free_now))
                 if self._start(j, where, free, due, gate):
                     timeline.add(j, now, min(now + d, window_end), where)
                 continue
