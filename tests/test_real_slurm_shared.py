@@ -7,7 +7,8 @@ partition factor, the job-size factor, Fair Tree fair share (charged per CPU) an
 drevt-sweep simulates that export with ``system=slurm system.slurm_conf=<the cluster's
 slurm.conf> policy=slurm`` (``sim.shared._SlurmShared``); start times are compared job by job,
 the order of pairs too, and the nodes each job ran on (``sacct``'s ``NodeList``) with the
-simulated placement where Slurm's choice is deterministic.
+simulated placement, for every job (the stream keeps the events that decide a placement
+seconds apart, so that Slurm's choice does not hang on which of two ends it learns first).
 
 **Nodes of 4 CPUs on a 2-CPU host.** slurmd reports the host's hardware (``slurmd -C``: 2 CPUs
 here) and slurmctld drains a node configured with more ("Low socket*core*thread count, Low
@@ -34,7 +35,7 @@ RawUsage 0 for physics and biology after the tick, and the phase C jobs then sta
 submission order); drevt-sweep charges every job (docs/slurm.md). With ``limits`` (no limit
 is set) Slurm charges them too.
 
-Time is compressed as in ``test_real_slurm.py``: jobs sleep seconds and ask for 1-2 minutes,
+Time is compressed as in ``test_real_slurm.py``: jobs sleep seconds and ask for 1-3 minutes,
 ``PriorityCalcPeriod=1`` (Slurm's smallest) and the stream starts at one of slurmctld's priority
 ticks, so the fair-share phase falls after the tick at minute 1. Agreement and every
 disagreement: docs/slurm.md ("Checked against a real Slurm") and benchmarks/RESULTS.md.
