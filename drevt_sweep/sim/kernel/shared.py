@@ -482,7 +482,7 @@ def _lower_bound(ends, E, e):
 
 @njit(cache=True)
 def _ends_insert(ends, E, e):
-    a = _lower_bound(ends, E, e)
+    a = _lower_bound(ends, E, np.nextafter(e, np.inf))  # after the equal ends: adding in order moves none
     for x in range(E, a, -1):
         ends[x] = ends[x - 1]
     ends[a] = e
@@ -501,10 +501,13 @@ def _ends_remove(ends, E, e):
 def _fits_node(ts, te, tj, cnt, i, t0, t1, c, g, m, cores, gpus, mem, cap_c, cap_g, cap_m, near):
     """Whether node i holds (c, g, m) throughout [t0, t1) (``_Timeline._fits``): the usage at
     t0 and at every interval start inside the window, over the intervals overlapping it
-    (gathered into ``near`` first)."""
+    (gathered into ``near`` first). The interval of a job ``-1 - j`` (negative) holds the node
+    whole: nothing fits beside it (``_Timeline``'s ``whole`` intervals)."""
     o = 0
     for b in range(cnt[i]):
         if ts[i, b] < t1 and te[i, b] > t0:
+            if tj[i, b] < 0:  # held whole (a Slurm backfill reservation, ``_shared_slurm``)
+                return False
             near[o] = b
             o += 1
     for a in range(-1, o):
