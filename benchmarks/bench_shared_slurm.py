@@ -1,15 +1,27 @@
-"""Slurm's backfill on a shared-node pool (``backfill: slurm`` on ``select/cons_tres``; the
-reference engine ``sim.shared._SlurmShared``) beside the shared engine's EASY (compiled when
-numba pays off: ``kernel=reference`` here for all, so the figures compare Python with Python)
-and conservative. ``bench_machine.shared_workload`` on NODES nodes of 64 cores, 4 GPUs, 256 GiB
-at core load LOAD; CPU time (``process_time``), best of 2, and the mean wait.
+"""Slurm's backfill on shared-node pools (``backfill: slurm`` on ``select/cons_tres``): the
+reference engine ``sim.shared._SlurmShared`` against the compiled ``kernel._shared_slurm``.
 
-    PYTHONPATH=. python benchmarks/bench_shared_slurm.py [JOBS [NODES [LOAD]]]   # 2000 16 0.9
+Two parts, CPU time (``process_time``, best of ``REPEATS``; the largest sizes once), the
+1-minute load printed before and after:
+
+* ``small``: ``bench_machine.shared_workload`` on NODES nodes of 64 cores, 4 GPUs, 256 GiB at
+  core load LOAD (2,000 jobs on 16 nodes by default): the reference and the compiled kernel
+  with Slurm's defaults and with ``bf_max_job_test=50``, EASY and conservative (reference)
+  beside them, and the mean wait (the same for both engines: they give the same schedule).
+* ``growth`` (issue 26's row): the compiled kernel with Slurm's defaults on a 4-partition
+  machine of cores and memory (``four_partitions``: 4 x 16 nodes of 64 cores and 256 GiB, one
+  queue each, the jobs of ``shared_workload`` for 64 nodes without GPUs, spread evenly: core load
+  0.9 on each) for 125k, 250k, 500k and 1M jobs through ``sim.partitioned.simulate_machine``:
+  jobs/s (target >= 100,000 at 1M), cost per doubling (target <= 2.2x), peak RSS.
+
+    PYTHONPATH=. python benchmarks/bench_shared_slurm.py small [JOBS [NODES [LOAD]]]  # 2000 16 0.9
+    PYTHONPATH=. python benchmarks/bench_shared_slurm.py growth [MAX_JOBS]              # 1000000
 """
 
 from __future__ import annotations
 
 import os
+import resource
 import sys
 import time
 from pathlib import Path
@@ -18,8 +30,39 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+REPEATS = 2
+GROWTH_SIZES = (125_000, 250_000, 500_000, 1_000_000)
+TARGET_JOBS_PER_S = 100_000
+TARGET_DOUBLING = 2.2
 
-def main(argv: list[str]) -> None:
+
+def _best(fn, repeats=REPEATS):
+    best, out = np.inf, None
+    for _ in range(repeats):
+        t = time.process_time()
+        out = fn()
+        best = min(best, time.process_time() - t)
+    return best, out
+
+
+def four_partitions(n: int, seed: int = 14):
+    """``shared_workload``'s jobs for 64 nodes without GPUs, spread evenly over 4 queues, and a
+    machine of 4 partitions of 16 nodes (64 cores, 256 GiB), one queue each."""
+    from bench_machine import shared_workload
+
+    from drevt_sweep.sim.machine import Machine, Partition
+
+    jobs = shared_workload(n, seed=seed, nodes=64, load=0.9)
+    names = ("p0", "p1", "p2", "p3")
+    queue = np.random.default_rng(seed + 1).integers(0, 4, n).astype(np.int32)
+    jobs = jobs.replace(gpus_per_node=np.zeros(n, np.int64), queue_code=queue, queue_names=names,
+                        partition_code=queue, partition_names=names)
+    machine = Machine("four", tuple(Partition(q, 16, cores=64, memory=262144, sharing="shared", queues=(q,))
+                                    for q in names))
+    return jobs, machine
+
+
+def small(argv: list[str]) -> None:
     from bench_machine import shared_workload
 
     from drevt_sweep.sim.machine import Machine, Partition
@@ -31,19 +74,43 @@ def main(argv: list[str]) -> None:
     jobs = shared_workload(n, nodes=nodes, load=load)
     machine = Machine("shared", (Partition("shared", nodes, cores=64, gpus=4, memory=262144, sharing="shared"),))
     print(f"{n} jobs, {nodes} nodes, load {load}; 1-min load {os.getloadavg()[0]:.1f}", flush=True)
-    for name, kw in (("easy (reference)", dict(backfill="easy")),
-                     ("slurm, Slurm's defaults", dict(backfill="slurm")),
-                     ("slurm, bf_max_job_test=50", dict(backfill="slurm", backfill_params={"bf_max_job_test": 50})),
-                     ("conservative (reference)", dict(backfill="conservative"))):
-        best = np.inf
-        for _ in range(2):
-            t = time.process_time()
-            s = simulate_machine(jobs, jobs.actual_run_time, machine, kernel="reference", **kw)
-            best = min(best, time.process_time() - t)
+    simulate_machine(jobs, jobs.actual_run_time, machine, backfill="slurm", kernel="fast")  # (loads the kernel)
+    for name, kw in (("easy (reference)", dict(backfill="easy", kernel="reference")),
+                     ("slurm, defaults (reference)", dict(backfill="slurm", kernel="reference")),
+                     ("slurm, defaults (compiled)", dict(backfill="slurm", kernel="fast")),
+                     ("slurm, bf_max_job_test=50 (reference)",
+                      dict(backfill="slurm", kernel="reference", backfill_params={"bf_max_job_test": 50})),
+                     ("slurm, bf_max_job_test=50 (compiled)",
+                      dict(backfill="slurm", kernel="fast", backfill_params={"bf_max_job_test": 50})),
+                     ("conservative (reference)", dict(backfill="conservative", kernel="reference"))):
+        best, s = _best(lambda: simulate_machine(jobs, jobs.actual_run_time, machine, **kw))
         wait = np.nanmean(s.begin - jobs.submit)
-        print(f"  {name:28s} CPU {best:6.2f} s {n / best:9,.0f} jobs/s, mean wait {wait:6.0f} s", flush=True)
+        print(f"  {name:40s} CPU {best:7.3f} s {n / best:11,.0f} jobs/s, mean wait {wait:6.0f} s", flush=True)
     print(f"1-min load after: {os.getloadavg()[0]:.1f}")
 
 
+def growth(argv: list[str]) -> None:
+    from drevt_sweep.sim.partitioned import simulate_machine
+
+    largest = int(argv[0]) if argv else GROWTH_SIZES[-1]
+    print(f"compiled slurm, Slurm's defaults, 4 x 16 nodes x 64 cores, core load 0.9; "
+          f"1-min load {os.getloadavg()[0]:.1f}", flush=True)
+    jobs, machine = four_partitions(2000)
+    simulate_machine(jobs, jobs.actual_run_time, machine, backfill="slurm", kernel="fast")  # (loads the kernel)
+    previous = None
+    for size in (s for s in GROWTH_SIZES if s <= largest):
+        jobs, machine = four_partitions(size)
+        best, s = _best(lambda: simulate_machine(jobs, jobs.actual_run_time, machine, backfill="slurm",
+                                                 kernel="fast"), 1 if size >= 500_000 else REPEATS)
+        wait = np.nanmean(s.begin - jobs.submit)
+        note = "" if previous is None else f", x{best / previous:.2f} per doubling (target <= {TARGET_DOUBLING})"
+        rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        print(f"  {size:>9,} jobs: CPU {best:7.2f} s {size / best:9,.0f} jobs/s, mean wait {wait:6.0f} s, "
+              f"peak RSS {rss:,.0f} MiB{note}", flush=True)
+        previous = best
+    print(f"target at 1M: >= {TARGET_JOBS_PER_S:,} jobs/s; 1-min load after: {os.getloadavg()[0]:.1f}")
+
+
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    part, *rest = sys.argv[1:] or ["small"]
+    {"small": small, "growth": growth}[part](rest)

@@ -8,11 +8,11 @@ case to the reference). What is reused rather than rewritten:
   ``t0 + k * step`` from the first pass, the ones passed while no job waits skipped) and the
   window end ``_slurm._window_end`` (``cycle_window_end``);
 * the per-node interval timelines of the shared conservative kernel (``kernel.shared``:
-  ``_tl_add``, ``_earliest_fit``, ``_fits_node``, ``_tl_grow``), which are what
+  ``_tl_add``, ``_earliest_fit``, ``_blocked_until``, ``_tl_grow``), which are what
   ``_SlurmShared`` plans on (``_Timeline``). A backfill reservation holds its nodes **whole**
   (Slurm's ``node_space_map_t`` keeps node bitmaps per time slot; ``_add_reservation`` takes
   the reserved job's nodes out of every slot it overlaps): it is stored as the interval of the
-  job ``-1 - j``, which ``_fits_node`` lets nothing overlap;
+  job ``-1 - j``, which ``_blocked_until`` lets nothing overlap;
 * free resources, first fit and starts from ``kernel.shared`` (``_first_fit``, ``_take``,
   ``_give_back``), the event loop's steps from ``_kernels`` (``_finish_next``, ``_launch``,
   ``_enqueue_arrivals``).
@@ -38,7 +38,7 @@ from numba import njit
 from ._kernels import BIG, SF_NOW, _enqueue_arrivals, _finish_next, _launch, _load_counts, _next_event, _store_counts
 from ._slurm import (P_DEPTH, P_F_SIZE, P_I_SIZE, P_INTERVAL, P_MAX_TEST, P_MAX_USER, P_RES, P_RESERVE, P_SCHED,
                      P_WINDOW, SF_NEXT_BF, SF_NEXT_FULL, SF_T0, ST_CYCLE, ST_KBF, ST_KFULL, _due, _window_end)
-from .shared import _earliest_fit, _first_fit, _give_back, _node_lists, _take, _tl_add
+from .shared import _earliest_fit, _first_fit, _give_back, _maxima, _node_lists, _take, _tl_add
 
 ST_SIZE = 10  # _kernels' counts, then _slurm's ST_KBF, ST_KFULL, ST_CYCLE
 SF_SIZE = 5  # SF_NOW, then _slurm's SF_T0, (SF_WAKE: unused), SF_NEXT_BF, SF_NEXT_FULL
@@ -54,9 +54,42 @@ def _wake_at(interval, sched, next_bf, next_full):
 
 
 @njit(cache=True)
+def _tested(q, x, Q, users, max_test, max_user, ucount, ustamp, cycle, tests, fc, fg, fm, nodes, cores, gpus, mem,
+            pick):
+    """The jobs a backfill cycle tests, from place ``x`` of the queue on, into ``tests`` in
+    priority order (``bf_max_job_test`` ends the list, ``bf_max_job_user`` passes a job over:
+    ``CycleLimits``), and the place in that list of the last one that fits now beside the
+    running jobs (-1: none). The cycle can start no job after that one (free resources only
+    shrink in it) and its reservations only keep jobs from starting, so it ends there: what
+    it would reserve later changes no schedule. Returns (count, last)."""
+    T = 0
+    for y in range(x, Q):
+        if T >= max_test:
+            break
+        j = q[y]
+        if max_user:
+            u = users[j]
+            if ustamp[u] != cycle:
+                ustamp[u] = cycle
+                ucount[u] = 0
+            if ucount[u] >= max_user:
+                continue
+            ucount[u] += 1
+        tests[T] = j
+        T += 1
+    maxc, maxg, maxm = _maxima(fc, fg, fm)
+    for y in range(T - 1, -1, -1):
+        j = tests[y]
+        if (cores[j] <= maxc and gpus[j] <= maxg and mem[j] <= maxm
+                and _first_fit(fc, fg, fm, nodes[j], cores[j], gpus[j], mem[j], pick)):
+            return T, y
+    return T, -1
+
+
+@njit(cache=True)
 def shared_slurm_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, mem, users, cap_c, cap_g, cap_m,
                        pf_, pi, begin, end, est, node_start, node_list, fc, fg, fm, pick, re, rj, rn, hk, hj,
-                       q, due, ucount, ustamp, cnt, ends, ts, te, tj, st, sf, budget):
+                       q, due, tests, ucount, ustamp, cnt, ends, ts, te, tj, st, sf, budget):
     """``sim.shared._run_events`` with ``_SlurmShared`` from the state in ``st``/``sf``, for at
     most ``budget`` events. The timelines may grow inside a pass, so this driver keeps numba's
     runtime and returns them: (status, ts, te, tj); status 0 done, 1 budget used, -3 a job
@@ -124,8 +157,12 @@ def shared_slurm_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, m
                 D += 1
                 x += 1
         window_end = _window_end(now, window, res)
+        last = -1
         if bf_due and window_end > now:  # the backfill cycle (_SlurmShared._backfill)
             cycle += 1
+            _, last = _tested(q, x, Q, users, max_test, max_user, ucount, ustamp, cycle, tests, fc, fg, fm, nodes,
+                              cores, gpus, mem, pick)
+        if last >= 0:
             soon = np.nextafter(now, np.inf)
             for i in range(n_nodes):
                 cnt[i] = 0
@@ -139,21 +176,9 @@ def shared_slurm_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, m
                 j = due[y]
                 ts, te, tj, E = _tl_add(ts, te, tj, cnt, ends, E, j, now, min(now + limit[j], window_end),
                                         node_list, node_start[j], nodes[j], now)
-            tested = 0
             reserved = 0
-            for y in range(x, Q):
-                if tested >= max_test:
-                    break
-                j = q[y]
-                if max_user:
-                    u = users[j]
-                    if ustamp[u] != cycle:
-                        ustamp[u] = cycle
-                        ucount[u] = 0
-                    if ucount[u] >= max_user:
-                        continue
-                    ucount[u] += 1
-                tested += 1
+            for y in range(last + 1):
+                j = tests[y]
                 d = limit[j]
                 s = _earliest_fit(ts, te, tj, cnt, ends, E, now, nodes[j], d, cores[j], gpus[j], mem[j],
                                   cores, gpus, mem, cap_c, cap_g, cap_m, pick)
@@ -250,7 +275,7 @@ def run_shared_slurm(submit, limit, nodes, dur, rank, request, machine, users, b
              np.full(n_nodes, cap_m, np.int64), np.empty(n_nodes, np.int64),  # free resources, picked nodes
              np.empty(rmax), np.empty(rmax, np.int64), np.empty(rmax, np.int64),  # running, by (estimated end, job)
              np.empty(rmax), np.empty(rmax, np.int64),  # completion heap (real end, job)
-             np.empty(n, np.int64), np.empty(n, np.int64),  # the waiting queue, the jobs started in a pass
+             np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n, np.int64),  # queue, started, tested
              np.zeros(n_users, np.int64), np.zeros(n_users, np.int64),  # per-user tested count, its cycle
              np.zeros(n_nodes, np.int64),  # intervals per node
              np.empty(n + 16))  # every interval's end, sorted: one per running, started or reserved job
