@@ -89,6 +89,18 @@ def small(argv: list[str]) -> None:
     print(f"1-min load after: {os.getloadavg()[0]:.1f}")
 
 
+def _counting(counters: dict):
+    """Make every compiled shared Slurm run add its work counters (``_shared_slurm.COUNTERS``)
+    to ``counters``: where the time goes."""
+    from drevt_sweep.sim.kernel import _shared_slurm
+
+    run = _shared_slurm.run_shared_slurm
+    if getattr(run, "counting", None) is not None:
+        run = run.counting
+    _shared_slurm.run_shared_slurm = lambda *a, **kw: run(*a, counters=counters, **kw)
+    _shared_slurm.run_shared_slurm.counting = run
+
+
 def growth(argv: list[str]) -> None:
     from drevt_sweep.sim.partitioned import simulate_machine
 
@@ -100,6 +112,8 @@ def growth(argv: list[str]) -> None:
     previous = None
     for size in (s for s in GROWTH_SIZES if s <= largest):
         jobs, machine = four_partitions(size)
+        counters: dict = {}
+        _counting(counters)
         best, s = _best(lambda: simulate_machine(jobs, jobs.actual_run_time, machine, backfill="slurm",
                                                  kernel="fast"), 1 if size >= 500_000 else REPEATS)
         wait = np.nanmean(s.begin - jobs.submit)
@@ -107,6 +121,10 @@ def growth(argv: list[str]) -> None:
         rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         print(f"  {size:>9,} jobs: CPU {best:7.2f} s {size / best:9,.0f} jobs/s, mean wait {wait:6.0f} s, "
               f"peak RSS {rss:,.0f} MiB{note}", flush=True)
+        runs = 1 if size >= 500_000 else REPEATS
+        print("             per run: " + ", ".join(f"{k} {v // runs:,}" for k, v in counters.items())
+              + f"; {best / max(counters['earliest_fits'] // runs, 1) * 1e6:.1f} us of CPU per earliest fit",
+              flush=True)
         previous = best
     print(f"target at 1M: >= {TARGET_JOBS_PER_S:,} jobs/s; 1-min load after: {os.getloadavg()[0]:.1f}")
 

@@ -40,7 +40,14 @@ from ._slurm import (P_DEPTH, P_F_SIZE, P_I_SIZE, P_INTERVAL, P_MAX_TEST, P_MAX_
                      P_WINDOW, SF_NEXT_BF, SF_NEXT_FULL, SF_T0, ST_CYCLE, ST_KBF, ST_KFULL, _due, _window_end)
 from .shared import _earliest_fit, _first_fit, _give_back, _maxima, _node_lists, _take, _tl_add
 
-ST_SIZE = 10  # _kernels' counts, then _slurm's ST_KBF, ST_KFULL, ST_CYCLE
+# counters of the work done, for benchmarks (``run_shared_slurm``'s ``counters``)
+ST_PASSES = 10  # scheduling passes
+ST_PLANNED = 11  # backfill cycles that planned (a tested job fit now): timelines rebuilt
+ST_RUNNING = 12  # running jobs put on those timelines, summed
+ST_FITS = 13  # earliest fits searched
+ST_SIZE = 14  # _kernels' counts, then _slurm's ST_KBF, ST_KFULL, ST_CYCLE (cycles run), the counters
+COUNTERS = {"passes": ST_PASSES, "cycles": ST_CYCLE, "cycles_planned": ST_PLANNED, "running_planned": ST_RUNNING,
+            "earliest_fits": ST_FITS}
 SF_SIZE = 5  # SF_NOW, then _slurm's SF_T0, (SF_WAKE: unused), SF_NEXT_BF, SF_NEXT_FULL
 
 
@@ -136,6 +143,7 @@ def shared_slurm_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, m
             continue
 
         # one pass (_SlurmShared.select); the first pass starts both clocks
+        st[ST_PASSES] += 1
         if t0 != t0:
             t0 = now
         bf_due = interval == 0
@@ -163,6 +171,9 @@ def shared_slurm_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, m
             _, last = _tested(q, x, Q, users, max_test, max_user, ucount, ustamp, cycle, tests, fc, fg, fm, nodes,
                               cores, gpus, mem, pick)
         if last >= 0:
+            st[ST_PLANNED] += 1
+            st[ST_RUNNING] += R
+            st[ST_FITS] += last + 1
             soon = np.nextafter(now, np.inf)
             for i in range(n_nodes):
                 cnt[i] = 0
@@ -245,12 +256,14 @@ def settings_arrays(params, big):
     return pf_, pi
 
 
-def run_shared_slurm(submit, limit, nodes, dur, rank, request, machine, users, backfill_params, progress=None):
+def run_shared_slurm(submit, limit, nodes, dur, rank, request, machine, users, backfill_params, progress=None,
+                     counters=None):
     """Begin, end, node_start, node_list as ``sim.shared._run_events`` with ``_SlurmShared``;
     ``machine`` is the partition's (node count, cores, GPUs, KiB of memory) per node. Every
     array of :func:`shared_slurm_steps` allocated here, the driver called in slices of
     ``kernel.STEP_BUDGET`` events (``progress`` and Ctrl-C between them); the timelines it grew
-    inside a slice replace the old ones before the next."""
+    inside a slice replace the old ones before the next. ``counters`` (a dict), if given, gets
+    the work done added to it (``COUNTERS``)."""
     from . import _kernels as kernels, _run_slices
     from .shared import _keeping_grown
 
@@ -288,4 +301,7 @@ def run_shared_slurm(submit, limit, nodes, dur, rank, request, machine, users, b
     _run_slices(kernels, _keeping_grown(shared_slurm_steps, fixed, timelines), (), st, sf, progress,
                 {-3: "a job never fits its partition (shared-node Slurm kernel)"},
                 "shared-node Slurm kernel stalled with {left} job(s) waiting")
+    if counters is not None:
+        for name, slot in COUNTERS.items():
+            counters[name] = counters.get(name, 0) + int(st[slot])
     return fixed[15], fixed[16], node_start, node_list
