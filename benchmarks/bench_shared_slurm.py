@@ -8,11 +8,12 @@ Two parts, CPU time (``process_time``, best of ``REPEATS``; the largest sizes on
   core load LOAD (2,000 jobs on 16 nodes by default): the reference and the compiled kernel
   with Slurm's defaults and with ``bf_max_job_test=50``, EASY and conservative (reference)
   beside them, and the mean wait (the same for both engines: they give the same schedule).
-* ``growth`` (issue 26's row): the compiled kernel with Slurm's defaults on a 4-partition
-  machine of cores and memory (``four_partitions``: 4 x 16 nodes of 64 cores and 256 GiB, one
-  queue each, the jobs of ``shared_workload`` for 64 nodes without GPUs, spread evenly: core load
-  0.9 on each) for 125k, 250k, 500k and 1M jobs through ``sim.partitioned.simulate_machine``:
-  jobs/s (target >= 100,000 at 1M), cost per doubling (target <= 2.2x), peak RSS.
+* ``growth`` (issue 26's row): the compiled kernel with Slurm's defaults on issue 26's
+  4-partition machine of cores and memory (``bench_slurm_kernel.four_partitions``: batch 64
+  nodes, gpu 16, bigmem 8, debug 16, 64 cores each, shared; ``shared_workload``'s jobs at core
+  load 0.9 on each) for 125k, 250k, 500k and 1M jobs through ``sim.partitioned.simulate_machine``:
+  jobs/s (target >= 100,000 at 1M), cost per doubling (target <= 2.2x), peak RSS, and the
+  kernel's work counters (``_shared_slurm.COUNTERS``: where the time goes).
 
     PYTHONPATH=. python benchmarks/bench_shared_slurm.py small [JOBS [NODES [LOAD]]]  # 2000 16 0.9
     PYTHONPATH=. python benchmarks/bench_shared_slurm.py growth [MAX_JOBS]              # 1000000
@@ -43,23 +44,6 @@ def _best(fn, repeats=REPEATS):
         out = fn()
         best = min(best, time.process_time() - t)
     return best, out
-
-
-def four_partitions(n: int, seed: int = 14):
-    """``shared_workload``'s jobs for 64 nodes without GPUs, spread evenly over 4 queues, and a
-    machine of 4 partitions of 16 nodes (64 cores, 256 GiB), one queue each."""
-    from bench_machine import shared_workload
-
-    from drevt_sweep.sim.machine import Machine, Partition
-
-    jobs = shared_workload(n, seed=seed, nodes=64, load=0.9)
-    names = ("p0", "p1", "p2", "p3")
-    queue = np.random.default_rng(seed + 1).integers(0, 4, n).astype(np.int32)
-    jobs = jobs.replace(gpus_per_node=np.zeros(n, np.int64), queue_code=queue, queue_names=names,
-                        partition_code=queue, partition_names=names)
-    machine = Machine("four", tuple(Partition(q, 16, cores=64, memory=262144, sharing="shared", queues=(q,))
-                                    for q in names))
-    return jobs, machine
 
 
 def small(argv: list[str]) -> None:
@@ -105,7 +89,9 @@ def growth(argv: list[str]) -> None:
     from drevt_sweep.sim.partitioned import simulate_machine
 
     largest = int(argv[0]) if argv else GROWTH_SIZES[-1]
-    print(f"compiled slurm, Slurm's defaults, 4 x 16 nodes x 64 cores, core load 0.9; "
+    from bench_slurm_kernel import four_partitions
+
+    print(f"compiled slurm, Slurm's defaults, issue 26's 4 shared partitions, core load 0.9; "
           f"1-min load {os.getloadavg()[0]:.1f}", flush=True)
     jobs, machine = four_partitions(2000)
     simulate_machine(jobs, jobs.actual_run_time, machine, backfill="slurm", kernel="fast")  # (loads the kernel)
