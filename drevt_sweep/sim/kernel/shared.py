@@ -719,6 +719,9 @@ def _earliest_fit(ts, te, tj, cnt, ends, E, now, k, duration, c, g, m, cores, gp
     k nodes each hold (c, g, m) for ``duration``; the nodes in pick[:k]."""
     n_nodes = cnt.shape[0]
     near = np.empty(ts.shape[1], np.int64)
+    if k == 1:
+        return _earliest_on_one_node(ts, te, tj, cnt, now, duration, c, g, m, cores, gpus, mem,
+                                     cap_c, cap_g, cap_m, pick, near)
     blocked = np.full(n_nodes, -np.inf)  # per node: no start before this fits
     a = _lower_bound(ends, E, np.nextafter(now, np.inf))  # the first end after now
     x = a - 1  # -1: the candidate now
@@ -743,6 +746,34 @@ def _earliest_fit(ts, te, tj, cnt, ends, E, now, k, duration, c, g, m, cores, gp
             else:
                 blocked[i] = until
     return np.inf
+
+
+@njit(cache=True)
+def _earliest_on_one_node(ts, te, tj, cnt, now, duration, c, g, m, cores, gpus, mem, cap_c, cap_g, cap_m,
+                          pick, near):
+    """``_earliest_fit`` for a job of one node, node by node: from ``now``, a node that lacks
+    room is looked at next from the first of *its own* interval ends at or after the point
+    where it is blocked (``_blocked_until``). No candidate in between fits there, and a start
+    that fits on a node still fits slid left to the last of its ends before it (or to now:
+    going left across a start, usage only drops), so its earliest candidate is now or one of
+    its ends. The earliest so far bounds the search on later nodes (a tie keeps the lower
+    index), as the scan over every candidate would pick."""
+    best = np.inf
+    for i in range(cnt.shape[0]):
+        t = now
+        while t < best:
+            until = _blocked_until(ts, te, tj, cnt, i, t, t + duration, c, g, m, cores, gpus, mem,
+                                   cap_c, cap_g, cap_m, near)
+            if until == -np.inf:
+                best = t
+                pick[0] = i
+                break
+            t = np.inf
+            for b in range(cnt[i]):
+                e = te[i, b]
+                if e >= until and e > now and e < t:
+                    t = e
+    return best
 
 
 # --- conservative with limits enforced: a persistent plan on per-node free profiles ---------
