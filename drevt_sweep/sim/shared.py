@@ -2,7 +2,8 @@
 
 The reference implementation (pure Python; ``sim.kernel.shared`` is the compiled version, bit
 for bit the same; with a dynamic priority ``sim.kernel._shared_dynamic``, except under
-``conservative``, which runs here; ``slurm`` runs here only). A job asks for ``k`` nodes, each
+``conservative`` and ``slurm``, which run here; ``slurm`` with static priorities
+``sim.kernel._shared_slurm``, unless association limits or partition tiers keep it here). A job asks for ``k`` nodes, each
 with ``c`` cores, ``g`` GPUs and ``m`` MiB; it runs on ``k`` distinct nodes that each have that
 much free. The event loop is the engine's (completions, then arrivals, then one scheduling
 pass; the scheduler plans with time limits only; limits enforced by killing).
@@ -115,7 +116,7 @@ def simulate_shared(jobs: JobTable, run_time: np.ndarray, partition: Partition, 
     exception from it (Ctrl-C) stops the run there. ``priority_params``: a dynamic priority's
     parameters (``multifactor``'s weights etc.; see the module docstring). ``backfill_params``:
     backfill ``slurm``'s settings (``policies.slurm_backfill.DEFAULTS``; ``tier``: each job's
-    partition ``PriorityTier``), on the reference engine only."""
+    partition ``PriorityTier``, on the reference engine only)."""
     check_priority(priority)
     check_backfill(backfill)
     if backfill not in SHARED_BACKFILLS:
