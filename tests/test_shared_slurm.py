@@ -40,15 +40,15 @@ TWO = Partition("p", 2, cores=4, sharing="shared")
 
 
 def run(jobs, cores, part=TWO, backfill="slurm", run_time=None, **params):
-    """The reference's schedule; under ``slurm`` without tiers the compiled kernel's
-    (``kernel._shared_slurm``) too, which must be the same."""
+    """The reference's schedule; under ``slurm`` the compiled kernel's (``kernel._shared_slurm``)
+    too, which must be the same."""
     n = len(jobs)
     rt = jobs.actual_run_time if run_time is None else run_time
     schedules = [simulate_shared(jobs, rt, part, np.asarray(cores), np.zeros(n, np.int64), np.zeros(n),
                                  backfill=backfill, kernel=kernel,
                                  backfill_params=params if backfill == "slurm" else None)
                  for kernel in ("reference", "fast") if kernel == "reference" or (
-                     backfill == "slurm" and "tier" not in params and fast.load(warn=False) is not None)]
+                     backfill == "slurm" and fast.load(warn=False) is not None)]
     assert all(_same(schedules[0], s) for s in schedules[1:])
     return schedules[0]
 

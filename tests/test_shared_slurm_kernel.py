@@ -54,9 +54,13 @@ def both(jobs, part, request, **kw):
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case=shared_workloads(), params=knobs(), priority=st.sampled_from(STATIC_PRIORITY_POLICIES),
-       enforce=st.booleans())
-def test_shared_slurm_kernel_matches_reference(case, params, priority, enforce):
+       enforce=st.booleans(), tiered=st.booleans(), data=st.data())
+def test_shared_slurm_kernel_matches_reference(case, params, priority, enforce, tiered, data):
+    """(``tiered``: the jobs come from partitions of two ``PriorityTier``s sharing the pool.)"""
     part, jobs, request = case
+    if tiered:
+        n = len(jobs)
+        params = {**params, "tier": data.draw(st.lists(st.sampled_from([1, 2]), min_size=n, max_size=n))}
     ref, compiled = both(jobs, part, request, priority=priority, enforce_limits=enforce, backfill_params=params)
     assert _same(ref, compiled)
 
@@ -78,11 +82,11 @@ def test_the_kernel_runs_through_simulate_machine_and_reports_progress(monkeypat
 
 
 def test_what_the_kernel_does_not_cover_is_refused_by_fast_and_runs_on_the_reference():
-    """Partition tiers and a dynamic priority: ``kernel='fast'`` refuses them with one clear
-    error; ``auto`` runs them on the reference."""
+    """A dynamic priority: ``kernel='fast'`` refuses it with one clear error; ``auto`` runs it
+    on the reference. (Association limits: ``test_slurm_limits``.)"""
     jobs, cores = four_jobs()
     request = (np.asarray(cores), np.zeros(4, np.int64), np.zeros(4))
-    for kw in (dict(backfill_params={"tier": [1, 1, 2, 1]}), dict(priority="wfp3")):
+    for kw in (dict(priority="wfp3"),):
         with pytest.raises(ConfigError, match="no compiled shared-node version"):
             simulate_shared(jobs, jobs.actual_run_time, TWO, *request, backfill="slurm", kernel="fast", **kw)
         auto = simulate_shared(jobs, jobs.actual_run_time, TWO, *request, backfill="slurm", kernel="auto", **kw)

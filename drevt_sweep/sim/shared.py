@@ -3,8 +3,9 @@
 The reference implementation (pure Python; ``sim.kernel.shared`` is the compiled version, bit
 for bit the same; with a dynamic priority ``sim.kernel._shared_dynamic``, except under
 ``conservative`` and ``slurm``, which run here; ``slurm`` with static priorities
-``sim.kernel._shared_slurm``, unless association limits or partition tiers keep it here). A job asks for ``k`` nodes, each
-with ``c`` cores, ``g`` GPUs and ``m`` MiB; it runs on ``k`` distinct nodes that each have that
+``sim.kernel._shared_slurm``, unless association limits keep it here). A job asks for ``k``
+nodes, each with ``c`` cores, ``g`` GPUs and ``m`` MiB; it runs on ``k`` distinct nodes that
+each have that
 much free. The event loop is the engine's (completions, then arrivals, then one scheduling
 pass; the scheduler plans with time limits only; limits enforced by killing).
 
@@ -150,6 +151,10 @@ def simulate_shared(jobs: JobTable, run_time: np.ndarray, partition: Partition, 
         if slurm is not None:
             from .kernel._shared_slurm import run_shared_slurm
 
+            if slurm.tier is not None:  # the queue by (-PriorityTier, rank): static too
+                order = np.lexsort((rank, -np.asarray(slurm.tier, dtype=np.float64)))
+                rank = np.empty(n, np.int64)
+                rank[order] = np.arange(n)
             begin, end, node_start, node_list = run_shared_slurm(
                 submit, limit, nodes, dur, rank, request, machine, jobs.user_code, backfill_params,
                 progress=progress)
@@ -200,10 +205,10 @@ def _dynamic_priority(jobs, priority, params, submit, limit, nodes, cores, total
 def _use_kernel(kernel: str, backfill: str, on_reservation, n: int, dynamic=None, slurm=None,
                 limits: bool = False) -> bool:
     """Whether the compiled kernel runs (``kernel``: see ``simulate_shared``). On the reference
-    only, which ``kernel='fast'`` refuses: ``slurm`` (``slurm``: the run's ``_SlurmShared``)
-    with association limits (``limits``) or partition tiers, and a dynamic priority under
-    ``slurm`` or ``conservative``. Limits with another backfill (a gate in the queue pass) run
-    on the reference too."""
+    only, which ``kernel='fast'`` refuses: ``slurm`` (``slurm``: the run's ``_SlurmShared``, or
+    None) with association limits (``limits``), and a dynamic priority under ``slurm`` or
+    ``conservative``. Limits with another backfill (a gate in the queue pass) run on the
+    reference too."""
     import os
 
     if kernel == "auto":
@@ -219,8 +224,6 @@ def _use_kernel(kernel: str, backfill: str, on_reservation, n: int, dynamic=None
         unsupported = "backfill 'slurm' with association/QOS limits"
     elif dynamic is not None and backfill in ("conservative", "slurm"):
         unsupported = f"backfill {backfill!r} with a dynamic priority"
-    elif slurm is not None and slurm.tier is not None:
-        unsupported = "backfill 'slurm' with several partition tiers in one pool"
     if unsupported is not None:
         if kernel == "fast":
             raise ConfigError(f"{unsupported} has no compiled shared-node version; use kernel 'auto' or "

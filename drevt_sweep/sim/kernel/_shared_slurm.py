@@ -1,8 +1,8 @@
 """The compiled ``backfill: slurm`` on shared-node pools: ``sim.shared._SlurmShared``, bit for bit.
 
-Scope: one shared-node pool, static priorities (a rank per job), no association limits, no
-``PriorityTier`` and no ``on_reservation`` hook (``sim.shared._use_kernel`` sends every other
-case to the reference). What is reused rather than rewritten:
+Scope: one shared-node pool, static priorities (a rank per job; with partition ``PriorityTier``s
+``sim.shared`` ranks by tier first, a static order too), no association limits and no
+``on_reservation`` hook (``sim.shared._use_kernel`` sends every other case to the reference). What is reused rather than rewritten:
 
 * the clocks of the periodic passes: ``_slurm._due`` (``SlurmBackfill._due``: ticks at
   ``t0 + k * step`` from the first pass, the ones passed while no job waits skipped) and the
