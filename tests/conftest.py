@@ -85,7 +85,7 @@ def pytest_collection_modifyitems(config, items):
 
 
 # Modules whose tests mostly wait (a real Slurm's scheduling cycles and sleep jobs), not compute.
-WAITING_MODULES = ("test_real_slurm", "test_real_slurm_limits")
+WAITING_MODULES = ("test_real_slurm", "test_real_slurm_limits", "test_real_slurm_shared")
 
 
 def _start_order(items):

@@ -213,6 +213,56 @@ def test_priority_tier_orders_the_queue_before_priority():
     assert starts(run(jobs, [4, 4, 4], one, **EXACT, tier=[1, 1, 2])) == [0, 200, 100]
 
 
+def test_a_job_starts_on_the_nodes_cons_tres_picks_best_fit_not_first_fit():
+    """Slurm's cons_tres (``_eval_nodes``, ``sim.shared.cons_tres_nodes``) places a job starting
+    now by best fit; the real Slurm of tests/test_real_slurm_shared.py put B1 (1 core) on the
+    node with 2 free cores rather than the lower one with 3.
+
+    One node job, 3 nodes x 4 cores: J0 (2 cores) goes to n0 (all equal: the first), J1 (3
+    cores) to n1 (n0 has 2 free: too few; n1 and n2 tie), J2 (1 core) to n1, which has 1 core
+    free, not to n0 (2 free), where first fit would put it; all at t=0.
+
+    Runs of nodes, 4 nodes x 4 cores: J0 and J1 (4 cores) fill n0 and n1; J0 ends at 10. J2
+    (t=20, 2 nodes x 1 core): the usable nodes are n0 and n2-n3, two runs; n0 alone has too
+    few nodes, n2-n3 has enough: J2 runs on n2, n3 (first fit: n0, n2)."""
+    three = Partition("p", 3, cores=4, sharing="shared")
+    jobs = make_jobs([0, 0, 0], [1, 1, 1], [100, 100, 100], [100, 100, 100])
+    s = run(jobs, [2, 3, 1], three, **EXACT)
+    assert starts(s) == [0, 0, 0] and [s.nodes_of(j) for j in range(3)] == [[0], [1], [1]]
+    four = Partition("p", 4, cores=4, sharing="shared")
+    jobs = make_jobs([0, 0, 20], [1, 1, 2], [100, 100, 100], [10, 100, 100])
+    s = run(jobs, [4, 4, 1], four, **EXACT)
+    assert starts(s) == [0, 0, 20] and s.nodes_of(2) == [2, 3]
+
+
+@pytest.mark.parametrize("kernel", ["reference", "fast"])
+def test_the_job_size_factor_weighs_the_cpus_asked_for_as_slurm_does(kernel):
+    """1 node x 4 cores; multifactor with the job-size weight only (1000). J0: t=0, 4 cores,
+    100 s. J1 (t=1, 2 cores) and J2 (t=2, 3 cores), 50 s each, wait for it; both ask for the one
+    node of one, so by nodes alone they tie. Slurm's factor is the mean of nodes / nodes and
+    CPUs / CPUs (``priority_multifactor.c``; ``sprio`` shows it on a real cons_tres Slurm,
+    tests/test_real_slurm_shared.py): J1 (1 + 2/4) / 2 * 1000 = 750, J2 (1 + 3/4) / 2 * 1000 =
+    875. J2 goes first at 100 and J1 (2 cores beside J2's 3: no) at 150. With
+    ``PriorityFavorSmall``, (0 + 2/4) / 2 = 0.25 against (0 + 1/4) / 2 = 0.125: J1 at 100,
+    J2 at 150. The compiled shared kernel (``backfill: easy``) gives the same order."""
+    one = Partition("p", 1, cores=4, sharing="shared")
+    jobs = make_jobs([0, 1, 2], [1, 1, 1], [100, 50, 50], [100, 50, 50])
+    weights = {"age": 0, "fairshare": 0, "job_size": 1000, "partition": 0, "qos": 0}
+    cores = np.array([4, 2, 3])
+
+    def begin(backfill, favor_small):
+        params = {"weights": weights, "favor_small": favor_small}
+        s = simulate_shared(jobs, jobs.actual_run_time, one, cores, np.zeros(3, np.int64), np.zeros(3),
+                            priority="multifactor", priority_params=params, backfill=backfill,
+                            kernel="reference" if backfill == "slurm" else kernel,
+                            backfill_params=EXACT if backfill == "slurm" else None)
+        return starts(s)
+
+    for backfill in ("slurm", "easy"):
+        assert begin(backfill, False) == [0, 150, 100]
+        assert begin(backfill, True) == [0, 100, 150]
+
+
 def test_a_bad_setting_is_refused_with_one_clear_error():
     jobs, cores = four_jobs()
     with pytest.raises(ConfigError, match="bf_max_job_test"):

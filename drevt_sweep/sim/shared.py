@@ -13,7 +13,8 @@ Memory is packed in whole KiB (requests and node sizes rounded up), so every res
 integer count and no rounding order can differ between implementations.
 
 Placement rule: **first fit by node index**: a job starting now takes the ``k`` lowest-indexed
-nodes on which its per-node request fits.
+nodes on which its per-node request fits; under ``slurm``, Slurm's cons_tres best fit
+(``cons_tres_nodes``) for a job starting now, first fit for a reservation.
 
 Backfilling, per resource (Lifka 1995; Mu'alem & Feitelson 2001, generalised to packed
 nodes):
@@ -55,9 +56,9 @@ is that billing times elapsed time). Here a job holds ``nodes x cores`` CPUs (it
 cores on each of its nodes, at least one per node, as Slurm allocates at least one CPU), so a
 job on 4 of a node's 32 cores is charged 4 CPU-seconds per second, an eighth of what a job
 holding the whole node is charged. Usage is thus CPU-seconds on shared pools (node-seconds on
-whole-node pools, where the two are proportional). Not modelled: ``TRESBillingWeights``
-(memory or GPUs in the bill), and the job-size factor stays nodes / the pool's nodes (Slurm
-may weigh in the CPUs asked for too).
+whole-node pools, where the two are proportional). The job-size factor is Slurm's mean of
+nodes / the pool's nodes and CPUs / the pool's CPUs (``policies.multifactor``). Not modelled:
+``TRESBillingWeights`` (memory or GPUs in the bill).
 """
 
 from __future__ import annotations
@@ -139,7 +140,7 @@ def simulate_shared(jobs: JobTable, run_time: np.ndarray, partition: Partition, 
     request = (np.asarray(cores, dtype=np.int64), np.asarray(gpus, dtype=np.int64),
                _kib(np.asarray(memory, dtype=np.float64)))
     dynamic = _dynamic_priority(jobs, priority, priority_params, submit, limit, nodes, request[0],
-                                partition.nodes)
+                                partition.nodes, partition.cores)
     slurm = None
     if backfill == "slurm":
         slurm = _SlurmShared(partition, limit.tolist(), nodes.tolist(), [r.tolist() for r in request],
@@ -184,8 +185,9 @@ def simulate_shared(jobs: JobTable, run_time: np.ndarray, partition: Partition, 
     return SharedSchedule(begin, end, dur, killed, node_start, node_list)
 
 
-def _dynamic_priority(jobs, priority, params, submit, limit, nodes, cores, total):
-    """The dynamic priority object (None for a static priority), charged per CPU held."""
+def _dynamic_priority(jobs, priority, params, submit, limit, nodes, cores, total, node_cores):
+    """The dynamic priority object (None for a static priority), charged per CPU held; its
+    job-size factor weighs the CPUs asked for beside the nodes (``policies.multifactor``)."""
     if not is_dynamic(priority):
         if params:
             raise ConfigError(f"priority {priority!r} takes no parameters, got {', '.join(map(str, params))}")
@@ -198,6 +200,7 @@ def _dynamic_priority(jobs, priority, params, submit, limit, nodes, cores, total
         t0=float(submit.min()) if submit.size else 0.0,
         qos_code=np.asarray(jobs.qos_code), qos_names=tuple(jobs.qos_names),
         charge=nodes * np.maximum(cores, 1),
+        cpus=nodes * np.maximum(cores, 1), total_cpus=int(total) * int(node_cores),
     )
     return DYNAMIC_PRIORITIES[priority](inputs, **dict(params or {}))
 
@@ -297,12 +300,81 @@ class _Nodes:
                     return got
         return None
 
+    def slurm_fit(self, k: int, c: int, g: int, m: int, allowed=None) -> list[int] | None:
+        """The nodes Slurm's cons_tres gives a job starting now (``cons_tres_nodes``) among the
+        nodes that each hold (c, g, m) (and are in ``allowed``, if given), or None."""
+        fc, fg, fm = self.cores, self.gpus, self.memory
+        usable = [fc[i] >= c and fg[i] >= g and fm[i] >= m and (allowed is None or i in allowed)
+                  for i in range(len(fc))]
+        if c < 1:  # (Slurm allocates at least one CPU: no such job there) first fit
+            got = [i for i, ok in enumerate(usable) if ok][:k]
+            return got if len(got) == k else None
+        return cons_tres_nodes(usable, fc, k, c)
+
     def add(self, where: list[int], c: int, g: int, m: int, sign: int) -> None:
         fc, fg, fm = self.cores, self.gpus, self.memory
         for i in where:
             fc[i] += sign * c
             fg[i] += sign * g
             fm[i] += sign * m
+
+
+def cons_tres_nodes(usable: list[bool], free_cores: list[int], k: int, c: int) -> list[int] | None:
+    """The ``k`` nodes Slurm's ``select/cons_tres`` picks for a job of ``c`` cores per node
+    among the ``usable`` ones (those that hold its request), by ``_eval_nodes`` in
+    ``src/plugins/select/cons_tres/job_test.c`` (equal node weights, no topology, no
+    ``bf_busy_nodes``/``LLN``; reference only): the usable nodes form runs of consecutive
+    indices, each with its free cores; the first run that has enough nodes and cores with the
+    *fewest* free cores is chosen (if none has enough, the one with the most, and the search
+    goes on among the others for the rest); within it, a job needing one more node gets the
+    node with the fewest free cores that hold it (the first such on a tie), else the nodes are
+    taken from the run's start. First fit by index is the same when the usable nodes form one
+    run and the job needs several nodes of it, or when the lowest usable node is also the
+    tightest. None if fewer than ``k`` nodes are usable."""
+    runs = []  # [first, last, free cores, nodes] of each run of consecutive usable nodes
+    i, n = 0, len(usable)
+    while i < n:
+        if not usable[i]:
+            i += 1
+            continue
+        first, cpus = i, 0
+        while i < n and usable[i]:
+            cpus += free_cores[i]
+            i += 1
+        runs.append([first, i - 1, cpus, i - first])
+    need, left = k * c, k  # Slurm's rem_cpus (min_cpus) and rem_nodes
+    got: list[int] = []
+    while left > 0:
+        best, best_enough = None, False
+        for run in runs:
+            if run[3] == 0:
+                continue
+            enough = run[2] >= need and run[3] >= left
+            if (best is None or (enough and not best_enough) or (enough and run[2] < best[2])
+                    or (not enough and run[2] > best[2])):
+                best, best_enough = run, enough
+        if best is None:
+            return None
+        nodes = range(best[0], best[1] + 1)
+        if left == 1:  # "try best fit single node"
+            pick = None
+            for x in nodes:
+                if free_cores[x] >= need and (pick is None or free_cores[x] < free_cores[pick]):
+                    pick = x
+                    if free_cores[x] == need:
+                        break
+            if pick is not None:
+                nodes = [pick]
+        for x in nodes:
+            if left == 0:
+                break
+            if left == 1 and free_cores[x] < need:
+                continue
+            need -= min(free_cores[x], max(need - (left - 1), c))  # _cpus_to_use
+            got.append(x)
+            left -= 1
+        best[3] = 0
+    return sorted(got)
 
 
 class _LimitGate:
@@ -654,6 +726,12 @@ class _Timeline:
             x += 1
         return None
 
+    def fitting(self, j, t, duration, among) -> set[int]:
+        """The nodes of ``among`` that hold job ``j``'s request throughout ``[t, t + duration)``."""
+        cores, gpus, memory = self.request
+        c, g, m = cores[j], gpus[j], memory[j]
+        return {i for i in among if self._blocked_until(i, t, t + duration, c, g, m) is None}
+
     def earliest_fit(self, j, now, k, duration):
         """The earliest start >= now (now or an interval end) with ``k`` nodes that each hold
         the job's request throughout its limit, and those nodes (lowest indices first)."""
@@ -687,9 +765,11 @@ class _SlurmShared:
     they are -- same order of tests and limits; its docstring cites the Slurm sources), with
     resources per node instead of a node count:
 
-    * the main scheduler (``job_scheduler.c: _schedule``) starts jobs in priority order at
-      their first fit now, to ``default_queue_depth`` (+1) jobs on an event, the whole queue
-      at a ``sched_interval`` pass; the first job that does not fit fails the partition;
+    * the main scheduler (``job_scheduler.c: _schedule``) starts jobs in priority order on
+      the nodes cons_tres picks now (``cons_tres_nodes``: best fit over runs of consecutive
+      nodes, then the node with the fewest free cores, as ``_eval_nodes`` does), to
+      ``default_queue_depth`` (+1) jobs on an event, the whole queue at a ``sched_interval``
+      pass; the first job that does not fit fails the partition;
     * the backfill cycle (``backfill.c: _attempt_backfill``) plans on a ``_Timeline`` (the
       conservative planner's per-node intervals): the running jobs until their estimated ends
       and the jobs just started, each holding its cores, GPUs and memory (Slurm's select
@@ -698,7 +778,9 @@ class _SlurmShared:
       it). Each tested job (``bf_max_job_test``, ``bf_max_job_user``, ``bf_max_job_part``)
       gets its earliest fit (``_Timeline.earliest_fit``: the lowest-indexed nodes that each
       hold its request throughout its limit beside those jobs and are reserved to no earlier
-      job then); now: it starts there; else, within the window and under
+      job then); now: it starts, on the nodes cons_tres picks among those that hold it
+      throughout its limit (Slurm's ``_start_job`` excludes the others, then selects as the
+      main scheduler does); else, within the window and under
       ``bf_job_part_count_reserve``, it reserves those nodes **whole** over
       ``[floor(s / r) * r, floor((s + limit + r - 1) / r) * r)`` (``_set_slot_time``), cut to
       ``[now, window_end)``: no later job of the cycle may use them then, however few cores
@@ -724,9 +806,14 @@ class _SlurmShared:
     i.e. ``easy_drevt`` except at ties (a job ending exactly at the head's reserved start
     starts here, as a reservation holds ``[start, end)``; ``easy_drevt``'s test is strict);
     on several nodes Slurm also pins the head's reservation to the nodes of its earliest fit.
-    Not modelled: Slurm ands the map's slots from the one that holds the candidate's start
-    through the one that *begins* at its end (``begin_time <= end_time``), so a candidate
-    ending exactly when a reservation begins on its nodes is refused there; here it fits.
+    Not modelled: a reservation's nodes are the first fit at its start here, where Slurm's
+    will-run test picks them by the same best fit on the nodes as they will be then; its start
+    is the earliest end that frees enough, where Slurm's will-run test frees running jobs in
+    batches of close ends (30 s windows, ``cons_common/job_test.c: _will_run_test``) and plans
+    at a batch's last end (``docs/slurm.md``, "Shared nodes on the real Slurm"); and
+    Slurm ands the map's slots from the one that holds the candidate's start through the one
+    that *begins* at its end (``begin_time <= end_time``), so a candidate ending exactly when a
+    reservation begins on its nodes is refused there; here it fits.
     """
 
     def __init__(self, partition, limit, nodes, request, users, params, hook) -> None:
@@ -799,7 +886,7 @@ class _SlurmShared:
             looked += 1
             if gate is not None and self._held(gate, j, True):
                 continue
-            where = free.first_fit(nodes[j], cores[j], gpus[j], memory[j])
+            where = free.slurm_fit(nodes[j], cores[j], gpus[j], memory[j])
             if where is None:
                 break  # the partition failed
             self._start(j, where, free, due, gate)
@@ -845,7 +932,11 @@ class _SlurmShared:
                 continue
             d = limit[j]
             s, where = timeline.earliest_fit(j, now, nodes[j], d)
-            if s == now:
+            if s == now:  # on the nodes cons_tres picks among those free of reservations then
+                c, g, m = self.request[0][j], self.request[1][j], self.request[2][j]
+                fc, fg, fm = free.cores, free.gpus, free.memory
+                free_now = [i for i in range(len(fc)) if fc[i] >= c and fg[i] >= g and fm[i] >= m]
+                where = free.slurm_fit(nodes[j], c, g, m, timeline.fitting(j, now, d, free_now))
                 if self._start(j, where, free, due, gate):
                     timeline.add(j, now, min(now + d, window_end), where)
                 continue

@@ -49,6 +49,10 @@ class PriorityInputs:
     # what a running job is charged per second for fair-share (Slurm's billing TRES); None: its
     # nodes (whole-node pools); shared-node pools pass the CPUs it holds (``sim.shared``)
     charge: np.ndarray | None = None
+    # shared-node pools: the CPUs each job asks for and the pool's CPUs (multifactor's job-size
+    # factor weighs them in beside the nodes, as Slurm does); None: whole nodes
+    cpus: np.ndarray | None = None
+    total_cpus: int = 0
 
 
 class DynamicPriority(Protocol):

@@ -16,6 +16,11 @@ would order). Here (parameter names are the slurm.conf ones in snake case):
 * age = min(1, (now - submit) / max_age)  (``PriorityMaxAge``, default 7 days);
 * job size = nodes / total_nodes, or with ``favor_small`` (``PriorityFavorSmall=YES``)
   (total_nodes - nodes) / total_nodes: a job asking for the whole machine gets 1.0 (0.0);
+  on shared-node pools (``PriorityInputs.cpus``) the mean of that and the same ratio of CPUs,
+  (nodes / total_nodes + cpus / total_cpus) / 2 (favor_small: of the complements), as
+  ``_get_priority_internal`` computes it (``priority_multifactor.c``; ``sprio`` on a real
+  Slurm with select/cons_tres shows 0.15625 for 1 CPU on 1 of 4 nodes of 4 CPUs,
+  ``tests/test_real_slurm_shared.py``); on whole nodes the two ratios are equal;
 * partition = the partition's ``PriorityJobFactor`` / the largest one of the trace's
   partitions (``partition_priority: {name: value}``, default 1 each, so 1.0 for everyone);
 * QOS = the job's QOS ``Priority`` / the largest QOS ``Priority`` (Slurm's ``norm_priority``,
@@ -148,6 +153,11 @@ class Multifactor:
         nodes = inputs.num_nodes.astype(np.float64)
         total = float(inputs.total_nodes)
         size = (total - nodes) / total if p["favor_small"] else nodes / total
+        if inputs.cpus is not None and inputs.total_cpus > 0:  # shared nodes: CPUs too (module docstring)
+            cpus = np.asarray(inputs.cpus, dtype=np.float64)
+            total_cpus = float(inputs.total_cpus)
+            by_cpus = (total_cpus - cpus) / total_cpus if p["favor_small"] else cpus / total_cpus
+            size = np.clip((size + by_cpus) / 2.0, 0.0, 1.0)
         part = _partition_factor(inputs, dict(p["partition_priority"] or {}))
         qos = _qos_factor(inputs, dict(p["qos_factor"] or {}), dict(p["qos_priority"] or {}), len(nodes))
         static = (w["job_size"] * size + w["partition"] * part) + w["qos"] * qos
