@@ -13,13 +13,18 @@ Scope: one shared-node pool, static priorities (a rank per job; with partition `
   (Slurm's ``node_space_map_t`` keeps node bitmaps per time slot; ``_add_reservation`` takes
   the reserved job's nodes out of every slot it overlaps): it is stored as the interval of the
   job ``-1 - j``, which ``_blocked_until`` lets nothing overlap;
-* free resources, first fit and starts from ``kernel.shared`` (``_first_fit``, ``_take``,
-  ``_give_back``), the event loop's steps from ``_kernels`` (``_finish_next``, ``_launch``,
-  ``_enqueue_arrivals``).
+* free resources and starts from ``kernel.shared`` (``_take``, ``_give_back``), the event
+  loop's steps from ``_kernels`` (``_finish_next``, ``_launch``, ``_enqueue_arrivals``).
+
+A job starting now goes where Slurm's cons_tres puts it (``_cons_tres_nodes``, step for step
+``sim.shared.cons_tres_nodes``: best fit over runs of consecutive usable nodes, then the node
+with the fewest free cores); in a backfill cycle only nodes that hold it on the cycle's
+timelines until its limit are usable. A reservation's nodes are the earliest fit's, lowest
+indices first, as in the reference.
 
 A pass is ``_SlurmShared.select``: the main scheduler (``job_scheduler.c: _schedule``) on an
 arrival or completion to ``default_queue_depth`` + 1 jobs, over the whole queue at a
-``sched_interval`` tick, starting the queue's prefix that fits now by first fit; then, at a
+``sched_interval`` tick, starting the queue's prefix that fits now; then, at a
 ``bf_interval`` tick (every pass with ``bf_interval=0``), one backfill cycle
 (``backfill.c: _attempt_backfill``) on timelines rebuilt from the running jobs (until their
 estimated ends, cut at the window end) and the jobs the main scheduler just started. Jobs
@@ -38,7 +43,7 @@ from numba import njit
 from ._kernels import BIG, SF_NOW, _enqueue_arrivals, _finish_next, _launch, _load_counts, _next_event, _store_counts
 from ._slurm import (P_DEPTH, P_F_SIZE, P_I_SIZE, P_INTERVAL, P_MAX_TEST, P_MAX_USER, P_RES, P_RESERVE, P_SCHED,
                      P_WINDOW, SF_NEXT_BF, SF_NEXT_FULL, SF_T0, ST_CYCLE, ST_KBF, ST_KFULL, _due, _window_end)
-from .shared import _earliest_fit, _first_fit, _give_back, _maxima, _node_lists, _take, _tl_add
+from .shared import _blocked_until, _earliest_fit, _first_fit, _give_back, _maxima, _node_lists, _take, _tl_add
 
 # counters of the work done, for benchmarks (``run_shared_slurm``'s ``counters``)
 ST_PASSES = 10  # scheduling passes
@@ -58,6 +63,101 @@ def _wake_at(interval, sched, next_bf, next_full):
     if sched > 0 and next_full < t:
         t = next_full
     return t
+
+
+@njit(cache=True)
+def _cons_tres_nodes(usable, fc, k, c, chosen, rf, rl, rc, rn):
+    """``sim.shared.cons_tres_nodes``, step for step: the ``k`` nodes Slurm's cons_tres gives a
+    job of ``c`` cores per node among the ``usable`` ones (``_eval_nodes``: the runs of
+    consecutive usable nodes, the first sufficient one with the fewest free cores, else the
+    largest, then more runs for the rest; one node left: the one with the fewest free cores that
+    holds it) into chosen[:k], sorted; whether there are k. ``rf``, ``rl``, ``rc``, ``rn``:
+    scratch (each run's first and last node, free cores, nodes not yet used)."""
+    n = usable.shape[0]
+    R = 0
+    i = 0
+    while i < n:
+        if not usable[i]:
+            i += 1
+            continue
+        first = i
+        cpus = 0
+        while i < n and usable[i]:
+            cpus += fc[i]
+            i += 1
+        rf[R] = first
+        rl[R] = i - 1
+        rc[R] = cpus
+        rn[R] = i - first
+        R += 1
+    need = k * c  # Slurm's rem_cpus and rem_nodes
+    left = k
+    got = 0
+    while left > 0:
+        best = -1
+        best_enough = False
+        for r in range(R):
+            if rn[r] == 0:
+                continue
+            enough = rc[r] >= need and rn[r] >= left
+            if (best < 0 or (enough and not best_enough) or (enough and rc[r] < rc[best])
+                    or (not enough and rc[r] > rc[best])):
+                best = r
+                best_enough = enough
+        if best < 0:
+            return False
+        lo = rf[best]
+        hi = rl[best]
+        if left == 1:  # "try best fit single node"
+            single = -1
+            for x in range(lo, hi + 1):
+                if fc[x] >= need and (single < 0 or fc[x] < fc[single]):
+                    single = x
+                    if fc[x] == need:
+                        break
+            if single >= 0:
+                lo = single
+                hi = single
+        for x in range(lo, hi + 1):
+            if left == 0:
+                break
+            if left == 1 and fc[x] < need:
+                continue
+            use = need - (left - 1)
+            if use < c:
+                use = c
+            need -= fc[x] if fc[x] < use else use  # _cpus_to_use
+            chosen[got] = x
+            got += 1
+            left -= 1
+        rn[best] = 0
+    for x in range(1, k):  # sorted, as the reference returns them
+        v = chosen[x]
+        y = x - 1
+        while y >= 0 and chosen[y] > v:
+            chosen[y + 1] = chosen[y]
+            y -= 1
+        chosen[y + 1] = v
+    return True
+
+
+@njit(cache=True)
+def _slurm_fit(fc, fg, fm, k, c, g, m, pick, usable, rf, rl, rc, rn):
+    """``_Nodes.slurm_fit``: the nodes a job starting now gets, into pick[:k], among those
+    marked in ``usable`` that hold (c, g, m) now (first fit for a job of no cores); whether
+    there are k."""
+    for i in range(fc.shape[0]):
+        usable[i] = usable[i] and fc[i] >= c and fg[i] >= g and fm[i] >= m
+    if c < 1:
+        got = 0
+        for i in range(fc.shape[0]):
+            if usable[i]:
+                pick[got] = i
+                got += 1
+                if got == k:
+                    return True
+        return False
+    return _cons_tres_nodes(usable, fc, k, c, pick, rf, rl, rc, rn)
 
 
 @njit(cache=True)
@@ -119,6 +219,8 @@ def shared_slurm_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, m
     next_full = sf[SF_NEXT_FULL]
     n_arr = arrivals.shape[0]
     n_nodes = fc.shape[0]
+    usable = np.empty(n_nodes, np.bool_)  # scratch of the cons_tres placement: usable nodes, and
+    runs = np.empty((4, n_nodes), np.int64)  # runs of them (first, last node, free cores, nodes left)
     status = 0
     events = 0
     while a < n_arr or H > 0 or (Q > 0 and _wake_at(interval, sched, next_bf, next_full) < np.inf):
@@ -158,7 +260,9 @@ def shared_slurm_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, m
             most = BIG if full else depth
             while x < Q and x <= most:  # job_depth++ > def_job_limit
                 j = q[x]
-                if not _first_fit(fc, fg, fm, nodes[j], cores[j], gpus[j], mem[j], pick):
+                usable[:] = True
+                if not _slurm_fit(fc, fg, fm, nodes[j], cores[j], gpus[j], mem[j], pick, usable, runs[0], runs[1],
+                                  runs[2], runs[3]):
                     break  # the partition failed
                 _take(j, pick, nodes, cores, gpus, mem, fc, fg, fm, node_start, node_list)
                 due[D] = j
@@ -195,7 +299,14 @@ def shared_slurm_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, m
                                   cores, gpus, mem, cap_c, cap_g, cap_m, pick)
                 if s == np.inf:
                     return -3, ts, te, tj
-                if s == now:
+                if s == now:  # on the nodes cons_tres picks among those free of reservations then
+                    near = np.empty(ts.shape[1], np.int64)
+                    for i in range(n_nodes):
+                        usable[i] = _blocked_until(ts, te, tj, cnt, i, now, now + d, cores[j], gpus[j], mem[j],
+                                                   cores, gpus, mem, cap_c, cap_g, cap_m, near) == -np.inf
+                    if not _slurm_fit(fc, fg, fm, nodes[j], cores[j], gpus[j], mem[j], pick, usable, runs[0],
+                                      runs[1], runs[2], runs[3]):
+                        return -3, ts, te, tj  # (cannot be: k nodes hold it on the timeline now)
                     _take(j, pick, nodes, cores, gpus, mem, fc, fg, fm, node_start, node_list)
                     due[D] = j
                     D += 1
