@@ -1,15 +1,28 @@
-"""Slurm's backfill on a shared-node pool (``backfill: slurm`` on ``select/cons_tres``; the
-reference engine ``sim.shared._SlurmShared``) beside the shared engine's EASY (compiled when
-numba pays off: ``kernel=reference`` here for all, so the figures compare Python with Python)
-and conservative. ``bench_machine.shared_workload`` on NODES nodes of 64 cores, 4 GPUs, 256 GiB
-at core load LOAD; CPU time (``process_time``), best of 2, and the mean wait.
+"""Slurm's backfill on shared-node pools (``backfill: slurm`` on ``select/cons_tres``): the
+reference engine ``sim.shared._SlurmShared`` against the compiled ``kernel._shared_slurm``.
 
-    PYTHONPATH=. python benchmarks/bench_shared_slurm.py [JOBS [NODES [LOAD]]]   # 2000 16 0.9
+Two parts, CPU time (``process_time``, best of ``REPEATS``; the largest sizes once), the
+1-minute load printed before and after:
+
+* ``small``: ``bench_machine.shared_workload`` on NODES nodes of 64 cores, 4 GPUs, 256 GiB at
+  core load LOAD (2,000 jobs on 16 nodes by default): the reference and the compiled kernel
+  with Slurm's defaults and with ``bf_max_job_test=50``, EASY and conservative (reference)
+  beside them, and the mean wait (the same for both engines: they give the same schedule).
+* ``growth`` (issue 26's row): the compiled kernel with Slurm's defaults on issue 26's
+  4-partition machine of cores and memory (``bench_slurm_kernel.four_partitions``: batch 64
+  nodes, gpu 16, bigmem 8, debug 16, 64 cores each, shared; ``shared_workload``'s jobs at core
+  load 0.9 on each) for 125k, 250k, 500k and 1M jobs through ``sim.partitioned.simulate_machine``:
+  jobs/s (target >= 100,000 at 1M), cost per doubling (target <= 2.2x), peak RSS, and the
+  kernel's work counters (``_shared_slurm.COUNTERS``: where the time goes).
+
+    PYTHONPATH=. python benchmarks/bench_shared_slurm.py small [JOBS [NODES [LOAD]]]  # 2000 16 0.9
+    PYTHONPATH=. python benchmarks/bench_shared_slurm.py growth [MAX_JOBS]              # 1000000
 """
 
 from __future__ import annotations
 
 import os
+import resource
 import sys
 import time
 from pathlib import Path
@@ -18,8 +31,22 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+REPEATS = 2
+GROWTH_SIZES = (125_000, 250_000, 500_000, 1_000_000)
+TARGET_JOBS_PER_S = 100_000
+TARGET_DOUBLING = 2.2
 
-def main(argv: list[str]) -> None:
+
+def _best(fn, repeats=REPEATS):
+    best, out = np.inf, None
+    for _ in range(repeats):
+        t = time.process_time()
+        out = fn()
+        best = min(best, time.process_time() - t)
+    return best, out
+
+
+def small(argv: list[str]) -> None:
     from bench_machine import shared_workload
 
     from drevt_sweep.sim.machine import Machine, Partition
@@ -31,19 +58,63 @@ def main(argv: list[str]) -> None:
     jobs = shared_workload(n, nodes=nodes, load=load)
     machine = Machine("shared", (Partition("shared", nodes, cores=64, gpus=4, memory=262144, sharing="shared"),))
     print(f"{n} jobs, {nodes} nodes, load {load}; 1-min load {os.getloadavg()[0]:.1f}", flush=True)
-    for name, kw in (("easy (reference)", dict(backfill="easy")),
-                     ("slurm, Slurm's defaults", dict(backfill="slurm")),
-                     ("slurm, bf_max_job_test=50", dict(backfill="slurm", backfill_params={"bf_max_job_test": 50})),
-                     ("conservative (reference)", dict(backfill="conservative"))):
-        best = np.inf
-        for _ in range(2):
-            t = time.process_time()
-            s = simulate_machine(jobs, jobs.actual_run_time, machine, kernel="reference", **kw)
-            best = min(best, time.process_time() - t)
+    simulate_machine(jobs, jobs.actual_run_time, machine, backfill="slurm", kernel="fast")  # (loads the kernel)
+    for name, kw in (("easy (reference)", dict(backfill="easy", kernel="reference")),
+                     ("slurm, defaults (reference)", dict(backfill="slurm", kernel="reference")),
+                     ("slurm, defaults (compiled)", dict(backfill="slurm", kernel="fast")),
+                     ("slurm, bf_max_job_test=50 (reference)",
+                      dict(backfill="slurm", kernel="reference", backfill_params={"bf_max_job_test": 50})),
+                     ("slurm, bf_max_job_test=50 (compiled)",
+                      dict(backfill="slurm", kernel="fast", backfill_params={"bf_max_job_test": 50})),
+                     ("conservative (reference)", dict(backfill="conservative", kernel="reference"))):
+        best, s = _best(lambda: simulate_machine(jobs, jobs.actual_run_time, machine, **kw))
         wait = np.nanmean(s.begin - jobs.submit)
-        print(f"  {name:28s} CPU {best:6.2f} s {n / best:9,.0f} jobs/s, mean wait {wait:6.0f} s", flush=True)
+        print(f"  {name:40s} CPU {best:7.3f} s {n / best:11,.0f} jobs/s, mean wait {wait:6.0f} s", flush=True)
     print(f"1-min load after: {os.getloadavg()[0]:.1f}")
 
 
+def _counting(counters: dict):
+    """Make every compiled shared Slurm run add its work counters (``_shared_slurm.COUNTERS``)
+    to ``counters``: where the time goes."""
+    from drevt_sweep.sim.kernel import _shared_slurm
+
+    run = _shared_slurm.run_shared_slurm
+    if getattr(run, "counting", None) is not None:
+        run = run.counting
+    _shared_slurm.run_shared_slurm = lambda *a, **kw: run(*a, counters=counters, **kw)
+    _shared_slurm.run_shared_slurm.counting = run
+
+
+def growth(argv: list[str]) -> None:
+    from drevt_sweep.sim.partitioned import simulate_machine
+
+    largest = int(argv[0]) if argv else GROWTH_SIZES[-1]
+    from bench_slurm_kernel import four_partitions
+
+    print(f"compiled slurm, Slurm's defaults, issue 26's 4 shared partitions, core load 0.9; "
+          f"1-min load {os.getloadavg()[0]:.1f}", flush=True)
+    jobs, machine = four_partitions(2000)
+    simulate_machine(jobs, jobs.actual_run_time, machine, backfill="slurm", kernel="fast")  # (loads the kernel)
+    previous = None
+    for size in (s for s in GROWTH_SIZES if s <= largest):
+        jobs, machine = four_partitions(size)
+        counters: dict = {}
+        _counting(counters)
+        best, s = _best(lambda: simulate_machine(jobs, jobs.actual_run_time, machine, backfill="slurm",
+                                                 kernel="fast"), 1 if size >= 500_000 else REPEATS)
+        wait = np.nanmean(s.begin - jobs.submit)
+        note = "" if previous is None else f", x{best / previous:.2f} per doubling (target <= {TARGET_DOUBLING})"
+        rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        print(f"  {size:>9,} jobs: CPU {best:7.2f} s {size / best:9,.0f} jobs/s, mean wait {wait:6.0f} s, "
+              f"peak RSS {rss:,.0f} MiB{note}", flush=True)
+        runs = 1 if size >= 500_000 else REPEATS
+        print("             per run: " + ", ".join(f"{k} {v // runs:,}" for k, v in counters.items())
+              + f"; {best / max(counters['earliest_fits'] // runs, 1) * 1e6:.1f} us of CPU per earliest fit",
+              flush=True)
+        previous = best
+    print(f"target at 1M: >= {TARGET_JOBS_PER_S:,} jobs/s; 1-min load after: {os.getloadavg()[0]:.1f}")
+
+
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    part, *rest = sys.argv[1:] or ["small"]
+    {"small": small, "growth": growth}[part](rest)

@@ -18,8 +18,9 @@ cores-and-memory machine at load 0.9, each doubling of the trace (125k to 1M job
 partition gets its share of the jobs (60/15/10/15 %) from ``bench_machine.shared_workload``
 (1 core to whole nodes, a fifth asking for GPUs, memory 1-4 GiB per core) at offered core load
 0.9 on its own nodes. The shared pools run ``backfill: easy``, compiled: what ``backfill: slurm``
-ran there until Slurm's backfill on shared nodes came (``sim.shared._SlurmShared``, reference
-engine only: far too slow for a million jobs; docs/slurm.md). Beside
+ran there until Slurm's backfill on shared nodes came (``sim.shared._SlurmShared``; compiled in
+``kernel._shared_slurm``, but still far too slow for a million jobs: ``bench_shared_slurm.py
+growth`` runs it on this machine; docs/slurm.md). Beside
 it, the same four partitions with whole nodes (``exclusive``; jobs from ``gen_workload.generate``
 at node load 0.9), where Slurm's backfill with its default limits runs in ``_slurm.slurm_steps``
 on each partition. CPU time of ``partitioned.simulate_machine`` (one warm-up on 20,000 jobs;

@@ -27,8 +27,8 @@ from test_shared import _max_use_per_node
 
 from drevt_sweep.cli.sim import main as sim_main
 from drevt_sweep.errors import ConfigError
-from drevt_sweep.sim.machine import Machine, Partition
-from drevt_sweep.sim.partitioned import simulate_machine
+from drevt_sweep.sim import kernel as fast
+from drevt_sweep.sim.machine import Partition
 from drevt_sweep.sim.shared import simulate_shared
 
 INF = math.inf
@@ -40,11 +40,17 @@ TWO = Partition("p", 2, cores=4, sharing="shared")
 
 
 def run(jobs, cores, part=TWO, backfill="slurm", run_time=None, **params):
+    """The reference's schedule; under ``slurm`` the compiled kernel's (``kernel._shared_slurm``)
+    too, which must be the same."""
     n = len(jobs)
     rt = jobs.actual_run_time if run_time is None else run_time
-    return simulate_shared(jobs, rt, part, np.asarray(cores), np.zeros(n, np.int64), np.zeros(n),
-                           backfill=backfill, kernel="reference",
-                           backfill_params=params if backfill == "slurm" else None)
+    schedules = [simulate_shared(jobs, rt, part, np.asarray(cores), np.zeros(n, np.int64), np.zeros(n),
+                                 backfill=backfill, kernel=kernel,
+                                 backfill_params=params if backfill == "slurm" else None)
+                 for kernel in ("reference", "fast") if kernel == "reference" or (
+                     backfill == "slurm" and fast.load(warn=False) is not None)]
+    assert all(_same(schedules[0], s) for s in schedules[1:])
+    return schedules[0]
 
 
 def starts(schedule):
@@ -257,15 +263,8 @@ def test_the_job_size_factor_weighs_the_cpus_asked_for_as_slurm_does(kernel):
         assert begin(backfill, True) == [0, 100, 150]
 
 
-def test_the_compiled_kernel_is_refused_with_one_clear_error():
+def test_a_bad_setting_is_refused_with_one_clear_error():
     jobs, cores = four_jobs()
-    with pytest.raises(ConfigError, match="no compiled version"):
-        simulate_shared(jobs, jobs.actual_run_time, TWO, np.asarray(cores), np.zeros(4, np.int64), np.zeros(4),
-                        backfill="slurm", kernel="fast")
-    machine = Machine("m", (TWO,))
-    with pytest.raises(ConfigError, match="reference engine only"):
-        simulate_machine(jobs.replace(cores_per_node=np.asarray(cores)), jobs.actual_run_time, machine,
-                         backfill="slurm", kernel="fast")
     with pytest.raises(ConfigError, match="bf_max_job_test"):
         run(jobs, cores, bf_max_job_test=0)
 

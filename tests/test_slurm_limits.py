@@ -734,3 +734,7 @@ def test_limits_on_shared_nodes_hold_jobs_in_the_easy_pass(tmp_path):
                                 priority_params={"calc_period": 10.0})
     assert begins(schedule) == [0, 100]
     assert schedule.warnings["held_AssocGrpCpuLimit"] == 1
+    # the limits run on the reference only: kernel='fast' says so (the compiled kernel has no gate)
+    with pytest.raises(ConfigError, match="association/QOS limits has no compiled shared-node version"):
+        simulate_machine(jobs.take(np.array([0, 2])), jobs.actual_run_time[[0, 2]], machine, backfill="slurm",
+                         limits=limits, kernel="fast")

@@ -56,6 +56,9 @@ def warm(group: str) -> None:
         simulate_shared(jobs, rt, Partition("p", 4, cores=8, gpus=1, memory=1000, sharing="shared"),
                         np.full(n, 2), np.zeros(n, dtype=np.int64), np.full(n, 100.0),
                         priority="multifactor", backfill="easy", kernel="fast")
+        # Slurm's backfill on shared nodes (kernel._shared_slurm, on the conservative timelines)
+        simulate_shared(jobs, rt, Partition("p", 4, cores=8, gpus=1, memory=1000, sharing="shared"),
+                        np.full(n, 2), np.zeros(n, dtype=np.int64), np.full(n, 100.0), backfill="slurm", kernel="fast")
         return
     for backfill in ("easy", "easy_drevt", "none"):
         engine.simulate(jobs, rt, 4, backfill=backfill, kernel="fast")

@@ -67,9 +67,6 @@ def simulate_machine(
     progress = policy_options.pop("progress", None)
     defaults = {"estimate": "user", "backfill_order": "fcfs", "priority_params": None,
                 "compression": "compress_first", "estimate_refresh": "submit", "backfill_params": None}
-    if backfill == "slurm" and kernel == "fast" and any(p.shared for p in machine.partitions):
-        raise ConfigError("backfill 'slurm' on shared-node partitions runs on the reference engine only "
-                          "(no compiled version yet); use kernel 'auto' or 'reference'")
     special = {k: v for k, v in policy_options.items()
                if v != defaults.get(k, v) and k not in ("backfill_params", "priority_params")}
     if special and any(p.shared for p in machine.partitions):
@@ -133,8 +130,8 @@ def simulate_machine(
         if part.shared:
             from .shared import simulate_shared
 
-            # backfill slurm: Slurm's backfill on shared nodes (sim.shared._SlurmShared, the
-            # reference engine), association limits through its gate
+            # backfill slurm: Slurm's backfill on shared nodes (sim.shared._SlurmShared, compiled
+            # in kernel._shared_slurm), association limits through its gate (the reference)
             report: dict = {}
             result = simulate_shared(
                 sub, rt[rows], part, placement.cores[rows], placement.gpus[rows],

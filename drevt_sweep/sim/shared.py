@@ -2,8 +2,10 @@
 
 The reference implementation (pure Python; ``sim.kernel.shared`` is the compiled version, bit
 for bit the same; with a dynamic priority ``sim.kernel._shared_dynamic``, except under
-``conservative``, which runs here; ``slurm`` runs here only). A job asks for ``k`` nodes, each
-with ``c`` cores, ``g`` GPUs and ``m`` MiB; it runs on ``k`` distinct nodes that each have that
+``conservative`` and ``slurm``, which run here; ``slurm`` with static priorities
+``sim.kernel._shared_slurm``, unless association limits keep it here). A job asks for ``k``
+nodes, each with ``c`` cores, ``g`` GPUs and ``m`` MiB; it runs on ``k`` distinct nodes that
+each have that
 much free. The event loop is the engine's (completions, then arrivals, then one scheduling
 pass; the scheduler plans with time limits only; limits enforced by killing).
 
@@ -116,7 +118,7 @@ def simulate_shared(jobs: JobTable, run_time: np.ndarray, partition: Partition, 
     exception from it (Ctrl-C) stops the run there. ``priority_params``: a dynamic priority's
     parameters (``multifactor``'s weights etc.; see the module docstring). ``backfill_params``:
     backfill ``slurm``'s settings (``policies.slurm_backfill.DEFAULTS``; ``tier``: each job's
-    partition ``PriorityTier``), on the reference engine only."""
+    partition ``PriorityTier``, on the reference engine only)."""
     check_priority(priority)
     check_backfill(backfill)
     if backfill not in SHARED_BACKFILLS:
@@ -145,9 +147,19 @@ def simulate_shared(jobs: JobTable, run_time: np.ndarray, partition: Partition, 
                              np.asarray(jobs.user_code, dtype=np.int64).tolist(), backfill_params, on_reservation)
     elif backfill_params:
         raise ConfigError(f"backfill {backfill!r} takes no parameters, got {', '.join(map(str, backfill_params))}")
-    if limits is None and _use_kernel(kernel, backfill, on_reservation, n, dynamic):
+    if _use_kernel(kernel, backfill, on_reservation, n, dynamic, slurm, limits is not None):
         machine = (partition.nodes, *node_resources(partition))
-        if dynamic is not None:
+        if slurm is not None:
+            from .kernel._shared_slurm import run_shared_slurm
+
+            if slurm.tier is not None:  # the queue by (-PriorityTier, rank): static too
+                order = np.lexsort((rank, -np.asarray(slurm.tier, dtype=np.float64)))
+                rank = np.empty(n, np.int64)
+                rank[order] = np.arange(n)
+            begin, end, node_start, node_list = run_shared_slurm(
+                submit, limit, nodes, dur, rank, request, machine, jobs.user_code, backfill_params,
+                progress=progress)
+        elif dynamic is not None:
             from .kernel._shared_dynamic import run_shared_dynamic
 
             begin, end, node_start, node_list = run_shared_dynamic(
@@ -193,9 +205,13 @@ def _dynamic_priority(jobs, priority, params, submit, limit, nodes, cores, total
     return DYNAMIC_PRIORITIES[priority](inputs, **dict(params or {}))
 
 
-def _use_kernel(kernel: str, backfill: str, on_reservation, n: int, dynamic=None) -> bool:
-    """Whether the compiled kernel runs (``kernel``: see ``simulate_shared``). A dynamic
-    priority under ``conservative`` runs on the reference only (``kernel='fast'`` refuses it)."""
+def _use_kernel(kernel: str, backfill: str, on_reservation, n: int, dynamic=None, slurm=None,
+                limits: bool = False) -> bool:
+    """Whether the compiled kernel runs (``kernel``: see ``simulate_shared``). On the reference
+    only, which ``kernel='fast'`` refuses: ``slurm`` (``slurm``: the run's ``_SlurmShared``, or
+    None) with association limits (``limits``), and a dynamic priority under ``slurm`` or
+    ``conservative``. Limits with another backfill (a gate in the queue pass) run on the
+    reference too."""
     import os
 
     if kernel == "auto":
@@ -204,20 +220,23 @@ def _use_kernel(kernel: str, backfill: str, on_reservation, n: int, dynamic=None
         if kernel == "fast" and on_reservation is not None:
             raise ConfigError("kernel='fast' cannot call an on_reservation hook")
         return False
-    if backfill == "slurm":
+    unsupported = None
+    if limits:
+        if slurm is None:
+            return False  # (a gate in the queue pass: the reference, as before)
+        unsupported = "backfill 'slurm' with association/QOS limits"
+    elif dynamic is not None and backfill in ("conservative", "slurm"):
+        unsupported = f"backfill {backfill!r} with a dynamic priority"
+    if unsupported is not None:
         if kernel == "fast":
-            raise ConfigError("backfill 'slurm' on a shared-node pool has no compiled version yet; use kernel "
-                              "'auto' or 'reference'")
-        return False
-    if dynamic is not None and backfill == "conservative":
-        if kernel == "fast":
-            raise ConfigError("backfill 'conservative' with a dynamic priority has no compiled shared-node "
-                              "version; use kernel 'auto' or 'reference'")
+            raise ConfigError(f"{unsupported} has no compiled shared-node version; use kernel 'auto' or "
+                              "'reference'")
         return False
     from . import kernel as fast
 
-    # the shared-node reference costs about 100x the pool reference per job (1.4 ms on Kabre)
-    if kernel == "auto" and not fast.worth_loading(backfill, 100 * n):
+    # the shared-node reference costs about 100x the pool reference per job (1.4 ms on Kabre);
+    # Slurm's on shared nodes about what it costs on whole nodes (0.4 ms per job)
+    if kernel == "auto" and not fast.worth_loading(backfill, n if slurm is not None else 100 * n):
         return False
     return fast.load(warn=kernel == "auto") is not None
 

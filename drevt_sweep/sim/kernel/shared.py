@@ -482,7 +482,7 @@ def _lower_bound(ends, E, e):
 
 @njit(cache=True)
 def _ends_insert(ends, E, e):
-    a = _lower_bound(ends, E, e)
+    a = _lower_bound(ends, E, np.nextafter(e, np.inf))  # after the equal ends: adding in order moves none
     for x in range(E, a, -1):
         ends[x] = ends[x - 1]
     ends[a] = e
@@ -498,13 +498,19 @@ def _ends_remove(ends, E, e):
 
 
 @njit(cache=True)
-def _fits_node(ts, te, tj, cnt, i, t0, t1, c, g, m, cores, gpus, mem, cap_c, cap_g, cap_m, near):
-    """Whether node i holds (c, g, m) throughout [t0, t1) (``_Timeline._fits``): the usage at
-    t0 and at every interval start inside the window, over the intervals overlapping it
-    (gathered into ``near`` first)."""
+def _blocked_until(ts, te, tj, cnt, i, t0, t1, c, g, m, cores, gpus, mem, cap_c, cap_g, cap_m, near):
+    """``_Timeline._blocked_until``: -inf if node i holds (c, g, m) throughout [t0, t1) (the
+    usage at t0 and at every interval start inside the window, over the intervals overlapping
+    it, gathered into ``near`` first); else a time before which no window of that length
+    starting at t0 or later fits there: the next breakpoint of the node's usage after the
+    point that lacks room (the window of a later start still covers that point's stretch). The
+    interval of a job ``-1 - j`` (negative) holds the node whole: nothing fits beside it before
+    its end (``_Timeline``'s ``whole`` intervals; ``_shared_slurm``)."""
     o = 0
     for b in range(cnt[i]):
         if ts[i, b] < t1 and te[i, b] > t0:
+            if tj[i, b] < 0:
+                return te[i, b]
             near[o] = b
             o += 1
     for a in range(-1, o):
@@ -525,8 +531,14 @@ def _fits_node(ts, te, tj, cnt, i, t0, t1, c, g, m, cores, gpus, mem, cap_c, cap
                 ug += gpus[j]
                 um += mem[j]
         if cap_c - uc < c or cap_g - ug < g or cap_m - um < m:
-            return False
-    return True
+            after = np.inf  # (every start and end on the node counts: at most the next breakpoint)
+            for b in range(cnt[i]):
+                if p < ts[i, b] < after:
+                    after = ts[i, b]
+                if p < te[i, b] < after:
+                    after = te[i, b]
+            return after
+    return -np.inf
 
 
 # ``shared_conservative_steps``' scalars between slices, in ``st`` beside the common counts.
@@ -707,6 +719,10 @@ def _earliest_fit(ts, te, tj, cnt, ends, E, now, k, duration, c, g, m, cores, gp
     k nodes each hold (c, g, m) for ``duration``; the nodes in pick[:k]."""
     n_nodes = cnt.shape[0]
     near = np.empty(ts.shape[1], np.int64)
+    if k == 1:
+        return _earliest_on_one_node(ts, te, tj, cnt, now, duration, c, g, m, cores, gpus, mem,
+                                     cap_c, cap_g, cap_m, pick, near)
+    blocked = np.full(n_nodes, -np.inf)  # per node: no start before this fits
     a = _lower_bound(ends, E, np.nextafter(now, np.inf))  # the first end after now
     x = a - 1  # -1: the candidate now
     last = np.nan
@@ -718,13 +734,46 @@ def _earliest_fit(ts, te, tj, cnt, ends, E, now, k, duration, c, g, m, cores, gp
         last = t
         got = 0
         for i in range(n_nodes):
-            if _fits_node(ts, te, tj, cnt, i, t, t + duration, c, g, m, cores, gpus, mem,
-                          cap_c, cap_g, cap_m, near):
+            if blocked[i] > t:
+                continue
+            until = _blocked_until(ts, te, tj, cnt, i, t, t + duration, c, g, m, cores, gpus, mem,
+                                   cap_c, cap_g, cap_m, near)
+            if until == -np.inf:
                 pick[got] = i
                 got += 1
                 if got == k:
                     return t
+            else:
+                blocked[i] = until
     return np.inf
+
+
+@njit(cache=True)
+def _earliest_on_one_node(ts, te, tj, cnt, now, duration, c, g, m, cores, gpus, mem, cap_c, cap_g, cap_m,
+                          pick, near):
+    """``_earliest_fit`` for a job of one node, node by node: from ``now``, a node that lacks
+    room is looked at next from the first of *its own* interval ends at or after the point
+    where it is blocked (``_blocked_until``). No candidate in between fits there, and a start
+    that fits on a node still fits slid left to the last of its ends before it (or to now:
+    going left across a start, usage only drops), so its earliest candidate is now or one of
+    its ends. The earliest so far bounds the search on later nodes (a tie keeps the lower
+    index), as the scan over every candidate would pick."""
+    best = np.inf
+    for i in range(cnt.shape[0]):
+        t = now
+        while t < best:
+            until = _blocked_until(ts, te, tj, cnt, i, t, t + duration, c, g, m, cores, gpus, mem,
+                                   cap_c, cap_g, cap_m, near)
+            if until == -np.inf:
+                best = t
+                pick[0] = i
+                break
+            t = np.inf
+            for b in range(cnt[i]):
+                e = te[i, b]
+                if e >= until and e > now and e < t:
+                    t = e
+    return best
 
 
 # --- conservative with limits enforced: a persistent plan on per-node free profiles ---------

@@ -1,0 +1,418 @@
+"""The compiled ``backfill: slurm`` on shared-node pools: ``sim.shared._SlurmShared``, bit for bit.
+
+Scope: one shared-node pool, static priorities (a rank per job; with partition ``PriorityTier``s
+``sim.shared`` ranks by tier first, a static order too), no association limits and no
+``on_reservation`` hook (``sim.shared._use_kernel`` sends every other case to the reference). What is reused rather than rewritten:
+
+* the clocks of the periodic passes: ``_slurm._due`` (``SlurmBackfill._due``: ticks at
+  ``t0 + k * step`` from the first pass, the ones passed while no job waits skipped) and the
+  window end ``_slurm._window_end`` (``cycle_window_end``);
+* the per-node interval timelines of the shared conservative kernel (``kernel.shared``:
+  ``_tl_add``, ``_earliest_fit``, ``_blocked_until``, ``_tl_grow``), which are what
+  ``_SlurmShared`` plans on (``_Timeline``). A backfill reservation holds its nodes **whole**
+  (Slurm's ``node_space_map_t`` keeps node bitmaps per time slot; ``_add_reservation`` takes
+  the reserved job's nodes out of every slot it overlaps): it is stored as the interval of the
+  job ``-1 - j``, which ``_blocked_until`` lets nothing overlap;
+* free resources and starts from ``kernel.shared`` (``_take``, ``_give_back``), the event
+  loop's steps from ``_kernels`` (``_finish_next``, ``_launch``, ``_enqueue_arrivals``).
+
+A job starting now goes where Slurm's cons_tres puts it (``_cons_tres_nodes``, step for step
+``sim.shared.cons_tres_nodes``: best fit over runs of consecutive usable nodes, then the node
+with the fewest free cores); in a backfill cycle only nodes that hold it on the cycle's
+timelines until its limit are usable. A reservation's nodes are the earliest fit's, lowest
+indices first, as in the reference.
+
+A pass is ``_SlurmShared.select``: the main scheduler (``job_scheduler.c: _schedule``) on an
+arrival or completion to ``default_queue_depth`` + 1 jobs, over the whole queue at a
+``sched_interval`` tick, starting the queue's prefix that fits now; then, at a
+``bf_interval`` tick (every pass with ``bf_interval=0``), one backfill cycle
+(``backfill.c: _attempt_backfill``) on timelines rebuilt from the running jobs (until their
+estimated ends, cut at the window end) and the jobs the main scheduler just started. Jobs
+started in the pass are launched after it, in start order, as the reference's ``due`` list.
+Per-user counts of a cycle are stamped with the cycle's number instead of cleared
+(``_check_bf_usage`` does the same with ``last_sched``); with one partition
+``bf_max_job_part`` and ``bf_max_job_test`` count the same jobs (the smaller one ends the
+cycle). ``tests/test_shared_slurm_kernel.py`` compares the schedules with the reference.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from ._kernels import BIG, SF_NOW, _enqueue_arrivals, _finish_next, _launch, _load_counts, _next_event, _store_counts
+from ._slurm import (P_DEPTH, P_F_SIZE, P_I_SIZE, P_INTERVAL, P_MAX_TEST, P_MAX_USER, P_RES, P_RESERVE, P_SCHED,
+                     P_WINDOW, SF_NEXT_BF, SF_NEXT_FULL, SF_T0, ST_CYCLE, ST_KBF, ST_KFULL, _due, _window_end)
+from .shared import _blocked_until, _earliest_fit, _first_fit, _give_back, _maxima, _node_lists, _take, _tl_add
+
+# counters of the work done, for benchmarks (``run_shared_slurm``'s ``counters``)
+ST_PASSES = 10  # scheduling passes
+ST_PLANNED = 11  # backfill cycles that planned (a tested job fit now): timelines rebuilt
+ST_RUNNING = 12  # running jobs put on those timelines, summed
+ST_FITS = 13  # earliest fits searched
+ST_SIZE = 14  # _kernels' counts, then _slurm's ST_KBF, ST_KFULL, ST_CYCLE (cycles run), the counters
+COUNTERS = {"passes": ST_PASSES, "cycles": ST_CYCLE, "cycles_planned": ST_PLANNED, "running_planned": ST_RUNNING,
+            "earliest_fits": ST_FITS}
+SF_SIZE = 5  # SF_NOW, then _slurm's SF_T0, (SF_WAKE: unused), SF_NEXT_BF, SF_NEXT_FULL
+
+
+@njit(cache=True, inline="always")
+def _wake_at(interval, sched, next_bf, next_full):
+    """``SlurmBackfill.wake_at``: the next cycle or periodic main pass (an event while jobs wait)."""
+    t = next_bf if interval > 0 else np.inf
+    if sched > 0 and next_full < t:
+        t = next_full
+    return t
+
+
+@njit(cache=True)
+def _cons_tres_nodes(usable, fc, k, c, chosen, rf, rl, rc, rn):
+    """``sim.shared.cons_tres_nodes``, step for step: the ``k`` nodes Slurm's cons_tres gives a
+    job of ``c`` cores per node among the ``usable`` ones (``_eval_nodes``: the runs of
+    consecutive usable nodes, the first sufficient one with the fewest free cores, else the
+    largest, then more runs for the rest; one node left: the one with the fewest free cores that
+    holds it) into chosen[:k], sorted; whether there are k. ``rf``, ``rl``, ``rc``, ``rn``:
+    scratch (each run's first and last node, free cores, nodes not yet used)."""
+    n = usable.shape[0]
+    R = 0
+    i = 0
+    while i < n:
+        if not usable[i]:
+            i += 1
+            continue
+        first = i
+        cpus = 0
+        while i < n and usable[i]:
+            cpus += fc[i]
+            i += 1
+        rf[R] = first
+        rl[R] = i - 1
+        rc[R] = cpus
+        rn[R] = i - first
+        R += 1
+    need = k * c  # Slurm's rem_cpus and rem_nodes
+    left = k
+    got = 0
+    while left > 0:
+        best = -1
+        best_enough = False
+        for r in range(R):
+            if rn[r] == 0:
+                continue
+            enough = rc[r] >= need and rn[r] >= left
+            if (best < 0 or (enough and not best_enough) or (enough and rc[r] < rc[best])
+                    or (not enough and rc[r] > rc[best])):
+                best = r
+                best_enough = enough
+        if best < 0:
+            return False
+        lo = rf[best]
+        hi = rl[best]
+        if left == 1:  # "try best fit single node"
+            single = -1
+            for x in range(lo, hi + 1):
+                if fc[x] >= need and (single < 0 or fc[x] < fc[single]):
+                    single = x
+                    if fc[x] == need:
+                        break
+            if single >= 0:
+                lo = single
+                hi = single
+        for x in range(lo, hi + 1):
+            if left == 0:
+                break
+            if left == 1 and fc[x] < need:
+                continue
+            use = need - (left - 1)
+            if use < c:
+                use = c
+            need -= fc[x] if fc[x] < use else use  # _cpus_to_use
+            chosen[got] = x
+            got += 1
+            left -= 1
+        rn[best] = 0
+    for x in range(1, k):  # sorted, as the reference returns them
+        v = chosen[x]
+        y = x - 1
+        while y >= 0 and chosen[y] > v:
+            chosen[y + 1] = chosen[y]
+            y -= 1
+        chosen[y + 1] = v
+    return True
+
+
+@njit(cache=True)
+def _slurm_fit(fc, fg, fm, k, c, g, m, pick, usable, rf, rl, rc, rn):
+    """``_Nodes.slurm_fit``: the nodes a job starting now gets, into pick[:k], among those
+    marked in ``usable`` that hold (c, g, m) now (first fit for a job of no cores); whether
+    there are k."""
+    for i in range(fc.shape[0]):
+        usable[i] = usable[i] and fc[i] >= c and fg[i] >= g and fm[i] >= m
+    if c < 1:
+        got = 0
+        for i in range(fc.shape[0]):
+            if usable[i]:
+                pick[got] = i
+                got += 1
+                if got == k:
+                    return True
+        return False
+    return _cons_tres_nodes(usable, fc, k, c, pick, rf, rl, rc, rn)
+
+
+@njit(cache=True)
+def _tested(q, x, Q, users, max_test, max_user, ucount, ustamp, cycle, tests, fc, fg, fm, nodes, cores, gpus, mem,
+            pick):
+    """The jobs a backfill cycle tests, from place ``x`` of the queue on, into ``tests`` in
+    priority order (``bf_max_job_test`` ends the list, ``bf_max_job_user`` passes a job over:
+    ``CycleLimits``), and the place in that list of the last one that fits now beside the
+    running jobs (-1: none). The cycle can start no job after that one (free resources only
+    shrink in it) and its reservations only keep jobs from starting, so it ends there: what
+    it would reserve later changes no schedule. Returns (count, last)."""
+    T = 0
+    for y in range(x, Q):
+        if T >= max_test:
+            break
+        j = q[y]
+        if max_user:
+            u = users[j]
+            if ustamp[u] != cycle:
+                ustamp[u] = cycle
+                ucount[u] = 0
+            if ucount[u] >= max_user:
+                continue
+            ucount[u] += 1
+        tests[T] = j
+        T += 1
+    maxc, maxg, maxm = _maxima(fc, fg, fm)
+    for y in range(T - 1, -1, -1):
+        j = tests[y]
+        if (cores[j] <= maxc and gpus[j] <= maxg and mem[j] <= maxm
+                and _first_fit(fc, fg, fm, nodes[j], cores[j], gpus[j], mem[j], pick)):
+            return T, y
+    return T, -1
+
+
+@njit(cache=True)
+def shared_slurm_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, mem, users, cap_c, cap_g, cap_m,
+                       pf_, pi, begin, end, est, node_start, node_list, fc, fg, fm, pick, re, rj, rn, hk, hj,
+                       q, due, tests, ucount, ustamp, cnt, ends, ts, te, tj, st, sf, budget):
+    """``sim.shared._run_events`` with ``_SlurmShared`` from the state in ``st``/``sf``, for at
+    most ``budget`` events. The timelines may grow inside a pass, so this driver keeps numba's
+    runtime and returns them: (status, ts, te, tj); status 0 done, 1 budget used, -3 a job
+    that fits nowhere."""
+    interval = pf_[P_INTERVAL]
+    sched = pf_[P_SCHED]
+    window = pf_[P_WINDOW]
+    res = pf_[P_RES]
+    max_test = pi[P_MAX_TEST]
+    max_user = pi[P_MAX_USER]
+    reserve_cap = pi[P_RESERVE]
+    depth = pi[P_DEPTH]
+    _, R, H, Q, a, done = _load_counts(st)
+    kbf = st[ST_KBF]
+    kfull = st[ST_KFULL]
+    cycle = st[ST_CYCLE]
+    now = sf[SF_NOW]
+    t0 = sf[SF_T0]
+    next_bf = sf[SF_NEXT_BF]
+    next_full = sf[SF_NEXT_FULL]
+    n_arr = arrivals.shape[0]
+    n_nodes = fc.shape[0]
+    usable = np.empty(n_nodes, np.bool_)  # scratch of the cons_tres placement: usable nodes, and
+    runs = np.empty((4, n_nodes), np.int64)  # runs of them (first, last node, free cores, nodes left)
+    status = 0
+    events = 0
+    while a < n_arr or H > 0 or (Q > 0 and _wake_at(interval, sched, next_bf, next_full) < np.inf):
+        if events >= budget:
+            status = 1
+            break
+        events += 1
+        now = _next_event(submit, arrivals, a, hk, H)
+        if Q > 0:
+            wake = _wake_at(interval, sched, next_bf, next_full)
+            if wake < now:
+                now = wake
+        completed = False
+        while H > 0 and hk[0] <= now:
+            j, H, R = _finish_next(hk, hj, H, re, rj, rn, R, est)
+            _give_back(j, fc, fg, fm, node_start, node_list, cores, gpus, mem)
+            done += 1
+            completed = True
+        a0 = a
+        Q, a = _enqueue_arrivals(q, Q, rank, submit, arrivals, a, now)
+        if Q == 0:
+            continue
+
+        # one pass (_SlurmShared.select); the first pass starts both clocks
+        st[ST_PASSES] += 1
+        if t0 != t0:
+            t0 = now
+        bf_due = interval == 0
+        if not bf_due:
+            bf_due, kbf, next_bf = _due(now, t0, interval, kbf)
+        full = False
+        if sched > 0:
+            full, kfull, next_full = _due(now, t0, sched, kfull)
+        D = 0  # jobs started in this pass, in start order (launched after it)
+        x = 0  # the first place of the queue the main scheduler did not start
+        if a != a0 or completed or full:  # the main scheduler (_SlurmShared._main)
+            most = BIG if full else depth
+            while x < Q and x <= most:  # job_depth++ > def_job_limit
+                j = q[x]
+                usable[:] = True
+                if not _slurm_fit(fc, fg, fm, nodes[j], cores[j], gpus[j], mem[j], pick, usable, runs[0], runs[1],
+                                  runs[2], runs[3]):
+                    break  # the partition failed
+                _take(j, pick, nodes, cores, gpus, mem, fc, fg, fm, node_start, node_list)
+                due[D] = j
+                D += 1
+                x += 1
+        window_end = _window_end(now, window, res)
+        last = -1
+        if bf_due and window_end > now:  # the backfill cycle (_SlurmShared._backfill)
+            cycle += 1
+            _, last = _tested(q, x, Q, users, max_test, max_user, ucount, ustamp, cycle, tests, fc, fg, fm, nodes,
+                              cores, gpus, mem, pick)
+        if last >= 0:
+            st[ST_PLANNED] += 1
+            st[ST_RUNNING] += R
+            st[ST_FITS] += last + 1
+            soon = np.nextafter(now, np.inf)
+            for i in range(n_nodes):
+                cnt[i] = 0
+            E = 0
+            for r in range(R):  # by estimated end: the ends go in sorted, nothing moves
+                j = rj[r]
+                stop = min(re[r] if re[r] > now else soon, window_end)
+                ts, te, tj, E = _tl_add(ts, te, tj, cnt, ends, E, j, -np.inf, stop, node_list, node_start[j],
+                                        nodes[j], now)
+            for y in range(D):
+                j = due[y]
+                ts, te, tj, E = _tl_add(ts, te, tj, cnt, ends, E, j, now, min(now + limit[j], window_end),
+                                        node_list, node_start[j], nodes[j], now)
+            reserved = 0
+            for y in range(last + 1):
+                j = tests[y]
+                d = limit[j]
+                s = _earliest_fit(ts, te, tj, cnt, ends, E, now, nodes[j], d, cores[j], gpus[j], mem[j],
+                                  cores, gpus, mem, cap_c, cap_g, cap_m, pick)
+                if s == np.inf:
+                    return -3, ts, te, tj
+                if s == now:  # on the nodes cons_tres picks among those free of reservations then
+                    near = np.empty(ts.shape[1], np.int64)
+                    for i in range(n_nodes):
+                        usable[i] = _blocked_until(ts, te, tj, cnt, i, now, now + d, cores[j], gpus[j], mem[j],
+                                                   cores, gpus, mem, cap_c, cap_g, cap_m, near) == -np.inf
+                    if not _slurm_fit(fc, fg, fm, nodes[j], cores[j], gpus[j], mem[j], pick, usable, runs[0],
+                                      runs[1], runs[2], runs[3]):
+                        return -3, ts, te, tj  # (cannot be: k nodes hold it on the timeline now)
+                    _take(j, pick, nodes, cores, gpus, mem, fc, fg, fm, node_start, node_list)
+                    due[D] = j
+                    D += 1
+                    ts, te, tj, E = _tl_add(ts, te, tj, cnt, ends, E, j, now, min(now + d, window_end),
+                                            node_list, node_start[j], nodes[j], now)
+                    continue
+                if reserve_cap and reserved >= reserve_cap:
+                    continue
+                if s > now + window or s >= window_end:
+                    continue
+                lo, hi = s, s + d  # reservation_span: on the bf_resolution grid, cut to [now, window_end)
+                if res > 0:
+                    lo = np.floor(lo / res) * res
+                    hi = np.floor((hi + res - 1) / res) * res
+                lo = max(lo, now)
+                hi = min(hi, window_end)
+                if hi > lo:  # held whole: the interval of job -1 - j
+                    ts, te, tj, E = _tl_add(ts, te, tj, cnt, ends, E, -1 - j, lo, hi, pick, 0, nodes[j], now)
+                reserved += 1
+        for y in range(D):
+            j = due[y]
+            R, H = _launch(j, now, now + limit[j], begin, end, est, dur, nodes, re, rj, rn, R, hk, hj, H)
+        if D:
+            w = 0
+            for y in range(Q):
+                j = q[y]
+                if begin[j] != begin[j]:
+                    q[w] = j
+                    w += 1
+            Q = w
+    _store_counts(st, 0, R, H, Q, a, done)
+    st[ST_KBF] = kbf
+    st[ST_KFULL] = kfull
+    st[ST_CYCLE] = cycle
+    sf[SF_NOW] = now
+    sf[SF_T0] = t0
+    sf[SF_NEXT_BF] = next_bf
+    sf[SF_NEXT_FULL] = next_full
+    return status, ts, te, tj
+
+
+def settings_arrays(params, big):
+    """``check_backfill_params``' settings as ``_slurm``'s two arrays (seconds; counts, ``big``
+    for no limit); ``bf_max_job_part`` folded into ``bf_max_job_test`` (one partition)."""
+    from ..policies.slurm_backfill import check_backfill_params
+
+    p = check_backfill_params(params)
+    count = lambda v: big if v == np.inf else int(v)  # noqa: E731
+    max_test = count(p["bf_max_job_test"])
+    if p["bf_max_job_part"]:  # one partition: its cap and bf_max_job_test count the same jobs
+        max_test = min(max_test, p["bf_max_job_part"])
+    pf_ = np.zeros(P_F_SIZE)
+    pf_[[P_INTERVAL, P_SCHED, P_WINDOW, P_RES]] = (
+        p["bf_interval"], p["sched_interval"], p["bf_window"] * 60.0, p["bf_resolution"])
+    pi = np.zeros(P_I_SIZE, np.int64)
+    pi[[P_MAX_TEST, P_MAX_USER, P_RESERVE, P_DEPTH]] = (
+        max_test, p["bf_max_job_user"], p["bf_job_part_count_reserve"], count(p["default_queue_depth"]))
+    return pf_, pi
+
+
+def run_shared_slurm(submit, limit, nodes, dur, rank, request, machine, users, backfill_params, progress=None,
+                     counters=None):
+    """Begin, end, node_start, node_list as ``sim.shared._run_events`` with ``_SlurmShared``;
+    ``machine`` is the partition's (node count, cores, GPUs, KiB of memory) per node. Every
+    array of :func:`shared_slurm_steps` allocated here, the driver called in slices of
+    ``kernel.STEP_BUDGET`` events (``progress`` and Ctrl-C between them); the timelines it grew
+    inside a slice replace the old ones before the next. ``counters`` (a dict), if given, gets
+    the work done added to it (``COUNTERS``)."""
+    from . import _kernels as kernels, _run_slices
+    from .shared import _keeping_grown
+
+    cores, gpus, mem = (np.ascontiguousarray(r, dtype=np.int64) for r in request)
+    n = int(submit.shape[0])
+    if n == 0:
+        return np.empty(0), np.empty(0), np.zeros(1, np.int64), np.empty(0, np.int64)
+    pf_, pi = settings_arrays(backfill_params, int(BIG))
+    submit = np.ascontiguousarray(submit, dtype=np.float64)
+    nodes = np.ascontiguousarray(nodes, dtype=np.int64)
+    arrivals = np.ascontiguousarray(np.argsort(submit, kind="stable"), dtype=np.int64)
+    _, user_index = np.unique(np.asarray(users, dtype=np.int64), return_inverse=True)
+    n_users = int(user_index.max()) + 1
+    n_nodes, cap_c, cap_g, cap_m = (int(x) for x in machine)
+    node_start, node_list = _node_lists(nodes)
+    rmax = n + 1  # running jobs (a job may ask for no cores: no bound below n)
+    fixed = (submit, np.ascontiguousarray(limit, dtype=np.float64), nodes, np.ascontiguousarray(dur, dtype=np.float64),
+             arrivals, np.ascontiguousarray(rank, dtype=np.int64), cores, gpus, mem,
+             np.ascontiguousarray(user_index, dtype=np.int64), np.int64(cap_c), np.int64(cap_g), np.int64(cap_m),
+             pf_, pi, np.full(n, np.nan), np.full(n, np.nan), np.full(n, np.nan),  # begin, end, estimated end
+             node_start, node_list, np.full(n_nodes, cap_c, np.int64), np.full(n_nodes, cap_g, np.int64),
+             np.full(n_nodes, cap_m, np.int64), np.empty(n_nodes, np.int64),  # free resources, picked nodes
+             np.empty(rmax), np.empty(rmax, np.int64), np.empty(rmax, np.int64),  # running, by (estimated end, job)
+             np.empty(rmax), np.empty(rmax, np.int64),  # completion heap (real end, job)
+             np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n, np.int64),  # queue, started, tested
+             np.zeros(n_users, np.int64), np.zeros(n_users, np.int64),  # per-user tested count, its cycle
+             np.zeros(n_nodes, np.int64),  # intervals per node
+             np.empty(n + 16))  # every interval's end, sorted: one per running, started or reserved job
+    timelines = [np.empty((n_nodes, 16)), np.empty((n_nodes, 16)), np.empty((n_nodes, 16), np.int64)]
+    st = np.zeros(max(kernels.ST_SIZE, ST_SIZE), np.int64)
+    sf = np.zeros(max(kernels.SF_SIZE, SF_SIZE))
+    st[ST_KFULL] = 1  # (SlurmBackfill.k: the first full pass is one interval after t0)
+    sf[SF_T0] = np.nan
+    sf[SF_NEXT_BF] = sf[SF_NEXT_FULL] = np.inf
+    _run_slices(kernels, _keeping_grown(shared_slurm_steps, fixed, timelines), (), st, sf, progress,
+                {-3: "a job never fits its partition (shared-node Slurm kernel)"},
+                "shared-node Slurm kernel stalled with {left} job(s) waiting")
+    if counters is not None:
+        for name, slot in COUNTERS.items():
+            counters[name] = counters.get(name, 0) + int(st[slot])
+    return fixed[15], fixed[16], node_start, node_list
