@@ -78,13 +78,19 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.get_closest_marker("xdist_group"):
             continue
+        if item.module.__name__.rsplit(".", 1)[-1] in WAITING_MODULES:
+            item.add_marker(pytest.mark.xdist_group("waiting"))  # (one worker waits for them all)
+            continue
         defs = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {})
         if any(d.scope in ("module", "class", "package") for fixturedefs in defs.values() for d in fixturedefs):
             item.add_marker(pytest.mark.xdist_group(item.module.__name__))
     items[:] = sorted(items, key=_start_order(items))
 
 
-# Modules whose tests mostly wait (a real Slurm's scheduling cycles and sleep jobs), not compute.
+# Modules whose tests mostly wait (a real Slurm's scheduling cycles and sleep jobs), not compute:
+# one xdist group, so that one worker waits for them in turn (~6 min) while the others compute;
+# started side by side, the comparisons on whole and shared nodes (~160 s each) held two of the
+# three workers at once and left a core idle.
 WAITING_MODULES = ("test_real_slurm", "test_real_slurm_limits", "test_real_slurm_shared")
 
 
