@@ -2,7 +2,8 @@
 
 Scope: one shared-node pool, static priorities (a rank per job; with partition ``PriorityTier``s
 ``sim.shared`` ranks by tier first, a static order too), no association limits and no
-``on_reservation`` hook (``sim.shared._use_kernel`` sends every other case to the reference). What is reused rather than rewritten:
+``on_reservation`` hook (``sim.shared._use_kernel`` sends every other case to the reference).
+What is reused rather than rewritten:
 
 * the clocks of the periodic passes: ``_slurm._due`` (``SlurmBackfill._due``: ticks at
   ``t0 + k * step`` from the first pass, the ones passed while no job waits skipped) and the
@@ -22,8 +23,10 @@ arrival or completion to ``default_queue_depth`` + 1 jobs, over the whole queue 
 ``sched_interval`` tick, starting the queue's prefix that fits now by first fit; then, at a
 ``bf_interval`` tick (every pass with ``bf_interval=0``), one backfill cycle
 (``backfill.c: _attempt_backfill``) on timelines rebuilt from the running jobs (until their
-estimated ends, cut at the window end) and the jobs the main scheduler just started. Jobs
-started in the pass are launched after it, in start order, as the reference's ``due`` list.
+estimated ends, cut at the window end) and the jobs the main scheduler just started; the
+cycle ends at the last tested job that fits now, and is skipped when none does (``_tested``
+says why no schedule changes). Jobs started in the pass are launched after it, in start order,
+as the reference's ``due`` list.
 Per-user counts of a cycle are stamped with the cycle's number instead of cleared
 (``_check_bf_usage`` does the same with ``last_sched``); with one partition
 ``bf_max_job_part`` and ``bf_max_job_test`` count the same jobs (the smaller one ends the
