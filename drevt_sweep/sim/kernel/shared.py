@@ -716,13 +716,16 @@ def _tl_remove(ts, te, tj, cnt, ends, E, j, node_list, first, k):
 def _earliest_fit(ts, te, tj, cnt, ends, E, now, k, duration, c, g, m, cores, gpus, mem,
                   cap_c, cap_g, cap_m, pick):
     """``_Timeline.earliest_fit``: the first candidate (now, then every end after now) at which
-    k nodes each hold (c, g, m) for ``duration``; the nodes in pick[:k]."""
+    k nodes each hold (c, g, m) for ``duration``; the nodes in pick[:k]. After a candidate that
+    fails, the next one looked at is the first not before the k-th smallest node bound
+    (``blocked``): before it fewer than k nodes can hold the job."""
     n_nodes = cnt.shape[0]
     near = np.empty(ts.shape[1], np.int64)
     if k == 1:
         return _earliest_on_one_node(ts, te, tj, cnt, now, duration, c, g, m, cores, gpus, mem,
                                      cap_c, cap_g, cap_m, pick, near)
     blocked = np.full(n_nodes, -np.inf)  # per node: no start before this fits
+    low = np.empty(k)
     a = _lower_bound(ends, E, np.nextafter(now, np.inf))  # the first end after now
     x = a - 1  # -1: the candidate now
     last = np.nan
@@ -745,7 +748,29 @@ def _earliest_fit(ts, te, tj, cnt, ends, E, now, k, duration, c, g, m, cores, gp
                     return t
             else:
                 blocked[i] = until
+        kth = _kth_smallest(blocked, k, low)
+        if kth > t:
+            x = max(x, _lower_bound(ends, E, kth))
     return np.inf
+
+
+@njit(cache=True)
+def _kth_smallest(values, k, low):
+    """The k-th smallest of ``values`` (``low``: k scratch slots, kept sorted)."""
+    n = 0
+    for v in values:
+        if n < k:
+            y = n
+            n += 1
+        elif v < low[k - 1]:
+            y = k - 1
+        else:
+            continue
+        while y > 0 and low[y - 1] > v:
+            low[y] = low[y - 1]
+            y -= 1
+        low[y] = v
+    return low[k - 1]
 
 
 @njit(cache=True)
