@@ -41,8 +41,8 @@ from numba import njit
 from ._kernels import BIG, SF_NOW, _enqueue_arrivals, _finish_next, _launch, _load_counts, _next_event, _store_counts
 from ._slurm import (P_DEPTH, P_F_SIZE, P_I_SIZE, P_INTERVAL, P_MAX_TEST, P_MAX_USER, P_RES, P_RESERVE, P_SCHED,
                      P_WINDOW, SF_NEXT_BF, SF_NEXT_FULL, SF_T0, ST_CYCLE, ST_KBF, ST_KFULL, _due, _window_end)
-from .shared import (_blocked_until, _earliest_fit, _first_fit, _give_back, _maxima, _node_lists, _take,
-                     _tl_add)
+from .shared import (_earliest_fit, _first_fit, _give_back, _maxima, _node_earliest_before, _node_lists,
+                     _take, _tl_add)
 
 # counters of the work done, for benchmarks (``run_shared_slurm``'s ``counters``)
 ST_PASSES = 10  # scheduling passes
@@ -71,7 +71,7 @@ def _earliest_on_one_node_bounded(ts, te, tj, cnt, now, duration, c, g, m, cores
     its earliest start: now if the job fits the node's free resources now, else the node's
     first interval end after now (``first_end``; a start that fits slides left to the last end
     on its node before it, or to now, which does not fit). Nodes are searched in the order of
-    their bounds (then index), each from its bound as ``shared._earliest_on_one_node`` does,
+    their bounds (then index), each from its bound (``shared._node_earliest_before``),
     and the search stops once a bound passes the best start found: the same (start, lowest
     index) as the search over every node. Returns the start (inf: none); the node in pick[0]."""
     n_nodes = cnt.shape[0]
@@ -90,18 +90,11 @@ def _earliest_on_one_node_bounded(ts, te, tj, cnt, now, duration, c, g, m, cores
         t = lower[i]
         if t > best or (t == best and i > best_i) or t == np.inf:
             break  # (the later bounds are no smaller: ties go to lower indices, which came first)
-        while t < best or (t == best and i < best_i and t < np.inf):
-            until = _blocked_until(ts, te, tj, cnt, i, t, t + duration, c, g, m, cores, gpus, mem,
-                                   cap_c, cap_g, cap_m, near)
-            if until == -np.inf:
-                best = t
-                best_i = i
-                break
-            t = np.inf
-            for b in range(cnt[i]):
-                e = te[i, b]
-                if e >= until and e > now and e < t:
-                    t = e
+        t = _node_earliest_before(ts, te, tj, cnt, i, t, now, duration, c, g, m, cores, gpus, mem, cap_c, cap_g,
+                                  cap_m, near, best, best_i)
+        if t != np.inf:
+            best = t
+            best_i = i
     pick[0] = best_i
     return best
 
