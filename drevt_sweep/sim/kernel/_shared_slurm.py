@@ -2,7 +2,8 @@
 
 Scope: one shared-node pool, static priorities (a rank per job; with partition ``PriorityTier``s
 ``sim.shared`` ranks by tier first, a static order too), no association limits and no
-``on_reservation`` hook (``sim.shared._use_kernel`` sends every other case to the reference). What is reused rather than rewritten:
+``on_reservation`` hook (``sim.shared._use_kernel`` sends every other case to the reference).
+What is reused rather than rewritten:
 
 * the clocks of the periodic passes: ``_slurm._due`` (``SlurmBackfill._due``: ticks at
   ``t0 + k * step`` from the first pass, the ones passed while no job waits skipped) and the
@@ -27,8 +28,10 @@ arrival or completion to ``default_queue_depth`` + 1 jobs, over the whole queue 
 ``sched_interval`` tick, starting the queue's prefix that fits now; then, at a
 ``bf_interval`` tick (every pass with ``bf_interval=0``), one backfill cycle
 (``backfill.c: _attempt_backfill``) on timelines rebuilt from the running jobs (until their
-estimated ends, cut at the window end) and the jobs the main scheduler just started. Jobs
-started in the pass are launched after it, in start order, as the reference's ``due`` list.
+estimated ends, cut at the window end) and the jobs the main scheduler just started; the
+cycle ends at the last tested job that fits now, and is skipped when none does (``_tested``
+says why no schedule changes). Jobs started in the pass are launched after it, in start order,
+as the reference's ``due`` list.
 Per-user counts of a cycle are stamped with the cycle's number instead of cleared
 (``_check_bf_usage`` does the same with ``last_sched``); with one partition
 ``bf_max_job_part`` and ``bf_max_job_test`` count the same jobs (the smaller one ends the
@@ -43,7 +46,8 @@ from numba import njit
 from ._kernels import BIG, SF_NOW, _enqueue_arrivals, _finish_next, _launch, _load_counts, _next_event, _store_counts
 from ._slurm import (P_DEPTH, P_F_SIZE, P_I_SIZE, P_INTERVAL, P_MAX_TEST, P_MAX_USER, P_RES, P_RESERVE, P_SCHED,
                      P_WINDOW, SF_NEXT_BF, SF_NEXT_FULL, SF_T0, ST_CYCLE, ST_KBF, ST_KFULL, _due, _window_end)
-from .shared import _blocked_until, _earliest_fit, _first_fit, _give_back, _maxima, _node_lists, _take, _tl_add
+from .shared import (_blocked_until, _earliest_fit, _first_fit, _give_back, _maxima, _node_earliest_before,
+                     _node_lists, _take, _tl_add)
 
 # counters of the work done, for benchmarks (``run_shared_slurm``'s ``counters``)
 ST_PASSES = 10  # scheduling passes
@@ -161,6 +165,51 @@ def _slurm_fit(fc, fg, fm, k, c, g, m, pick, usable, rf, rl, rc, rn):
 
 
 @njit(cache=True)
+def _earliest_on_one_node_bounded(ts, te, tj, cnt, now, duration, c, g, m, cores, gpus, mem, cap_c, cap_g, cap_m,
+                                  fc, fg, fm, first_end, lower, order, pick):
+    """``shared._earliest_fit`` for a one-node job in a cycle, with a lower bound per node on
+    its earliest start: now if the job fits the node's free resources now, else the node's
+    first interval end after now (``first_end``; a start that fits slides left to the last end
+    on its node before it, or to now, which does not fit). Nodes are searched in the order of
+    their bounds (then index), each from its bound (``shared._node_earliest_before``),
+    and the search stops once a bound passes the best start found: the same (start, lowest
+    index) as the search over every node. Returns the start (inf: none); the node in pick[0]."""
+    n_nodes = cnt.shape[0]
+    for i in range(n_nodes):
+        lower[i] = now if (fc[i] >= c and fg[i] >= g and fm[i] >= m) else first_end[i]
+        x = i  # insertion into order[:i] by (bound, index)
+        while x > 0 and lower[order[x - 1]] > lower[i]:
+            order[x] = order[x - 1]
+            x -= 1
+        order[x] = i
+    near = np.empty(ts.shape[1], np.int64)
+    best = np.inf
+    best_i = n_nodes
+    for y in range(n_nodes):
+        i = order[y]
+        t = lower[i]
+        if t > best or (t == best and i > best_i) or t == np.inf:
+            break  # (the later bounds are no smaller: ties go to lower indices, which came first)
+        t = _node_earliest_before(ts, te, tj, cnt, i, t, now, duration, c, g, m, cores, gpus, mem, cap_c, cap_g,
+                                  cap_m, near, best, best_i)
+        if t != np.inf:
+            best = t
+            best_i = i
+    pick[0] = best_i
+    return best
+
+
+@njit(cache=True, inline="always")
+def _note_end(first_end, where, first, k, e, now):
+    """The nodes ``where[first:first + k]`` got an interval ending at ``e``: their first end after now."""
+    if e > now:
+        for y in range(k):
+            i = where[first + y]
+            if e < first_end[i]:
+                first_end[i] = e
+
+
+@njit(cache=True)
 def _tested(q, x, Q, users, max_test, max_user, ucount, ustamp, cycle, tests, fc, fg, fm, nodes, cores, gpus, mem,
             pick):
     """The jobs a backfill cycle tests, from place ``x`` of the queue on, into ``tests`` in
@@ -196,7 +245,8 @@ def _tested(q, x, Q, users, max_test, max_user, ucount, ustamp, cycle, tests, fc
 @njit(cache=True)
 def shared_slurm_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, mem, users, cap_c, cap_g, cap_m,
                        pf_, pi, begin, end, est, node_start, node_list, fc, fg, fm, pick, re, rj, rn, hk, hj,
-                       q, due, tests, ucount, ustamp, cnt, ends, ts, te, tj, st, sf, budget):
+                       q, due, tests, ucount, ustamp, cnt, first_end, lower, order, ends, ts, te, tj, st, sf,
+                       budget):
     """``sim.shared._run_events`` with ``_SlurmShared`` from the state in ``st``/``sf``, for at
     most ``budget`` events. The timelines may grow inside a pass, so this driver keeps numba's
     runtime and returns them: (status, ts, te, tj); status 0 done, 1 budget used, -3 a job
@@ -281,22 +331,30 @@ def shared_slurm_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, m
             soon = np.nextafter(now, np.inf)
             for i in range(n_nodes):
                 cnt[i] = 0
+                first_end[i] = np.inf
             E = 0
             for r in range(R):  # by estimated end: the ends go in sorted, nothing moves
                 j = rj[r]
                 stop = min(re[r] if re[r] > now else soon, window_end)
                 ts, te, tj, E = _tl_add(ts, te, tj, cnt, ends, E, j, -np.inf, stop, node_list, node_start[j],
                                         nodes[j], now)
+                _note_end(first_end, node_list, node_start[j], nodes[j], stop, now)
             for y in range(D):
                 j = due[y]
-                ts, te, tj, E = _tl_add(ts, te, tj, cnt, ends, E, j, now, min(now + limit[j], window_end),
-                                        node_list, node_start[j], nodes[j], now)
+                stop = min(now + limit[j], window_end)
+                ts, te, tj, E = _tl_add(ts, te, tj, cnt, ends, E, j, now, stop, node_list, node_start[j], nodes[j], now)
+                _note_end(first_end, node_list, node_start[j], nodes[j], stop, now)
             reserved = 0
             for y in range(last + 1):
                 j = tests[y]
                 d = limit[j]
-                s = _earliest_fit(ts, te, tj, cnt, ends, E, now, nodes[j], d, cores[j], gpus[j], mem[j],
-                                  cores, gpus, mem, cap_c, cap_g, cap_m, pick)
+                if nodes[j] == 1:
+                    s = _earliest_on_one_node_bounded(ts, te, tj, cnt, now, d, cores[j], gpus[j], mem[j], cores,
+                                                      gpus, mem, cap_c, cap_g, cap_m, fc, fg, fm, first_end,
+                                                      lower, order, pick)
+                else:
+                    s = _earliest_fit(ts, te, tj, cnt, ends, E, now, nodes[j], d, cores[j], gpus[j], mem[j],
+                                      cores, gpus, mem, cap_c, cap_g, cap_m, pick)
                 if s == np.inf:
                     return -3, ts, te, tj
                 if s == now:  # on the nodes cons_tres picks among those free of reservations then
@@ -312,6 +370,7 @@ def shared_slurm_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, m
                     D += 1
                     ts, te, tj, E = _tl_add(ts, te, tj, cnt, ends, E, j, now, min(now + d, window_end),
                                             node_list, node_start[j], nodes[j], now)
+                    _note_end(first_end, node_list, node_start[j], nodes[j], min(now + d, window_end), now)
                     continue
                 if reserve_cap and reserved >= reserve_cap:
                     continue
@@ -325,6 +384,7 @@ def shared_slurm_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, m
                 hi = min(hi, window_end)
                 if hi > lo:  # held whole: the interval of job -1 - j
                     ts, te, tj, E = _tl_add(ts, te, tj, cnt, ends, E, -1 - j, lo, hi, pick, 0, nodes[j], now)
+                    _note_end(first_end, pick, 0, nodes[j], hi, now)
                 reserved += 1
         for y in range(D):
             j = due[y]
@@ -402,6 +462,7 @@ def run_shared_slurm(submit, limit, nodes, dur, rank, request, machine, users, b
              np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n, np.int64),  # queue, started, tested
              np.zeros(n_users, np.int64), np.zeros(n_users, np.int64),  # per-user tested count, its cycle
              np.zeros(n_nodes, np.int64),  # intervals per node
+             np.empty(n_nodes), np.empty(n_nodes), np.empty(n_nodes, np.int64),  # first end, bound, search order
              np.empty(n + 16))  # every interval's end, sorted: one per running, started or reserved job
     timelines = [np.empty((n_nodes, 16)), np.empty((n_nodes, 16)), np.empty((n_nodes, 16), np.int64)]
     st = np.zeros(max(kernels.ST_SIZE, ST_SIZE), np.int64)

@@ -716,13 +716,16 @@ def _tl_remove(ts, te, tj, cnt, ends, E, j, node_list, first, k):
 def _earliest_fit(ts, te, tj, cnt, ends, E, now, k, duration, c, g, m, cores, gpus, mem,
                   cap_c, cap_g, cap_m, pick):
     """``_Timeline.earliest_fit``: the first candidate (now, then every end after now) at which
-    k nodes each hold (c, g, m) for ``duration``; the nodes in pick[:k]."""
+    k nodes each hold (c, g, m) for ``duration``; the nodes in pick[:k]. After a candidate that
+    fails, the next one looked at is the first not before the k-th smallest node bound
+    (``blocked``): before it fewer than k nodes can hold the job."""
     n_nodes = cnt.shape[0]
     near = np.empty(ts.shape[1], np.int64)
     if k == 1:
         return _earliest_on_one_node(ts, te, tj, cnt, now, duration, c, g, m, cores, gpus, mem,
                                      cap_c, cap_g, cap_m, pick, near)
     blocked = np.full(n_nodes, -np.inf)  # per node: no start before this fits
+    low = np.empty(k)
     a = _lower_bound(ends, E, np.nextafter(now, np.inf))  # the first end after now
     x = a - 1  # -1: the candidate now
     last = np.nan
@@ -745,35 +748,69 @@ def _earliest_fit(ts, te, tj, cnt, ends, E, now, k, duration, c, g, m, cores, gp
                     return t
             else:
                 blocked[i] = until
+        kth = _kth_smallest(blocked, k, low)
+        if kth > t:
+            x = max(x, _lower_bound(ends, E, kth))
     return np.inf
+
+
+@njit(cache=True)
+def _kth_smallest(values, k, low):
+    """The k-th smallest of ``values`` (``low``: k scratch slots, kept sorted)."""
+    n = 0
+    for v in values:
+        if n < k:
+            y = n
+            n += 1
+        elif v < low[k - 1]:
+            y = k - 1
+        else:
+            continue
+        while y > 0 and low[y - 1] > v:
+            low[y] = low[y - 1]
+            y -= 1
+        low[y] = v
+    return low[k - 1]
 
 
 @njit(cache=True)
 def _earliest_on_one_node(ts, te, tj, cnt, now, duration, c, g, m, cores, gpus, mem, cap_c, cap_g, cap_m,
                           pick, near):
-    """``_earliest_fit`` for a job of one node, node by node: from ``now``, a node that lacks
-    room is looked at next from the first of *its own* interval ends at or after the point
-    where it is blocked (``_blocked_until``). No candidate in between fits there, and a start
-    that fits on a node still fits slid left to the last of its ends before it (or to now:
-    going left across a start, usage only drops), so its earliest candidate is now or one of
-    its ends. The earliest so far bounds the search on later nodes (a tie keeps the lower
-    index), as the scan over every candidate would pick."""
+    """``_earliest_fit`` for a job of one node, node by node (``_node_earliest_before``), the earliest
+    so far bounding the search on later nodes (a tie keeps the lower index), as the scan over
+    every candidate would pick."""
     best = np.inf
+    best_i = cnt.shape[0]
     for i in range(cnt.shape[0]):
-        t = now
-        while t < best:
-            until = _blocked_until(ts, te, tj, cnt, i, t, t + duration, c, g, m, cores, gpus, mem,
-                                   cap_c, cap_g, cap_m, near)
-            if until == -np.inf:
-                best = t
-                pick[0] = i
-                break
-            t = np.inf
-            for b in range(cnt[i]):
-                e = te[i, b]
-                if e >= until and e > now and e < t:
-                    t = e
+        t = _node_earliest_before(ts, te, tj, cnt, i, now, now, duration, c, g, m, cores, gpus, mem,
+                                  cap_c, cap_g, cap_m, near, best, best_i)
+        if t != np.inf:
+            best = t
+            best_i = i
+    pick[0] = best_i
     return best
+
+
+@njit(cache=True)
+def _node_earliest_before(ts, te, tj, cnt, i, t, now, duration, c, g, m, cores, gpus, mem, cap_c, cap_g, cap_m,
+                          near, best, best_i):
+    """Node i's earliest candidate start from ``t`` (now or one of its ends) for a one-node job
+    if it beats ``best`` on node ``best_i`` (earlier, or as early on a lower index), else inf.
+    A node that lacks room is looked at next from the first of *its own* interval ends at or
+    after the point where it is blocked (``_blocked_until``): no candidate in between fits
+    there, and a start that fits on a node still fits slid left to the last of its ends before
+    it (or to now: going left across a start, usage only drops)."""
+    while t < best or (t == best and i < best_i and t < np.inf):
+        until = _blocked_until(ts, te, tj, cnt, i, t, t + duration, c, g, m, cores, gpus, mem,
+                               cap_c, cap_g, cap_m, near)
+        if until == -np.inf:
+            return t
+        t = np.inf
+        for b in range(cnt[i]):
+            e = te[i, b]
+            if e >= until and e > now and e < t:
+                t = e
+    return np.inf
 
 
 # --- conservative with limits enforced: a persistent plan on per-node free profiles ---------
