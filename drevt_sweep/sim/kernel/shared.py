@@ -531,14 +531,40 @@ def _blocked_until(ts, te, tj, cnt, i, t0, t1, c, g, m, cores, gpus, mem, cap_c,
                 ug += gpus[j]
                 um += mem[j]
         if cap_c - uc < c or cap_g - ug < g or cap_m - um < m:
-            after = np.inf  # (every start and end on the node counts: at most the next breakpoint)
-            for b in range(cnt[i]):
-                if p < ts[i, b] < after:
-                    after = ts[i, b]
-                if p < te[i, b] < after:
-                    after = te[i, b]
-            return after
+            return _room_again(ts, te, tj, cnt, i, p, c, g, m, cores, gpus, mem, cap_c, cap_g, cap_m)
     return -np.inf
+
+
+@njit(cache=True)
+def _room_again(ts, te, tj, cnt, i, p, c, g, m, cores, gpus, mem, cap_c, cap_g, cap_m):
+    """The first breakpoint of node i's usage after ``p`` (which lacks room for (c, g, m)) at
+    which it has room again, or inf: every start from ``p`` up to it lacks room at its own
+    time, and every earlier window covers ``p``. (Every start and end on the node is taken
+    as a breakpoint; a whole interval leaves no room.)"""
+    while True:
+        after = np.inf
+        for b in range(cnt[i]):
+            if p < ts[i, b] < after:
+                after = ts[i, b]
+            if p < te[i, b] < after:
+                after = te[i, b]
+        if after == np.inf:
+            return after
+        uc = 0
+        ug = 0
+        um = 0
+        for b in range(cnt[i]):
+            if ts[i, b] <= after < te[i, b]:
+                j = tj[i, b]
+                if j < 0:
+                    uc = cap_c + 1
+                    break
+                uc += cores[j]
+                ug += gpus[j]
+                um += mem[j]
+        if cap_c - uc >= c and cap_g - ug >= g and cap_m - um >= m:
+            return after
+        p = after
 
 
 # ``shared_conservative_steps``' scalars between slices, in ``st`` beside the common counts.
