@@ -93,6 +93,21 @@ def test_elapsed_is_the_run_time_in_simulation(tmp_path):
     assert jobs.meta.excluded == {"never_started": 1}
 
 
+@pytest.mark.filterwarnings("error")
+def test_a_state_column_without_a_word_is_read_without_a_warning(tmp_path):
+    """An export whose State cells are all blank: every job is kept as finished, and pandas
+    is not asked to fill a float column with "" (a warning in pandas 3, an error in pandas 4;
+    the fuzz test found it)."""
+    path = tmp_path / "s.txt"
+    path.write_text(
+        "JobID|Partition|Submit|ReqNodes|Timelimit|Elapsed|CPUTimeRAW|ReqCPUS|State\n"
+        "1|p|2024-01-01T00:00:00|2|01:00:00|00:30:00|3600|2|\n"
+        "2|p|2024-01-01T00:10:00|1|02:00:00|01:00:00|3600|1| \n"
+    )
+    jobs = read_trace(path, ReadOptions(trace_format="slurm", timezone="UTC"))
+    assert jobs.actual_run_time.tolist() == [1800, 3600] and not jobs.meta.excluded
+
+
 @pytest.mark.parametrize(
     "text, seconds",
     [

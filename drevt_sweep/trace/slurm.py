@@ -213,7 +213,7 @@ def _fill(parsed: ParsedTrace, column_of, options: ReadOptions, zone) -> None:
     )
     elapsed = _elapsed(parsed, column_of)
     if not replay and state is not None:
-        word = state.str.split(n=1).str[0].fillna("")  # "CANCELLED by 123" -> "CANCELLED"
+        word = _state_words(state)
         pending = (word == "PENDING").to_numpy(dtype=bool)
         cancelled = (word == "CANCELLED").to_numpy(dtype=bool)
         parsed.exclude("never_started", pending | (cancelled & ((elapsed == 0) | (cpu == 0))))
@@ -316,6 +316,13 @@ def _elapsed(parsed: ParsedTrace, column_of) -> np.ndarray:
     return np.full(len(parsed), np.nan)
 
 
+def _state_words(state):
+    """Each job's State as its first word ("CANCELLED by 123" -> "CANCELLED"), "" where it is
+    missing or blank, as strings: splitting and filling an all-missing column made a float
+    column that pandas 3 warns (and pandas 4 will refuse) to fill with ""."""
+    return state.astype("string").str.extract(r"^\s*(\S*)", expand=False).fillna("")
+
+
 def _run_time_from_cpu_time(parsed: ParsedTrace, column_of, elapsed, cpu, state) -> np.ndarray:
     """Where no elapsed time is known: CPUTimeRAW / AllocCPUS, else / (ReqCPUS x k)."""
     missing = np.isnan(elapsed) & np.isfinite(cpu)
@@ -346,7 +353,7 @@ def _cpus_per_requested_cpu(parsed, column_of, cpu, requested, state) -> int:
         limit = pd.to_numeric(column, errors="coerce").to_numpy(np.float64) * 60.0
     else:
         limit = parse_duration(column, minutes_alone=True)[0]
-    timeout = (state.str.split(n=1).str[0] == "TIMEOUT").to_numpy(dtype=bool)
+    timeout = (_state_words(state) == "TIMEOUT").to_numpy(dtype=bool)
     with np.errstate(invalid="ignore", divide="ignore"):
         ratio = cpu / (requested * limit)
     ratio = ratio[timeout & np.isfinite(ratio) & (ratio > 0)]
