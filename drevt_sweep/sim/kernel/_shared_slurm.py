@@ -5,7 +5,7 @@ Scope: one shared-node pool, static priorities (a rank per job; with partition `
 ``on_reservation`` hook (``sim.shared._use_kernel`` sends every other case to the reference).
 What is reused rather than rewritten:
 
-* the clocks of the periodic passes: ``_slurm._due`` (``SlurmBackfill._due``: ticks at
+* the clocks of the periodic passes: ``_slurm._pass_clocks`` over ``_due`` (``SlurmBackfill._due``: ticks at
   ``t0 + k * step`` from the first pass, the ones passed while no job waits skipped) and the
   window end ``_slurm._window_end`` (``cycle_window_end``);
 * the per-node interval timelines of the shared conservative kernel (``kernel.shared``:
@@ -45,7 +45,7 @@ from numba import njit
 
 from ._kernels import BIG, SF_NOW, _enqueue_arrivals, _finish_next, _launch, _load_counts, _next_event, _store_counts
 from ._slurm import (P_DEPTH, P_F_SIZE, P_I_SIZE, P_INTERVAL, P_MAX_TEST, P_MAX_USER, P_RES, P_RESERVE, P_SCHED,
-                     P_WINDOW, SF_NEXT_BF, SF_NEXT_FULL, SF_T0, ST_CYCLE, ST_KBF, ST_KFULL, _due, _window_end)
+                     P_WINDOW, SF_NEXT_BF, SF_NEXT_FULL, SF_T0, ST_CYCLE, ST_KBF, ST_KFULL, _pass_clocks, _window_end)
 from .shared import (_blocked_until, _earliest_fit, _first_fit, _give_back, _maxima, _node_earliest_before,
                      _node_lists, _take, _tl_add)
 
@@ -294,16 +294,10 @@ def shared_slurm_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, m
         if Q == 0:
             continue
 
-        # one pass (_SlurmShared.select); the first pass starts both clocks
+        # one pass (_SlurmShared.select)
         st[ST_PASSES] += 1
-        if t0 != t0:
-            t0 = now
-        bf_due = interval == 0
-        if not bf_due:
-            bf_due, kbf, next_bf = _due(now, t0, interval, kbf)
-        full = False
-        if sched > 0:
-            full, kfull, next_full = _due(now, t0, sched, kfull)
+        t0, bf_due, full, kbf, kfull, next_bf, next_full = _pass_clocks(now, t0, interval, sched, kbf, kfull,
+                                                                        next_bf, next_full)
         D = 0  # jobs started in this pass, in start order (launched after it)
         x = 0  # the first place of the queue the main scheduler did not start
         if a != a0 or completed or full:  # the main scheduler (_SlurmShared._main)

@@ -173,6 +173,23 @@ def _due(now, t0, step, k):
 
 
 @njit(cache=True, _nrt=False, inline="always")
+def _pass_clocks(now, t0, interval, sched, kbf, kfull, next_bf, next_full):
+    """A pass's clocks (``SlurmBackfill.select``): the first pass starts both at ``now``; a
+    backfill cycle is due at every pass with ``bf_interval=0``, else at its ticks, and a full
+    main pass at the ``sched_interval`` ticks (none without one). Returns (t0, bf_due, full,
+    kbf, kfull, next_bf, next_full)."""
+    if t0 != t0:
+        t0 = now
+    bf_due = interval == 0
+    if not bf_due:
+        bf_due, kbf, next_bf = _due(now, t0, interval, kbf)
+    full = False
+    if sched > 0:
+        full, kfull, next_full = _due(now, t0, sched, kfull)
+    return t0, bf_due, full, kbf, kfull, next_bf, next_full
+
+
+@njit(cache=True, _nrt=False, inline="always")
 def _first_tick(t0, step, k, t):
     """Index of the first tick ``t0 + i * step`` at or after ``t`` from ``k`` on: where the
     reference's clock stands after visiting every tick before ``t`` one by one (ticks rise
@@ -598,14 +615,8 @@ def slurm_steps(submit, limit, nodes, dur, arrivals, rank, users, total, pf_, pi
                 kfull = _first_tick(t0, sched, kfull, now)
 
         # 3. one pass (SlurmBackfill.select)
-        if t0 != t0:  # the first pass starts both clocks
-            t0 = now
-        bf_due = interval == 0
-        if not bf_due:
-            bf_due, kbf, next_bf = _due(now, t0, interval, kbf)
-        full = False
-        if sched > 0:
-            full, kfull, next_full = _due(now, t0, sched, kfull)
+        t0, bf_due, full, kbf, kfull, next_bf, next_full = _pass_clocks(now, t0, interval, sched, kbf, kfull,
+                                                                        next_bf, next_full)
         qn = Q  # places in the sorted queue (its started jobs are dropped after the pass)
         none_left = qn if sorted_q else size
         least, wleast = _least_waiting(sorted_q, tn, wcount, wleast)
