@@ -96,12 +96,15 @@ STREAM = [
     # (3 nodes) leaves one node free; W (4 nodes), A1 and A2 (2 nodes) cannot use it, T (1 node,
     # 1 min) fits before W's reserved start, but Slurm's backfill tests only the first three
     # waiting jobs (W, A1, A2), and the main scheduler stops at W: T waits. One account, so
-    # that fair share does not reorder them.
+    # that fair share does not reorder them. W comes 3 s after C1: sacct records whole seconds,
+    # and a submission that lags (sbatch on a loaded machine) can land in C1's second; the
+    # simulation then sees both at one instant and starts W (the larger, so first in priority)
+    # where Slurm, whose scheduler ran between the two sbatch calls, had started C1 (CI saw it).
     Job("C1", 84, "biology", "batch", 3, 3, 15),
-    Job("W", 85, "biology", "batch", 4, 1, 4),
-    Job("A1", 86, "biology", "batch", 2, 2, 4),
-    Job("A2", 87, "biology", "batch", 2, 2, 4),
-    Job("T", 88, "biology", "batch", 1, 1, 4),
+    Job("W", 87, "biology", "batch", 4, 1, 4),
+    Job("A1", 88, "biology", "batch", 2, 2, 4),
+    Job("A2", 89, "biology", "batch", 2, 2, 4),
+    Job("T", 90, "biology", "batch", 1, 1, 4),
 ]
 # What drevt-sweep's policy=slurm does not model yet, and the jobs where it shows (every other
 # job must start within ASSERTED of Slurm's start); docs/slurm.md explains each. Empty since
