@@ -106,14 +106,16 @@ STREAM = [
     Job("A1", 0, "biology", 1, 3, 1000, 1, 20),
     Job("A2", 1, "physics", 1, 2, 1000, 1, 20),
     Job("A3", 2, "physics", 1, 1, 3500, 1, 20),
-    Job("A4", 3, "physics", 2, 2, 1000, 1, 20),
+    # (A4 comes 2 s after A3: if a lagging sbatch put them in one sacct second, the simulation
+    # would place A4, first in priority, before A3, where Slurm placed A3 first.)
+    Job("A4", 4, "physics", 2, 2, 1000, 1, 20),
     # H1 (4 cores) fits no node: reserved on n1 from A1's limit (60 s); it starts when A1 ends
     # (20 s). B1 (1 core, 500 MB) would fit n1 now but overlap H1's reservation there: it
     # backfills onto n4, cons_tres' best fit (2 free cores against n3's 3; first fit: n3); B2
     # (1 core, 1000 MB) too (n3 has too little memory left).
-    Job("H1", 4, "biology", 1, 4, 1000, 2, 8),
-    Job("B1", 5, "physics", 1, 1, 500, 1, 6),
-    Job("B2", 6, "physics", 1, 1, 1000, 1, 5),
+    Job("H1", 5, "biology", 1, 4, 1000, 2, 8),
+    Job("B1", 6, "physics", 1, 1, 500, 1, 6),
+    Job("B2", 7, "physics", 1, 1, 1000, 1, 5),
     # Phase B, a reservation holds its node whole (Slurm's backfill map is a node bitmap). C1,
     # C2, C4 fill n1-n3, C3 leaves 1 core of n4; G1 (3 cores) is reserved on n4 from C3's limit
     # (95 s). G2 (1 core) fits n4 now, and would fit beside G1 at 95 s by cores, but n4 is G1's
