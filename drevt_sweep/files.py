@@ -11,10 +11,12 @@ Outputs (``write_file``): an output never replaces an input of this process -- a
 ``--system`` YAML, any file a run reads -- compared by device and inode, so also through
 symbolic links and hard links; a ``ConfigError``, exit code 2. A regular file (or a new path) is written atomically: a temporary file in the
 target's folder renamed onto it, through a symbolic link to its target (the link stays). A
-special file -- anything under ``/dev`` or ``/proc`` (``/dev/stdout``, ``/dev/fd/N``) or an
-existing path that is not a regular file (``/dev/null``, a FIFO, a terminal) -- is opened and
-written directly, appending, so it is never replaced by a regular file; a FIFO that no process
-reads is an error, not a hang. A name ending in ``.gz`` is gzip-compressed.
+special file -- anything under ``/proc``, a name in ``/dev`` or ``/dev/fd`` (``/dev/stdout``,
+``/dev/fd/N``: links that may lead to the file a shell redirected to), or an existing path that
+is not a regular file (``/dev/null``, a FIFO, a terminal) -- is opened and written directly,
+appending, so it is never replaced by a regular file; a FIFO that no process reads is an error,
+not a hang. Files in folders below ``/dev`` (``/dev/shm/...``, a RAM-backed scratch) are
+ordinary files. A name ending in ``.gz`` is gzip-compressed.
 
 ``csv_cell`` escapes spreadsheet formulas in CSV cells (OWASP's CSV-injection rule).
 """
@@ -32,7 +34,7 @@ from pathlib import Path
 from .errors import ConfigError, TraceError
 
 _INPUTS: dict[tuple[int, int], str] = {}  # (st_dev, st_ino) -> "the input trace 'x.csv'", of every input
-_SPECIAL_ROOTS = ("/dev/", "/proc/")
+_SPECIAL_FOLDERS = ("/dev", "/dev/fd")  # names in them are devices or descriptor links
 
 
 def _read_umask() -> int:
@@ -209,7 +211,8 @@ def check_outputs(outputs: dict[str, str | None], inputs=None) -> None:
 
 
 def _is_special(path: Path, info: os.stat_result | None) -> bool:
-    if str(path.absolute()).startswith(_SPECIAL_ROOTS):
+    absolute = path.absolute()
+    if str(absolute).startswith("/proc/") or str(absolute.parent) in _SPECIAL_FOLDERS:
         return True
     return info is not None and not stat.S_ISREG(info.st_mode)
 

@@ -85,6 +85,25 @@ def test_output_to_dev_stdout_prints_the_schedule(trace):
     assert len(proc.stdout.splitlines()) == 4
 
 
+@pytest.mark.skipif(not os.path.isdir("/dev/shm") or not os.access("/dev/shm", os.W_OK),
+                    reason="no writable /dev/shm")
+def test_outputs_in_a_folder_under_dev_shm_are_ordinary_files(trace):
+    """/dev/shm (RAM-backed scratch) holds ordinary files: written atomically, created when
+    missing. It was taken for a device like /dev/stdout: "No such file or directory"."""
+    from drevt_sweep.files import write_file
+
+    with tempfile.TemporaryDirectory(dir="/dev/shm") as folder:
+        stats = Path(folder) / "run" / "stats.json"
+        proc = sim(trace, "--total_nodes", 4, "--stats", stats)
+        assert proc.returncode == 0, proc.stderr
+        assert '"metrics"' in stats.read_text()
+        target = Path(folder) / "config.yaml"
+        target.write_text("old\n")
+        write_file(target, b"new\n")
+        assert target.read_text() == "new\n"  # replaced, not appended to
+        assert sorted(p.name for p in Path(folder).iterdir()) == ["config.yaml", "run"]
+
+
 def test_an_output_fifo_is_written_into_and_stays_a_fifo(trace, tmp_path):
     fifo = tmp_path / "stats.fifo"
     os.mkfifo(fifo)
