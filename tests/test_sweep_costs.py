@@ -183,3 +183,49 @@ def test_cached_interpolation_parses_resolve_as_omegaconf_does(monkeypatch):
             cfg.gone
     monkeypatch.setenv("DREVT_PARSE_CACHE_TEST", "/other")  # a tree, not a value, is kept
     assert cfg.cache == "/other/outputs/cache"
+
+
+@pytest.mark.parametrize("overrides", SWEEPS)
+def test_a_released_configuration_reads_what_its_completion_reads_and_holds_no_tree(loader, overrides):
+    """``app.release_config``: after preparation the engine's configuration keeps no OmegaConf
+    node (its trees die young instead of waiting for a full collection, ``plain_view.py``),
+    and what completion reads of them reads the same from the plain view."""
+    import gc
+
+    from omegaconf import Container
+
+    from drevt_sweep.sweep.plain_view import PlainView
+
+    config = loader.load_configuration("config", [*BASE, *overrides], RunMode.MULTIRUN)
+    composer = grid.Composer(loader, config)
+    for num, job in enumerate(grid.expand(grid.sweep_arguments(config), loader)):
+        task, hydra_cfg = composer.run_job(num, job)
+        run = app.Configuration(task, hydra_cfg, None, "label", "name", {}, {}, 0.0, 0.0,
+                                figures=False, plain=composer.resolved(job, task))
+        before = {"seed": int(task.seed), "trace": app._trace_name(task, "x.csv"),
+                  "overrides": list(hydra_cfg.overrides.task), "choices": dict(hydra_cfg.runtime.choices),
+                  "tags": app._run_tags(task, hydra_cfg, "label", "text")}
+        app.release_config(run)
+        assert isinstance(run.cfg, PlainView) and isinstance(run.hydra_cfg, PlainView)
+        after = {"seed": int(run.cfg.seed), "trace": app._trace_name(run.cfg, "x.csv"),
+                 "overrides": list(run.hydra_cfg.overrides.task),
+                 "choices": dict(run.hydra_cfg.runtime.choices),
+                 "tags": app._run_tags(run.cfg, run.hydra_cfg, "label", "text")}
+        assert after == before
+        assert not any(isinstance(o, Container) for o in gc.get_referents(*vars(run).values())), num
+        with pytest.raises(AttributeError):
+            run.cfg.no_such_key
+        with pytest.raises(AttributeError):
+            run.cfg.seed = 3  # read-only
+
+
+def test_configurations_with_their_own_figures_keep_their_config(loader):
+    """Per-configuration figures read the whole config at completion: not released."""
+    config = loader.load_configuration("config", [*BASE, "policy=fcfs"], RunMode.MULTIRUN)
+    composer = grid.Composer(loader, config)
+    (job,) = grid.expand(grid.sweep_arguments(config), loader)
+    task, hydra_cfg = composer.run_job(0, job)
+    run = app.Configuration(task, hydra_cfg, None, "label", "name", {}, {}, 0.0, 0.0,
+                            figures=True, plain=composer.resolved(job, task))
+    app.release_config(run)
+    assert run.cfg is task and run.hydra_cfg is hydra_cfg

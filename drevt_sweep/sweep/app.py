@@ -519,6 +519,21 @@ def prepare_configuration(run: Configuration, load=None, finished: dict | None =
     _choose_seeds(run, finished)
 
 
+def release_config(run: Configuration) -> None:
+    """A prepared configuration of the sweep engine lets go of its OmegaConf trees: what its
+    completion, a wave later, reads of them (``seed``, ``trace.name``; Hydra's task overrides
+    and group choices) it reads from plain data (``plain_view.py`` says why). Not with
+    per-configuration figures, which read the whole config."""
+    if run.plain is None or run.figures:
+        return
+    from .plain_view import PlainView
+
+    hydra_cfg = run.hydra_cfg
+    run.hydra_cfg = PlainView({"overrides": {"task": list(hydra_cfg.overrides.task)},
+                               "runtime": {"choices": dict(hydra_cfg.runtime.choices)}})
+    run.cfg = PlainView(run.plain)
+
+
 def complete_configuration(run: Configuration, fresh: list[SeedResult]) -> None:
     """Aggregate, write the outputs and figures, and close the runs: ``result`` is final."""
     cfg, result, tracker, parent_id = run.cfg, run.result, run.tracker, run.parent_id

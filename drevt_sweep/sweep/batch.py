@@ -114,7 +114,6 @@ def run_grid(sweeper, jobs: list[list[str]]) -> None:
 def _run_grid(sweeper, jobs: list[list[str]]) -> None:
     from hydra.core.utils import setup_globals
 
-    from ..garbage import collect_garbage
     from . import app, grid
     from .interpolations import cache_parses
     from .interrupts import interrupt_behind
@@ -195,6 +194,7 @@ def _run_grid(sweeper, jobs: list[list[str]]) -> None:
                     record(run.result, key, run.path, run.settings)  # what a resume checks
                     run.result["status"] = "RUNNING"
                     wave.append(run)
+                    app.release_config(run)  # (its trees freed young: plain_view.py)
                 if not work.done() and getattr(run, "jobs", None) is not None:
                     seeds = total * len(getattr(run, "seeds", None) or [0])
                     work.set_result((len(run.jobs), -(-seeds // _local_workers(config))))
@@ -213,8 +213,6 @@ def _run_grid(sweeper, jobs: list[list[str]]) -> None:
                 _complete_wave(*done_wave, tracker, progress, costs)
                 in_flight.remove(done_wave[0])
                 done_wave = None
-                if total > WAVE:  # the wave's config trees, freed while the next wave runs; a
-                    collect_garbage()  # smaller sweep's (<= ~20 MB) wait: 0.6 s of CPU at 200
         if running is not None:
             importing = _import_report_in_background()  # (this thread only waits for the last wave now)
             done_wave = running.join()
