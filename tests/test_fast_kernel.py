@@ -113,11 +113,14 @@ def extended_options(priority, estimate, sjbf, backfill):
 @pytest.mark.parametrize("backfill", EXTENDED)
 @SETTINGS
 @given(trace=traces(), priority=st.sampled_from(("fcfs", "sjf") + DYNAMIC_PRIORITY_POLICIES),
-       sjbf=st.booleans(), enforce=st.booleans())
-def test_extended_kernel_matches_reference_on_random_traces(trace, priority, backfill, estimate, sjbf, enforce):
+       sjbf=st.booleans(), enforce=st.booleans(), charge_ended=st.booleans())
+def test_extended_kernel_matches_reference_on_random_traces(trace, priority, backfill, estimate, sjbf, enforce,
+                                                            charge_ended):
     jobs, total = trace
-    assert_same(jobs, jobs.actual_run_time, total, enforce_limits=enforce,
-                **extended_options(priority, estimate, sjbf, backfill))
+    options = extended_options(priority, estimate, sjbf, backfill)
+    if priority == "multifactor":  # (false: Slurm without AccountingStorageEnforce=limits)
+        options["priority_params"] = {**MULTIFACTOR, "charge_ended_jobs": charge_ended}
+    assert_same(jobs, jobs.actual_run_time, total, enforce_limits=enforce, **options)
 
 
 @pytest.mark.parametrize("fairshare_by", ["user", "account", "account/user"])

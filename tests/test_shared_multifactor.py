@@ -182,6 +182,9 @@ PRIORITIES = {
                                   "fairshare": "fair_tree"}),
     "by_user": ("multifactor", {"weights": {"age": 0, "fairshare": 1000, "job_size": 0, "partition": 0},
                                 "calc_period": 1.0, "fairshare_by": "user", "fairshare": "fair_tree"}),
+    # Slurm without AccountingStorageEnforce=limits: a job's time after the last tick is lost
+    "not_charged_at_end": ("multifactor", {"weights": {"age": 100, "fairshare": 1000, "job_size": 0, "partition": 0},
+                                           "calc_period": 3.0, "decay_half_life": 30.0, "charge_ended_jobs": False}),
     "wfp3": ("wfp3", None),
     "unicef": ("unicef", None),
 }

@@ -61,7 +61,8 @@ def test_the_tiny_conf_as_a_machine_and_multifactor_settings():
     assert conf.priority_params == {
         "weights": {"age": 1000.0, "fairshare": 10000.0, "job_size": 500.0, "partition": 2000.0, "qos": 0.0},
         "max_age": 2.5 * 86400, "decay_half_life": 14 * 86400.0, "calc_period": 60.0,
-        "favor_small": True, "fairshare": "fair_tree"}  # no NO_FAIR_TREE: Fair Tree
+        "favor_small": True, "fairshare": "fair_tree",  # no NO_FAIR_TREE: Fair Tree
+        "charge_ended_jobs": False}  # no AccountingStorageEnforce=limits: Slurm does not charge at a job's end
     assert conf.partition_factors == {"batch": 1.0, "debug": 10.0, "gpu": 1.0}
     assert conf.params_for(["batch", "gpu"])["partition_priority"] == {"batch": 1.0, "gpu": 1.0}
     assert conf.ignored == ("NodeName State",

@@ -265,6 +265,8 @@ MULTIFACTOR = {
     "fair_tree": {"fairshare": "fair_tree"},
     "fair_tree_by_user": {"fairshare": "fair_tree", "fairshare_by": "user", "calc_period": 60.0},
     "fair_tree_by_account": {"fairshare": "fair_tree", "fairshare_by": "account", "decay_half_life": 3600.0},
+    # without AccountingStorageEnforce=limits: a job's time after the last tick is never charged
+    "not_charged_at_end": {"charge_ended_jobs": False, "calc_period": 60.0, "decay_half_life": 3600.0},
 }
 
 

@@ -317,18 +317,23 @@ FAIRSHARE_TRACE = (
     "3,1,p,100,100,carol,biology\n")  # J3
 
 
-@pytest.mark.parametrize("shares, first", [(("1", "1"), "J2"), (("1", "3"), "J3")])
-def test_shares_from_the_associations_feed_fair_share(tmp_path, shares, first):
+@pytest.mark.parametrize("enforce, shares, first", [("limits", ("1", "1"), "J2"), ("limits", ("1", "3"), "J3"),
+                                                     ("", ("1", "1"), "J3")])
+def test_shares_from_the_associations_feed_fair_share(tmp_path, enforce, shares, first):
     """One node, classic fair share only (weight 10000), no decay, usage counted every minute.
-    J0 (biology) runs [0, 100), J1 (physics) [100, 200): at t=200 the ticks of 60, 120, 180
-    have counted biology 100 node-s, physics 80 (root 180). Equal shares: F = 2^(-U/S):
-    physics 2^(-(80/180)/0.5) = 0.540, biology 2^(-(100/180)/0.5) = 0.463: J2 (physics) first.
-    physics Share=1, biology Share=3 (S = 0.25, 0.75): physics 2^(-1.78) = 0.29, biology
-    2^(-0.74) = 0.60: J3 (biology) first."""
+    J0 (biology) runs [0, 100), J1 (physics) [100, 200). With AccountingStorageEnforce=limits
+    Slurm charges a job up to its end: at t=200 the ticks of 60, 120, 180 have counted biology
+    100 node-s, physics 80 (root 180). Equal shares: F = 2^(-U/S): physics 2^(-(80/180)/0.5) =
+    0.540, biology 2^(-(100/180)/0.5) = 0.463: J2 (physics) first. physics Share=1, biology
+    Share=3 (S = 0.25, 0.75): physics 2^(-1.78) = 0.29, biology 2^(-0.74) = 0.60: J3 (biology)
+    first. Without limits a job's time after the last tick before its end is never charged
+    (``charge_ended_jobs``, multifactor.py): J0's [60, 100) is lost, biology 60, physics 80 (the
+    tick of 180 counted J1's [100, 180)), root 140: physics 2^(-(80/140)/0.5) = 0.453, biology
+    2^(-(60/140)/0.5) = 0.552: J3 first with equal shares too."""
     conf = write(tmp_path / "slurm.conf", (
         "SelectType=select/linear\nNodeName=n1 CPUs=1\nPartitionName=p Nodes=n1 Default=YES\n"
         "PriorityType=priority/multifactor\nPriorityFlags=NO_FAIR_TREE\nPriorityWeightFairshare=10000\n"
-        "PriorityDecayHalfLife=0\nPriorityCalcPeriod=1\n"))
+        f"PriorityDecayHalfLife=0\nPriorityCalcPeriod=1\nAccountingStorageEnforce={enforce or 'none'}\n"))
     assoc = write(tmp_path / "assoc.txt", HEADER + assoc_line("root") + assoc_line("physics", share=shares[0])
                   + assoc_line("biology", share=shares[1]) + assoc_line("physics", "alice")
                   + assoc_line("biology", "carol"))
@@ -345,6 +350,7 @@ def test_shares_from_the_associations_feed_fair_share(tmp_path, shares, first):
     assert (starts[2], starts[3]) == ((200, 300) if first == "J2" else (300, 200))
     used = json.loads(stats.read_text())["run"]["priority_params"]
     assert used["account_shares"] == {"biology": float(shares[1]), "physics": float(shares[0])}
+    assert used["charge_ended_jobs"] is (enforce == "limits")
 
 
 def test_qos_priority_feeds_the_qos_factor(tmp_path):

@@ -186,7 +186,7 @@ def policy_options(policy: DictConfig) -> dict:
         plain = OmegaConf.to_container(policy, resolve=True, enum_to_str=True)
         params = {key: plain[key] for key in ("weights", "max_age", "favor_small", "decay_half_life", "calc_period",
                                               "fairshare_by", "fairshare", "account_shares", "user_shares",
-                                              "partition_priority")}
+                                              "partition_priority", "charge_ended_jobs")}
     if priority in DYNAMIC_PRIORITY_POLICIES:
         check_priority_params(priority, params)
     return {"estimate": estimate, "backfill_order": order, "estimate_refresh": refresh, "priority_params": params}

@@ -192,6 +192,9 @@ class PolicyConf:
     account_shares: Dict[str, float] = field(default_factory=dict)
     user_shares: Dict[str, float] = field(default_factory=dict)
     partition_priority: Dict[str, float] = field(default_factory=dict)  # PriorityJobFactor
+    # A job's time from the last tick to its end charged to its fair-share usage: Slurm does it
+    # only with AccountingStorageEnforce=limits (system=slurm sets it from the slurm.conf).
+    charge_ended_jobs: bool = True
     # Slurm's backfill (backfill: slurm, or policy=slurm with SchedulerType=sched/backfill): the
     # SchedulerParameters of the same names; null = the slurm.conf's value, else Slurm's default.
     # Numbers may be inf where "no limit" makes sense (bf_max_job_test, bf_window, depth).

@@ -124,7 +124,8 @@ def identity_settings(settings: dict) -> dict:
     """The result settings as they identify a configuration (its hash, its params): a named
     slurm.conf adds its sha256, since a changed file must not resume old results; the keys
     this feature added are left out while unset (``system.slurm_conf: null``,
-    ``policy.fairshare: classic``, ``policy.estimate_refresh: submit``), so that earlier sweeps keep their hashes and resume."""
+    ``policy.fairshare: classic``, ``policy.estimate_refresh: submit``, ``policy.charge_ended_jobs:
+    true``), so that earlier sweeps keep their hashes and resume."""
     system, policy = settings.get("system"), settings.get("policy")
     for key in SYSTEM_FILES:  # a named file's sha256 joins its path
         if isinstance(system, dict) and key in system:
@@ -137,7 +138,7 @@ def identity_settings(settings: dict) -> dict:
                 except OSError:
                     digest = None  # reported when the machine is built
                 system = {**system, f"{key}_sha256": digest}
-    defaults = {"fairshare": "classic", "estimate_refresh": "submit"}  # keys added in 2026-12
+    defaults = {"fairshare": "classic", "estimate_refresh": "submit", "charge_ended_jobs": True}  # added in 2026-12
     defaults.update({key: None for key in BACKFILL_KEYS})  # issue 26: unset = as before
     if isinstance(policy, dict):
         policy = {k: v for k, v in policy.items() if k not in defaults or v != defaults[k]}

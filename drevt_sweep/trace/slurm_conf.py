@@ -305,6 +305,8 @@ class _Reader:
                 self.ignore(written)
         factors = {p["name"]: p["factor"] for p in self.partitions}
         enforce = self._enforce()
+        if priority_params is not None:  # a job's time after the last tick is charged at its end
+            priority_params["charge_ended_jobs"] = "limits" in enforce  # only under limits (multifactor.py)
         return SlurmConf(str(self.path), system, priority, backfill, priority_params,
                          factors if len(set(factors.values())) > 1 else {}, tuple(self.ignored),
                          backfill_params, enforce)

@@ -321,9 +321,10 @@ def _dynamic_state(dynamic, n: int) -> tuple:
     kind = _DYNAMIC[type(dynamic).__name__ if dynamic is not None else None]
     one = np.zeros(1)
     a_arr, b_arr, leaf, acct, sib, snorm = one, one, np.zeros(n, np.int64), np.zeros(1, np.int64), one, one
-    n_acct, w_age, w_fs, max_age, period, decay, t0 = 1, 0.0, 0.0, 1.0, 1.0, 1.0, 0.0
+    n_acct, w_age, w_fs, max_age, period, decay, t0, charge_ended = 1, 0.0, 0.0, 1.0, 1.0, 1.0, 0.0, True
     if kind == ext.DYN_MULTIFACTOR:
-        (a_arr, leaf, acct, sib, snorm, n_acct, w_age, w_fs, max_age, period, decay, t0) = dynamic.kernel_args()
+        (a_arr, leaf, acct, sib, snorm, n_acct, w_age, w_fs, max_age, period, decay, t0,
+         charge_ended) = dynamic.kernel_args()
     elif kind:
         a_arr, b_arr = dynamic.kernel_args()
     n_leaf = int(np.shape(sib)[0])
@@ -336,7 +337,8 @@ def _dynamic_state(dynamic, n: int) -> tuple:
     two_levels = fair_tree and bool(dynamic.tree.two_levels)
     fair_tree_state = (fair_tree, two_levels, *_fair_tree_arrays(dynamic if fair_tree else None, n_leaf, n_acct))
     dyn_args = (np.int64(kind), f64(a_arr), f64(b_arr), i64(leaf), i64(acct), f64(sib), f64(snorm), np.int64(n_acct),
-                float(w_age), float(w_fs), float(max_age), float(period), float(decay), float(t0))
+                float(w_age), float(w_fs), float(max_age), float(period), float(decay), float(t0),
+                bool(charge_ended))
     return kind, dyn_args, fairshare, fair_tree_state
 
 
@@ -344,7 +346,8 @@ def _first_tick(kind, dyn_args) -> float:
     """Multifactor's first tick (``t0 + period``; inf for the priorities without ticks)."""
     from . import _extended as ext
 
-    return dyn_args[-1] + dyn_args[-3] if kind == ext.DYN_MULTIFACTOR else np.inf  # t0 + period
+    t0, period = dyn_args[-2], dyn_args[-4]
+    return t0 + period if kind == ext.DYN_MULTIFACTOR else np.inf
 
 
 def _fair_tree_arrays(multifactor, n_leaf: int, n_acct: int) -> tuple:
@@ -424,9 +427,11 @@ def run_slurm(*, submit, limit, nodes, dur, rejected, rank, total, users, backfi
                        np.empty(n, np.int64), one, one, one, one, one, ione, ione, np.zeros(1, np.bool_),
                        *_fair_tree_arrays(None, 1, 1))
     elif fs:  # multifactor: its arrays, the sorted queue and the fair-share state (as ``run_extended``)
-        a_arr, leaf, acct, sib, snorm, n_acct, w_age, w_fs, max_age, period, decay, t0 = dynamic.kernel_args()
+        (a_arr, leaf, acct, sib, snorm, n_acct, w_age, w_fs, max_age, period, decay, t0,
+         charge_ended) = dynamic.kernel_args()
         mf[[sk.M_W_AGE, sk.M_W_FS, sk.M_MAX_AGE, sk.M_PERIOD, sk.M_DECAY, sk.M_T0]] = (
             w_age, w_fs, max_age, period, decay, t0)
+        mf[sk.M_CHARGE_ENDED] = float(charge_ended)
         mf[sk.M_FAIR_TREE] = float(dynamic.fair_tree)
         mf[sk.M_TWO_LEVELS] = float(dynamic.tree.two_levels)
         n_leaf = int(np.shape(sib)[0])

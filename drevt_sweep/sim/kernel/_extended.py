@@ -151,7 +151,7 @@ SF_TICK_AT = 3  # multifactor: the next tick (inf without fair-share)
 @njit(cache=True, _nrt=False)
 def extended_steps(submit, limit, nodes, dur, arrivals, rank, mode, estimate, sjbf, users,
                    dyn, a_arr, b_arr, leaf, acct, sib, snorm, n_acct, w_age, w_fs, max_age, period, decay, t0,
-                   begin, end, est, plan, key, re, rj, rn, hk, hj, ok_, oj, q, tmp, sq, hist, hcount,
+                   charge_ended, begin, end, est, plan, key, re, rj, rn, hk, hj, ok_, oj, q, tmp, sq, hist, hcount,
                    usage, acc, runn, raw_acct, fval, fstamp, active, is_active,
                    fair_tree, two_levels, acct_share, ftk, fti, fplan, fstack, st, sf, budget):
     """none / easy / easy_drevt with dynamic priorities and run-time estimates, from state
@@ -206,7 +206,7 @@ def extended_steps(submit, limit, nodes, dur, arrivals, rank, mode, estimate, sj
             free += nodes[j]
             done += 1
             if fairshare:
-                _account_end(leaf[j], nodes[j], now, next_tick, runn, acc)
+                _account_end(leaf[j], nodes[j], now, next_tick, runn, acc, charge_ended, begin[j], period)
             if estimate == EST_HISTORY and users[j] >= 0:
                 u = users[j]
                 hist[u, 0] = hist[u, 1]
@@ -355,10 +355,12 @@ def _account_start(lf, nj, now, next_tick, runn, acc, active, is_active, n_activ
 
 
 @njit(cache=True, _nrt=False, inline="always")
-def _account_end(lf, nj, now, next_tick, runn, acc):
-    """``Multifactor.end``: the node-seconds from ``now`` to the next tick are taken back."""
+def _account_end(lf, nj, now, next_tick, runn, acc, charge_ended, began, period):
+    """``Multifactor.end``: the node-seconds from ``now`` to the next tick are taken back; without
+    ``charge_ended`` (``charge_ended_jobs: false``) those since the last tick or the job's start too."""
     runn[lf] -= nj
-    acc[lf] -= nj * (next_tick - now)
+    since = now if charge_ended else max(began, next_tick - period)
+    acc[lf] -= nj * (next_tick - since)
 
 
 @njit(cache=True, _nrt=False)

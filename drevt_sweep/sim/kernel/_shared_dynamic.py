@@ -29,7 +29,7 @@ from .shared import MODES, _first_fit, _give_back, _maxima, _node_lists, _shadow
 @njit(cache=True, _nrt=False)
 def shared_dynamic_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, mem, charge, mode,
                          dyn, a_arr, b_arr, leaf, acct, sib, snorm, n_acct, w_age, w_fs, max_age, period, decay, t0,
-                         begin, end, est, key, node_start, node_list, fc, fg, fm, Fc, Fg, Fm, pick,
+                         charge_ended, begin, end, est, key, node_start, node_list, fc, fg, fm, Fc, Fg, Fm, pick,
                          re, rj, rn, hk, hj, q, tmp,
                          usage, acc, runn, raw_acct, fval, fstamp, active, is_active,
                          fair_tree, two_levels, acct_share, ftk, fti, fplan, fstack, st, sf, budget):
@@ -70,7 +70,7 @@ def shared_dynamic_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus,
             _give_back(j, fc, fg, fm, node_start, node_list, cores, gpus, mem)
             done += 1
             if fairshare:
-                _account_end(leaf[j], charge[j], now, next_tick, runn, acc)
+                _account_end(leaf[j], charge[j], now, next_tick, runn, acc, charge_ended, begin[j], period)
 
         # 2. arrivals, keyed now
         while a < n_arr and submit[arrivals[a]] <= now:

@@ -81,7 +81,8 @@ M_T0 = 5  # first submission (ticks count from it)
 M_FAIR_TREE = 6  # 1: Fair Tree's fair-share factor (``_extended._fair_tree``), 0: classic
 M_TWO_LEVELS = 7  # 1: the association tree is root -> account -> user (``fairshare_by: account/user``)
 M_DYN = 8  # the dynamic priority (``_extended.DYN_*``): multifactor, or wfp3/unicef (re-keyed at every pass)
-M_SIZE = 9
+M_CHARGE_ENDED = 9  # 1: a job ending between ticks is charged up to its end (``charge_ended_jobs``)
+M_SIZE = 10
 
 
 @njit(cache=True, _nrt=False, inline="always")
@@ -477,6 +478,7 @@ def slurm_steps(submit, limit, nodes, dur, arrivals, rank, users, total, pf_, pi
     every_pass = fs and dyn != DYN_MULTIFACTOR  # wfp3/unicef: every waiting job re-keyed before every pass
     multifactor = fs and not every_pass
     two_levels = mf[M_TWO_LEVELS] != 0.0
+    charge_ended = mf[M_CHARGE_ENDED] != 0.0
     n_acct = raw_acct.shape[0]
     skipping = st[ST_SKIP] == 1
     free, R, H, Q, a, done = _load_counts(st)
@@ -529,7 +531,7 @@ def slurm_steps(submit, limit, nodes, dur, arrivals, rank, users, total, pf_, pi
             done += 1
             completed = True
             if multifactor:
-                _account_end(leaf[j], nodes[j], now, next_tick, runn, acc)
+                _account_end(leaf[j], nodes[j], now, next_tick, runn, acc, charge_ended, begin[j], period)
 
         # 2. arrivals
         arrived = False

@@ -49,6 +49,18 @@ submission, with the fair-share factors of the last tick. (Internally usage is k
 2^(elapsed / half-life), so that a tick only touches the associations that ran; U/S, all that
 fair-share uses, is the same.)
 
+**A job that ends between ticks** (``charge_ended_jobs``). Slurm's decay thread charges each
+running job at a tick for its time since the last one (``decay_apply_new_usage`` in
+``priority_multifactor.c``), and skips jobs that have ended; a job's time from the last tick to
+its end is charged when it ends, by ``priority_p_job_end``, which Slurm calls only from the
+limits code: ``_adjust_limit_usage`` in ``src/slurmctld/acct_policy.c`` returns first unless
+``AccountingStorageEnforce`` includes ``limits`` (or ``safe``, ``all``). So with ``limits``
+(``charge_ended_jobs: true``, the default) every job's whole run is charged; without it
+(``false``; ``system=slurm`` sets it from the slurm.conf) a job that starts and ends between two
+ticks is never charged, and a job running over ticks only up to the last one. Seen on a real
+Slurm: without ``limits``, ``sshare`` showed no usage for accounts whose jobs all ended between
+ticks (docs/slurm.md, "Shared nodes on the real Slurm").
+
 **Fair Tree** (``fairshare: fair_tree``; Slurm's default since 19.05, chosen by slurm.conf
 unless ``PriorityFlags`` has ``NO_FAIR_TREE``; here ``classic`` stays the default so that
 existing configs keep their schedules). Source: Slurm's "Fair Tree Fairshare Algorithm" page
@@ -97,6 +109,7 @@ DEFAULTS = {
     "partition_priority": {},
     "qos_factor": {},  # "account/user" -> the QOS factor of the association's jobs, in [0, 1]
     "qos_priority": {},  # QOS name -> its factor, for jobs whose trace states their QOS
+    "charge_ended_jobs": True,  # AccountingStorageEnforce has limits: see the module docstring
 }
 
 
@@ -113,8 +126,9 @@ def check_params(params: dict) -> dict:
     p["max_age"] = number("multifactor max_age", p["max_age"], positive=True)
     p["calc_period"] = number("multifactor calc_period", p["calc_period"], positive=True)
     p["decay_half_life"] = number("multifactor decay_half_life", p["decay_half_life"], positive=True)
-    if not isinstance(p["favor_small"], bool):
-        raise ConfigError(f"multifactor favor_small must be true or false, got {p['favor_small']!r}")
+    for key in ("favor_small", "charge_ended_jobs"):
+        if not isinstance(p[key], bool):
+            raise ConfigError(f"multifactor {key} must be true or false, got {p[key]!r}")
     if p["fairshare"] not in FAIRSHARE_ALGORITHMS:
         raise ConfigError(f"unknown multifactor fairshare {p['fairshare']!r}; choose one of: "
                           f"{', '.join(FAIRSHARE_ALGORITHMS)}")
@@ -175,6 +189,8 @@ class Multifactor:
         self.nodes_l = self.charge.tolist()  # what a running job is charged per second
         self.decay = 0.5 ** (self.period / half_life)
         self.t0 = float(inputs.t0)
+        self.charge_ended = p["charge_ended_jobs"]
+        self.began = [0.0] * len(self.leaf_l)  # start times (charge_ended_jobs: false)
         n_leaves = tree.acct_of_leaf.shape[0]
         # Usage is kept scaled by 2^(elapsed ticks x calc_period / half_life) (``scale``), so a
         # tick only adds the new node-seconds of the associations that ran instead of decaying
@@ -225,12 +241,16 @@ class Multifactor:
         n = self.nodes_l[j]
         self.running[leaf] += n
         self.acc[leaf] += n * (self.next_tick - now)
+        self.began[j] = now
 
     def end(self, j: int, now: float) -> None:
+        """The job's time after ``now`` is taken back; without ``charge_ended_jobs``, its time
+        since the last tick too (the last tick: ``next_tick - period``)."""
         leaf = self.leaf_l[j]
         n = self.nodes_l[j]
         self.running[leaf] -= n
-        self.acc[leaf] -= n * (self.next_tick - now)
+        since = now if self.charge_ended else max(self.began[j], self.next_tick - self.period)
+        self.acc[leaf] -= n * (self.next_tick - since)
 
     def refresh_due(self) -> bool:
         due = self._due
@@ -265,7 +285,7 @@ class Multifactor:
     def kernel_args(self) -> tuple:
         t = self.tree
         return (self.static, t.leaf_of_job, t.acct_of_leaf, t.sib_ratio, t.s_norm, t.n_acct,
-                self.w_age, self.w_fs, self.max_age, self.period, self.decay, self.t0)
+                self.w_age, self.w_fs, self.max_age, self.period, self.decay, self.t0, self.charge_ended)
 
 
 PRIORITY_MAX = 4294967295.0  # 2^32 - 1, Slurm's largest priority
