@@ -34,10 +34,12 @@ arrival or completion to ``default_queue_depth`` + 1 jobs, over the whole queue 
 ``sched_interval`` tick, starting the queue's prefix that fits now; then, at a
 ``bf_interval`` tick (every pass with ``bf_interval=0``), one backfill cycle
 (``backfill.c: _attempt_backfill``) on profiles rebuilt from the running jobs (until their
-estimated ends, cut at the window end) and the jobs the main scheduler just started; the
-cycle ends at the last tested job that fits now, and is skipped when none does (``_tested``
-says why no schedule changes). Jobs started in the pass are launched after it, in start order,
-as the reference's ``due`` list.
+estimated ends, cut at the window end; ``_rebuild`` appends each node's ends in order) and
+the jobs the main scheduler just started; the cycle ends at the last tested job that can still
+start now, and is skipped when none does (``_tested`` says why no schedule changes): first the
+last one that fits the free resources, then, as starts and reservations take nodes, the last
+one that still fits on the profiles now (``_cycle_end``). Jobs started in the pass are launched
+after it, in start order, as the reference's ``due`` list.
 Per-user counts of a cycle are stamped with the cycle's number instead of cleared
 (``_check_bf_usage`` does the same with ``last_sched``); with one partition
 ``bf_max_job_part`` and ``bf_max_job_test`` count the same jobs (the smaller one ends the
@@ -183,6 +185,102 @@ def _hold(PT, PC, PG, PM, PB, where, first, k, s, e, c, g, m, now):
 
 
 @njit(cache=True)
+def _rebuild(PT, PC, PG, PM, PB, now, window_end, re, rj, R, node_list, node_start, nodes, cores, gpus, mem, cap_c,
+             cap_g, cap_m):
+    """The profiles of the running jobs alone, each holding its nodes until its estimated end
+    (right after now if it is overdue), cut at ``window_end``; returns them (grown if needed).
+    The running jobs come by estimated end, so a node's breakpoints are appended in order, no
+    shifting (``_hold`` would shift them): its free amounts before the first end, then one step
+    up per end. A job asking for nothing leaves no breakpoint, and equal ends share one: the
+    same canonical profile as ``_prof_take`` builds."""
+    n_nodes = PB.shape[0]
+    for i in range(n_nodes):
+        PB[i] = 1
+        PT[i, 0] = -np.inf
+        PC[i, 0] = cap_c
+        PG[i, 0] = cap_g
+        PM[i, 0] = cap_m
+    most = 1
+    for r in range(R):
+        j = rj[r]
+        for y in range(node_start[j], node_start[j] + nodes[j]):
+            i = node_list[y]
+            PC[i, 0] -= cores[j]
+            PG[i, 0] -= gpus[j]
+            PM[i, 0] -= mem[j]
+            PB[i] += 1  # (counts the breakpoints needed)
+            if PB[i] > most:
+                most = PB[i]
+    while PT.shape[1] < most + 2:  # (and room for _hold's next two)
+        PT, PC, PG, PM = _prof_grow(PT, PC, PG, PM)
+    PB[:] = 1
+    soon = np.nextafter(now, np.inf)
+    for r in range(R):
+        j = rj[r]
+        c, g, m = cores[j], gpus[j], mem[j]
+        if c == 0 and g == 0 and m == 0:
+            continue
+        stop = min(re[r] if re[r] > now else soon, window_end)
+        for y in range(node_start[j], node_start[j] + nodes[j]):
+            i = node_list[y]
+            b = PB[i] - 1
+            if PT[i, b] == stop:
+                PC[i, b] += c
+                PG[i, b] += g
+                PM[i, b] += m
+            else:
+                PT[i, b + 1] = stop
+                PC[i, b + 1] = PC[i, b] + c
+                PG[i, b + 1] = PG[i, b] + g
+                PM[i, b + 1] = PM[i, b] + m
+                PB[i] = b + 2
+    return PT, PC, PG, PM
+
+
+@njit(cache=True)
+def _fits_now(PT, PC, PG, PM, PB, now, k, d, c, g, m, wit):
+    """Whether k nodes hold (c, g, m) throughout [now, now + d) on the profiles (the job can
+    start now); the k highest-indexed into wit[:k] (the ones reservations, lowest indices
+    first, take last)."""
+    got = 0
+    for i in range(PB.shape[0] - 1, -1, -1):
+        if _node_earliest(PT, PC, PG, PM, PB, i, now, d, c, g, m, now) == now:
+            wit[got] = i
+            got += 1
+            if got == k:
+                return True
+    return False
+
+
+@njit(cache=True)
+def _cycle_end(PT, PC, PG, PM, PB, now, tests, y, last, nodes, limit, cores, gpus, mem, wit, wmark, where, first,
+               k):
+    """Where a cycle ends after the job at its place ``y`` held the nodes where[first:first + k]:
+    the last place (``last`` or before it, after y; y: none) whose job can still start now.
+    The profiles only lose free resources within a cycle, so a job that cannot start now at
+    some point of it never can later in it, and a cycle after its last possible start only
+    adds reservations, which change no schedule (``_tested``). ``last``'s job is known to fit
+    now on the nodes marked in ``wmark`` (``wit``); a hold that misses them keeps it."""
+    hit = False
+    for x in range(k):
+        if wmark[where[first + x]]:
+            hit = True
+            break
+    if not hit:
+        return last
+    for x in range(nodes[tests[last]]):
+        wmark[wit[x]] = False
+    while last > y:
+        j = tests[last]
+        if _fits_now(PT, PC, PG, PM, PB, now, nodes[j], limit[j], cores[j], gpus[j], mem[j], wit):
+            for x in range(nodes[j]):
+                wmark[wit[x]] = True
+            return last
+        last -= 1
+    return y
+
+
+@njit(cache=True)
 def _tested(q, x, Q, users, max_test, max_user, ucount, ustamp, cycle, tests, fc, fg, fm, nodes, cores, gpus, mem,
             pick):
     """The jobs a backfill cycle tests, from place ``x`` of the queue on, into ``tests`` in
@@ -241,6 +339,8 @@ def shared_slurm_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, m
     next_full = sf[SF_NEXT_FULL]
     n_arr = arrivals.shape[0]
     n_nodes = fc.shape[0]
+    wit = np.empty(n_nodes, np.int64)  # where the cycle's last possible start fits now, and those nodes marked
+    wmark = np.zeros(n_nodes, np.bool_)
     usable = np.empty(n_nodes, np.bool_)  # scratch of the cons_tres placement: usable nodes, and
     runs = np.empty((4, n_nodes), np.int64)  # runs of them (first, last node, free cores, nodes left)
     status = 0
@@ -293,28 +393,25 @@ def shared_slurm_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, m
         if last >= 0:
             st[ST_PLANNED] += 1
             st[ST_RUNNING] += R
-            st[ST_FITS] += last + 1
-            soon = np.nextafter(now, np.inf)
-            for i in range(n_nodes):  # every node free: one segment from -inf
-                PB[i] = 1
-                PT[i, 0] = -np.inf
-                PC[i, 0] = cap_c
-                PG[i, 0] = cap_g
-                PM[i, 0] = cap_m
-            for r in range(R):
-                j = rj[r]
-                stop = min(re[r] if re[r] > now else soon, window_end)
-                PT, PC, PG, PM = _hold(PT, PC, PG, PM, PB, node_list, node_start[j], nodes[j], -np.inf, stop,
-                                       cores[j], gpus[j], mem[j], now)
+            PT, PC, PG, PM = _rebuild(PT, PC, PG, PM, PB, now, window_end, re, rj, R, node_list, node_start, nodes,
+                                      cores, gpus, mem, cap_c, cap_g, cap_m)
             for y in range(D):
                 j = due[y]
                 PT, PC, PG, PM = _hold(PT, PC, PG, PM, PB, node_list, node_start[j], nodes[j], now,
                                        min(now + limit[j], window_end), cores[j], gpus[j], mem[j], now)
+            wmark[:] = False  # the nodes on which the cycle's last possible start fits now
+            j = tests[last]
+            _fits_now(PT, PC, PG, PM, PB, now, nodes[j], limit[j], cores[j], gpus[j], mem[j], wit)  # (it does)
+            for x in range(nodes[j]):
+                wmark[wit[x]] = True
             reserved = 0
-            for y in range(last + 1):
+            y = -1
+            while y < last:
+                y += 1
                 j = tests[y]
                 d = limit[j]
                 c, g, m = cores[j], gpus[j], mem[j]
+                st[ST_FITS] += 1
                 s = _earliest_all(PT, PC, PG, PM, PB, now, nodes[j], d, c, g, m, np.inf, pick, E)
                 if s == np.inf:
                     return -3, PT, PC, PG, PM
@@ -329,6 +426,9 @@ def shared_slurm_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, m
                     D += 1
                     PT, PC, PG, PM = _hold(PT, PC, PG, PM, PB, node_list, node_start[j], nodes[j], now,
                                            min(now + d, window_end), c, g, m, now)
+                    if y < last:
+                        last = _cycle_end(PT, PC, PG, PM, PB, now, tests, y, last, nodes, limit, cores, gpus, mem,
+                                          wit, wmark, node_list, node_start[j], nodes[j])
                     continue
                 if reserve_cap and reserved >= reserve_cap:
                     continue
@@ -343,6 +443,9 @@ def shared_slurm_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, m
                 if hi > lo:  # held whole: one core more than a node has, and all its GPUs and memory
                     PT, PC, PG, PM = _hold(PT, PC, PG, PM, PB, pick, 0, nodes[j], lo, hi, cap_c + 1, cap_g, cap_m,
                                            now)
+                    if y < last:
+                        last = _cycle_end(PT, PC, PG, PM, PB, now, tests, y, last, nodes, limit, cores, gpus, mem,
+                                          wit, wmark, pick, 0, nodes[j])
                 reserved += 1
         for y in range(D):
             j = due[y]
