@@ -18,8 +18,9 @@ What is reused rather than rewritten:
   cycles' earliest fits spent their time on (``benchmarks/RESULTS.md``, "Fifteenth session,
   helper sslurmspeed"). A backfill reservation holds its nodes **whole** (Slurm's
   ``node_space_map_t`` keeps node bitmaps per time slot; ``_add_reservation`` takes the reserved
-  job's nodes out of every slot it overlaps): it takes one core more than a node has, and all its
-  GPUs and memory, as ``_Timeline``'s ``whole`` intervals do, so nothing fits beside it;
+  job's nodes out of every slot it overlaps): ``_Timeline`` holds one core more than the node
+  has there, so nothing fits beside it; here the span becomes one segment of free amounts -1
+  (``_block``: the same fits, and the breakpoints inside it go);
 * free resources and starts from ``kernel.shared`` (``_take``, ``_give_back``), the event
   loop's steps from ``_kernels`` (``_finish_next``, ``_launch``, ``_enqueue_arrivals``).
 
@@ -55,7 +56,7 @@ from ._kernels import BIG, SF_NOW, _enqueue_arrivals, _finish_next, _launch, _lo
 from ._slurm import (P_DEPTH, P_F_SIZE, P_I_SIZE, P_INTERVAL, P_MAX_TEST, P_MAX_USER, P_RES, P_RESERVE, P_SCHED,
                      P_WINDOW, SF_NEXT_BF, SF_NEXT_FULL, SF_T0, ST_CYCLE, ST_KBF, ST_KFULL, _pass_clocks, _window_end)
 from .shared import (_earliest_all, _first_fit, _give_back, _maxima, _node_earliest, _node_lists, _prof_grow,
-                     _prof_take, _room, _take)
+                     _prof_take, _room, _seg, _take)
 
 # counters of the work done, for benchmarks (``run_shared_slurm``'s ``counters``)
 ST_PASSES = 10  # scheduling passes
@@ -182,6 +183,55 @@ def _hold(PT, PC, PG, PM, PB, where, first, k, s, e, c, g, m, now):
             PT, PC, PG, PM = _prof_grow(PT, PC, PG, PM)
         _prof_take(PT, PC, PG, PM, PB, i, s, e, c, g, m, 1)
     return PT, PC, PG, PM
+
+
+@njit(cache=True)
+def _block(PT, PC, PG, PM, PB, i, lo, hi):
+    """Node i held whole on [lo, hi) (now <= lo < hi; room for two more breakpoints): one
+    segment of free amounts -1 there, in place of every breakpoint inside it, merged with a
+    held segment on either side. Within a cycle nothing is given back and no start overlaps a
+    held point (it would not fit), so a held point's amounts only have to stay below every
+    request: the same fits as holding one core more than the node has (``_prof_take``), with
+    fewer breakpoints and one shift of the node's tail."""
+    B = PB[i]
+    bs = _seg(PT, PB, i, lo)
+    be = _seg(PT, PB, i, hi)
+    a = bs if PT[i, bs] == lo else bs + 1  # the held segment's place
+    if a > 0 and PC[i, a - 1] < 0:  # it extends a held one
+        a -= 1
+        lo = PT[i, a]
+    hc, hg, hm = PC[i, be], PG[i, be], PM[i, be]  # the amounts at hi
+    extra = 0  # a breakpoint at hi with them
+    if hc < 0:  # held at hi already: that segment joins this one
+        tail = be + 1
+    elif PT[i, be] == hi:
+        tail = be
+    else:
+        tail = be + 1
+        extra = 1
+    dst = a + 1 + extra  # the kept tail [tail, B) moves there
+    if dst < tail:
+        for x in range(tail, B):
+            PT[i, x - tail + dst] = PT[i, x]
+            PC[i, x - tail + dst] = PC[i, x]
+            PG[i, x - tail + dst] = PG[i, x]
+            PM[i, x - tail + dst] = PM[i, x]
+    elif dst > tail:
+        for x in range(B - 1, tail - 1, -1):
+            PT[i, x - tail + dst] = PT[i, x]
+            PC[i, x - tail + dst] = PC[i, x]
+            PG[i, x - tail + dst] = PG[i, x]
+            PM[i, x - tail + dst] = PM[i, x]
+    PT[i, a] = lo
+    PC[i, a] = -1
+    PG[i, a] = -1
+    PM[i, a] = -1
+    if extra:
+        PT[i, a + 1] = hi
+        PC[i, a + 1] = hc
+        PG[i, a + 1] = hg
+        PM[i, a + 1] = hm
+    PB[i] = dst + B - tail
 
 
 @njit(cache=True)
@@ -440,9 +490,12 @@ def shared_slurm_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, m
                     hi = np.floor((hi + res - 1) / res) * res
                 lo = max(lo, now)
                 hi = min(hi, window_end)
-                if hi > lo:  # held whole: one core more than a node has, and all its GPUs and memory
-                    PT, PC, PG, PM = _hold(PT, PC, PG, PM, PB, pick, 0, nodes[j], lo, hi, cap_c + 1, cap_g, cap_m,
-                                           now)
+                if hi > lo:  # held whole
+                    for x in range(nodes[j]):
+                        i = pick[x]
+                        while not _room(PT, PC, PG, PM, PB, i, now):
+                            PT, PC, PG, PM = _prof_grow(PT, PC, PG, PM)
+                        _block(PT, PC, PG, PM, PB, i, lo, hi)
                     if y < last:
                         last = _cycle_end(PT, PC, PG, PM, PB, now, tests, y, last, nodes, limit, cores, gpus, mem,
                                           wit, wmark, pick, 0, nodes[j])
