@@ -999,25 +999,14 @@ def _earliest_all(PT, PC, PG, PM, PB, now, k, L, c, g, m, H, pick, E):
     t = now
     for i in range(n_nodes):
         E[i] = -np.inf
+    low = np.empty(k)
     while True:
         for i in range(n_nodes):
             if E[i] < t:  # (an earliest start >= the last t is still the earliest >= t)
                 E[i] = _node_earliest(PT, PC, PG, PM, PB, i, t, L, c, g, m, H)
-        # the k-th smallest start: no k nodes fit together before it
-        nxt = -np.inf
-        below = 0
-        while below < k:
-            lo = np.inf
-            for i in range(n_nodes):
-                v = E[i]
-                if v > nxt and v < lo:
-                    lo = v
-            if lo == np.inf:
-                return np.inf
-            for i in range(n_nodes):
-                if E[i] == lo:
-                    below += 1
-            nxt = lo
+        nxt = _kth_smallest(E, k, low)  # no k nodes fit together before it
+        if nxt == np.inf:
+            return np.inf
         if nxt == t:
             got = 0
             for i in range(n_nodes):
