@@ -11,12 +11,13 @@ Two parts, CPU time (``process_time``, best of ``REPEATS``; the largest sizes on
 * ``growth`` (issue 26's row): the compiled kernel with Slurm's defaults on issue 26's
   4-partition machine of cores and memory (``bench_slurm_kernel.four_partitions``: batch 64
   nodes, gpu 16, bigmem 8, debug 16, 64 cores each, shared; ``shared_workload``'s jobs at core
-  load 0.9 on each) for 125k, 250k, 500k and 1M jobs through ``sim.partitioned.simulate_machine``:
+  load 0.9 on each) for 125k, 250k, 500k and 1M jobs (or FIRST jobs, doubled up to MAX_JOBS) through
+  ``sim.partitioned.simulate_machine``:
   jobs/s (target >= 100,000 at 1M), cost per doubling (target <= 2.2x), peak RSS, and the
   kernel's work counters (``_shared_slurm.COUNTERS``: where the time goes).
 
     PYTHONPATH=. python benchmarks/bench_shared_slurm.py small [JOBS [NODES [LOAD]]]  # 2000 16 0.9
-    PYTHONPATH=. python benchmarks/bench_shared_slurm.py growth [MAX_JOBS]              # 1000000
+    PYTHONPATH=. python benchmarks/bench_shared_slurm.py growth [MAX_JOBS [FIRST]]      # 1000000 125000
 """
 
 from __future__ import annotations
@@ -89,6 +90,9 @@ def growth(argv: list[str]) -> None:
     from drevt_sweep.sim.partitioned import simulate_machine
 
     largest = int(argv[0]) if argv else GROWTH_SIZES[-1]
+    sizes = GROWTH_SIZES
+    if len(argv) > 1:  # FIRST, doubled while at most MAX_JOBS
+        sizes = tuple(int(argv[1]) << k for k in range(40) if int(argv[1]) << k <= largest)
     from bench_slurm_kernel import four_partitions
 
     print(f"compiled slurm, Slurm's defaults, issue 26's 4 shared partitions, core load 0.9; "
@@ -96,7 +100,7 @@ def growth(argv: list[str]) -> None:
     jobs, machine = four_partitions(2000)
     simulate_machine(jobs, jobs.actual_run_time, machine, backfill="slurm", kernel="fast")  # (loads the kernel)
     previous = None
-    for size in (s for s in GROWTH_SIZES if s <= largest):
+    for size in (s for s in sizes if s <= largest):
         jobs, machine = four_partitions(size)
         counters: dict = {}
         _counting(counters)

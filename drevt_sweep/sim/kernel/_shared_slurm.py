@@ -8,30 +8,39 @@ What is reused rather than rewritten:
 * the clocks of the periodic passes: ``_slurm._pass_clocks`` over ``_due`` (``SlurmBackfill._due``: ticks at
   ``t0 + k * step`` from the first pass, the ones passed while no job waits skipped) and the
   window end ``_slurm._window_end`` (``cycle_window_end``);
-* the per-node interval timelines of the shared conservative kernel (``kernel.shared``:
-  ``_tl_add``, ``_earliest_fit``, ``_blocked_until``, ``_tl_grow``), which are what
-  ``_SlurmShared`` plans on (``_Timeline``). A backfill reservation holds its nodes **whole**
-  (Slurm's ``node_space_map_t`` keeps node bitmaps per time slot; ``_add_reservation`` takes
-  the reserved job's nodes out of every slot it overlaps): it is stored as the interval of the
-  job ``-1 - j``, which ``_blocked_until`` lets nothing overlap;
+* the per-node free profiles of the shared conservative kernel with limits enforced
+  (``kernel.shared``: ``_prof_take``, ``_room``, ``_prof_grow``, ``_node_earliest``,
+  ``_earliest_all``; the comment above ``shared._seg`` says why its earliest fit is
+  ``_Timeline.earliest_fit``'s). ``_SlurmShared`` plans on a ``_Timeline`` of intervals, whose
+  usage (``_Timeline._steps``) is that step function: a cycle holds each interval on its nodes
+  as it goes (``_hold``), so a check reads a node's sorted segments in its window instead of
+  re-gathering and summing every interval of the node (``_blocked_until``), which is what the
+  cycles' earliest fits spent their time on (``benchmarks/RESULTS.md``, "Fifteenth session,
+  helper sslurmspeed"). A backfill reservation holds its nodes **whole** (Slurm's
+  ``node_space_map_t`` keeps node bitmaps per time slot; ``_add_reservation`` takes the reserved
+  job's nodes out of every slot it overlaps): ``_Timeline`` holds one core more than the node
+  has there, so nothing fits beside it; here the span becomes one segment of free amounts -1
+  (``_block``: the same fits, and the breakpoints inside it go);
 * free resources and starts from ``kernel.shared`` (``_take``, ``_give_back``), the event
   loop's steps from ``_kernels`` (``_finish_next``, ``_launch``, ``_enqueue_arrivals``).
 
 A job starting now goes where Slurm's cons_tres puts it (``_cons_tres_nodes``, step for step
 ``sim.shared.cons_tres_nodes``: best fit over runs of consecutive usable nodes, then the node
 with the fewest free cores); in a backfill cycle only nodes that hold it on the cycle's
-timelines until its limit are usable. A reservation's nodes are the earliest fit's, lowest
+profiles until its limit are usable. A reservation's nodes are the earliest fit's, lowest
 indices first, as in the reference.
 
 A pass is ``_SlurmShared.select``: the main scheduler (``job_scheduler.c: _schedule``) on an
 arrival or completion to ``default_queue_depth`` + 1 jobs, over the whole queue at a
 ``sched_interval`` tick, starting the queue's prefix that fits now; then, at a
 ``bf_interval`` tick (every pass with ``bf_interval=0``), one backfill cycle
-(``backfill.c: _attempt_backfill``) on timelines rebuilt from the running jobs (until their
-estimated ends, cut at the window end) and the jobs the main scheduler just started; the
-cycle ends at the last tested job that fits now, and is skipped when none does (``_tested``
-says why no schedule changes). Jobs started in the pass are launched after it, in start order,
-as the reference's ``due`` list.
+(``backfill.c: _attempt_backfill``) on profiles rebuilt from the running jobs (until their
+estimated ends, cut at the window end; ``_rebuild`` appends each node's ends in order) and
+the jobs the main scheduler just started; the cycle ends at the last tested job that can still
+start now, and is skipped when none does (``_tested`` says why no schedule changes): first the
+last one that fits the free resources, then, as starts and reservations take nodes, the last
+one that still fits on the profiles now (``_cycle_end``). Jobs started in the pass are launched
+after it, in start order, as the reference's ``due`` list.
 Per-user counts of a cycle are stamped with the cycle's number instead of cleared
 (``_check_bf_usage`` does the same with ``last_sched``); with one partition
 ``bf_max_job_part`` and ``bf_max_job_test`` count the same jobs (the smaller one ends the
@@ -46,13 +55,13 @@ from numba import njit
 from ._kernels import BIG, SF_NOW, _enqueue_arrivals, _finish_next, _launch, _load_counts, _next_event, _store_counts
 from ._slurm import (P_DEPTH, P_F_SIZE, P_I_SIZE, P_INTERVAL, P_MAX_TEST, P_MAX_USER, P_RES, P_RESERVE, P_SCHED,
                      P_WINDOW, SF_NEXT_BF, SF_NEXT_FULL, SF_T0, ST_CYCLE, ST_KBF, ST_KFULL, _pass_clocks, _window_end)
-from .shared import (_blocked_until, _earliest_fit, _first_fit, _give_back, _maxima, _node_earliest_before,
-                     _node_lists, _take, _tl_add)
+from .shared import (_earliest_all, _first_fit, _give_back, _maxima, _node_earliest, _node_lists, _prof_grow,
+                     _prof_take, _room, _seg, _take)
 
 # counters of the work done, for benchmarks (``run_shared_slurm``'s ``counters``)
 ST_PASSES = 10  # scheduling passes
-ST_PLANNED = 11  # backfill cycles that planned (a tested job fit now): timelines rebuilt
-ST_RUNNING = 12  # running jobs put on those timelines, summed
+ST_PLANNED = 11  # backfill cycles that planned (a tested job fit now): profiles rebuilt
+ST_RUNNING = 12  # running jobs put on those profiles, summed
 ST_FITS = 13  # earliest fits searched
 ST_SIZE = 14  # _kernels' counts, then _slurm's ST_KBF, ST_KFULL, ST_CYCLE (cycles run), the counters
 COUNTERS = {"passes": ST_PASSES, "cycles": ST_CYCLE, "cycles_planned": ST_PLANNED, "running_planned": ST_RUNNING,
@@ -165,48 +174,162 @@ def _slurm_fit(fc, fg, fm, k, c, g, m, pick, usable, rf, rl, rc, rn):
 
 
 @njit(cache=True)
-def _earliest_on_one_node_bounded(ts, te, tj, cnt, now, duration, c, g, m, cores, gpus, mem, cap_c, cap_g, cap_m,
-                                  fc, fg, fm, first_end, lower, order, pick):
-    """``shared._earliest_fit`` for a one-node job in a cycle, with a lower bound per node on
-    its earliest start: now if the job fits the node's free resources now, else the node's
-    first interval end after now (``first_end``; a start that fits slides left to the last end
-    on its node before it, or to now, which does not fit). Nodes are searched in the order of
-    their bounds (then index), each from its bound (``shared._node_earliest_before``),
-    and the search stops once a bound passes the best start found: the same (start, lowest
-    index) as the search over every node. Returns the start (inf: none); the node in pick[0]."""
-    n_nodes = cnt.shape[0]
-    for i in range(n_nodes):
-        lower[i] = now if (fc[i] >= c and fg[i] >= g and fm[i] >= m) else first_end[i]
-        x = i  # insertion into order[:i] by (bound, index)
-        while x > 0 and lower[order[x - 1]] > lower[i]:
-            order[x] = order[x - 1]
-            x -= 1
-        order[x] = i
-    near = np.empty(ts.shape[1], np.int64)
-    best = np.inf
-    best_i = n_nodes
-    for y in range(n_nodes):
-        i = order[y]
-        t = lower[i]
-        if t > best or (t == best and i > best_i) or t == np.inf:
-            break  # (the later bounds are no smaller: ties go to lower indices, which came first)
-        t = _node_earliest_before(ts, te, tj, cnt, i, t, now, duration, c, g, m, cores, gpus, mem, cap_c, cap_g,
-                                  cap_m, near, best, best_i)
-        if t != np.inf:
-            best = t
-            best_i = i
-    pick[0] = best_i
-    return best
+def _hold(PT, PC, PG, PM, PB, where, first, k, s, e, c, g, m, now):
+    """(c, g, m) of each node ``where[first:first + k]`` held on [s, e) in the cycle's free
+    profiles (grown when a node has no room for two more breakpoints); returns the profiles."""
+    for y in range(k):
+        i = where[first + y]
+        while not _room(PT, PC, PG, PM, PB, i, now):
+            PT, PC, PG, PM = _prof_grow(PT, PC, PG, PM)
+        _prof_take(PT, PC, PG, PM, PB, i, s, e, c, g, m, 1)
+    return PT, PC, PG, PM
 
 
 @njit(cache=True, inline="always")
-def _note_end(first_end, where, first, k, e, now):
-    """The nodes ``where[first:first + k]`` got an interval ending at ``e``: their first end after now."""
-    if e > now:
-        for y in range(k):
-            i = where[first + y]
-            if e < first_end[i]:
-                first_end[i] = e
+def _block(PT, PC, PG, PM, PB, i, lo, hi):
+    """Node i held whole on [lo, hi) (now <= lo < hi; room for two more breakpoints): one
+    segment of free amounts -1 there, in place of every breakpoint inside it, merged with a
+    held segment on either side. Within a cycle nothing is given back and no start overlaps a
+    held point (it would not fit), so a held point's amounts only have to stay below every
+    request: the same fits as holding one core more than the node has (``_prof_take``), with
+    fewer breakpoints and one shift of the node's tail. (Inlined, as ``_cycle_end``: the
+    driver calls both at every hold, and the calls cost 3% and 7% of issue 26's growth
+    benchmark at 125k jobs.)"""
+    B = PB[i]
+    bs = _seg(PT, PB, i, lo)
+    be = _seg(PT, PB, i, hi)
+    a = bs if PT[i, bs] == lo else bs + 1  # the held segment's place
+    if a > 0 and PC[i, a - 1] < 0:  # it extends a held one
+        a -= 1
+        lo = PT[i, a]
+    hc, hg, hm = PC[i, be], PG[i, be], PM[i, be]  # the amounts at hi
+    extra = 0  # a breakpoint at hi with them
+    if hc < 0:  # held at hi already: that segment joins this one
+        tail = be + 1
+    elif PT[i, be] == hi:
+        tail = be
+    else:
+        tail = be + 1
+        extra = 1
+    dst = a + 1 + extra  # the kept tail [tail, B) moves there
+    if dst < tail:
+        for x in range(tail, B):
+            PT[i, x - tail + dst] = PT[i, x]
+            PC[i, x - tail + dst] = PC[i, x]
+            PG[i, x - tail + dst] = PG[i, x]
+            PM[i, x - tail + dst] = PM[i, x]
+    elif dst > tail:
+        for x in range(B - 1, tail - 1, -1):
+            PT[i, x - tail + dst] = PT[i, x]
+            PC[i, x - tail + dst] = PC[i, x]
+            PG[i, x - tail + dst] = PG[i, x]
+            PM[i, x - tail + dst] = PM[i, x]
+    PT[i, a] = lo
+    PC[i, a] = -1
+    PG[i, a] = -1
+    PM[i, a] = -1
+    if extra:
+        PT[i, a + 1] = hi
+        PC[i, a + 1] = hc
+        PG[i, a + 1] = hg
+        PM[i, a + 1] = hm
+    PB[i] = dst + B - tail
+
+
+@njit(cache=True)
+def _rebuild(PT, PC, PG, PM, PB, now, window_end, re, rj, R, node_list, node_start, nodes, cores, gpus, mem, cap_c,
+             cap_g, cap_m):
+    """The profiles of the running jobs alone, each holding its nodes until its estimated end
+    (right after now if it is overdue), cut at ``window_end``; returns them (grown if needed).
+    The running jobs come by estimated end, so a node's breakpoints are appended in order, no
+    shifting (``_hold`` would shift them): its free amounts before the first end, then one step
+    up per end. A job asking for nothing leaves no breakpoint, and equal ends share one: the
+    same canonical profile as ``_prof_take`` builds."""
+    n_nodes = PB.shape[0]
+    for i in range(n_nodes):
+        PB[i] = 1
+        PT[i, 0] = -np.inf
+        PC[i, 0] = cap_c
+        PG[i, 0] = cap_g
+        PM[i, 0] = cap_m
+    most = 1
+    for r in range(R):
+        j = rj[r]
+        for y in range(node_start[j], node_start[j] + nodes[j]):
+            i = node_list[y]
+            PC[i, 0] -= cores[j]
+            PG[i, 0] -= gpus[j]
+            PM[i, 0] -= mem[j]
+            PB[i] += 1  # (counts the breakpoints needed)
+            if PB[i] > most:
+                most = PB[i]
+    while PT.shape[1] < most + 2:  # (and room for _hold's next two)
+        PT, PC, PG, PM = _prof_grow(PT, PC, PG, PM)
+    PB[:] = 1
+    soon = np.nextafter(now, np.inf)
+    for r in range(R):
+        j = rj[r]
+        c, g, m = cores[j], gpus[j], mem[j]
+        if c == 0 and g == 0 and m == 0:
+            continue
+        stop = min(re[r] if re[r] > now else soon, window_end)
+        for y in range(node_start[j], node_start[j] + nodes[j]):
+            i = node_list[y]
+            b = PB[i] - 1
+            if PT[i, b] == stop:
+                PC[i, b] += c
+                PG[i, b] += g
+                PM[i, b] += m
+            else:
+                PT[i, b + 1] = stop
+                PC[i, b + 1] = PC[i, b] + c
+                PG[i, b + 1] = PG[i, b] + g
+                PM[i, b + 1] = PM[i, b] + m
+                PB[i] = b + 2
+    return PT, PC, PG, PM
+
+
+@njit(cache=True)
+def _fits_now(PT, PC, PG, PM, PB, now, k, d, c, g, m, wit):
+    """Whether k nodes hold (c, g, m) throughout [now, now + d) on the profiles (the job can
+    start now); the k highest-indexed into wit[:k] (the ones reservations, lowest indices
+    first, take last)."""
+    got = 0
+    for i in range(PB.shape[0] - 1, -1, -1):
+        if _node_earliest(PT, PC, PG, PM, PB, i, now, d, c, g, m, now) == now:
+            wit[got] = i
+            got += 1
+            if got == k:
+                return True
+    return False
+
+
+@njit(cache=True, inline="always")
+def _cycle_end(PT, PC, PG, PM, PB, now, tests, y, last, nodes, limit, cores, gpus, mem, wit, wmark, where, first,
+               k):
+    """Where a cycle ends after the job at its place ``y`` held the nodes where[first:first + k]:
+    the last place (``last`` or before it, after y; y: none) whose job can still start now.
+    The profiles only lose free resources within a cycle, so a job that cannot start now at
+    some point of it never can later in it, and a cycle after its last possible start only
+    adds reservations, which change no schedule (``_tested``). ``last``'s job is known to fit
+    now on the nodes marked in ``wmark`` (``wit``); a hold that misses them keeps it."""
+    hit = False
+    for x in range(k):
+        if wmark[where[first + x]]:
+            hit = True
+            break
+    if not hit:
+        return last
+    for x in range(nodes[tests[last]]):
+        wmark[wit[x]] = False
+    while last > y:
+        j = tests[last]
+        if _fits_now(PT, PC, PG, PM, PB, now, nodes[j], limit[j], cores[j], gpus[j], mem[j], wit):
+            for x in range(nodes[j]):
+                wmark[wit[x]] = True
+            return last
+        last -= 1
+    return y
 
 
 @njit(cache=True)
@@ -245,12 +368,11 @@ def _tested(q, x, Q, users, max_test, max_user, ucount, ustamp, cycle, tests, fc
 @njit(cache=True)
 def shared_slurm_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, mem, users, cap_c, cap_g, cap_m,
                        pf_, pi, begin, end, est, node_start, node_list, fc, fg, fm, pick, re, rj, rn, hk, hj,
-                       q, due, tests, ucount, ustamp, cnt, first_end, lower, order, ends, ts, te, tj, st, sf,
-                       budget):
+                       q, due, tests, ucount, ustamp, PB, E, PT, PC, PG, PM, st, sf, budget):
     """``sim.shared._run_events`` with ``_SlurmShared`` from the state in ``st``/``sf``, for at
-    most ``budget`` events. The timelines may grow inside a pass, so this driver keeps numba's
-    runtime and returns them: (status, ts, te, tj); status 0 done, 1 budget used, -3 a job
-    that fits nowhere."""
+    most ``budget`` events. The free profiles may grow inside a pass, so this driver keeps
+    numba's runtime and returns them: (status, PT, PC, PG, PM); status 0 done, 1 budget used,
+    -3 a job that fits nowhere."""
     interval = pf_[P_INTERVAL]
     sched = pf_[P_SCHED]
     window = pf_[P_WINDOW]
@@ -269,6 +391,8 @@ def shared_slurm_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, m
     next_full = sf[SF_NEXT_FULL]
     n_arr = arrivals.shape[0]
     n_nodes = fc.shape[0]
+    wit = np.empty(n_nodes, np.int64)  # where the cycle's last possible start fits now, and those nodes marked
+    wmark = np.zeros(n_nodes, np.bool_)
     usable = np.empty(n_nodes, np.bool_)  # scratch of the cons_tres placement: usable nodes, and
     runs = np.empty((4, n_nodes), np.int64)  # runs of them (first, last node, free cores, nodes left)
     status = 0
@@ -321,50 +445,42 @@ def shared_slurm_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, m
         if last >= 0:
             st[ST_PLANNED] += 1
             st[ST_RUNNING] += R
-            st[ST_FITS] += last + 1
-            soon = np.nextafter(now, np.inf)
-            for i in range(n_nodes):
-                cnt[i] = 0
-                first_end[i] = np.inf
-            E = 0
-            for r in range(R):  # by estimated end: the ends go in sorted, nothing moves
-                j = rj[r]
-                stop = min(re[r] if re[r] > now else soon, window_end)
-                ts, te, tj, E = _tl_add(ts, te, tj, cnt, ends, E, j, -np.inf, stop, node_list, node_start[j],
-                                        nodes[j], now)
-                _note_end(first_end, node_list, node_start[j], nodes[j], stop, now)
+            PT, PC, PG, PM = _rebuild(PT, PC, PG, PM, PB, now, window_end, re, rj, R, node_list, node_start, nodes,
+                                      cores, gpus, mem, cap_c, cap_g, cap_m)
             for y in range(D):
                 j = due[y]
-                stop = min(now + limit[j], window_end)
-                ts, te, tj, E = _tl_add(ts, te, tj, cnt, ends, E, j, now, stop, node_list, node_start[j], nodes[j], now)
-                _note_end(first_end, node_list, node_start[j], nodes[j], stop, now)
+                PT, PC, PG, PM = _hold(PT, PC, PG, PM, PB, node_list, node_start[j], nodes[j], now,
+                                       min(now + limit[j], window_end), cores[j], gpus[j], mem[j], now)
+            wmark[:] = False  # the nodes on which the cycle's last possible start fits now
+            j = tests[last]
+            _fits_now(PT, PC, PG, PM, PB, now, nodes[j], limit[j], cores[j], gpus[j], mem[j], wit)  # (it does)
+            for x in range(nodes[j]):
+                wmark[wit[x]] = True
             reserved = 0
-            for y in range(last + 1):
+            y = -1
+            while y < last:
+                y += 1
                 j = tests[y]
                 d = limit[j]
-                if nodes[j] == 1:
-                    s = _earliest_on_one_node_bounded(ts, te, tj, cnt, now, d, cores[j], gpus[j], mem[j], cores,
-                                                      gpus, mem, cap_c, cap_g, cap_m, fc, fg, fm, first_end,
-                                                      lower, order, pick)
-                else:
-                    s = _earliest_fit(ts, te, tj, cnt, ends, E, now, nodes[j], d, cores[j], gpus[j], mem[j],
-                                      cores, gpus, mem, cap_c, cap_g, cap_m, pick)
+                c, g, m = cores[j], gpus[j], mem[j]
+                st[ST_FITS] += 1
+                s = _earliest_all(PT, PC, PG, PM, PB, now, nodes[j], d, c, g, m, np.inf, pick, E)
                 if s == np.inf:
-                    return -3, ts, te, tj
+                    return -3, PT, PC, PG, PM
                 if s == now:  # on the nodes cons_tres picks among those free of reservations then
-                    near = np.empty(ts.shape[1], np.int64)
                     for i in range(n_nodes):
-                        usable[i] = _blocked_until(ts, te, tj, cnt, i, now, now + d, cores[j], gpus[j], mem[j],
-                                                   cores, gpus, mem, cap_c, cap_g, cap_m, near) == -np.inf
-                    if not _slurm_fit(fc, fg, fm, nodes[j], cores[j], gpus[j], mem[j], pick, usable, runs[0],
-                                      runs[1], runs[2], runs[3]):
-                        return -3, ts, te, tj  # (cannot be: k nodes hold it on the timeline now)
+                        usable[i] = _node_earliest(PT, PC, PG, PM, PB, i, now, d, c, g, m, now) == now
+                    if not _slurm_fit(fc, fg, fm, nodes[j], c, g, m, pick, usable, runs[0], runs[1], runs[2],
+                                      runs[3]):
+                        return -3, PT, PC, PG, PM  # (cannot be: k nodes hold it on the profiles now)
                     _take(j, pick, nodes, cores, gpus, mem, fc, fg, fm, node_start, node_list)
                     due[D] = j
                     D += 1
-                    ts, te, tj, E = _tl_add(ts, te, tj, cnt, ends, E, j, now, min(now + d, window_end),
-                                            node_list, node_start[j], nodes[j], now)
-                    _note_end(first_end, node_list, node_start[j], nodes[j], min(now + d, window_end), now)
+                    PT, PC, PG, PM = _hold(PT, PC, PG, PM, PB, node_list, node_start[j], nodes[j], now,
+                                           min(now + d, window_end), c, g, m, now)
+                    if y < last:
+                        last = _cycle_end(PT, PC, PG, PM, PB, now, tests, y, last, nodes, limit, cores, gpus, mem,
+                                          wit, wmark, node_list, node_start[j], nodes[j])
                     continue
                 if reserve_cap and reserved >= reserve_cap:
                     continue
@@ -376,9 +492,15 @@ def shared_slurm_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, m
                     hi = np.floor((hi + res - 1) / res) * res
                 lo = max(lo, now)
                 hi = min(hi, window_end)
-                if hi > lo:  # held whole: the interval of job -1 - j
-                    ts, te, tj, E = _tl_add(ts, te, tj, cnt, ends, E, -1 - j, lo, hi, pick, 0, nodes[j], now)
-                    _note_end(first_end, pick, 0, nodes[j], hi, now)
+                if hi > lo:  # held whole
+                    for x in range(nodes[j]):
+                        i = pick[x]
+                        while not _room(PT, PC, PG, PM, PB, i, now):
+                            PT, PC, PG, PM = _prof_grow(PT, PC, PG, PM)
+                        _block(PT, PC, PG, PM, PB, i, lo, hi)
+                    if y < last:
+                        last = _cycle_end(PT, PC, PG, PM, PB, now, tests, y, last, nodes, limit, cores, gpus, mem,
+                                          wit, wmark, pick, 0, nodes[j])
                 reserved += 1
         for y in range(D):
             j = due[y]
@@ -399,7 +521,7 @@ def shared_slurm_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, m
     sf[SF_T0] = t0
     sf[SF_NEXT_BF] = next_bf
     sf[SF_NEXT_FULL] = next_full
-    return status, ts, te, tj
+    return status, PT, PC, PG, PM
 
 
 def settings_arrays(params, big):
@@ -426,7 +548,7 @@ def run_shared_slurm(submit, limit, nodes, dur, rank, request, machine, users, b
     """Begin, end, node_start, node_list as ``sim.shared._run_events`` with ``_SlurmShared``;
     ``machine`` is the partition's (node count, cores, GPUs, KiB of memory) per node. Every
     array of :func:`shared_slurm_steps` allocated here, the driver called in slices of
-    ``kernel.STEP_BUDGET`` events (``progress`` and Ctrl-C between them); the timelines it grew
+    ``kernel.STEP_BUDGET`` events (``progress`` and Ctrl-C between them); the profiles it grew
     inside a slice replace the old ones before the next. ``counters`` (a dict), if given, gets
     the work done added to it (``COUNTERS``)."""
     from . import _kernels as kernels, _run_slices
@@ -455,16 +577,15 @@ def run_shared_slurm(submit, limit, nodes, dur, rank, request, machine, users, b
              np.empty(rmax), np.empty(rmax, np.int64),  # completion heap (real end, job)
              np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n, np.int64),  # queue, started, tested
              np.zeros(n_users, np.int64), np.zeros(n_users, np.int64),  # per-user tested count, its cycle
-             np.zeros(n_nodes, np.int64),  # intervals per node
-             np.empty(n_nodes), np.empty(n_nodes), np.empty(n_nodes, np.int64),  # first end, bound, search order
-             np.empty(n + 16))  # every interval's end, sorted: one per running, started or reserved job
-    timelines = [np.empty((n_nodes, 16)), np.empty((n_nodes, 16)), np.empty((n_nodes, 16), np.int64)]
+             np.zeros(n_nodes, np.int64), np.empty(n_nodes))  # segments per node; earliest start per node
+    profiles = [np.empty((n_nodes, 16)), np.empty((n_nodes, 16), np.int64), np.empty((n_nodes, 16), np.int64),
+                np.empty((n_nodes, 16), np.int64)]  # breakpoints; free cores, GPUs, KiB from each
     st = np.zeros(max(kernels.ST_SIZE, ST_SIZE), np.int64)
     sf = np.zeros(max(kernels.SF_SIZE, SF_SIZE))
     st[ST_KFULL] = 1  # (SlurmBackfill.k: the first full pass is one interval after t0)
     sf[SF_T0] = np.nan
     sf[SF_NEXT_BF] = sf[SF_NEXT_FULL] = np.inf
-    _run_slices(kernels, _keeping_grown(shared_slurm_steps, fixed, timelines), (), st, sf, progress,
+    _run_slices(kernels, _keeping_grown(shared_slurm_steps, fixed, profiles), (), st, sf, progress,
                 {-3: "a job never fits its partition (shared-node Slurm kernel)"},
                 "shared-node Slurm kernel stalled with {left} job(s) waiting")
     if counters is not None:

@@ -503,14 +503,10 @@ def _blocked_until(ts, te, tj, cnt, i, t0, t1, c, g, m, cores, gpus, mem, cap_c,
     usage at t0 and at every interval start inside the window, over the intervals overlapping
     it, gathered into ``near`` first); else a time before which no window of that length
     starting at t0 or later fits there: the next breakpoint of the node's usage after the
-    point that lacks room (the window of a later start still covers that point's stretch). The
-    interval of a job ``-1 - j`` (negative) holds the node whole: nothing fits beside it before
-    its end (``_Timeline``'s ``whole`` intervals; ``_shared_slurm``)."""
+    point that lacks room (the window of a later start still covers that point's stretch)."""
     o = 0
     for b in range(cnt[i]):
         if ts[i, b] < t1 and te[i, b] > t0:
-            if tj[i, b] < 0:
-                return te[i, b]
             near[o] = b
             o += 1
     for a in range(-1, o):
@@ -540,7 +536,7 @@ def _room_again(ts, te, tj, cnt, i, p, c, g, m, cores, gpus, mem, cap_c, cap_g, 
     """The first breakpoint of node i's usage after ``p`` (which lacks room for (c, g, m)) at
     which it has room again, or inf: every start from ``p`` up to it lacks room at its own
     time, and every earlier window covers ``p``. (Every start and end on the node is taken
-    as a breakpoint; a whole interval leaves no room.)"""
+    as a breakpoint.)"""
     while True:
         after = np.inf
         for b in range(cnt[i]):
@@ -556,9 +552,6 @@ def _room_again(ts, te, tj, cnt, i, p, c, g, m, cores, gpus, mem, cap_c, cap_g, 
         for b in range(cnt[i]):
             if ts[i, b] <= after < te[i, b]:
                 j = tj[i, b]
-                if j < 0:
-                    uc = cap_c + 1
-                    break
                 uc += cores[j]
                 ug += gpus[j]
                 um += mem[j]
@@ -988,10 +981,11 @@ def _node_earliest(PT, PC, PG, PM, PB, i, t, L, c, g, m, H):
     return np.inf
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _earliest_all(PT, PC, PG, PM, PB, now, k, L, c, g, m, H, pick, E):
     """``_Timeline.earliest_fit`` on the profiles, searching starts up to H: the start (+inf if
-    none) and its k lowest-indexed nodes in pick[:k]."""
+    none) and its k lowest-indexed nodes in pick[:k]. (Inlined: the shared Slurm kernel calls it
+    tens of millions of times, and the call itself showed, ~3%.)"""
     n_nodes = PB.shape[0]
     if k == 1:
         best = np.inf
@@ -1006,25 +1000,14 @@ def _earliest_all(PT, PC, PG, PM, PB, now, k, L, c, g, m, H, pick, E):
     t = now
     for i in range(n_nodes):
         E[i] = -np.inf
+    low = np.empty(k)
     while True:
         for i in range(n_nodes):
             if E[i] < t:  # (an earliest start >= the last t is still the earliest >= t)
                 E[i] = _node_earliest(PT, PC, PG, PM, PB, i, t, L, c, g, m, H)
-        # the k-th smallest start: no k nodes fit together before it
-        nxt = -np.inf
-        below = 0
-        while below < k:
-            lo = np.inf
-            for i in range(n_nodes):
-                v = E[i]
-                if v > nxt and v < lo:
-                    lo = v
-            if lo == np.inf:
-                return np.inf
-            for i in range(n_nodes):
-                if E[i] == lo:
-                    below += 1
-            nxt = lo
+        nxt = _kth_smallest(E, k, low)  # no k nodes fit together before it
+        if nxt == np.inf:
+            return np.inf
         if nxt == t:
             got = 0
             for i in range(n_nodes):
