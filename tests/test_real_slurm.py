@@ -75,11 +75,13 @@ STREAM = [
     # P1 (limit 1 min) ends; Z (1 node, 2 min) fits on the free node before X's reservation
     # (EASY starts it at once) but overlaps Y's planned start (a reservation for every
     # waiting job, as Slurm's backfill makes, keeps it waiting until Y is done).
+    # (X comes 2 s after P1 and P2: in their sacct second, the simulation would start X, first
+    # in priority, before them.)
     Job("P1", 0, "physics", "batch", 1, 1, 12),
     Job("P2", 0, "physics", "batch", 2, 3, 30),
-    Job("X", 1, "biology", "batch", 4, 1, 5),
-    Job("Y", 2, "physics", "batch", 2, 1, 6),
-    Job("Z", 3, "biology", "batch", 1, 2, 8),
+    Job("X", 2, "biology", "batch", 4, 1, 5),
+    Job("Y", 3, "physics", "batch", 2, 1, 6),
+    Job("Z", 4, "biology", "batch", 1, 2, 8),
     # Partition priority: H (partition high) overtakes the batch jobs waiting for B1 ...
     Job("B1", 40, "physics", "batch", 4, 1, 24),
     # ... and fair share: the accounts' 1-node jobs queue behind B1 in turns, physics first;
