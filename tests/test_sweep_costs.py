@@ -229,3 +229,24 @@ def test_configurations_with_their_own_figures_keep_their_config(loader):
                             figures=True, plain=composer.resolved(job, task))
     app.release_config(run)
     assert run.cfg is task and run.hydra_cfg is hydra_cfg
+
+
+@pytest.mark.parametrize("overrides", SWEEPS)
+def test_a_shared_hydra_node_gives_each_job_what_its_own_copy_gives(loader, overrides):
+    """``Composer.run_job(share_hydra=True)`` (the sweep engine, configurations released once
+    prepared): one ``hydra`` node per choice of groups, its job keys set anew, against a whole
+    copy per job. Each job's task, its resolved config and its ``hydra`` node, as read before
+    the next job is made, are the same."""
+    config = loader.load_configuration("config", [*BASE, *overrides], RunMode.MULTIRUN)
+    jobs = grid.expand(grid.sweep_arguments(config), loader)
+    shared, own = grid.Composer(loader, config), grid.Composer(loader, config)
+    for num, job in enumerate(jobs):
+        seen = []
+        for composer, share in ((shared, True), (own, False)):
+            task, hydra_cfg = composer.run_job(num, job, share_hydra=share)
+            seen.append((OmegaConf.to_yaml(task), composer.resolved(job, task),
+                         OmegaConf.to_container(hydra_cfg, resolve=False),
+                         str(hydra_cfg.runtime.output_dir), str(hydra_cfg.job.override_dirname),
+                         OmegaConf.to_yaml(task, resolve=True)))
+        assert seen[0] == seen[1], num
+    assert shared._hydra_nodes and not own._hydra_nodes  # (the shared path was taken)

@@ -522,16 +522,18 @@ def prepare_configuration(run: Configuration, load=None, finished: dict | None =
 def release_config(run: Configuration) -> None:
     """A prepared configuration of the sweep engine lets go of its OmegaConf trees: what its
     completion, a wave later, reads of them (``seed``, ``trace.name``; Hydra's task overrides
-    and group choices) it reads from plain data (``plain_view.py`` says why). Not with
+    and group choices) it reads from plain data (``plain_view.py`` says why); the ``hydra``
+    node is then the next job's (``Composer.run_job(share_hydra=True)``). Not with
     per-configuration figures, which read the whole config."""
-    if run.plain is None or run.figures:
+    if run.figures:
         return
     from .plain_view import PlainView
 
     hydra_cfg = run.hydra_cfg
     run.hydra_cfg = PlainView({"overrides": {"task": list(hydra_cfg.overrides.task)},
                                "runtime": {"choices": dict(hydra_cfg.runtime.choices)}})
-    run.cfg = PlainView(run.plain)
+    if run.plain is not None:
+        run.cfg = PlainView(run.plain)
 
 
 def complete_configuration(run: Configuration, fresh: list[SeedResult]) -> None:

@@ -179,7 +179,8 @@ def _run_grid(sweeper, jobs: list[list[str]]) -> None:
             in_flight.append(wave)
             for num in numbers:
                 cpu = time.thread_time()
-                task, hydra_cfg = composer.run_job(num, jobs[num])  # (HydraConfig set, as Hydra does)
+                # (HydraConfig set, as Hydra does; the hydra node shared where released: release_config)
+                task, hydra_cfg = composer.run_job(num, jobs[num], share_hydra=not figures)
                 plain = composer.resolved(jobs[num], task)
                 key = keys.key(jobs[num])
                 costs["compose"] += time.thread_time() - cpu
