@@ -472,6 +472,7 @@ def test_no_figure_text_is_parsed_as_math():
     texts = [fig.axes[0].title, *fig.legends[0].get_texts()]
     assert all(not t.get_parse_math() for t in texts)
     fig.savefig(io.BytesIO(), format="png")  # drawing it raised before
+    figures.plt.close(fig)
     result = {"question": {"metric": "wait_p95", "target": 10.0, "direction": "below",
                            "param": MATH_NAME, "low": 1, "high": 5},
               "probes": [{"value": v, "mean": m, "ci95": 1.0, "side": "pass", "n_seeds": 2}
@@ -481,6 +482,7 @@ def test_no_figure_text_is_parsed_as_math():
     fig.canvas.draw()
     ticks = [t.get_text() for t in fig.axes[0].get_yticklabels()]
     assert ticks and not any("$" in t for t in ticks)  # log ticks as plain text too
+    figures.plt.close(fig)
 
 
 @pytest.mark.parametrize("text", [
