@@ -31,6 +31,7 @@ Other rows of issue 23's table:
 from __future__ import annotations
 
 import argparse
+import compileall
 import json
 import os
 import resource
@@ -139,6 +140,10 @@ if __name__ == "__main__":
                         help="the sweeps write to one existing MLflow store (a user's second sweep on)")
     args = parser.parse_args()
     DAYS = args.days
+    # An installed package has its .pyc files; an editable install run with
+    # PYTHONDONTWRITEBYTECODE (this VM's shell sets it) would compile every module in every
+    # process of each run -- the sweep's, its workers', its helper's and the hand loop's.
+    compileall.compile_dir(str(HERE.parent / "drevt_sweep"), quiet=1)
     if args.case == "seeds":
         seeds_case(args.repeats)
         raise SystemExit(0)

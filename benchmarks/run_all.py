@@ -18,6 +18,7 @@ with their own date.
 from __future__ import annotations
 
 import argparse
+import compileall
 import datetime as dt
 import importlib
 import importlib.metadata
@@ -554,6 +555,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--render", action="store_true",
                         help="run nothing: rewrite RESULTS.md from the last results (.work/results.json)")
     args = parser.parse_args(argv)
+    compileall.compile_dir(str(ROOT / "drevt_sweep"), quiet=1)  # as installed (bench_cli.py)
     only = [n.strip() for item in args.only for n in item.split(",") if n.strip()]
     unknown = [n for n in only if n not in BENCHMARKS]
     if unknown:
