@@ -148,9 +148,13 @@ class PlainLogFormatter(matplotlib.ticker.LogFormatter):
 
 
 def log_scale(ax, which: str = "y") -> None:
-    """A log scale on ``ax``'s x or y axis, labelled by :class:`PlainLogFormatter`."""
+    """A log scale on ``ax``'s x or y axis, labelled by :class:`PlainLogFormatter`. Minor ticks
+    at 2 and 5 of each decade, not matplotlib's 2-9: each tick is an object of its own that
+    the layout measures twice, and the eight of them were a quarter of drawing a sweep's
+    curves figure (378 -> 288 ms for five panels, four on log axes)."""
     axis = ax.xaxis if which == "x" else ax.yaxis
     (ax.set_xscale if which == "x" else ax.set_yscale)("log")
+    axis.set_minor_locator(matplotlib.ticker.LogLocator(subs=(2.0, 5.0)))
     axis.set_major_formatter(PlainLogFormatter(labelOnlyBase=False))
     axis.set_minor_formatter(PlainLogFormatter(labelOnlyBase=False))  # as matplotlib's default
 
