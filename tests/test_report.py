@@ -495,9 +495,10 @@ def test_no_figure_text_is_parsed_as_math():
 def test_a_config_read_by_sections_is_the_config_read_whole(text):
     """``_config_and_params`` parses each top-level section once per distinct text; the config
     and params (and their order) are those of the whole file parsed at once."""
-    from drevt_sweep.report.html import _config_and_params, _yaml_load, config_params
+    from drevt_sweep.files import load_yaml
+    from drevt_sweep.report.html import _config_and_params, config_params
 
-    whole = _yaml_load(text) or {}
+    whole = load_yaml(text) or {}
     for _ in range(2):  # cold, then from the section cache
         config, params = _config_and_params(text)
         assert config == whole and list(config) == list(whole)

@@ -971,7 +971,9 @@ def _run_name(cfg: DictConfig, hydra_cfg) -> str:
         else:
             sweep_dir = str(Path(hydra_cfg.sweep.dir).absolute())
         varying = _varying_keys(sweep_dir)
-    return run_name(cfg, dict(hydra_cfg.runtime.choices), varying)
+    # (the choices node as is: the name reads one or two of its ~30 keys, and converting it
+    # to a dict was most of naming a configuration)
+    return run_name(cfg, hydra_cfg.runtime.choices, varying)
 
 
 def _varying_keys(sweep_dir: str) -> tuple[str, ...]:

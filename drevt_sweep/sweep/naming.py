@@ -15,8 +15,11 @@ import re
 import shlex
 import subprocess
 from pathlib import Path
+from collections.abc import Mapping
 
 from omegaconf import DictConfig, OmegaConf
+
+from ..files import load_yaml
 
 SEPARATOR = " · "
 SHOWN_GROUPS = ("policy", "run_time")  # a name's fallback when nothing varies
@@ -32,9 +35,9 @@ def sweep_varying_keys(sweep_dir: str) -> tuple[str, ...]:
     if not path.is_file():
         return ()
     try:
-        config = OmegaConf.load(path)
-        task = [str(o) for o in OmegaConf.select(config, "hydra.overrides.task", default=[]) or []]
-        params = OmegaConf.select(config, "hydra.sweeper.params", default=None) or {}
+        hydra = (load_yaml(path.read_text()) or {}).get("hydra") or {}
+        task = [str(o) for o in (hydra.get("overrides") or {}).get("task") or []]
+        params = (hydra.get("sweeper") or {}).get("params") or {}
         task += [f"{k}={v}" for k, v in params.items()]
         return varying_keys(task)
     except Exception:  # noqa: BLE001 - a name is not worth a failed configuration
@@ -65,7 +68,7 @@ def _shown(value) -> str:
     return text
 
 
-def run_name(cfg: DictConfig, choices: dict, varying: tuple[str, ...]) -> str:
+def run_name(cfg: DictConfig, choices: Mapping, varying: tuple[str, ...]) -> str:
     """``easy · lognormal``: the value of every swept key (a group by its option's name,
     another key as ``leaf=value``); with nothing swept, the policy and run-time model."""
     parts = []
