@@ -137,6 +137,7 @@ def test_fair_tree_kernel_matches_reference_on_random_traces(trace, backfill, fa
     assert_same(jobs, jobs.actual_run_time, total, enforce_limits=enforce, **options)
 
 
+@pytest.mark.slow  # a real trace against the reference engine; random traces: fast
 @pytest.mark.parametrize("estimate, sjbf", [("user", True), ("user_history", False), ("user_history", True),
                                             ("actual", False)])
 @pytest.mark.parametrize("priority", ("fcfs",) + DYNAMIC_PRIORITY_POLICIES + ("multifactor+fair_tree",))
@@ -214,6 +215,7 @@ def kth_head():
     return jobs.take(np.arange(3000))
 
 
+@pytest.mark.slow  # a real trace against the reference engine; random traces: fast
 @pytest.mark.parametrize("backfill", BACKFILL_POLICIES)
 @pytest.mark.parametrize("priority", PRIORITY_POLICIES)
 def test_fast_kernel_matches_reference_on_kth(kth_head, priority, backfill):

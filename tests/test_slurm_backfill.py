@@ -237,15 +237,23 @@ def test_unlimited_with_one_reservation_is_easy_bit_for_bit_on_a_generated_trace
     assert same(a, b) and (a.begin > jobs.submit).sum() > 500
 
 
-def test_reserving_every_job_is_conservative_when_jobs_run_to_their_limit(kth, generated):
+def _conservative_when_jobs_run_to_their_limit(table, size) -> None:
+    limit = np.asarray(table.time_limit, dtype=float)
+    a = engine.simulate(table, limit, size, backfill="conservative", kernel="reference")
+    b = run(table, size, limit, **EXACT)
+    assert same(a, b)
+
+
+@pytest.mark.slow  # the reference's conservative re-plans the long queue at every pass: ~11 s
+def test_reserving_every_job_is_conservative_when_jobs_run_to_their_limit(generated):
+    jobs, _, total = generated
+    _conservative_when_jobs_run_to_their_limit(jobs, total)
+
+
+def test_reserving_every_job_is_conservative_on_kth_when_jobs_run_to_their_limit(kth):
     """KTH-SP2's first 3,000 jobs: run to their limits the whole trace queues thousands of jobs,
     which the reference re-plans from scratch at every pass for minutes."""
-    jobs, _, total = generated
-    for table, size in ((jobs, total), (kth.take(np.arange(3000)), 100)):
-        limit = np.asarray(table.time_limit, dtype=float)
-        a = engine.simulate(table, limit, size, backfill="conservative", kernel="reference")
-        b = run(table, size, limit, **EXACT)
-        assert same(a, b)
+    _conservative_when_jobs_run_to_their_limit(kth.take(np.arange(3000)), 100)
 
 
 def test_slurm_defaults_differ_from_easy_on_kth(kth):

@@ -50,6 +50,7 @@ def kth_head():
     return jobs.take(np.arange(3000))
 
 
+@pytest.mark.slow  # a real trace against the reference engine; random traces: fast
 @pytest.mark.parametrize("enforce", [True, False])
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_slurm_kernel_matches_reference_on_kth(kth_head, variant, enforce):
@@ -270,6 +271,7 @@ MULTIFACTOR = {
 }
 
 
+@pytest.mark.slow  # a real trace against the reference engine; random traces: fast
 @pytest.mark.parametrize("enforce", [True, False])
 @pytest.mark.parametrize("variant", MULTIFACTOR)
 def test_slurm_kernel_matches_reference_with_multifactor_on_kth(kth_head, variant, enforce):
@@ -280,6 +282,7 @@ def test_slurm_kernel_matches_reference_with_multifactor_on_kth(kth_head, varian
     assert (ref.begin != fcfs.begin).sum() > 300  # ... and give another schedule than FCFS
 
 
+@pytest.mark.slow  # a real trace against the reference engine; random traces: fast
 @pytest.mark.parametrize("variant", ["tight", "every_pass", "easy_reduction"])
 def test_slurm_kernel_matches_reference_with_multifactor_and_other_limits(kth_head, variant):
     assert_same(kth_head, kth_head.actual_run_time, 100, backfill="slurm", backfill_params=VARIANTS[variant],
@@ -288,6 +291,7 @@ def test_slurm_kernel_matches_reference_with_multifactor_and_other_limits(kth_he
 
 # WFP3 and UNICEF re-key every waiting job before every pass: no jump over cycles, but a cycle
 # that the jump would have passed over is not computed while the order stays as it was.
+@pytest.mark.slow  # a real trace against the reference engine; random traces: fast
 @pytest.mark.parametrize("enforce", [True, False])
 @pytest.mark.parametrize("variant", ["defaults", "tight", "every_pass"])
 @pytest.mark.parametrize("priority", ["wfp3", "unicef"])
