@@ -1,4 +1,4 @@
-"""A single run's figures drawn in a forked child (``drevt_sweep/sweep/figure_child.py``): the
+"""A single run's figures drawn in a forked child (``drevt_sweep/report/figure_child.py``): the
 same files as drawn in-process, byte for byte; a failure or a death in the child comes back as
 one error (the caller warns, the configuration goes on); no child is left behind."""
 
@@ -12,7 +12,7 @@ import pytest
 
 from drevt_sweep.report import figures as plots
 from drevt_sweep.sim.engine import historical_baseline
-from drevt_sweep.sweep.figure_child import FiguresInChild, import_in_background
+from drevt_sweep.report.figure_child import FiguresInChild, import_in_background
 
 from test_plots import jobs_and_schedule
 

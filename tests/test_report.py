@@ -8,6 +8,7 @@ import base64
 import io
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -503,3 +504,59 @@ def test_a_config_read_by_sections_is_the_config_read_whole(text):
         config, params = _config_and_params(text)
         assert config == whole and list(config) == list(whole)
         assert params == config_params(whole) and list(params) == list(config_params(whole))
+
+
+def _report_files(sweep: Path) -> dict:
+    return {p.relative_to(sweep).as_posix(): p.read_bytes() for p in sorted((sweep / "report_files").rglob("*.png"))}
+
+
+def test_figures_saved_by_forked_children_are_the_ones_saved_here(tmp_path, monkeypatch):
+    """The report's figures are saved by children forked from the report's process
+    (``html._Embedder``); without ``fork`` they are saved in-process: the same bytes, the same page."""
+    from drevt_sweep.report import figure_child
+
+    sweep = make_sweep(tmp_path, workload_factors=[0.8, 1.2], models=("normal",))
+    forked = report.build_report(sweep).read_text()
+    forked_files = _report_files(sweep)
+    monkeypatch.setattr(figure_child.FiguresInChild, "start", classmethod(lambda cls, draw: None))
+    here = report.build_report(sweep).read_text()
+    assert _report_files(sweep) == forked_files and len(forked_files) >= 4
+    built = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \w*")
+    assert built.sub("", forked) == built.sub("", here)
+
+
+def test_a_child_that_fails_leaves_the_figure_to_this_process(tmp_path, monkeypatch):
+    from drevt_sweep.report import figure_child
+
+    def failing(cls, draw):  # a child that answers with an error
+        return figure_child.FiguresInChild.__new__(cls)
+
+    monkeypatch.setattr(figure_child.FiguresInChild, "start", classmethod(failing))
+    monkeypatch.setattr(figure_child.FiguresInChild, "result",
+                        lambda self: (_ for _ in ()).throw(RuntimeError("the child died")))
+    sweep = small_sweep(tmp_path)
+    page = parse(report.build_report(sweep))
+    assert_embedded_pngs(page)
+    assert (sweep / "report_files" / "comparison.png").is_file()
+
+
+def test_an_error_while_building_ends_the_children_still_drawing(tmp_path, monkeypatch):
+    from drevt_sweep.report import figure_child, html
+
+    started = []
+    real_start = figure_child.FiguresInChild.start.__func__
+
+    def start(cls, draw):
+        child = real_start(cls, lambda: (__import__("time").sleep(30), draw())[1])  # still drawing
+        started.append(child)
+        return child
+
+    monkeypatch.setattr(figure_child.FiguresInChild, "start", classmethod(start))
+    monkeypatch.setattr(html, "_paired_view", lambda *a: (_ for _ in ()).throw(ValueError("boom")))
+    sweep = small_sweep(tmp_path)
+    with pytest.raises(ValueError, match="boom"):
+        report.build_report(sweep)
+    assert started
+    for child in started:  # killed and reaped: no such process any more
+        with pytest.raises(ChildProcessError):
+            os.waitpid(child.pid, os.WNOHANG)

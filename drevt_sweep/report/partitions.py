@@ -128,14 +128,14 @@ def partition_figure(frame: pd.DataFrame, plots):
 def partition_view(records: Sequence, figure_dir: Path, plots, *, fmt_metric: Callable,
                    column_places: Callable, embed: Callable) -> dict | None:
     """The report's "Partitions" section, or None when no configuration has partitions
-    (``embed(path, alt, caption)``: how the report embeds a saved figure)."""
+    (``embed(fig, path, alt, caption)``: how the report saves and embeds a figure)."""
     frame = partition_frame(records)
     if frame.empty:
         return None
     view = {"tables": partition_tables(frame, fmt_metric, column_places), "figure": None}
     if frame["partition"].nunique() > 1 or frame["configuration"].nunique() > 1:
         fig = partition_figure(frame, plots)
-        view["figure"] = embed(plots.save_figure(fig, figure_dir / "partitions.png"),
+        view["figure"] = embed(fig, figure_dir / "partitions.png",
                                  "per-partition metrics by configuration",
                                  "Each partition's node utilization, waits and bounded slowdown, "
                                  "one colour per configuration.")

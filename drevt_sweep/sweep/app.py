@@ -363,7 +363,7 @@ def _run_configuration(cfg: DictConfig, opening: bool) -> dict:
         run.marks["workers"] = time.time()
         importing = None
         if run.figures and run.keep is not None:  # its figures' modules, while the seeds run
-            from .figure_child import import_in_background
+            from ..report.figure_child import import_in_background
 
             importing = import_in_background()
         # A store that does not work stops the seeds as soon as it is found out (a single
@@ -558,7 +558,7 @@ def complete_configuration(run: Configuration, fresh: list[SeedResult]) -> None:
     draw = _figure_drawer(run.out_dir, run.spec, ok, cfg) if run.figures else None
     child = None
     if draw is not None and not run.deferred:  # a single run: drawn beside its outputs
-        from .figure_child import FiguresInChild
+        from ..report.figure_child import FiguresInChild
 
         child = FiguresInChild.start(draw)
     _write_outputs(run.out_dir, cfg, run.jobs, ok, result, run.plain)
@@ -825,7 +825,7 @@ def _figure_drawer(out_dir: Path, spec: RunSpec, ok: list[SeedResult], cfg):
     as the baseline when the run times are the recorded ones; None when no schedule was kept
     (``tracking.log_schedule=false``, or every seed reused by resume).
 
-    A single run draws them in a forked child while it writes its outputs (``figure_child.py``);
+    A single run draws them in a forked child while it writes its outputs (``report/figure_child.py``);
     the sweep engine here, after the outputs (drawing them in an idle loky worker was tried and
     measured slower on the 2 shared cores: the worker imports pandas and matplotlib first,
     benchmarks/RESULTS.md)."""

@@ -1,4 +1,6 @@
-"""A single run's figures, drawn in a forked child while the run writes its outputs.
+"""Figures drawn in a forked child while this process does something else: a single run's
+while it writes its outputs, the report's while it builds the report's other parts
+(``html._Embedder``).
 
 After its seeds, a single run (no ``-m``) did one thing after the other on one core: outputs
 (~0.6 s), figures (~1.5 s of CPU: three constrained-layout PNGs), the wait for its runs, the
@@ -28,7 +30,7 @@ def import_in_background() -> threading.Thread:
     this process only waits for them. Join before forking."""
     def load() -> None:
         try:
-            from ..report import figures  # noqa: F401
+            from . import figures  # noqa: F401
         except Exception:  # noqa: BLE001 - imported again, and reported, where they are drawn
             pass
 
@@ -73,6 +75,18 @@ class FiguresInChild:
                 os._exit(0)
         os.close(write)
         return cls(pid, read)
+
+    def kill(self) -> None:
+        """End the child (no longer wanted) and reap it."""
+        try:
+            os.close(self.pipe)
+        except OSError:
+            pass
+        try:
+            os.kill(self.pid, signal.SIGKILL)
+            os.waitpid(self.pid, 0)
+        except OSError:
+            pass
 
     def result(self) -> tuple[list[Path], float | None]:
         """``(paths, CPU seconds of the drawing)``; raises ``RuntimeError`` with the child's
