@@ -5,6 +5,7 @@ while the next is prepared) give each configuration its own results."""
 
 from __future__ import annotations
 
+import copy
 import csv
 
 import pytest
@@ -231,22 +232,42 @@ def test_configurations_with_their_own_figures_keep_their_config(loader):
     assert run.cfg is task and run.hydra_cfg is hydra_cfg
 
 
-@pytest.mark.parametrize("overrides", SWEEPS)
+# Jobs as no grid makes them: keys that change from one job to the next in the same groups, a
+# key set by one job only, a dict value (which would merge), an added key.
+MIXED_JOBS = [["system.total_nodes=8"], ["seed=3"], ["system.total_nodes=9"], ["seed=4"],
+              ["format.queues=[a,b]"], ["format.queues=[c]"], ["format.queues=[]"],
+              ["seed=4", "system.total_nodes=12"], ["system.total_nodes=12", "seed=4"],
+              ["policy=easy", "seed=5"], ["seed=5"], ["+tracking.note=x"], ["seed=6"],
+              ["run_time.scale=0.5"], ["run_time.scale=1"], ["run_time.scale=0.7"], ["system.partitions=null"], ["seed=7"], ["run_time={scale: 0.5}"], ["run_time={stddev: 0.5}"]]
+
+
+@pytest.mark.parametrize("overrides", [*SWEEPS, "mixed"])
 def test_a_shared_hydra_node_gives_each_job_what_its_own_copy_gives(loader, overrides):
     """``Composer.run_job(share_hydra=True)`` (the sweep engine, configurations released once
-    prepared): one ``hydra`` node per choice of groups, its job keys set anew, against a whole
-    copy per job. Each job's task, its resolved config and its ``hydra`` node, as read before
-    the next job is made, are the same."""
-    config = loader.load_configuration("config", [*BASE, *overrides], RunMode.MULTIRUN)
-    jobs = grid.expand(grid.sweep_arguments(config), loader)
+    prepared): one ``hydra`` node per choice of groups, its job keys set anew, and each task
+    given back once read (``recycle``, as the engine does) for the next job to reuse, against a
+    whole copy per job. Each job's task, its resolved config and its ``hydra`` node, as read
+    before the next job is made, are the same."""
+    config = loader.load_configuration("config", [*BASE, *([] if overrides == "mixed" else overrides)],
+                                       RunMode.MULTIRUN)
+    jobs = MIXED_JOBS if overrides == "mixed" else grid.expand(grid.sweep_arguments(config), loader)
     shared, own = grid.Composer(loader, config), grid.Composer(loader, config)
+    reused, kept = 0, []  # (kept: each job's resolved config, compared again at the end)
     for num, job in enumerate(jobs):
         seen = []
         for composer, share in ((shared, True), (own, False)):
+            copies = composer.copied
             task, hydra_cfg = composer.run_job(num, job, share_hydra=share)
             seen.append((OmegaConf.to_yaml(task), composer.resolved(job, task),
                          OmegaConf.to_container(hydra_cfg, resolve=False),
                          str(hydra_cfg.runtime.output_dir), str(hydra_cfg.job.override_dirname),
                          OmegaConf.to_yaml(task, resolve=True)))
-        assert seen[0] == seen[1], num
+            if share:
+                reused += copies == composer.copied  # no copy made: a task given back
+                composer.recycle(task)
+        assert seen[0] == seen[1], (num, job)
+        kept.append((seen[0][1], copy.deepcopy(seen[1][1])))
+    assert all(a == b for a, b in kept)  # (a reused task changed no earlier job's plain config)
     assert shared._hydra_nodes and not own._hydra_nodes  # (the shared path was taken)
+    # (and tasks were reused, unless every job adds a key)
+    assert reused >= (0 if any(line.startswith("+") for line in jobs[0]) else len(jobs) // 5)

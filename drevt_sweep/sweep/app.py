@@ -545,19 +545,21 @@ def prepare_configuration(run: Configuration, load=None, finished: dict | None =
     _choose_seeds(run, finished)
 
 
-def release_config(run: Configuration) -> None:
+def release_config(run: Configuration, choices: dict | None = None) -> None:
     """A prepared configuration of the sweep engine lets go of its OmegaConf trees: what its
     completion, a wave later, reads of them (``seed``, ``trace.name``; Hydra's task overrides
     and group choices) it reads from plain data (``plain_view.py`` says why); the ``hydra``
     node is then the next job's (``Composer.run_job(share_hydra=True)``). Not with
-    per-configuration figures, which read the whole config."""
+    per-configuration figures, which read the whole config. ``choices``: the group choices as a
+    dict, when the caller has them (``Composer.plain_choices``)."""
     if run.figures:
         return
     from .plain_view import PlainView
 
     hydra_cfg = run.hydra_cfg
     run.hydra_cfg = PlainView({"overrides": {"task": list(hydra_cfg.overrides.task)},
-                               "runtime": {"choices": dict(hydra_cfg.runtime.choices)}})
+                               "runtime": {"choices": choices if choices is not None
+                                           else dict(hydra_cfg.runtime.choices)}})
     if run.plain is not None:
         run.cfg = PlainView(run.plain)
 

@@ -195,7 +195,9 @@ def _run_grid(sweeper, jobs: list[list[str]]) -> None:
                     record(run.result, key, run.path, run.settings)  # what a resume checks
                     run.result["status"] = "RUNNING"
                     wave.append(run)
-                    app.release_config(run)  # (its trees freed young: plain_view.py)
+                    app.release_config(run, composer.plain_choices(hydra_cfg) if not figures else None)
+                    if run.cfg is not task:  # released (plain_view.py): the next job may reuse it
+                        composer.recycle(task)
                 if not work.done() and getattr(run, "jobs", None) is not None:
                     seeds = total * len(getattr(run, "seeds", None) or [0])
                     work.set_result((len(run.jobs), -(-seeds // _local_workers(config))))
