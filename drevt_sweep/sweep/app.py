@@ -18,6 +18,7 @@ import shlex
 import sys
 import time
 import traceback
+from collections.abc import Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -230,10 +231,11 @@ def config_yaml(plain: dict) -> str:
     return "".join(parts)
 
 
-def configuration_label(hydra_cfg) -> str:
+def configuration_label(hydra_cfg, choices: Mapping | None = None) -> str:
     """A short, readable name: the group choices, plus explicit overrides of result settings
-    (bookkeeping such as paths, tracking or parallelism never appears in it)."""
-    choices = hydra_cfg.runtime.choices
+    (bookkeeping such as paths, tracking or parallelism never appears in it). ``choices``:
+    ``hydra_cfg.runtime.choices`` as a dict, when the caller has it."""
+    choices = hydra_cfg.runtime.choices if choices is None else choices
     parts = [f"{g}={choices[g]}" for g in ("trace", "policy", "run_time") if g in choices]
     for group in ("system", "workload"):
         if choices.get(group) not in (None, "trace", "none"):
@@ -420,16 +422,18 @@ def _tell_workers(run=None, n_jobs: int = 1) -> None:
 
 
 def begin_configuration(cfg: DictConfig, hydra_cfg, figures: bool | None = None,
-                        plain: dict | None = None) -> Configuration:
+                        plain: dict | None = None, choices: dict | None = None) -> Configuration:
     """A configuration's folder, names and result skeleton (nothing that can fail on input).
-    ``plain``: the config already resolved (the sweep engine's ``Composer.resolved``)."""
+    ``plain``: the config already resolved (the sweep engine's ``Composer.resolved``);
+    ``choices``: its group choices as a dict (``Composer.plain_choices``)."""
     _state["ran"] = True
     out_dir = Path(hydra_cfg.runtime.output_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    label = configuration_label(hydra_cfg)
-    name = _run_name(cfg, hydra_cfg)
+    choices = dict(hydra_cfg.runtime.choices if choices is None else choices)
+    label = configuration_label(hydra_cfg, choices)
+    name = _run_name(cfg, hydra_cfg, choices)
     result: dict = {"label": label, "name": name, "status": "FAILED",
-                    "choices": dict(hydra_cfg.runtime.choices), "parent_run_id": None,
+                    "choices": choices, "parent_run_id": None,
                     "drevt_version": __version__}
     result["timings"] = {}  # seconds per phase, for the sweep benchmark
     # Wall-clock instants (epoch seconds) of the phase ends, from the console script's start:
@@ -987,7 +991,7 @@ def _seed_records(parent_id, cfg, jobs, spec, chash, label, results, reused, set
     return children
 
 
-def _run_name(cfg: DictConfig, hydra_cfg) -> str:
+def _run_name(cfg: DictConfig, hydra_cfg, choices: Mapping) -> str:
     """A parent run's name: what varies across its sweep (``easy · lognormal``)."""
     from hydra.types import RunMode
 
@@ -999,9 +1003,7 @@ def _run_name(cfg: DictConfig, hydra_cfg) -> str:
         else:
             sweep_dir = str(Path(hydra_cfg.sweep.dir).absolute())
         varying = _varying_keys(sweep_dir)
-    # (the choices node as is: the name reads one or two of its ~30 keys, and converting it
-    # to a dict was most of naming a configuration)
-    return run_name(cfg, hydra_cfg.runtime.choices, varying)
+    return run_name(cfg, choices, varying)
 
 
 def _varying_keys(sweep_dir: str) -> tuple[str, ...]:

@@ -185,7 +185,8 @@ def _run_grid(sweeper, jobs: list[list[str]]) -> None:
                 key = keys.key(jobs[num])
                 costs["compose"] += time.thread_time() - cpu
                 cpu = time.thread_time()
-                run = app.begin_configuration(task, hydra_cfg, figures=figures, plain=plain)
+                choices = composer.plain_choices(hydra_cfg)
+                run = app.begin_configuration(task, hydra_cfg, figures=figures, plain=plain, choices=choices)
                 run.remember = total <= WAVE
                 run.deferred, run.tracker = tracker is not None, tracker
                 _write_overrides(run.out_dir, jobs[num])
@@ -195,7 +196,7 @@ def _run_grid(sweeper, jobs: list[list[str]]) -> None:
                     record(run.result, key, run.path, run.settings)  # what a resume checks
                     run.result["status"] = "RUNNING"
                     wave.append(run)
-                    app.release_config(run, composer.plain_choices(hydra_cfg) if not figures else None)
+                    app.release_config(run, choices)
                     if run.cfg is not task:  # released (plain_view.py): the next job may reuse it
                         composer.recycle(task)
                 if not work.done() and getattr(run, "jobs", None) is not None:
