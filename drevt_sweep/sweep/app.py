@@ -11,6 +11,7 @@ files into ``summary.csv`` and a printed table.
 from __future__ import annotations
 
 import contextlib
+import copy
 import json
 import logging
 import os
@@ -60,6 +61,7 @@ from ..tracking.helper import (
     stop_helper,
 )
 from ..sim.workload import WorkloadSpec, apply_workload
+from .plain_view import PlainView
 from .naming import (
     description,
     reproduce_command,
@@ -164,11 +166,19 @@ def system_machine(system) -> Machine | None:
             raise ConfigError(f"system.slurm_conf {system.slurm_conf}: {exc}") from None
     if system.get("partitions") is None:
         return None
-    data = OmegaConf.to_container(system, resolve=True, enum_to_str=True)
+    data = _container(system)
     try:
         return machine_from_mapping(data)
     except ConfigError as exc:
         raise ConfigError(f"system={system.name}: {exc}") from None
+
+
+def _container(section) -> dict:
+    """A config section as plain data of its own: a DictConfig resolved (enums as names), a
+    resolved config's view (``PlainView``) copied, as callers may change what they get."""
+    if isinstance(section, PlainView):
+        return copy.deepcopy(section._data)
+    return OmegaConf.to_container(section, resolve=True, enum_to_str=True)
 
 
 def policy_options(policy: DictConfig) -> dict:
@@ -184,7 +194,7 @@ def policy_options(policy: DictConfig) -> dict:
         check_estimate(estimate, order, backfill, refresh)
     params = None
     if priority == "multifactor":
-        plain = OmegaConf.to_container(policy, resolve=True, enum_to_str=True)
+        plain = _container(policy)
         params = {key: plain[key] for key in ("weights", "max_age", "favor_small", "decay_half_life", "calc_period",
                                               "fairshare_by", "fairshare", "account_shares", "user_shares",
                                               "partition_priority", "charge_ended_jobs")}
@@ -510,15 +520,18 @@ def prepare_configuration(run: Configuration, load=None, finished: dict | None =
     if load is None:
         from ..trace.cache import load_trace as load
 
+    # The settings read from the resolved config where there is one (attribute reads of the
+    # OmegaConf tree were half of preparing a configuration; the same values, enums as names).
+    view = cfg if run.plain is None else PlainView(run.plain)
     run.path = path = resolve_trace_path(str(_read(run, "trace", "path")), _read(run, "paths", "root"))
-    run.jobs = jobs = load(path, read_options(cfg), cache_dir=_read(run, "paths", "cache_dir"))
+    run.jobs = jobs = load(path, read_options(view), cache_dir=_read(run, "paths", "cache_dir"))
     run.marks["trace"] = time.time()
-    wspec = workload_spec(cfg.workload, cfg.system.total_nodes)
+    wspec = workload_spec(view.workload, view.system.total_nodes)
     # The first seed's transform: what each transform kept, moved or dropped, and the
     # machine size after a job-size rescaling.
-    (machine_nodes, queues, who), workload_report = _probe(jobs, wspec, int(cfg.seed))
-    run.spec = spec = run_spec(cfg, machine_nodes, wspec, queues, who)
-    if cfg.policy.name == "slurm":  # what the slurm.conf chose (policy.priority is a placeholder)
+    (machine_nodes, queues, who), workload_report = _probe(jobs, wspec, int(view.seed))
+    run.spec = spec = run_spec(view, machine_nodes, wspec, queues, who)
+    if view.policy.name == "slurm":  # what the slurm.conf chose (policy.priority is a placeholder)
         chosen = {"slurm.priority": spec.priority, "slurm.backfill": spec.backfill,
                   "slurm.fairshare": (spec.priority_params or {}).get("fairshare")}
         result["slurm_policy"] = chosen
@@ -535,7 +548,7 @@ def prepare_configuration(run: Configuration, load=None, finished: dict | None =
         tracker.log_trace_input(run.parent_id, _trace_name(cfg, path), jobs.meta.checksum, path,
                                 len(jobs))
     run.chash = chash = config_hash({"settings": run.settings, "checksum": jobs.meta.checksum})
-    run.seeds = seeds = seeds_for(spec, int(cfg.seed), int(cfg.replicates))
+    run.seeds = seeds = seeds_for(spec, int(view.seed), int(view.replicates))
     result.update(
         config_hash=chash,
         trace_checksum=jobs.meta.checksum,
@@ -558,8 +571,6 @@ def release_config(run: Configuration, choices: dict | None = None) -> None:
     dict, when the caller has them (``Composer.plain_choices``)."""
     if run.figures:
         return
-    from .plain_view import PlainView
-
     hydra_cfg = run.hydra_cfg
     run.hydra_cfg = PlainView({"overrides": {"task": list(hydra_cfg.overrides.task)},
                                "runtime": {"choices": choices if choices is not None
