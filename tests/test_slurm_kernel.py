@@ -192,6 +192,33 @@ def test_slurm_kernel_jumps_across_window_ends_only_before_a_firm_start(case):
     assert ref.begin.tolist() == begin
 
 
+# An arrival that fits the free nodes during a jump ends it only if it fits before the jump's
+# target in the profile the last cycle left, fitted from that cycle's time. 10 nodes, FCFS, a
+# cycle every 5 s, exact resolution: A (6 nodes) runs 0-100; K (7 nodes, 60 s, at 1) and W (4
+# nodes, 150 s, at 2) wait. The cycle at 5 reserves K at 100-160 and W at 160-310 (its 150 s
+# from 5 cross K's reservation, where 3 nodes are free) and jumps to the cycle at 100. X (4
+# nodes) arrives at 41, in the profile 4 nodes free on [5, 100), 3 on [100, 160), 6 on [160, 310).
+ARRIVAL_CASES = {
+    # X for 50 s fits from 5 (before 100): the jump ends, X starts at the cycle at 45. Fitted
+    # from its arrival at 41 (the next breakpoint is 100), or not fitted at all, it would wait
+    # for K's end at 160.
+    "starts_in_the_jump": (50.0, [0.0, 100.0, 160.0, 45.0]),
+    # X for 200 s fits at 160 at the earliest (past 100): the jump goes on to 100, where K
+    # starts; W and X start at K's end.
+    "waits_past_the_jump": (200.0, [0.0, 100.0, 160.0, 160.0]),
+}
+
+
+@pytest.mark.parametrize("case", ARRIVAL_CASES)
+def test_slurm_kernel_arrival_ends_a_jump_only_if_it_may_start_before_its_target(case):
+    x_limit, begin = ARRIVAL_CASES[case]
+    jobs = make_jobs([0.0, 1.0, 2.0, 41.0], [6, 7, 4, 4], [100.0, 60.0, 150.0, x_limit],
+                     [100.0, 60.0, 150.0, x_limit])
+    ref = assert_same(jobs, jobs.actual_run_time, 10, backfill="slurm",
+                      backfill_params=dict(bf_interval=5, sched_interval=0, bf_resolution=0))
+    assert ref.begin.tolist() == begin
+
+
 # A tick during a jump over passes at which no waiting job fits does not re-key the queue: the
 # re-keying waits for the jump's end and is then done as at the last tick (its time, the jobs
 # waiting then). Multifactor by age (max 500 s) and size (nodes / 10), a tick every 100 s; R (10
