@@ -336,6 +336,7 @@ class Configuration:
     warming: object = None
     plain: dict | None = None  # the config resolved once (settings, config.yaml)
     sweep_tagged: bool = False  # its run was written with the sweep run's id as a tag
+    runs_sent: bool = False  # its deferred runs went to the store (an interrupt then ends it FINISHED)
 
     @property
     def timings(self) -> dict:
@@ -680,6 +681,9 @@ def kill_configuration(run: Configuration, exc: BaseException) -> None:
     run.result.update(status="KILLED", error=f"interrupted ({signal_name(exc)})")
     if run.tracker:
         try:
+            # Finished runs queued but not sent belong to configurations an interrupt kills
+            # (the sweep engine's batch): never written, rather than FINISHED beside a KILLED result.
+            run.tracker.discard_queued()
             run.tracker.finish_open_runs("KILLED")  # the parent and any seed run in flight
             run.tracker.wait(timeout=KILL_WAIT_SECONDS)
         except Exception as error:  # noqa: BLE001 - the interrupt is what matters

@@ -361,6 +361,7 @@ class TrackingService:
         # any other command, at ``wait`` or once ``BATCH_RECORDS`` are queued.
         self._queued: list = []
         self._queued_handles: list[str] = []
+        self.flushes = 0  # queued runs sent so far (times): a caller can tell its runs went
         self._send(_open, self._key)
 
     @classmethod
@@ -424,10 +425,22 @@ class TrackingService:
             self._flush()
         return handles
 
+    def flush(self) -> None:
+        """Send the queued runs now: the helper writes them while the caller goes on
+        (:meth:`wait` waits for them)."""
+        self._flush()
+
+    def discard_queued(self) -> int:
+        """Drop the queued runs not sent yet (an interrupt kills their configurations); how many."""
+        count = len(self._queued)
+        self._queued, self._queued_handles = [], []
+        return count
+
     def _flush(self) -> None:
         """Send the queued runs, if any, as one command."""
         if not self._queued:
             return
+        self.flushes += 1
         records, self._queued = self._queued, []
         handles, self._queued_handles = self._queued_handles, []
         self._send(_log_runs, self._key, handles, records)
