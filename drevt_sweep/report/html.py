@@ -1224,7 +1224,7 @@ def _paired_view(records: Sequence[ConfigRecord], ctx: _Context, plots) -> dict:
         view["figure"] = ctx.embed(fig, ctx.figure_dir / "paired.png",
                                  "paired versus unpaired confidence intervals",
                                  "Thick: paired 95% CI of the per-seed difference; thin grey: unpaired CI.")
-    for _, p in paired.iterrows():
+    for p in paired.to_dict("records"):  # (not iterrows: a Series per row, 1 s at 10,000 configurations)
         metric = p["metric"]
         places = places_of[metric]
         if p["seeds"] < 2:
