@@ -333,9 +333,10 @@ def _complete_wave(wave: list, results: dict, error: Exception | None, tracker, 
     cpu = time.thread_time()
     try:
         pending = _complete_runs(wave, results, error, progress, tracker)
+        end = end or tracker is None  # (no store to write while the next wave is prepared)
         if pending and end:
             _end_wave(wave, tracker)
-        elif pending and tracker is not None:
+        elif pending:
             tracker.flush()  # (written while the sweep prepares the next wave)
             _sent(wave)
     finally:
