@@ -560,3 +560,19 @@ def test_an_error_while_building_ends_the_children_still_drawing(tmp_path, monke
     for child in started:  # killed and reaped: no such process any more
         with pytest.raises(ChildProcessError):
             os.waitpid(child.pid, os.WNOHANG)
+
+
+@pytest.mark.parametrize("overrides", [
+    ["policy=fcfs", "system.total_nodes=60", "paths.output_root=/tmp/x y"],
+    ["+tracking.note='a: \"quoted\", 1e3, yes'", "seed=${oc.env:S,0}", "a=é", "b=- c", "x=1 # no comment"],
+    ["multi=line one\nline two", "k=[1,2]", "d={a: 1}", "yes", "5=5", "~gone"],
+    [], ["- leading dash", "  spaced", "#hash"]])
+def test_overrides_read_item_by_item_are_the_file_read_whole(overrides):
+    """``overrides.yaml`` as the sweep engine writes it (``batch._overrides_yaml``, what
+    OmegaConf saves), read back item by item, gives what parsing it whole gives."""
+    from drevt_sweep.files import load_yaml
+    from drevt_sweep.sweep.batch import _overrides_yaml
+
+    text = _overrides_yaml(overrides)
+    for _ in range(2):  # the second time from the cache
+        assert report._overrides_of(text) == [str(o) for o in (load_yaml(text) or [])] == overrides

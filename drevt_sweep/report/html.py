@@ -211,6 +211,35 @@ def _section(piece: str) -> tuple | None:
     return known
 
 
+_ITEMS: dict[str, list | None] = {}  # an overrides.yaml item's YAML -> [its string], or None
+_ITEM_START = re.compile(r"(?m)^(?=- )")  # where a block sequence's item starts
+
+
+def _overrides_of(text: str) -> list[str]:
+    """An ``overrides.yaml`` (a list of strings), each item parsed once per distinct text: a
+    sweep's configurations share most of their overrides (each item of a block sequence
+    starts a line with ``- ``, its continuation lines are indented). Anything else -- an
+    empty list ``[]``, an item that is not one string -- is parsed whole, as before."""
+    items = []
+    for piece in _ITEM_START.split(text):
+        if not piece:
+            continue
+        parsed = _ITEMS.get(piece, False)
+        if parsed is False:
+            if len(_ITEMS) >= 20_000:  # bounded: a long sweep of ever-new values
+                _ITEMS.clear()
+            try:
+                value = load_yaml(piece)
+            except Exception:  # noqa: BLE001 - the whole text decides
+                value = None
+            parsed = _ITEMS[piece] = value if isinstance(value, list) and len(value) == 1 \
+                and isinstance(value[0], str) else None
+        if parsed is None:
+            return [str(o) for o in (load_yaml(text) or [])]
+        items.extend(parsed)
+    return items
+
+
 def _job_order(path: Path) -> tuple[int, str]:
     return (int(path.name), "") if path.name.isdigit() else (1 << 30, path.name)
 
@@ -269,7 +298,7 @@ def _fill_from_folder(record: ConfigRecord, job_dir: Path) -> None:
     overrides = job_dir / ".hydra" / "overrides.yaml"
     if overrides.is_file():
         try:
-            record.overrides = [str(o) for o in (load_yaml(overrides.read_text()) or [])]
+            record.overrides = _overrides_of(overrides.read_text())
         except Exception:  # noqa: BLE001
             pass
     metrics_csv = job_dir / "seed_metrics.csv"
