@@ -91,3 +91,20 @@ def test_an_interrupt_while_waiting_ends_the_child(tmp_path):
         signal.signal(signal.SIGALRM, previous)
     assert time.monotonic() - started < 10
     assert no_child_left(child.pid) and not Path(f"/proc/{child.pid}").exists()
+
+
+def test_a_child_that_does_not_answer_in_time_is_ended_and_an_error():
+    """A child stuck (say, on a lock another thread held at the fork) ends after ``timeout``:
+    the report then draws the figure itself."""
+    import time
+
+    def stuck():
+        time.sleep(60)
+        return []
+
+    child = FiguresInChild.start(stuck)
+    started = time.monotonic()
+    with pytest.raises(RuntimeError, match="did not answer in 0.5 s"):
+        child.result(timeout=0.5)
+    assert time.monotonic() - started < 10
+    assert no_child_left(child.pid)

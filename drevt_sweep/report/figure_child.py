@@ -88,19 +88,35 @@ class FiguresInChild:
         except OSError:
             pass
 
-    def result(self) -> tuple[list[Path], float | None]:
+    def result(self, timeout: float | None = None) -> tuple[list[Path], float | None]:
         """``(paths, CPU seconds of the drawing)``; raises ``RuntimeError`` with the child's
-        error (the caller warns: a figure is not worth a failed configuration)."""
+        error, or when it has not answered in ``timeout`` s (it is ended then: a child forked
+        while another thread held a lock it needs would wait for ever). The caller warns or
+        draws in-process: a figure is not worth a failed configuration."""
+        import select
+
+        deadline = None if timeout is None else time.monotonic() + timeout
         try:
             with os.fdopen(self.pipe, "rb") as pipe:
-                data = pipe.read()
+                chunks = []
+                while True:
+                    left = None if deadline is None else max(0.0, deadline - time.monotonic())
+                    if not select.select([pipe], [], [], left)[0]:
+                        raise TimeoutError
+                    chunk = os.read(pipe.fileno(), 65536)
+                    if not chunk:
+                        break
+                    chunks.append(chunk)
+                data = b"".join(chunks)
             os.waitpid(self.pid, 0)
-        except BaseException:  # an interrupt while waiting: the child goes too
+        except BaseException as exc:  # an interrupt while waiting, or no answer: the child goes too
             try:
                 os.kill(self.pid, signal.SIGKILL)
                 os.waitpid(self.pid, 0)
             except OSError:
                 pass
+            if isinstance(exc, TimeoutError):
+                raise RuntimeError(f"the process drawing them did not answer in {timeout:g} s") from None
             raise
         try:
             answer = json.loads(data)

@@ -954,9 +954,14 @@ class _Embedder:
     the figure is saved here, as before."""
 
     MAX_CHILDREN = 4  # children drawing at once (each a copy-on-write fork of this process)
+    TIMEOUT = 120.0  # seconds a child may take before the figure is drawn here instead
 
     def __init__(self, plots) -> None:
         self.plots, self.pending = plots, []
+        # What saving a PNG imports, imported before any fork: a child must not import (an
+        # import lock held by another thread at the fork would never be released in it).
+        import matplotlib.backends.backend_agg  # noqa: F401
+        import PIL.PngImagePlugin  # noqa: F401
 
     def __call__(self, fig, path: Path, alt: str, caption: str = "") -> dict:
         from .figure_child import FiguresInChild
@@ -974,7 +979,7 @@ class _Embedder:
     def _finish_one(self) -> None:
         item, child, fig, path = self.pending.pop(0)
         try:
-            child.result()
+            child.result(self.TIMEOUT)
         except RuntimeError:  # the child failed: drawn here (the same error, if it is the figure's)
             self.plots.save_figure(fig, path)
         else:
