@@ -533,7 +533,7 @@ def test_a_child_that_fails_leaves_the_figure_to_this_process(tmp_path, monkeypa
 
     monkeypatch.setattr(figure_child.FiguresInChild, "start", classmethod(failing))
     monkeypatch.setattr(figure_child.FiguresInChild, "result",
-                        lambda self: (_ for _ in ()).throw(RuntimeError("the child died")))
+                        lambda self, timeout=None: (_ for _ in ()).throw(RuntimeError("the child died")))
     sweep = small_sweep(tmp_path)
     page = parse(report.build_report(sweep))
     assert_embedded_pngs(page)
