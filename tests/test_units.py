@@ -71,3 +71,22 @@ def test_the_sweep_summary_shows_each_metric_in_the_reports_unit():
     table = format_summary(frame)
     assert "mean wait (h)" in table and "2.00 ± 0.10" in table and "utilization (%)" in table
     assert "62.5" in table
+
+
+def test_a_long_sweeps_terminal_table_shows_both_ends_and_where_the_rest_is():
+    from drevt_sweep.sweep.app import format_summary, summary_frame
+
+    def result(i: int, rejected: int = 0) -> dict:
+        return {"name": f"nodes={i}", "status": "FINISHED", "seeds": [0],
+                "metrics": {"wait_mean": 3600.0 * i, "wait_p95": 0.0, "bsld_mean": 1.0,
+                            "utilization": 0.5, "makespan": 3600.0, "jobs_rejected": rejected}}
+
+    # one configuration in the middle rejected jobs: the column is there though its row is not
+    frame = summary_frame([result(i, rejected=5 if i == 50 else 0) for i in range(100)])
+    lines = format_summary(frame, max_rows=10).split("\n")
+    assert len(lines) == 1 + 10 + 1
+    assert "rejected (jobs)" in lines[0]
+    assert lines[1].split()[0] == "nodes=0" and lines[5].split()[0] == "nodes=4"
+    assert lines[6] == "… 90 more configurations: every one is in summary.csv and report.html …"
+    assert lines[7].split()[0] == "nodes=95" and lines[-1].split()[0] == "nodes=99"
+    assert format_summary(frame, max_rows=100).count("\n") == 100  # all of them: no note

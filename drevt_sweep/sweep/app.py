@@ -1143,9 +1143,20 @@ def summary_frame(results: list[dict]):
     return pd.DataFrame(rows)
 
 
-def format_summary(frame) -> str:
+SUMMARY_ROWS = 60  # the terminal's table shows at most this many configurations (half each end)
+
+
+def format_summary(frame, max_rows: int = SUMMARY_ROWS) -> str:
     """The terminal's table: the summary's columns, the unit in each header; a rejected-jobs
-    column wherever any configuration rejected jobs."""
+    column wherever any configuration rejected jobs. A longer sweep shows its first and last
+    ``max_rows / 2`` configurations and says where the rest are (10,000 rows scrolled the
+    terminal away, and formatting them took 0.5 s)."""
+    import pandas as pd
+
+    any_rejected = bool((frame["jobs_rejected"].fillna(0) > 0).any())
+    hidden = len(frame) - max_rows if len(frame) > max_rows else 0
+    if hidden:
+        frame = pd.concat([frame.head(max_rows // 2), frame.tail(max_rows - max_rows // 2)])
     def pm(value, half, digits=1):
         if value is None or value != value:
             return "-"
@@ -1160,10 +1171,15 @@ def format_summary(frame) -> str:
                                    ("utilization_pct", "utilization (%)", 1),
                                    ("makespan_h", "makespan (h)", 1)):
         table[header] = [pm(v, h, digits) for v, h in zip(frame[column], frame[f"{column}_ci95"])]
-    rejected = frame["jobs_rejected"]
-    if (rejected.fillna(0) > 0).any():
-        table["rejected (jobs)"] = [pm(v, None, 0) for v in rejected]
-    return table.to_string(index=False)
+    if any_rejected:
+        table["rejected (jobs)"] = [pm(v, None, 0) for v in frame["jobs_rejected"]]
+    text = table.to_string(index=False)
+    if not hidden:
+        return text
+    lines = text.split("\n")  # (the header, then one line per row)
+    cut = 1 + max_rows // 2
+    return "\n".join(lines[:cut] + [f"… {hidden:,} more configurations: every one is in summary.csv "
+                                     "and report.html …"] + lines[cut:])
 
 
 def _read_result(path: Path) -> dict:
