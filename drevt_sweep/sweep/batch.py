@@ -220,6 +220,8 @@ def _run_grid(sweeper, jobs: list[list[str]]) -> None:
             running = _Running(wave, traces, config, arrays)
             if done_wave is not None:
                 ending = _complete_wave(*done_wave, tracker, progress, costs, end=False)
+                if ending is None:  # (ended already: failed, or no store to wait for)
+                    in_flight.remove(done_wave[0])
                 done_wave = None
         if ending is not None:
             _end_wave(ending, tracker, costs)
