@@ -133,8 +133,7 @@ class Composer:
         self.copied = 0  # copies made (:meth:`copy`)
         self._last_tasks: dict[tuple, tuple] = {}  # groups -> (keys, task): see :meth:`recycle`
         self._spare_tasks: dict[tuple, tuple] = {}  # groups -> (keys, task) given back
-        self._holders: dict[int, tuple] = {}  # id(hydra node) -> (node, holder): see :func:`_holder`
-        self._choices: dict[int, tuple] = {}  # id(hydra node) -> (node, its group choices as a dict)
+        self._shared: dict[int, tuple] = {}  # id(shared hydra node) -> (node, its holder, its choices)
         self.composed = 0  # how many times Hydra composed (the distinct choices of groups)
 
     def parsed(self, line: str):
@@ -280,7 +279,8 @@ class Composer:
             cfg = self.copy(groups)
             apply_values(cfg, hydra_values)
             hydra = self._hydra_nodes[key] = cfg._get_node("hydra")
-            self._choices[id(hydra)] = (hydra, dict(hydra.runtime.choices))
+            # (what only wraps the node, and its group choices: the same for every job of it)
+            self._shared[id(hydra)] = (hydra, _holder(hydra), dict(hydra.runtime.choices))
         task = self._task_for(groups, task_values)
         _apply(task, task_values)
         OmegaConf.copy_cache(from_config=self.master, to_config=task)
@@ -290,11 +290,7 @@ class Composer:
             _set_job_keys(hydra, parsed, num)
             hydra.runtime.output_dir = os.path.abspath(self._job_folder(groups, values, root, num))
         OmegaConf.set_readonly(hydra, True)
-        held = self._holders.get(id(hydra))
-        if held is None or held[0] is not hydra:  # (one holder per node: it only wraps it)
-            held = self._holders[id(hydra)] = (hydra, _holder(hydra))
-        hydra._set_parent(root)
-        HydraConfig.instance().cfg = held[1]
+        HydraConfig.instance().cfg = self._shared[id(hydra)][1]
         return task, HydraConfig.get()
 
     def _task_for(self, groups: tuple[str, ...], values: list) -> DictConfig:
@@ -323,8 +319,8 @@ class Composer:
     def plain_choices(self, hydra) -> dict:
         """``dict(hydra.runtime.choices)``: made once per shared ``hydra`` node (the same for
         every job of its groups; ~0.1 ms each time), else now."""
-        known = self._choices.get(id(hydra))
-        return known[1] if known is not None and known[0] is hydra else dict(hydra.runtime.choices)
+        known = self._shared.get(id(hydra))
+        return known[2] if known is not None and known[0] is hydra else dict(hydra.runtime.choices)
 
     def resolved(self, overrides: list[str], task: DictConfig):
         """``resolve_config(task)`` -- the task's config resolved, as plain data -- without
