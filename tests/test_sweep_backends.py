@@ -27,7 +27,7 @@ from drevt_sweep.sweep.batch import FIRST_WAVE
 from drevt_sweep.sweep.seeds import RunSpec, SeedTask, run_tasks
 from drevt_sweep.trace import ReadOptions, read_trace
 
-from sweep_helpers import TINY, run_sweep, start, sweep_cmd, tagged_processes
+from sweep_helpers import TINY, cpu_seconds, run_sweep, start, sweep_cmd, tagged_processes
 
 pytestmark = pytest.mark.slow
 
@@ -295,3 +295,86 @@ def test_a_ray_sweep_of_several_waves_gives_lokys_results(tmp_path):
     for path in ray_files:
         twin = tmp_path / "loky" / "sweep" / path.parent.name / path.name
         assert path.read_bytes() == twin.read_bytes(), path.parent.name
+
+
+def _ray_session_folders(tag: str) -> set[str]:
+    """The ``--temp-dir`` of every ``ray start`` the tagged sweep runs (``ray_head.py``)."""
+    found = set()
+    for pid in tagged_processes(tag):
+        try:
+            args = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        found |= {a.decode().split("=", 1)[1] for a in args if a.startswith(b"--temp-dir=")}
+    return found
+
+
+def _ray_workers_busy(tag: str) -> bool:
+    """A Ray worker of the tagged sweep has run seeds (used more CPU than its start takes)."""
+    for pid in tagged_processes(tag):
+        try:
+            if b"ray::" in Path(f"/proc/{pid}/cmdline").read_bytes() and cpu_seconds(pid) > 2.0:
+                return True
+        except OSError:
+            continue
+    return False
+
+
+def _wait_until_gone(tag: str, timeout: float = 60) -> list[int]:
+    """The tagged processes still alive (zombies aside) once none is, or ``timeout`` passed."""
+    deadline = time.time() + timeout
+    while True:
+        alive = []
+        for pid in tagged_processes(tag):
+            try:
+                if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
+                    alive.append(pid)
+            except OSError:
+                continue
+        if not alive or time.time() > deadline:
+            return alive
+        time.sleep(0.2)
+
+
+def test_the_sweeps_ray_instance_ends_with_it_even_when_the_sweep_is_killed(tmp_path):
+    """A sweep on local Ray starts the instance as a process of its own (``ray_head.py``), in
+    the background while it composes. Once the sweep has ended -- done, or SIGKILLed with
+    its seeds running -- no process of that instance is left, nor its session folder (with
+    the address file that would send every later ``ray.init()`` on this machine to a dead
+    instance)."""
+    pytest.importorskip("ray")
+    from sweep_helpers import cleanup, long_kth_sweep
+
+    tag = f"ray-done-{os.getpid()}"
+    cmd = sweep_cmd(tmp_path, "done", "trace=custom", f"trace.path={TINY}", "format=simple",
+                    "format.queues=[all]", "system=custom", "system.total_nodes=10",
+                    "figures=none", "tracking.enabled=false", "parallel.backend=ray",
+                    "parallel.n_jobs=2", "policy=fcfs,easy")
+    proc = start(cmd, tag)
+    folders: set[str] = set()
+    try:
+        while proc.poll() is None:
+            folders |= _ray_session_folders(tag)
+            time.sleep(0.1)
+        assert proc.returncode == 0, proc.stderr.read()[-3000:]
+        assert len(folders) == 1
+        assert _wait_until_gone(tag) == []
+        assert not any(Path(f).exists() for f in folders)
+    finally:
+        cleanup(proc, tag)
+
+    tag = f"ray-killed-{os.getpid()}"
+    proc = start([*long_kth_sweep(tmp_path, "killed"), "parallel.backend=ray"], tag)
+    try:
+        deadline = time.time() + 180
+        while time.time() < deadline and not _ray_workers_busy(tag):
+            assert proc.poll() is None, proc.stderr.read()[-3000:]
+            time.sleep(0.2)  # (until Ray's workers are running seeds)
+        folders = _ray_session_folders(tag)
+        assert len(folders) == 1
+        proc.kill()
+        proc.wait()
+        assert _wait_until_gone(tag) == []
+        assert not any(Path(f).exists() for f in folders)
+    finally:
+        cleanup(proc, tag)

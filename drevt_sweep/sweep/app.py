@@ -1603,6 +1603,7 @@ def main() -> None:
     start_helper(fork=True)  # the tracking helper, ready while Hydra composes
     _marks["helper_started"] = time.time()
     _state["early_workers"] = _start_workers_early(sys.argv[1:])  # (after the fork: threads now)
+    _start_ray_early(sys.argv[1:])
     try:
         _app()
         end_idle_workers()  # done with them: the exit need not wait for each to wind down
@@ -1653,6 +1654,24 @@ def _start_workers_early(argv: list[str]):
         return start_workers(-1, "loky", work=False)  # the kernel: once the trace says it pays
     except Exception:  # noqa: BLE001 - only an early start: the engine starts them anyway
         return None
+
+
+def _start_ray_early(argv: list[str]) -> None:
+    """``parallel.backend=ray`` on the command line, without a cluster address or another
+    launcher: the local Ray instance starts now, in the background, while Hydra composes and
+    the sweep prepares (``backends.start_local_ray``; 2.6-3.7 s, measured). A preset that
+    chooses Ray starts it when the sweep first needs it, as before."""
+    values = {a.lstrip("+").split("=", 1)[0]: a.split("=", 1)[1] for a in argv if "=" in a}
+    if values.get("parallel.backend") != "ray" or values.get("parallel.ray_address", "null") != "null":
+        return
+    if any(k.startswith(("hydra/launcher", "hydra.launcher")) for k in values):
+        return  # (the seeds run in the launcher's jobs)
+    try:
+        from .backends import start_local_ray
+
+        start_local_ray(int(values.get("parallel.n_jobs", -1)))
+    except Exception:  # noqa: BLE001 - only an early start: ray_ready starts it anyway
+        pass
 
 
 def _stop_early_workers() -> None:

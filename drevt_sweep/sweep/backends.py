@@ -29,7 +29,6 @@ from pathlib import Path
 from ..errors import ConfigError
 
 _DASK: dict[str, tuple[object, object | None]] = {}  # key -> (client, own LocalCluster or None)
-_RAY_STARTED_HERE = False
 
 
 def local_workers(n_jobs: int) -> int:
@@ -122,25 +121,99 @@ def ray_ready(address: str | None, n_jobs: int = -1):
     """Connect to (or start) Ray once per process and register joblib's ``ray`` backend.
     ``address``: ``auto`` (the cluster this node belongs to), ``ray://head:10001`` (Ray
     Client) or ``host:6379``; null starts a local instance with ``n_jobs`` CPUs."""
-    global _RAY_STARTED_HERE
     try:
         import ray
         from ray.util.joblib import register_ray
     except ImportError:
         raise ConfigError("parallel.backend=ray needs Ray: pip install 'drevt-sweep[ray]'") from None
     if not ray.is_initialized():
-        options = dict(include_dashboard=False, log_to_driver=False)
         try:
-            if address is None:
-                ray.init(num_cpus=local_workers(n_jobs), **options)
-                _RAY_STARTED_HERE = True
+            if address is None:  # the sweep's own instance (ray_head), started early if it could
+                start_local_ray(n_jobs)
+                ray.init(address=_local_ray_address(), log_to_driver=False)
             else:
-                ray.init(address=address, **options)
+                ray.init(address=address, include_dashboard=False, log_to_driver=False)
         except (ConnectionError, OSError, TimeoutError, RuntimeError) as exc:
             raise ConfigError(f"Ray cluster {address or '(local)'} does not answer ({exc})") from None
         atexit.register(close_ray)
     register_ray()
     return ray
+
+
+_HEAD: dict = {}  # the local Ray instance (ray_head.py): "process" (its supervisor), "cpus", ...
+
+
+def start_local_ray(n_jobs: int = -1) -> None:
+    """Start a local Ray instance of ``n_jobs`` CPUs in the background (``ray_head``), unless
+    one of that size is starting or running; ``ray_ready`` connects to it. Call from the main
+    thread: the instance ends when the thread that started it does (``PR_SET_PDEATHSIG``)."""
+    import os
+    import subprocess
+    import sys
+
+    cpus = local_workers(n_jobs)
+    if _HEAD.get("cpus") == cpus and _HEAD["process"].poll() is None:
+        return
+    stop_local_ray()
+    _ray_token()
+    supervisor = Path(__file__).with_name("ray_head.py")  # (run as a file: no package imports)
+    process = subprocess.Popen([sys.executable, str(supervisor), str(cpus), str(os.getpid())],
+                               stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                               stderr=subprocess.DEVNULL, text=True)
+    _HEAD.update(process=process, cpus=cpus)
+    atexit.register(stop_local_ray)
+
+
+def _ray_token() -> None:
+    """Only drivers holding the sweep's token may join its instance (as for Ray's own local
+    instance, 2.60). Unless ``RAY_AUTH_MODE`` is set (then both sides follow it), this process
+    and the instance it starts get ``RAY_AUTH_MODE=token`` and a token of their own. A driver
+    reads the mode when Ray is imported: if Ray was imported before (a notebook, a test),
+    its settings are read again (Ray's own ``_enable_token_auth``; Rays before token
+    authentication have none and need none)."""
+    import os
+    import secrets
+    import sys
+
+    if "RAY_AUTH_MODE" in os.environ:
+        return
+    os.environ["RAY_AUTH_MODE"] = "token"
+    os.environ.setdefault("RAY_AUTH_TOKEN", secrets.token_hex(32))
+    if "ray" in sys.modules:
+        try:
+            from ray._private.authentication.authentication_token_setup import _enable_token_auth
+            from ray._raylet import AuthenticationTokenLoader
+        except ImportError:
+            return
+        _enable_token_auth()
+        AuthenticationTokenLoader.instance().reset_cache()
+
+
+def _local_ray_address(timeout: float = 120.0) -> str:
+    """The address the local instance's supervisor prints once Ray has started (2.6-3.7 s
+    after ``start_local_ray``, measured), kept for later calls."""
+    import select
+
+    if "address" in _HEAD:
+        return _HEAD["address"]
+    process = _HEAD["process"]
+    ready, _, _ = select.select([process.stdout], [], [], timeout)
+    line = process.stdout.readline().strip() if ready else ""
+    if not line or line.startswith("FAILED"):
+        stop_local_ray()
+        why = line.removeprefix("FAILED").strip() or f"no answer in {timeout:.0f} s"
+        raise RuntimeError(f"the local Ray instance did not start: {why}")
+    _HEAD["address"], _HEAD["temp_dir"] = line.split(" ", 1)
+    return _HEAD["address"]
+
+
+def stop_local_ray() -> None:
+    """End the local instance: its supervisor stops Ray and removes its files after this
+    process has gone on (0.5-2 s, not waited for)."""
+    process = _HEAD.pop("process", None)
+    _HEAD.clear()
+    if process is not None and process.poll() is None:
+        process.terminate()
 
 
 def close_ray() -> None:
@@ -151,6 +224,7 @@ def close_ray() -> None:
             ray.shutdown()
     except Exception:  # noqa: BLE001
         pass
+    stop_local_ray()
 
 
 

@@ -264,6 +264,29 @@ def _run_grid(sweeper, jobs: list[list[str]]) -> None:
                  total - skipped[0], total, skipped[0], 1000 * costs["skip"] / total)
 
 
+class _RayConnection:
+    """Ray for the sweep: a local instance starts in the background now (unless the command
+    line started it already, or a cluster's address is given), while the first wave is
+    prepared; ``join`` connects this process to it once that wave is ready. From this (the
+    main) thread, not from the wave's: the driver lost its connection to Ray's object store
+    once that thread had ended (the sweep exited 1 with no message during its second wave,
+    Ray 2.60)."""
+
+    def __init__(self, address: str | None, n_jobs: int, early) -> None:
+        from .backends import start_local_ray
+
+        self.address, self.n_jobs, self.early = address, n_jobs, early
+        if address is None:
+            start_local_ray(n_jobs)
+
+    def join(self) -> None:
+        from .backends import ray_ready
+
+        if self.early is not None:
+            self.early.join()
+        ray_ready(self.address, self.n_jobs)
+
+
 def prepared_waves(total: int, largest: int, finished_already=lambda num: False):
     """The job numbers of each wave, cut as :func:`waves` cuts them (the same spans when
     nothing is finished already), less those ``finished_already`` (``resume=true``: done in an
@@ -530,12 +553,6 @@ def _warm_workers(config: DictConfig, work):
         return start_in_background("dask", app._backend_options(config)["address"],
                                    int(config.parallel.n_jobs), _warm_worker, backfill)
     if app._value(config.parallel.backend) == "ray":
-        # Ray is started from this (the main) thread, not from the first wave's: the driver
-        # then lost its connection to Ray's object store once that thread had ended (the
-        # sweep exited 1 with no message during its second wave, Ray 2.60).
-        from .backends import ray_ready
-
-        ray_ready(app._backend_options(config)["address"], int(config.parallel.n_jobs))
-        return early
+        return _RayConnection(app._backend_options(config)["address"], int(config.parallel.n_jobs), early)
     return start_workers(int(config.parallel.n_jobs), app._value(config.parallel.backend), backfill,
                          after=early, work=work)
