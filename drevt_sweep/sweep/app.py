@@ -1586,6 +1586,7 @@ def main() -> None:
         register_configs()
         _app()
         return
+    _start_ray_early(sys.argv[1:])  # (first: Ray takes longest to be ready; no thread, so the helper still forks)
     install_handlers()
     from ..tracking import without_telemetry
     from ..tracking.store import sweep_id
@@ -1603,7 +1604,6 @@ def main() -> None:
     start_helper(fork=True)  # the tracking helper, ready while Hydra composes
     _marks["helper_started"] = time.time()
     _state["early_workers"] = _start_workers_early(sys.argv[1:])  # (after the fork: threads now)
-    _start_ray_early(sys.argv[1:])
     try:
         _app()
         end_idle_workers()  # done with them: the exit need not wait for each to wind down
