@@ -151,6 +151,10 @@ def start_local_ray(n_jobs: int = -1) -> None:
     import subprocess
     import sys
 
+    import importlib.util
+
+    if importlib.util.find_spec("ray") is None:
+        return  # (ray_ready says how to install it)
     cpus = local_workers(n_jobs)
     if _HEAD.get("cpus") == cpus and _HEAD["process"].poll() is None:
         return
@@ -201,7 +205,9 @@ def _local_ray_address(timeout: float = 120.0) -> str:
     line = process.stdout.readline().strip() if ready else ""
     if not line or line.startswith("FAILED"):
         stop_local_ray()
-        why = line.removeprefix("FAILED").strip() or f"no answer in {timeout:.0f} s"
+        why = (line.removeprefix("FAILED").strip() if line else
+               "its supervisor (ray_head.py) ended without a word" if ready else
+               f"no answer in {timeout:.0f} s")
         raise RuntimeError(f"the local Ray instance did not start: {why}")
     _HEAD["address"], _HEAD["temp_dir"] = line.split(" ", 1)
     return _HEAD["address"]
