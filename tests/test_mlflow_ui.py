@@ -2,7 +2,8 @@
 parent per configuration and one child per seed with the metrics a seed gives when recomputed,
 `make ui` serving them on loopback, run names that tell runs apart, seeds that filter by
 policy, who ran it from which commit, the trace as a dataset, one report per sweep, compressed
-schedules. Most of it reads one shared multirun (the ``sweep`` fixture)."""
+schedules, and the link the sweep prints opened in a real headless Chromium. Most of it reads
+one shared multirun (the ``sweep`` fixture) and one ``make ui`` serving it (``make_ui``)."""
 
 from __future__ import annotations
 
@@ -99,7 +100,13 @@ def _cmdline(proc: Path) -> str:
         return ""
 
 
-def test_make_ui_serves_the_sweep_on_loopback(sweep, repo_root):
+@pytest.fixture(scope="module")
+def make_ui(sweep, repo_root):
+    """``make ui`` on the shared sweep's store, once its API answers: (port, the process, the
+    lines it printed so far). One server for the tests that look at it (an MLflow server costs
+    ~10 s of CPU to start)."""
+    import threading
+
     tmp = sweep[0]
     port = free_port()
     ui = subprocess.Popen(
@@ -107,41 +114,108 @@ def test_make_ui_serves_the_sweep_on_loopback(sweep, repo_root):
         cwd=repo_root, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         start_new_session=True,
     )
+    printed: list[str] = []
+    threading.Thread(target=lambda: printed.extend(ui.stdout), daemon=True).start()  # (drained)
     try:
-        body = None
-        deadline = time.time() + 120
-        while time.time() < deadline and body is None:
-            assert ui.poll() is None, ui.stdout.read()
+        deadline = time.time() + 240
+        while True:
+            assert ui.poll() is None, "".join(printed)
             try:
-                request = urllib.request.Request(
-                    f"http://127.0.0.1:{port}/api/2.0/mlflow/runs/search",
-                    data=json.dumps({"experiment_ids": ["1"], "max_results": 100}).encode(),
-                    headers={"Content-Type": "application/json"},
-                )
-                with urllib.request.urlopen(request, timeout=5) as response:
-                    body = json.loads(response.read())
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=5)
+                break
             except OSError:
+                assert time.time() < deadline, "the UI never answered"
                 time.sleep(0.5)
-        assert body is not None, "the UI never answered"
-        kinds = sorted(
-            tag["value"] for run in body["runs"] for tag in run["data"]["tags"]
-            if tag["key"] == "drevt_kind"
-        )
-        # 4 configurations; seeds: 1 per limit configuration, 2 per normal one; the sweep's run
-        assert kinds == ["configuration"] * 4 + ["seed"] * 6 + ["sweep"]
-        import shutil
-
-        if shutil.which("ss"):
-            listening = subprocess.run(["ss", "-ltn"], capture_output=True, text=True).stdout
-            bound = [line for line in listening.splitlines() if f":{port} " in line]
-            assert bound and all("127.0.0.1:" in line for line in bound)  # loopback only
-        # ... and without MLflow's job runners (Huey consumers, ~1 GB we never use)
-        session = [p for p in Path("/proc").iterdir() if p.name.isdigit() and _session_of(p) == ui.pid]
-        commands = [_cmdline(p) for p in session]
-        assert any("mlflow" in c for c in commands) and not any("huey" in c for c in commands), commands
+        yield port, ui, printed
     finally:
         os.killpg(ui.pid, signal.SIGTERM)
         ui.wait(timeout=30)
+
+
+def test_make_ui_serves_the_sweep_on_loopback(make_ui):
+    port, ui, _ = make_ui
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{port}/api/2.0/mlflow/runs/search",
+        data=json.dumps({"experiment_ids": ["1"], "max_results": 100}).encode(),
+        headers={"Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=30) as response:
+        body = json.loads(response.read())
+    kinds = sorted(
+        tag["value"] for run in body["runs"] for tag in run["data"]["tags"]
+        if tag["key"] == "drevt_kind"
+    )
+    # 4 configurations; seeds: 1 per limit configuration, 2 per normal one; the sweep's run
+    assert kinds == ["configuration"] * 4 + ["seed"] * 6 + ["sweep"]
+    import shutil
+
+    if shutil.which("ss"):
+        listening = subprocess.run(["ss", "-ltn"], capture_output=True, text=True).stdout
+        bound = [line for line in listening.splitlines() if f":{port} " in line]
+        assert bound and all("127.0.0.1:" in line for line in bound)  # loopback only
+    # ... and without MLflow's job runners (Huey consumers, ~1 GB we never use)
+    session = [p for p in Path("/proc").iterdir() if p.name.isdigit() and _session_of(p) == ui.pid]
+    commands = [_cmdline(p) for p in session]
+    assert any("mlflow" in c for c in commands) and not any("huey" in c for c in commands), commands
+
+
+# ---------------------------------------------------------------- the link, in a real browser
+# (issue 24, item 2): the link a sweep prints, opened in a real headless Chromium against the
+# UI on the sweep's own store, shows the configuration runs (not their seeds) with the headline
+# metrics' values in the runs table.
+def _shown(value: float) -> str:
+    """A number as the UI (JavaScript's shortest round-trip text) writes it."""
+    return str(int(value)) if float(value).is_integer() else repr(float(value))
+
+
+def _page_text(url: str, profile: Path) -> str:
+    import html
+    import re
+
+    from test_report_browser import FLAGS, chromium
+
+    profile.mkdir()
+    proc = subprocess.run([chromium(), *FLAGS, f"--user-data-dir={profile}", "--window-size=2600,1000",
+                           "--virtual-time-budget=60000", "--dump-dom", url],
+                          capture_output=True, text=True, timeout=300)
+    body = re.sub(r"<(script|style).*?</\1>", "", proc.stdout, flags=re.S)
+    return re.sub(r"\s*\|[\s|]*", "|", html.unescape(re.sub(r"<[^>]+>", "|", body)))
+
+
+def test_the_sweep_prints_the_link_and_make_ui_prints_it_again(sweep, make_ui):
+    import re
+
+    from drevt_sweep.tracking import ui
+
+    port, _, printed = make_ui
+    (link,) = re.findall(r"open: (\S+)", sweep[1].stdout)
+    assert link.startswith(f"{ui.DEFAULT_UI}/#/experiments/") and ui.VIEW_KEY in link
+    assert re.findall(r"open: (\S+)", "".join(printed)) == [link.replace(":5000", f":{port}")]
+
+
+def test_the_link_opens_the_configurations_with_their_headline_metrics(sweep, make_ui, tmp_path):
+    import re
+
+    from drevt_sweep.tracking import ui
+
+    tmp, proc, client, experiment_id = sweep
+    port = make_ui[0]
+    (printed,) = re.findall(r"open: (\S+)", proc.stdout)
+    text = _page_text(printed.replace(ui.DEFAULT_UI, f"http://127.0.0.1:{port}"), tmp_path / "profile")
+    configurations = client.search_runs([experiment_id], ui.FILTER)
+    assert len(configurations) == 4
+    header = text[text.index("Run Name"):]
+    for metric in ("wait_mean", "bsld_mean", "utilization", "makespan"):
+        assert f"|{metric}|" in header, metric
+    for run in configurations:
+        assert f"|{run.info.run_name}|" in text
+        for metric in ("wait_mean", "bsld_mean", "utilization"):
+            assert f"|{_shown(run.data.metrics[metric])}|" in text, (run.info.run_name, metric)
+    assert "|seed 0|" not in text  # the filter shows configurations, not their seeds
+    # sorted by mean wait, best first
+    names = sorted(configurations, key=lambda r: r.data.metrics["wait_mean"])
+    positions = [text.index(f"|{r.info.run_name}|") for r in names]
+    assert positions == sorted(positions)
 
 
 def test_every_run_has_a_short_distinct_name(sweep):

@@ -1,6 +1,6 @@
 """The UI-facing side of tracking (drevt_sweep/tracking/ui.py): the runs carry only their own
 policy's settings, and the experiment is tagged so that the printed link opens on the results
-(the browser check is tests/test_mlflow_ui_browser.py)."""
+(the browser check is in tests/test_mlflow_ui.py)."""
 
 from __future__ import annotations
 
