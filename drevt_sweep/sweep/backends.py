@@ -147,11 +147,10 @@ def start_local_ray(n_jobs: int = -1) -> None:
     """Start a local Ray instance of ``n_jobs`` CPUs in the background (``ray_head``), unless
     one of that size is starting or running; ``ray_ready`` connects to it. Call from the main
     thread: the instance ends when the thread that started it does (``PR_SET_PDEATHSIG``)."""
+    import importlib.util
     import os
     import subprocess
     import sys
-
-    import importlib.util
 
     if importlib.util.find_spec("ray") is None:
         return  # (ray_ready says how to install it)
