@@ -24,9 +24,10 @@ FAKE_RAY = textwrap.dedent("""
     if os.environ.get("REFUSE") and "--no-monitor" in sys.argv:
         print("Error: No such option: --no-monitor", flush=True)
         sys.exit(2)
+    with open(os.environ["SEEN"], "w") as seen:
+        seen.write(" ".join(sys.argv[1:]))
     print("Local node IP: 127.0.0.1", flush=True)
     print("  ray start --address='127.0.0.1:6390'", flush=True)
-    open(os.environ["SEEN"], "w").write(" ".join(sys.argv[1:]))
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     while True:
         time.sleep(0.1)
@@ -86,6 +87,15 @@ def test_the_supervisor_says_the_address_and_sigterm_stops_ray_and_removes_its_f
         assert proc.wait(timeout=20) == 0
         assert not Path(folder).exists()
     finally:
+        stop(proc)
+
+
+def stop(proc: subprocess.Popen) -> None:
+    """A failed test's supervisor: stopped as the sweep stops it (its folder goes), then killed."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
         proc.kill()
 
 
