@@ -100,19 +100,30 @@ def stop(proc: subprocess.Popen) -> None:
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="PR_SET_PDEATHSIG and /proc are Linux's")
-def test_the_supervisor_and_ray_die_with_a_sigkilled_parent(tmp_path):
-    # The parent starts the supervisor, prints its pid and the address line, then waits to be killed.
+def test_the_supervisor_and_ray_die_with_a_sigkilled_parent_not_with_the_thread_that_started_them(tmp_path):
+    # The parent starts the supervisor from a thread that reads its address and then ends,
+    # prints the supervisor's pid and the address line, and waits to be killed.
     parent = textwrap.dedent("""
-        import os, subprocess, sys, time
-        child = subprocess.Popen([sys.executable, "-c", sys.argv[1], str(os.getpid())],
-                                 stdout=subprocess.PIPE, text=True)
-        print(child.pid, child.stdout.readline().strip(), flush=True)
+        import os, subprocess, sys, threading, time
+        said = []
+
+        def start():
+            child = subprocess.Popen([sys.executable, "-c", sys.argv[1], str(os.getpid())],
+                                     stdout=subprocess.PIPE, text=True)
+            said.append(f"{child.pid} {child.stdout.readline().strip()}")
+
+        thread = threading.Thread(target=start)
+        thread.start()
+        thread.join()
+        print(said[0], flush=True)
         time.sleep(600)
     """)
     proc = supervised(tmp_path, refuse=False, parent_script=parent)
     try:
         supervisor, _, folder = proc.stdout.readline().split()
         ray = int(subprocess.run(["pgrep", "-P", supervisor], capture_output=True, text=True).stdout.split()[0])
+        time.sleep(1.0)  # (PR_SET_PDEATHSIG on the supervisor would have ended it with the thread)
+        assert not wait_gone(int(supervisor), timeout=0.1) and Path(folder).is_dir()
         proc.kill()
         assert wait_gone(int(supervisor)) and wait_gone(ray)
         deadline = time.time() + 20

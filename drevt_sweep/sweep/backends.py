@@ -145,8 +145,8 @@ _HEAD: dict = {}  # the local Ray instance (ray_head.py): "process" (its supervi
 
 def start_local_ray(n_jobs: int = -1) -> None:
     """Start a local Ray instance of ``n_jobs`` CPUs in the background (``ray_head``), unless
-    one of that size is starting or running; ``ray_ready`` connects to it. Call from the main
-    thread: the instance ends when the thread that started it does (``PR_SET_PDEATHSIG``)."""
+    one of that size is starting or running; ``ray_ready`` connects to it. It ends with this
+    process (``stop_local_ray`` at exit, or its supervisor seeing this process gone)."""
     import importlib.util
     import os
     import subprocess
@@ -238,10 +238,8 @@ def start_in_background(backend: str, address: str | None, n_jobs: int, warm, ba
     """Connect to dask (start the LocalCluster) and load the compiled kernel in every worker,
     (``warm(backfill)`` in each) in a thread, while the sweep composes and prepares its configurations (5-20 s of start-up
     otherwise paid before the first chunk runs, measured). Returns the thread to join, or None
-    for Ray: ``ray.init`` from another thread starts an instance the driver then cannot reach
-    (its GCS connection times out, Ray 2.60, measured), or, started from a wave's thread,
-    one whose object store the driver loses once that thread has ended; the sweep engine
-    starts Ray from its main thread before the first wave (``batch._warm_workers``)."""
+    for Ray: the sweep engine connects to Ray from its main thread, once the first wave is
+    prepared (``batch._RayConnection``)."""
     import threading
 
     if backend != "dask":

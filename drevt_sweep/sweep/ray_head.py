@@ -7,12 +7,15 @@ and its 1.4 s ``ray.shutdown()`` made Ray x2.2-2.4 loky (issue 23). So the sweep
 instance as a process of its own (``ray start --head --block``) as soon as the command line says
 Ray will be used, and connects to it once the first wave is prepared (0.3-0.4 s).
 
-This module is that process's supervisor (``python -m drevt_sweep.sweep.ray_head``):
+This module is that process's supervisor (run as a file, ``python .../ray_head.py CPUS PID``):
 
 - it prints the instance's address and its temporary folder on its standard output, once Ray
   says it has started, or ``FAILED`` and the end of Ray's output;
-- it dies with the sweep (``PR_SET_PDEATHSIG``: a SIGKILLed sweep leaves no Ray behind), and
-  on SIGTERM (the sweep's end) stops Ray (``ray start --block`` ends its processes on SIGTERM);
+- it stops Ray on SIGTERM (the sweep's end; ``ray start --block`` ends its processes on
+  SIGTERM) and when the sweep has gone, even SIGKILLed: it looks at its parent every 0.2 s
+  (``PR_SET_PDEATHSIG`` would also fire when the *thread* that started it ends, and a sweep
+  may start Ray from a thread other than its main one); Ray itself gets ``PR_SET_PDEATHSIG``
+  from this single-threaded supervisor;
 - it ignores SIGINT, and Ray runs in a session of its own, so a Ctrl-C in the terminal reaches
   the sweep, which decides (as it does for its loky workers);
 - Ray's session files, and the ``ray_current_cluster`` address file that would make every later
@@ -32,20 +35,27 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 from pathlib import Path
 
 ADDRESS = re.compile(r"--address='([^']+)'")
 PR_SET_PDEATHSIG = 1
 
 
-def _die_with_parent(parent: int) -> None:
-    """SIGTERM when the parent dies (Linux); the parent may already be gone."""
+def _die_with_parent() -> None:
+    """In Ray's process, before it runs: SIGTERM when the supervisor dies (Linux)."""
     try:
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
-    except (OSError, AttributeError):  # not Linux: the sweep's SIGTERM still stops it
+    except (OSError, AttributeError):  # not Linux: the supervisor's SIGTERM still stops it
         pass
-    if os.getppid() != parent:
-        sys.exit(0)
+
+
+def _watch_parent(parent: int, stop) -> None:
+    """``stop()`` once the sweep (``parent``) is gone: this process is then re-parented."""
+    while os.getppid() == parent:
+        time.sleep(0.2)
+    stop()
 
 
 def ray_command(cpus: int, temp_dir: str, lean: bool = True) -> list[str]:
@@ -62,7 +72,6 @@ def ray_command(cpus: int, temp_dir: str, lean: bool = True) -> list[str]:
 
 
 def supervise(cpus: int, parent: int) -> int:
-    _die_with_parent(parent)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     temp_dir = tempfile.mkdtemp(prefix="drevt-ray-")
     state: dict = {"child": None, "stopping": False}
@@ -74,6 +83,7 @@ def supervise(cpus: int, parent: int) -> int:
             child.terminate()
 
     signal.signal(signal.SIGTERM, stop)
+    threading.Thread(target=_watch_parent, args=(parent, stop), daemon=True).start()
     try:
         for lean in (True, False):
             tail = _run_ray(ray_command(cpus, temp_dir, lean), temp_dir, state)
@@ -97,7 +107,7 @@ def _run_ray(command: list[str], temp_dir: str, state: dict) -> str | None:
     the end of its output when it ended before."""
     child = state["child"] = subprocess.Popen(
         command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-        text=True, start_new_session=True, preexec_fn=lambda: _die_with_parent(os.getppid()))
+        text=True, start_new_session=True, preexec_fn=_die_with_parent)
     if state["stopping"]:  # (SIGTERM while it was being started)
         child.terminate()
     told, tail = False, []
