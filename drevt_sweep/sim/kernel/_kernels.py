@@ -611,10 +611,10 @@ def _prof_locate(pt, pb, ps, t):
 
 
 @njit(cache=True, _nrt=False)
-def _prof_split(pt, pf, pb, ps, t):
+def _prof_insert(pt, pf, pb, ps, m, k, t):
     """Position of the breakpoint at ``t`` (``t`` >= the first breakpoint), inserting one (with
-    the free nodes of the one before) if needed."""
-    m, k = _prof_locate(pt, pb, ps, t)
+    the free nodes of the one before) if needed; (m, k) is the position of the first breakpoint
+    at or after ``t`` (``_prof_locate``'s)."""
     if m < ps[PS_M1] and pt[ps[PS_CO + m], k] == t:
         return m, k
     if k == 0:  # append to the previous chunk (m > m0: t is after the first breakpoint)
@@ -697,42 +697,59 @@ def _prof_compact(pt, pf, pb, ps):
     ps[PS_P] = total
 
 
+@njit(cache=True, _nrt=False, inline="always")
+def _prof_split(pt, pf, pb, ps, t):
+    """Position of the breakpoint at ``t`` (``t`` >= the first breakpoint), inserting one if needed."""
+    m, k = _prof_locate(pt, pb, ps, t)
+    return _prof_insert(pt, pf, pb, ps, m, k, t)
+
+
 @njit(cache=True, _nrt=False)
+def _prof_occupy_at(pt, pf, pb, ps, m, k, start, stop, n):
+    """``_prof_occupy`` with (m, k) the position of the first breakpoint at or after ``start``.
+    One search: the breakpoint at ``start`` is inserted there, then the walk that takes ``n``
+    from each breakpoint before ``stop`` (whole chunks by their offset) ends where ``stop`` goes;
+    a breakpoint inserted there copies the one before it, so it gets its ``n`` back."""
+    if ps[PS_NFREE] < 2:  # two insertions may each need a chunk
+        _prof_compact(pt, pf, pb, ps)
+        m, k = _prof_locate(pt, pb, ps, start)
+    m, k = _prof_insert(pt, pf, pb, ps, m, k, start)
+    m1 = ps[PS_M1]
+    touched = False  # the chunk where the walk stopped lost nodes (its extremes after the insertion)
+    while m < m1:
+        c = ps[PS_CO + m]
+        nn = pb[c, PB_N]
+        if k == 0 and pt[c, nn - 1] < stop:  # the whole chunk
+            pb[c, PB_ADD] -= n
+            pb[c, PB_MAX] -= n
+            pb[c, PB_MIN] -= n
+            m += 1
+            continue
+        k0 = k
+        while k < nn and pt[c, k] < stop:
+            pf[c, k] -= n
+            k += 1
+        touched = k > k0
+        if k < nn:
+            break
+        if touched:
+            _ch_stats(pf, pb, c)
+        m += 1
+        k = 0
+    if stop != np.inf and (m == m1 or pt[ps[PS_CO + m], k] != stop):
+        m, k = _prof_insert(pt, pf, pb, ps, m, k, stop)  # (into the chunk where the walk stopped, or the one before)
+        c = ps[PS_CO + m]
+        pf[c, k] += n
+        _ch_stats(pf, pb, c)
+    elif touched and m < m1:
+        _ch_stats(pf, pb, ps[PS_CO + m])
+
+
+@njit(cache=True, _nrt=False, inline="always")
 def _prof_occupy(pt, pf, pb, ps, start, stop, n):
     """``n`` nodes fewer free on [start, stop) (negative ``n``: more; ``Profile.add``)."""
-    if ps[PS_NFREE] < 2:  # two splits may each need a chunk
-        _prof_compact(pt, pf, pb, ps)
-    _prof_split(pt, pf, pb, ps, start)
-    if stop != np.inf:
-        mb, kb = _prof_split(pt, pf, pb, ps, stop)
-    else:
-        mb = ps[PS_M1]
-        kb = 0
-    ma, ka = _prof_locate(pt, pb, ps, start)  # (the second split may have moved it)
-    c = ps[PS_CO + ma]
-    if ma == mb:
-        for x in range(ka, kb):
-            pf[c, x] -= n
-        _ch_stats(pf, pb, c)
-        return
-    if ka == 0:
-        pb[c, PB_ADD] -= n
-        pb[c, PB_MAX] -= n
-        pb[c, PB_MIN] -= n
-    else:
-        for x in range(ka, pb[c, PB_N]):
-            pf[c, x] -= n
-        _ch_stats(pf, pb, c)
-    for m in range(ma + 1, mb):
-        c = ps[PS_CO + m]
-        pb[c, PB_ADD] -= n
-        pb[c, PB_MAX] -= n
-        pb[c, PB_MIN] -= n
-    if kb > 0:
-        c = ps[PS_CO + mb]
-        for x in range(kb):
-            pf[c, x] -= n
-        _ch_stats(pf, pb, c)
+    m, k = _prof_locate(pt, pb, ps, start)
+    _prof_occupy_at(pt, pf, pb, ps, m, k, start, stop, n)
 
 
 @njit(cache=True, _nrt=False)
@@ -848,8 +865,9 @@ def _prof_max_before(pt, pf, pb, ps, t):
 
 
 @njit(cache=True, _nrt=False)
-def _prof_fit(pt, pf, pb, ps, lo, need, duration, own, before):
-    """``Profile.earliest_fit`` from ``lo``, among the starts before ``before``; +inf if none.
+def _prof_fit_at(pt, pf, pb, ps, lo, need, duration, own, before):
+    """``Profile.earliest_fit`` from ``lo``, among the starts before ``before``, and its position
+    (``(+inf, m1, 0)`` if none).
 
     ``own`` (+inf for none): the job's own reservation [own, own + duration), counted as free
     (limits enforced: the profile never goes below 0, so with its own nodes back the job fits
@@ -863,12 +881,41 @@ def _prof_fit(pt, pf, pb, ps, lo, need, duration, own, before):
         stop = t + duration
         if own < stop:
             stop = own
+        mt, kt = m, k
         m, k = _prof_step(pb, ps, m, k)
         low, _, m, k = _prof_below_from(pt, pf, pb, ps, m, k, need, stop)
         if low >= stop:
-            return t
+            return t, mt, kt
         t, m, k = _prof_at_least_from(pt, pf, pb, ps, m, k, need, before)
-    return np.inf
+    return np.inf, ps[PS_M1], 0
+
+
+@njit(cache=True, _nrt=False, inline="always")
+def _prof_fit(pt, pf, pb, ps, lo, need, duration, own, before):
+    """``Profile.earliest_fit`` from ``lo``, among the starts before ``before``; +inf if none
+    (``_prof_fit_at`` without the position)."""
+    return _prof_fit_at(pt, pf, pb, ps, lo, need, duration, own, before)[0]
+
+
+@njit(cache=True, _nrt=False, inline="always")
+def _prof_back(pt, pb, ps, m, k, t):
+    """The position of the first breakpoint at or after ``t``, stepping back from (m, k), a
+    position at or after it (a short walk where ``t`` lies a few breakpoints before)."""
+    m0 = ps[PS_M0]
+    while True:
+        if k > 0:
+            if pt[ps[PS_CO + m], k - 1] < t:
+                return m, k
+            k -= 1
+        else:
+            if m == m0:
+                return m, k
+            c = ps[PS_CO + m - 1]
+            n = pb[c, PB_N]
+            if pt[c, n - 1] < t:
+                return m, k
+            m -= 1
+            k = n - 1
 
 
 @njit(cache=True, _nrt=False)
