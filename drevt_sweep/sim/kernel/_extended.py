@@ -561,9 +561,13 @@ def _np_sum(a, plan, stack):
 
 @njit(cache=True, _nrt=False, inline="always")
 def _level_lf(shares, usage, parent):
-    """``multifactor._level_fs`` of one association: S / (usage / parent), inf when that is 0."""
-    u = usage / parent if parent > 0 else 0.0
-    return shares / u if u > 0 else np.inf
+    """``multifactor._level_fs`` of one association: S / (usage / parent), inf when that is 0
+    or the parent has no usage. Both divisions are done and the answer selected, so that
+    ``_fair_tree``'s loop over the associations vectorises (it is compiled with numpy's error
+    model: a division by 0 gives inf or NaN there, never selected, instead of raising)."""
+    u = usage / parent
+    lf = shares / u
+    return lf if (parent > 0) & (u > 0) else np.inf
 
 
 @njit(cache=True, _nrt=False)
@@ -591,7 +595,7 @@ def _resort_lex(by, n, ka, ku):
     return True
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, error_model="numpy")
 def _fair_tree(usage, raw_acct, acct, sib, snorm, acct_share, two_levels, plan, stack, stamp, fval, fstamp,
                key_acct, key_user, by, tmp, pos):
     """Every association's Fair Tree factor into ``fval`` (``fstamp`` = ``stamp``), as
@@ -604,10 +608,14 @@ def _fair_tree(usage, raw_acct, acct, sib, snorm, acct_share, two_levels, plan, 
     n = usage.shape[0]
     if two_levels:
         total = _np_sum(raw_acct, plan, stack)
-        for l in range(n):
+        for l in range(n):  # each leaf's account share and usage, gathered: the loop below vectorises
             x = acct[l]
-            key_acct[l] = -_level_lf(acct_share[x], raw_acct[x], total)
-            key_user[l] = -_level_lf(sib[l], usage[l], raw_acct[x])
+            key_acct[l] = raw_acct[x]
+            key_user[l] = acct_share[x]
+        for l in range(n):
+            parent = key_acct[l]
+            key_acct[l] = -_level_lf(key_user[l], parent, total)
+            key_user[l] = -_level_lf(sib[l], usage[l], parent)
     else:
         total = _np_sum(usage, plan, stack)
         for l in range(n):

@@ -35,8 +35,8 @@ from numba import njit
 from ._extended import (DYN_MULTIFACTOR, _account_end, _account_start, _compact, _fair_tree, _insert_sorted,
                         _literature_key, _multifactor_key, _rekey_every_pass, _rekey_multifactor, _resort, _ticks)
 from ._kernels import (BIG, ST_HEAD, SF_NOW, _finish_next, _first_fit,
-                       _first_waiting, _launch, _load_counts, _next_event, _prof_fit, _prof_occupy,
-                       _prof_rebuild, _seg_clear, _seg_set, _store_counts)
+                       _first_waiting, _launch, _load_counts, _next_event, _prof_back, _prof_fit, _prof_fit_at,
+                       _prof_occupy, _prof_occupy_at, _prof_rebuild, _seg_clear, _seg_set, _store_counts)
 
 # scalars carried between slices (st: int64, sf: float64), after _kernels' shared ones
 ST_KBF = 7  # index of the next backfill cycle (t0 + k * bf_interval)
@@ -279,7 +279,7 @@ def _cycle(now, free, total, limit, nodes, users, pf_, pi, begin, end, est, dur,
         tested += 1
         nj = nodes[j]
         d = limit[j]
-        s = _prof_fit(pt, pf, pb, ps, now, nj, d, np.inf, np.inf)
+        s, sm, sk = _prof_fit_at(pt, pf, pb, ps, now, nj, d, np.inf, np.inf)  # (its position: for its reservation)
         if s < quiet:
             quiet = s
         at = h + size
@@ -292,7 +292,7 @@ def _cycle(now, free, total, limit, nodes, users, pf_, pi, begin, end, est, dur,
             if not sorted_q:
                 _seg_clear(tn, tl, at)
             Q -= 1
-            _prof_occupy(pt, pf, pb, ps, now, now + d, nj)
+            _prof_occupy_at(pt, pf, pb, ps, sm, sk, now, now + d, nj)
             last = _last_fitting(sorted_q, tn, size, order, qn, nodes, begin, free)
             continue
         if not reach and s + d > window_end:  # the profile is P_stable: bound the jobs after it
@@ -337,7 +337,8 @@ def _cycle(now, free, total, limit, nodes, users, pf_, pi, begin, end, est, dur,
         if b > window_end:
             b = window_end
         if b > a:  # (a resolution under 1 s can round a tiny job's end before its start: no change)
-            _prof_occupy(pt, pf, pb, ps, a, b, nj)
+            sm, sk = _prof_back(pt, pb, ps, sm, sk, a)  # (a <= s: its place is at or before the fit's)
+            _prof_occupy_at(pt, pf, pb, ps, sm, sk, a, b, nj)
         reserved += 1
         if s + d > window_end:  # cut by the window end: in a later window it still fits if the jobs
             beyond_of += nj  # before it leave room (``level - beyond_of >= nj`` above)

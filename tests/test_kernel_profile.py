@@ -1,0 +1,167 @@
+"""The compiled kernels' chunked availability profile (``sim.kernel._kernels``: ``_prof_fit_at``,
+``_prof_occupy_at``, ``_prof_back``) against the reference's ``Profile`` and a plain earliest
+fit: hand-computed cases for the fit's run scan (a run too short, ``own``, ``before``, the
+last step lasting for ever) and the occupation's one search, then random profiles of several
+chunks (more than ``CH_CAP`` breakpoints) built by occupations and releases."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from drevt_sweep.sim import kernel as fast
+from drevt_sweep.sim.policies.base import Profile
+
+pytestmark = pytest.mark.skipif(fast.load(warn=False) is None, reason="numba is not importable")
+INF = math.inf
+
+
+def kernels():
+    from drevt_sweep.sim.kernel import _kernels
+
+    return _kernels
+
+
+def chunked(times, free):
+    """The kernels' profile holding the step function ``times``/``free`` (``times[0]`` = now)."""
+    k = kernels()
+    arrays = k.profile_arrays(4096, int(free[0]))  # (room for every breakpoint the tests add)
+    # rebuilt as the Slurm cycle does: "now" with free[0], then each later level as a release
+    re = np.array(times[1:], dtype=np.float64)
+    rn = np.diff(np.asarray(free, dtype=np.int64))
+    none = np.zeros(1, np.int64)
+    k._prof_rebuild(*arrays, float(times[0]), int(free[0]), re, rn, len(re), none, 0, np.zeros(1), np.zeros(1), none)
+    return arrays
+
+
+def function_of(arrays):
+    """The step function the chunked profile holds, as (times, free) lists."""
+    pt, pf, pb, ps = arrays
+    k = kernels()
+    times, free = [], []
+    for m in range(ps[k.PS_M0], ps[k.PS_M1]):
+        c = ps[k.PS_CO + m]
+        for i in range(pb[c, k.PB_N]):
+            v = int(pf[c, i] + pb[c, k.PB_ADD])
+            if free and v == free[-1]:
+                continue
+            times.append(float(pt[c, i]))
+            free.append(v)
+    return times, free
+
+
+def plain_fit(times, free, lo, need, duration, own=INF, before=INF):
+    """The first breakpoint ``s >= lo``, ``s < before``, with ``need`` free until ``min(s + duration,
+    own)`` (breakpoints before ``own`` only can stop it), straight from the definition."""
+    for i, s in enumerate(times):
+        if s < lo or free[i] < need:
+            continue
+        if s >= before:
+            return INF
+        stop = min(s + duration, own)
+        if all(free[x] >= need for x in range(i + 1, len(times)) if times[x] < stop):
+            return s
+    return INF
+
+
+def fit(arrays, lo, need, duration, own=INF, before=INF):
+    pt, pf, pb, ps = arrays
+    k = kernels()
+    t, m, i = k._prof_fit_at(pt, pf, pb, ps, float(lo), int(need), float(duration), float(own), float(before))
+    if t != INF:
+        assert pt[ps[k.PS_CO + m], i] == t  # the position is the fit's breakpoint
+    return t
+
+
+# free: 2 on [0, 10), 5 on [10, 20), 1 on [20, 30), 5 from 30 on
+STEPS = ([0.0, 10.0, 20.0, 30.0], [2, 5, 1, 5])
+
+
+@pytest.mark.parametrize(("need", "duration", "own", "before", "expected"), [
+    (4, 10.0, INF, INF, 10.0),  # the run [10, 20) lasts exactly the duration (the drop at 20 is its end)
+    (4, 11.0, INF, INF, 30.0),  # one second too long: the next run, which lasts for ever
+    (4, 11.0, 15.0, INF, 10.0),  # its own reservation from 15 on counts as free: only [10, 15) must hold
+    (4, 11.0, INF, 25.0, INF),  # the only fit starts at 30, not before 25
+    (4, 11.0, INF, 30.0, INF),  # ... nor before 30 (``before`` is exclusive)
+    (4, 11.0, INF, 30.5, 30.0),
+    (2, 25.0, INF, INF, 30.0),  # 2 nodes are free up to 20, then 1: the runs from 0 and 10 fail at 20 ...
+    (2, 20.0, INF, INF, 0.0),  # ... [0, 20) holds
+    (1, 100.0, INF, INF, 0.0),  # ... one node is free everywhere
+    (6, 1.0, INF, INF, INF),  # never 6 free
+])
+def test_fit_hand_computed(need, duration, own, before, expected):
+    assert fit(chunked(*STEPS), 0.0, need, duration, own, before) == expected
+
+
+def test_fit_from_a_later_start_ignores_earlier_breakpoints():
+    arrays = chunked(*STEPS)
+    assert fit(arrays, 5.0, 2, 5.0) == 10.0  # 0 is before lo; the run [10, 20) starts the search
+    assert fit(arrays, 10.0, 2, 5.0) == 10.0
+    assert fit(arrays, 10.5, 2, 5.0) == 30.0  # lo inside a run: only breakpoints at or after it count
+
+
+def test_occupy_hand_computed():
+    k = kernels()
+    arrays = chunked(*STEPS)
+    pt, pf, pb, ps = arrays
+    t, m, i = k._prof_fit_at(pt, pf, pb, ps, 0.0, 4, 10.0, INF, INF)
+    assert t == 10.0
+    m, i = k._prof_back(pt, pb, ps, m, i, 5.0)  # 5 lies between the breakpoints 0 and 10
+    k._prof_occupy_at(pt, pf, pb, ps, m, i, 5.0, 25.0, 1)
+    assert function_of(arrays) == ([0.0, 5.0, 10.0, 20.0, 25.0, 30.0], [2, 1, 4, 0, 1, 5])
+    k._prof_occupy(pt, pf, pb, ps, 5.0, 25.0, -1)  # given back: the redundant breakpoints stay, the function is the same
+    assert function_of(arrays) == (STEPS[0], STEPS[1])
+    k._prof_occupy(pt, pf, pb, ps, 20.0, INF, 1)  # to the end: no breakpoint for the end
+    assert function_of(arrays) == ([0.0, 10.0, 20.0, 30.0], [2, 5, 0, 4])
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_random_profiles_match_the_reference(seed):
+    """Several hundred breakpoints (several chunks, split as they fill, compacted when chunks run
+    short) after occupations and releases; each fit from several starts and with ``own`` and
+    ``before`` as the plain definition has it, each occupation as ``Profile.add``."""
+    k = kernels()
+    rng = np.random.default_rng(seed)
+    total = 64
+    times = np.cumsum(rng.uniform(1.0, 50.0, 40)).round(1)
+    times = [0.0] + times.tolist()
+    free = rng.integers(0, total + 1, len(times)).tolist()
+    arrays = chunked(times, free)
+    pt, pf, pb, ps = arrays
+    ref = Profile(list(times), list(free))
+    horizon = times[-1] + 100.0
+    for step in range(300):
+        need = int(rng.integers(1, total + 1))
+        duration = float(rng.choice([0.5, 3.0, 20.0, 120.0, 900.0]))
+        lo = float(rng.choice([0.0, rng.uniform(0.0, horizon)]))
+        own = float(rng.choice([INF, rng.uniform(0.0, horizon)]))
+        before = float(rng.choice([INF, rng.uniform(0.0, horizon)]))
+        got = fit(arrays, lo, need, duration, own, before)
+        assert got == plain_fit(ref.times, ref.free, lo, need, duration, own, before), step
+        if own == INF and before == INF and lo == 0.0:
+            assert got == ref.earliest_fit(need, duration)
+        # an occupation or a release; from the fit's position when there is one
+        start = round(float(rng.uniform(0.0, horizon)), 1)
+        stop = INF if rng.random() < 0.1 else start + round(float(rng.uniform(0.1, 300.0)), 1)
+        n = int(rng.integers(-8, 24))
+        if got != INF and got >= start and rng.random() < 0.5:
+            t, m, i = k._prof_fit_at(pt, pf, pb, ps, lo, need, duration, own, before)
+            m, i = k._prof_back(pt, pb, ps, m, i, start)
+            k._prof_occupy_at(pt, pf, pb, ps, m, i, start, stop, n)
+        else:
+            k._prof_occupy(pt, pf, pb, ps, start, stop, n)
+        ref.add(start, stop, -n)
+        assert function_of(arrays) == function_of_ref(ref), step
+    assert ps[k.PS_M1] - ps[k.PS_M0] > 1  # the profile went beyond one chunk
+
+
+def function_of_ref(ref):
+    times, free = [], []
+    for t, v in zip(ref.times, ref.free):
+        if free and v == free[-1]:
+            continue
+        times.append(t)
+        free.append(v)
+    return times, free
