@@ -111,7 +111,8 @@ def test_offered_load_per_configuration(easy_vs_fcfs):
 @pytest.fixture(scope="module")
 def thousand(tmp_path_factory):
     out = tmp_path_factory.mktemp("big") / "sweep"
-    return generator().write_sweep_folder(out, configurations=1000, days=7, seeds=2)
+    # (no schedule files: a sweep of more than 8 configurations keeps none, figures=auto)
+    return generator().write_sweep_folder(out, configurations=1000, days=7, seeds=2, schedules=False)
 
 
 @pytest.mark.slow
