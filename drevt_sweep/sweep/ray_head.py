@@ -43,12 +43,16 @@ ADDRESS = re.compile(r"--address='([^']+)'")
 PR_SET_PDEATHSIG = 1
 
 
+try:  # (looked up here, not in the forked child: the watchdog thread runs beside the fork)
+    _PRCTL = ctypes.CDLL(None, use_errno=True).prctl
+except (OSError, AttributeError):  # not Linux: the supervisor's SIGTERM still stops Ray
+    _PRCTL = None
+
+
 def _die_with_parent() -> None:
     """In Ray's process, before it runs: SIGTERM when the supervisor dies (Linux)."""
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
-    except (OSError, AttributeError):  # not Linux: the supervisor's SIGTERM still stops it
-        pass
+    if _PRCTL is not None:
+        _PRCTL(PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 def _watch_parent(parent: int, stop) -> None:
