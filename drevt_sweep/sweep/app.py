@@ -1659,7 +1659,7 @@ def _start_workers_early(argv: list[str]):
 def _start_ray_early(argv: list[str]) -> None:
     """``parallel.backend=ray`` on the command line, without a cluster address or another
     launcher: the local Ray instance starts now, in the background, while Hydra composes and
-    the sweep prepares (``backends.start_local_ray``; 2.6-3.7 s, measured). A preset that
+    the sweep prepares (``backends.start_local_ray``; 2.4-3.7 s, measured). A preset that
     chooses Ray starts it when the sweep first needs it, as before."""
     values = {a.lstrip("+").split("=", 1)[0]: a.split("=", 1)[1] for a in argv if "=" in a}
     if values.get("parallel.backend") != "ray" or values.get("parallel.ray_address", "null") != "null":

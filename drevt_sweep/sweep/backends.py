@@ -193,7 +193,7 @@ def _ray_token() -> None:
 
 
 def _local_ray_address(timeout: float = 120.0) -> str:
-    """The address the local instance's supervisor prints once Ray has started (2.6-3.7 s
+    """The address the local instance's supervisor prints once Ray has started (2.4-3.7 s
     after ``start_local_ray``, measured), kept for later calls."""
     import select
 
