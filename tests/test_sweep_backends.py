@@ -27,7 +27,8 @@ from drevt_sweep.sweep.batch import FIRST_WAVE
 from drevt_sweep.sweep.seeds import RunSpec, SeedTask, run_tasks
 from drevt_sweep.trace import ReadOptions, read_trace
 
-from sweep_helpers import TINY, cpu_seconds, run_sweep, start, sweep_cmd, tagged_processes
+from sweep_helpers import (TINY, assert_no_process_left, cpu_seconds, run_sweep, start, sweep_cmd,
+                           tagged_processes)
 
 pytestmark = pytest.mark.slow
 
@@ -320,22 +321,6 @@ def _ray_workers_busy(tag: str) -> bool:
     return False
 
 
-def _wait_until_gone(tag: str, timeout: float = 60) -> list[int]:
-    """The tagged processes still alive (zombies aside) once none is, or ``timeout`` passed."""
-    deadline = time.time() + timeout
-    while True:
-        alive = []
-        for pid in tagged_processes(tag):
-            try:
-                if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
-                    alive.append(pid)
-            except OSError:
-                continue
-        if not alive or time.time() > deadline:
-            return alive
-        time.sleep(0.2)
-
-
 def test_the_sweeps_ray_instance_ends_with_it_even_when_the_sweep_is_killed(tmp_path):
     """A sweep on local Ray starts the instance as a process of its own (``ray_head.py``), in
     the background while it composes. Once the sweep has ended -- done, or SIGKILLed with
@@ -358,7 +343,7 @@ def test_the_sweeps_ray_instance_ends_with_it_even_when_the_sweep_is_killed(tmp_
             time.sleep(0.1)
         assert proc.returncode == 0, proc.stderr.read()[-3000:]
         assert len(folders) == 1
-        assert _wait_until_gone(tag) == []
+        assert_no_process_left(tag, timeout=60)
         assert not any(Path(f).exists() for f in folders)
     finally:
         cleanup(proc, tag)
@@ -374,7 +359,7 @@ def test_the_sweeps_ray_instance_ends_with_it_even_when_the_sweep_is_killed(tmp_
         assert len(folders) == 1
         proc.kill()
         proc.wait()
-        assert _wait_until_gone(tag) == []
+        assert_no_process_left(tag, timeout=60)
         assert not any(Path(f).exists() for f in folders)
     finally:
         cleanup(proc, tag)

@@ -208,7 +208,7 @@ def _local_ray_address(timeout: float = 120.0) -> str:
                "its supervisor (ray_head.py) ended without a word" if ready else
                f"no answer in {timeout:.0f} s")
         raise RuntimeError(f"the local Ray instance did not start: {why}")
-    _HEAD["address"], _HEAD["temp_dir"] = line.split(" ", 1)
+    _HEAD["address"] = line.split(" ", 1)[0]  # (then its folder: for the tests)
     return _HEAD["address"]
 
 
