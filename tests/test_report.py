@@ -452,6 +452,7 @@ def test_the_folder_report_reads_the_compressed_schedules_the_sweep_writes(tmp_p
 MATH_NAME = r"$\frac$ trace_$x^2$"  # mathtext that matplotlib cannot parse (issue 29 item 3)
 
 
+@pytest.mark.slow
 def test_a_mathtext_trace_name_is_drawn_as_plain_text(tmp_path, capsys):
     """A trace named like mathtext used to stop the report ("ParseSyntaxException ... \\frac",
     exit 1): every text of every figure is plain text, whatever the user's names."""
@@ -510,6 +511,7 @@ def _report_files(sweep: Path) -> dict:
     return {p.relative_to(sweep).as_posix(): p.read_bytes() for p in sorted((sweep / "report_files").rglob("*.png"))}
 
 
+@pytest.mark.slow
 def test_figures_saved_by_forked_children_are_the_ones_saved_here(tmp_path, monkeypatch):
     """The report's figures are saved by children forked from the report's process
     (``html._Embedder``); without ``fork`` they are saved in-process: the same bytes, the same page."""

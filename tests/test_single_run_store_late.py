@@ -9,7 +9,10 @@ import json
 import subprocess
 import sys
 
+import pytest
 from sweep_helpers import TINY
+
+pytestmark = pytest.mark.slow  # single runs end to end, in subprocesses
 
 
 def _single_run(tmp_path, *extra):

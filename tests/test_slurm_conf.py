@@ -167,6 +167,7 @@ def test_drevt_sim_refuses_a_bad_slurm_conf_with_exit_2(tmp_path, capsys):
     assert sim_main([str(trace), "--slurm-conf", str(TINY), "--total_nodes", "5"]) == 2
 
 
+@pytest.mark.slow
 def test_a_sweep_with_system_slurm_and_policy_slurm(tmp_path):
     """A real Hydra multirun: the machine and the scheduler from a slurm.conf (multifactor,
     Fair Tree by default; fair-share weight 0 since the tiny trace names no users), over two

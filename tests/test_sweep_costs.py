@@ -89,6 +89,7 @@ def test_waves_cover_the_sweep_start_small_and_end_small(total, largest):
     assert sizes[-1] <= FIRST_WAVE
 
 
+@pytest.mark.slow
 def test_waves_in_flight_give_each_configuration_its_own_results(tmp_path):
     """40 configurations: two waves (32, then 8), the first running while the second is
     prepared; each configuration's metrics are the Python API's for its policy and size."""

@@ -44,6 +44,7 @@ def _open_store(uri: str) -> None:
                    check=True, timeout=120)
 
 
+@pytest.mark.slow
 def test_a_run_is_closed_once_its_sweep_is_sigkilled_and_not_before(tmp_path):
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     holder = subprocess.Popen([sys.executable, "-c", HOLDER, uri, "host:7:abc"],

@@ -24,6 +24,7 @@ def test_the_environment_given_is_not_changed():
     assert environ == {"PATH": "/bin"}
 
 
+@pytest.mark.slow
 def test_mlflow_reads_the_switch():
     """The variable is the one MLflow itself reads (its name could change between versions):
     asked in a clean environment, as MLflow also turns itself off in CI and under pytest."""

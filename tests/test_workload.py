@@ -329,6 +329,7 @@ def test_a_job_that_never_fits_between_two_windows_is_rejected_not_delayed(backf
     assert math.isnan(deadlines[0]) and deadlines[1:].tolist() == [math.inf, math.inf]
 
 
+@pytest.mark.slow
 def test_the_readmes_daily_maintenance_on_kth_rejects_instead_of_waiting_for_the_calendar():
     """drevt-sim on KTH-SP2, 50 of 100 nodes down daily 02:00-03:00: wait_max was 294 days and
     the makespan 758 h longer than without maintenance, with nothing rejected."""
