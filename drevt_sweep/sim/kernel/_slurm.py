@@ -32,7 +32,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ._extended import (DYN_MULTIFACTOR, _account_end, _account_start, _compact, _fair_tree, _insert_sorted,
+from ._extended import (DYN_MULTIFACTOR, _account_end, _account_start, _compact, _fair_tree_update, _insert_sorted,
                         _literature_key, _multifactor_key, _rekey_every_pass, _rekey_multifactor, _resort, _ticks)
 from ._kernels import (BIG, ST_HEAD, SF_NOW, _finish_next, _first_fit,
                        _first_waiting, _launch, _load_counts, _next_event, _prof_back, _prof_fit, _prof_fit_at,
@@ -567,7 +567,7 @@ def slurm_steps(submit, limit, nodes, dur, arrivals, rank, users, total, pf_, pi
             if next_tick <= now:
                 n_active, root, scale, tick_k, next_tick, ticks = _ticks(
                     now, next_tick, tick_k, fs_t0, period, decay, scale, root, n_active, active, is_active, acc,
-                    runn, usage, raw_acct, acct, n_acct)
+                    runn, usage, raw_acct, acct, n_acct, fair_tree, two_levels, fti)
                 due = True
                 due_at = now
                 stamp += ticks
@@ -593,8 +593,8 @@ def slurm_steps(submit, limit, nodes, dur, arrivals, rank, users, total, pf_, pi
                 _insert_sorted(q, Q, j, key, rank)
             elif sorted_q:
                 if fair_tree and fstamp[leaf[j]] != stamp:  # (all factors at once, once per tick)
-                    _fair_tree(usage, raw_acct, acct, sib, snorm, acct_share, two_levels, fplan, fstack, stamp, fval,
-                               fstamp, ftk[0], ftk[1], fti[0], fti[1], fti[2])
+                    _fair_tree_update(usage, raw_acct, acct, sib, snorm, acct_share, two_levels, fplan, fstack, stamp,
+                                      fval, fstamp, ftk, fti)
                 key[j] = _multifactor_key(now, j, submit, a_arr, leaf, acct, sib, snorm, usage, raw_acct, fval,
                                           fstamp, stamp, root, w_age, w_fs, max_age)
                 if _insert_sorted(q, Q, j, key, rank) <= stop_at:
@@ -641,8 +641,8 @@ def slurm_steps(submit, limit, nodes, dur, arrivals, rank, users, total, pf_, pi
                 continue  # no waiting job fits: the order matters at the jump's end only (re-keyed there)
             due = False
             if fair_tree and fstamp[leaf[q[0]]] != stamp:
-                _fair_tree(usage, raw_acct, acct, sib, snorm, acct_share, two_levels, fplan, fstack, stamp, fval,
-                           fstamp, ftk[0], ftk[1], fti[0], fti[1], fti[2])
+                _fair_tree_update(usage, raw_acct, acct, sib, snorm, acct_share, two_levels, fplan, fstack, stamp,
+                                  fval, fstamp, ftk, fti)
             if due_at == now:
                 _rekey_multifactor(q, Q, key, now, submit, a_arr, leaf, acct, sib, snorm, usage, raw_acct, fval,
                                    fstamp, stamp, root, w_age, w_fs, max_age)
