@@ -749,19 +749,23 @@ def _leaf_order(p, q, kr, acct, two_levels, us, ur, ku, plan, stack):
 
 
 @njit(cache=True, _nrt=False, inline="always")
-def _ft_place(d, n, by, pos, moving, kr, acct, two_levels, us, ur, ku, plan, stack):
+def _ft_place(d, n, by, pos, moving, fval, kr, acct, two_levels, us, ur, ku, plan, stack):
     """Move leaf ``d`` to its place among the leaves not moving (in order; ties by leaf number);
-    returns the first and last place of the leaves it passed."""
+    returns the first and last place of the leaves it passed, none (first > last) when it stays
+    between two neighbours not moving that it does not tie with at any parent usage and its and
+    its right neighbour's factors are already those of their places (the first of no tie)."""
     p = pos[d]
     t = p
     j = p - 1
+    alone = True  # strictly between fixed neighbours, whatever T
     while j >= 0:
         k = by[j]
         if moving[k] == 0:
-            c, _ = _leaf_order(d, k, kr, acct, two_levels, us, ur, ku, plan, stack)
+            c, exact = _leaf_order(d, k, kr, acct, two_levels, us, ur, ku, plan, stack)
             if c < 0 or (c == 0 and d < k):
                 t = j
             else:
+                alone = alone and c > 0 and exact and j == p - 1
                 break
         j -= 1
     if t < p:
@@ -774,10 +778,11 @@ def _ft_place(d, n, by, pos, moving, kr, acct, two_levels, us, ur, ku, plan, sta
         while j < n:
             k = by[j]
             if moving[k] == 0:
-                c, _ = _leaf_order(k, d, kr, acct, two_levels, us, ur, ku, plan, stack)
+                c, exact = _leaf_order(k, d, kr, acct, two_levels, us, ur, ku, plan, stack)
                 if c < 0 or (c == 0 and k < d):
                     t = j
                 else:
+                    alone = alone and c > 0 and exact and j == p + 1
                     break
             j += 1
         for i in range(p, t):
@@ -787,6 +792,9 @@ def _ft_place(d, n, by, pos, moving, kr, acct, two_levels, us, ur, ku, plan, sta
     by[t] = d
     pos[d] = t
     moving[d] = 0
+    alone = alone and t == p and (p == 0 or moving[by[p - 1]] == 0) and (p == n - 1 or moving[by[p + 1]] == 0)
+    if alone and fval[d] == (n - p) / n and (p == n - 1 or fval[by[p + 1]] == (n - p - 1) / n):
+        return p + 1, p
     return min(p, t), max(p, t)
 
 
@@ -850,7 +858,20 @@ def _ft_kept(usage, raw_acct, acct, sib, two_levels, us, ur, plan, stack, fval, 
     for i in range(nd):
         x = dirty[i]
         for k in range(ptr[x], ptr[x + 1]):
-            lo, hi = _ft_place(leaves[k], n, by, pos, moving, kr, acct, two_levels, us, ur, ku, plan, stack)
+            d = leaves[k]
+            p = pos[d]
+            if 0 < p < n - 1:  # (most often: strictly between its fixed neighbours, as before; as in _ft_place)
+                left = by[p - 1]
+                right = by[p + 1]
+                kd = kr[d]
+                if (moving[left] == 0 and moving[right] == 0 and kr[left] > kd * _FT_MARGIN
+                        and kd > kr[right] * _FT_MARGIN and fval[d] == (n - p) / n
+                        and fval[right] == (n - p - 1) / n):
+                    moving[d] = 0
+                    continue
+            lo, hi = _ft_place(d, n, by, pos, moving, fval, kr, acct, two_levels, us, ur, ku, plan, stack)
+            if lo > hi:
+                continue
             r = nr  # the ranges by their first place
             while r > 0 and lo_of[r - 1] > lo:
                 lo_of[r] = lo_of[r - 1]
