@@ -748,7 +748,7 @@ def _leaf_order(p, q, kr, acct, two_levels, us, ur, ku, plan, stack):
     return _leaf_order_near(p, q, acct, two_levels, us, ur, ku, plan, stack)
 
 
-@njit(cache=True, _nrt=False, inline="always")
+@njit(cache=True, _nrt=False)
 def _ft_place(d, n, by, pos, moving, fval, kr, acct, two_levels, us, ur, ku, plan, stack):
     """Move leaf ``d`` to its place among the leaves not moving (in order; ties by leaf number);
     returns the first and last place of the leaves it passed, none (first > last) when it stays
@@ -798,7 +798,7 @@ def _ft_place(d, n, by, pos, moving, fval, kr, acct, two_levels, us, ur, ku, pla
     return min(p, t), max(p, t)
 
 
-@njit(cache=True, _nrt=False, inline="always")
+@njit(cache=True, _nrt=False)
 def _ft_factors(lo, hi, n, by, fval, kr, acct, two_levels, us, ur, ku, plan, stack):
     """Fair Tree's factors of the places ``lo..hi`` and of the ties they are in (from the first
     place of the tie at ``lo`` to the end of the one at ``hi``); returns whether every two
