@@ -163,9 +163,9 @@ def extended_steps(submit, limit, nodes, dur, arrivals, rank, mode, estimate, sj
     fair-share arrays (``usage``, ``acc``, ``runn``, ``raw_acct``, ``fval``/``fstamp``,
     ``active``/``is_active``) and the per-user history live between slices in the caller's
     arrays, their scalars in ``st``/``sf``. ``fair_tree``: multifactor's fair-share factors are
-    Fair Tree's (:func:`_fair_tree` over ``acct_share``, ``ftk``/``fti`` its keys and orders,
-    ``fplan``/``fstack`` numpy's summation order), all of them at the first key of a tick, as
-    ``slurm_steps`` computes them (usage changes only at ticks: the same values whenever).
+    Fair Tree's (:func:`_fair_tree_update` over ``acct_share``, ``ftk``/``fti`` its keys, orders
+    and state, ``fplan``/``fstack`` numpy's summation order), all of them at the first key of a
+    tick, as ``slurm_steps`` computes them (usage changes only at ticks: the same values whenever).
     """
     use_extra = mode == MODE_EASY
     strict = mode == MODE_EASY_DREVT

@@ -11,7 +11,7 @@ segment tree over ranks of ``queue_policy_steps``); with a dynamic priority the 
 ``calc_period`` tick, or before every pass for WFP3/UNICEF, ``_literature_key``) and so are the
 fair-share ticks, the usage accounting at starts and ends
 and the priorities (``_ticks``, ``_account_start``/``_account_end``, ``_multifactor_key``; Fair
-Tree's factors, all at once at the first key of a tick, ``_fair_tree``): written once, in
+Tree's factors, all at once at the first key of a tick, ``_fair_tree_update``): written once, in
 ``_extended``. What is Slurm's here is when a pass runs and what it does:
 
 * the main scheduler (``job_scheduler.c`` ``_schedule``) at an event with an arrival or a
