@@ -114,7 +114,7 @@ def kernel_history(adds, by="account/user", **shares):
             raw[tree.acct_of_leaf[leaf]] += add[leaf]
         kept.append(fti[ext.FT_STATE, ext.FS_MODE] == ext.FT_KEPT)
         ext._fair_tree_update(usage, raw, tree.acct_of_leaf, tree.sib_ratio, tree.s_norm, share, tree.two_levels,
-                              plan, stack, stamp, fval, fstamp, ftk, fti)
+                              plan, stack, stamp, fval, fstamp, ftk, fti, 1.0)
         assert (fstamp == stamp).all()
         out.append(fval.tolist())
     return out, kept
@@ -140,8 +140,9 @@ def test_fair_tree_kept_from_tick_to_tick_by_hand():
 @pytest.mark.parametrize("two_levels", [True, False])
 def test_fair_tree_kept_from_tick_to_tick_is_the_full_computation(two_levels):
     """Random trees and histories (few active associations per tick, equal shares and adds, long
-    unused associations, ties of accounts that merge their users): the factors updated in place
-    are the reference's, float for float, at every tick; and most ticks are updated in place."""
+    unused associations, ties of accounts that merge their users, now and then every usage
+    rescaled by 2^-600 as ``_ticks`` does): the factors updated in place are the reference's,
+    float for float, at every tick; and most ticks are updated in place."""
     from drevt_sweep.sim.kernel import _extended as ext
     from drevt_sweep.sim.kernel import _fair_tree_arrays
 
@@ -161,17 +162,23 @@ def test_fair_tree_kept_from_tick_to_tick_is_the_full_computation(two_levels):
         share, ftk, fti, plan, stack = _fair_tree_arrays(SimpleNamespace(tree=tree), n, n_acct)
         usage, raw = np.zeros(n), np.zeros(n_acct)
         fval, fstamp = np.zeros(n), np.full(n, -1, np.int64)
+        scale = 1.0
         for stamp in range(40):
             active = np.unique(rng.integers(0, n, int(rng.integers(0, 4))))
             ext._fair_tree_dirty(fti, active, active.shape[0], acct, two_levels)
+            scale *= 1.5
             for leaf in active:
-                add = float(rng.choice([1.0, 2.0, 0.5, 3.0, 1e-3, 7.0, 1e4]))
+                add = float(rng.choice([1.0, 2.0, 0.5, 3.0, 1e-3, 7.0, 1e4])) * scale
                 usage[leaf] += add
                 raw[acct[leaf]] += add
+            if rng.random() < 0.05:
+                usage *= 2.0**-600
+                raw *= 2.0**-600
+                scale *= 2.0**-600
             kept += fti[ext.FT_STATE, ext.FS_MODE] == ext.FT_KEPT
             ticks += 1
             ext._fair_tree_update(usage, raw, acct, sib, snorm, share, two_levels, plan, stack, stamp, fval, fstamp,
-                                  ftk, fti)
+                                  ftk, fti, scale)
             want = fair_tree_factors(usage, raw if two_levels else usage, tree)
             assert (fval.view(np.int64) == want.view(np.int64)).all() and (fstamp == stamp).all()
     assert kept > 0.6 * ticks

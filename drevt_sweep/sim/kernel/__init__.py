@@ -358,13 +358,13 @@ def _fair_tree_arrays(multifactor, n_leaf: int, n_acct: int) -> tuple:
     from . import _extended as ext
 
     if multifactor is None:
-        return (np.zeros(1), np.zeros((ext.FK_BOUNDS + 1, 4)), np.zeros((ext.FT_ROWS, 2), np.int64),
+        return (np.zeros(1), np.zeros((ext.FK_BOUNDS + 1, 5)), np.zeros((ext.FT_ROWS, 2), np.int64),
                 np.zeros((1, 2), np.int64), np.zeros(1))
     tree = multifactor.tree
     two_levels = bool(tree.two_levels)
     n_unit = int(n_acct) if two_levels else n_leaf  # an account under the root, or a leaf
     plan = ext.pairwise_plan(n_unit)
-    width = max(n_leaf, n_unit + 1, 4)
+    width = max(n_leaf, n_unit + 1, 5)
     fti = np.zeros((ext.FT_ROWS, width), np.int64)
     fti[:3] = np.arange(width)
     unit = np.asarray(tree.acct_of_leaf, dtype=np.int64) if two_levels else np.arange(n_leaf)

@@ -193,9 +193,11 @@ def extended_steps(submit, limit, nodes, dur, arrivals, rank, mode, estimate, sj
             if Q > 0 and next_tick < now:
                 now = next_tick
             if next_tick <= now:
+                if fair_tree:  # (the units about to gain usage: Fair Tree moves only them)
+                    _fair_tree_dirty(fti, active, n_active, acct, two_levels)
                 n_active, root, scale, tick_k, next_tick, ticks = _ticks(
                     now, next_tick, tick_k, t0, period, decay, scale, root, n_active, active, is_active, acc, runn,
-                    usage, raw_acct, acct, n_acct, fair_tree, two_levels, fti)
+                    usage, raw_acct, acct, n_acct)
                 due = True
                 stamp += ticks  # the fair-share factors change
 
@@ -242,7 +244,7 @@ def extended_steps(submit, limit, nodes, dur, arrivals, rank, mode, estimate, sj
             if dyn != DYN_NONE:
                 if fair_tree and fstamp[leaf[j]] != stamp:  # (all factors at once, once per tick)
                     _fair_tree_update(usage, raw_acct, acct, sib, snorm, acct_share, two_levels, fplan, fstack, stamp,
-                                      fval, fstamp, ftk, fti)
+                                      fval, fstamp, ftk, fti, scale)
                 key[j] = _key(dyn, now, j, submit, a_arr, b_arr, leaf, acct, sib, snorm, usage, raw_acct,
                               fval, fstamp, stamp, root, w_age, w_fs, max_age)
             _insert_sorted(q, Q, j, key, rank)
@@ -260,7 +262,7 @@ def extended_steps(submit, limit, nodes, dur, arrivals, rank, mode, estimate, sj
             if dyn == DYN_MULTIFACTOR:
                 if fair_tree and fstamp[leaf[q[0]]] != stamp:
                     _fair_tree_update(usage, raw_acct, acct, sib, snorm, acct_share, two_levels, fplan, fstack, stamp,
-                                      fval, fstamp, ftk, fti)
+                                      fval, fstamp, ftk, fti, scale)
                 _rekey_multifactor(q, Q, key, now, submit, a_arr, leaf, acct, sib, snorm, usage, raw_acct,
                                    fval, fstamp, stamp, root, w_age, w_fs, max_age)
             else:
@@ -365,14 +367,10 @@ def _account_end(lf, nj, now, next_tick, runn, acc, charge_ended, began, period)
 
 @njit(cache=True, _nrt=False)
 def _ticks(now, next_tick, tick_k, t0, period, decay, scale, root, n_active, active, is_active, acc, runn, usage,
-           raw_acct, acct, n_acct, fair_tree, two_levels, fti):
+           raw_acct, acct, n_acct):
     """``Multifactor.advance``: every tick ``<= now`` (usage scaled by ``scale``; only the
     associations with ``acc != 0``, ``active``, in association order, gain usage). Returns
-    (active count, root usage, scale, index and time of the next tick, ticks processed).
-    ``fair_tree``: the units that gain usage are marked for ``_fair_tree_update`` (``fti``;
-    ``active`` only shrinks here), and a rescaled usage makes its next computation a full one."""
-    if fair_tree:
-        _fair_tree_dirty(fti, active, n_active, acct, two_levels)
+    (active count, root usage, scale, index and time of the next tick, ticks processed)."""
     ticks = 0
     while next_tick <= now:
         scale = scale / decay
@@ -397,8 +395,6 @@ def _ticks(now, next_tick, tick_k, t0, period, decay, scale, root, n_active, act
                 raw_acct[x] *= RESCALE_BY
             root *= RESCALE_BY
             scale *= RESCALE_BY
-            if fair_tree and fti[FT_STATE, FS_MODE] == FT_KEPT:
-                fti[FT_STATE, FS_MODE] = FT_FULL
         tick_k += 1
         next_tick = t0 + tick_k * period
         ticks += 1
@@ -657,7 +653,7 @@ def _fair_tree(usage, raw_acct, acct, sib, snorm, acct_share, two_levels, plan, 
 # Equal keys at every T: units without usage (LF inf), units of the same shares and usage; users
 # of one account compare by their own LF within it, which changes only with the account's usage.
 # So while no two neighbours in the order depend on T, the leaves of the units that gained usage
-# since the last call (``_fair_tree_dirty``) are moved to their new places among the others (still
+# since the last call (``_fair_tree_dirty``, called before each ``_ticks``) are moved to their new places among the others (still
 # in order: the order is transitive), and the factors are rewritten where a leaf moved or a tie
 # changed. Otherwise (two neighbours that compare only at this T, a rescaled usage, a negative
 # one, the first call) the full ``_fair_tree`` runs and the state is rebuilt. The same floats
@@ -678,7 +674,7 @@ FT_FULL = 0  # FS_MODE: the next computation is a full one
 FT_KEPT = 1  # the order is the last computation's, and no two neighbours depend on the parent's usage
 FT_ALWAYS_FULL = 2  # a unit's shares outside [2^-500, 2^500]: the bounds below do not hold
 FK_RATIO = 2  # rows of ``ftk`` after the keys: S / r of each leaf's unit (inf without usage);
-FK_BOUNDS = 3  # [lowest positive r, highest r (bounds), lowest S, highest S]
+FK_BOUNDS = 3  # [lowest positive r, highest r (bounds), lowest S, highest S, the usage scale then]
 FT_SHARES_MIN = 2.0**-500
 FT_SHARES_MAX = 2.0**500
 _FT_MARGIN = 1.0 + 2.0**-40
@@ -909,18 +905,20 @@ def _ft_bounds_hold(bounds, n_unit):
 
 @njit(cache=True, _nrt=False, error_model="numpy")
 def _fair_tree_update(usage, raw_acct, acct, sib, snorm, acct_share, two_levels, plan, stack, stamp, fval, fstamp,
-                      ftk, fti):
+                      ftk, fti, scale):
     """:func:`_fair_tree`'s factors (the same floats), updated from the last call's while its
     order is known to hold (see above), else computed in full; ``ftk``/``fti``: its keys,
     orders and state (rows ``FK_*``, ``FT_*``; ``FT_MARK``/``FT_DIRTY`` kept by
-    ``_fair_tree_dirty``)."""
+    ``_fair_tree_dirty``); ``scale``: the usage scale, which only grows unless ``_ticks``
+    rescaled every usage (then in full)."""
     n = usage.shape[0]
     us = acct_share if two_levels else snorm
     ur = raw_acct if two_levels else usage
     state = fti[FT_STATE]
     nd = state[FS_DIRTY]
     bounds = ftk[FK_BOUNDS]
-    if state[FS_MODE] == FT_KEPT:
+    if state[FS_MODE] == FT_KEPT and scale >= bounds[4]:
+        bounds[4] = scale
         negative = False
         for i in range(nd):
             r = ur[fti[FT_DIRTY, i]]
@@ -963,6 +961,7 @@ def _fair_tree_update(usage, raw_acct, acct, sib, snorm, acct_share, two_levels,
             high = r
     bounds[0] = low
     bounds[1] = high
+    bounds[4] = scale
     if state[FS_MODE] != FT_ALWAYS_FULL:
         keep = not negative and _ft_bounds_hold(bounds, ur.shape[0])
         i = 1

@@ -32,8 +32,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ._extended import (DYN_MULTIFACTOR, _account_end, _account_start, _compact, _fair_tree_update, _insert_sorted,
-                        _literature_key, _multifactor_key, _rekey_every_pass, _rekey_multifactor, _resort, _ticks)
+from ._extended import (DYN_MULTIFACTOR, _account_end, _account_start, _compact, _fair_tree_dirty, _fair_tree_update,
+                        _insert_sorted, _literature_key, _multifactor_key, _rekey_every_pass, _rekey_multifactor, _resort,
+                        _ticks)
 from ._kernels import (BIG, ST_HEAD, SF_NOW, _finish_next, _first_fit,
                        _first_waiting, _launch, _load_counts, _next_event, _prof_back, _prof_fit, _prof_fit_at,
                        _prof_occupy, _prof_occupy_at, _prof_rebuild, _seg_clear, _seg_set, _store_counts)
@@ -565,9 +566,11 @@ def slurm_steps(submit, limit, nodes, dur, arrivals, rank, users, total, pf_, pi
             if Q > 0 and next_tick < now:
                 now = next_tick
             if next_tick <= now:
+                if fair_tree:  # (the units about to gain usage: Fair Tree moves only them)
+                    _fair_tree_dirty(fti, active, n_active, acct, two_levels)
                 n_active, root, scale, tick_k, next_tick, ticks = _ticks(
                     now, next_tick, tick_k, fs_t0, period, decay, scale, root, n_active, active, is_active, acc,
-                    runn, usage, raw_acct, acct, n_acct, fair_tree, two_levels, fti)
+                    runn, usage, raw_acct, acct, n_acct)
                 due = True
                 due_at = now
                 stamp += ticks
@@ -594,7 +597,7 @@ def slurm_steps(submit, limit, nodes, dur, arrivals, rank, users, total, pf_, pi
             elif sorted_q:
                 if fair_tree and fstamp[leaf[j]] != stamp:  # (all factors at once, once per tick)
                     _fair_tree_update(usage, raw_acct, acct, sib, snorm, acct_share, two_levels, fplan, fstack, stamp,
-                                      fval, fstamp, ftk, fti)
+                                      fval, fstamp, ftk, fti, scale)
                 key[j] = _multifactor_key(now, j, submit, a_arr, leaf, acct, sib, snorm, usage, raw_acct, fval,
                                           fstamp, stamp, root, w_age, w_fs, max_age)
                 if _insert_sorted(q, Q, j, key, rank) <= stop_at:
@@ -642,7 +645,7 @@ def slurm_steps(submit, limit, nodes, dur, arrivals, rank, users, total, pf_, pi
             due = False
             if fair_tree and fstamp[leaf[q[0]]] != stamp:
                 _fair_tree_update(usage, raw_acct, acct, sib, snorm, acct_share, two_levels, fplan, fstack, stamp,
-                                  fval, fstamp, ftk, fti)
+                                  fval, fstamp, ftk, fti, scale)
             if due_at == now:
                 _rekey_multifactor(q, Q, key, now, submit, a_arr, leaf, acct, sib, snorm, usage, raw_acct, fval,
                                    fstamp, stamp, root, w_age, w_fs, max_age)
