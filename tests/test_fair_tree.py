@@ -135,6 +135,14 @@ def test_fair_tree_kept_from_tick_to_tick_by_hand():
     # a and b tie at rank 2)
     out, kept = kernel_history([[30, 10, 20], [0, 0, 40], [50, 70, 0]], by="user")
     assert out == [[1 / 3, 1.0, 2 / 3], [2 / 3, 1.0, 1 / 3], [2 / 3, 2 / 3, 1.0]] and kept == [False, True, True]
+    # one level: a 10, b 10 tie (rank 2) after c 5; then a gives 4 back (6): c, a, b. a keeps its
+    # place, but b no longer ties with it: its rank drops to 1
+    out, kept = kernel_history([[0, 0, 0], [10, 10, 5], [-4, 0, 0]], by="user")
+    assert out[1:] == [[2 / 3, 2 / 3, 1.0], [2 / 3, 1 / 3, 1.0]] and kept == [False, True, True]
+    # S / r one ulp apart but the same LF at this T: a 3, b 3 + 2^-51, c 7 (T = 13): 1/3 / (3 / 13)
+    # rounds to the same float for a and b, which tie at rank 3, as in the reference
+    out, kept = kernel_history([[0, 0, 0], [3.0, np.nextafter(3.0, 4.0), 7.0]], by="user")
+    assert out[1] == [1.0, 1.0, 1 / 3] and kept == [False, True]
 
 
 @pytest.mark.parametrize("two_levels", [True, False])
