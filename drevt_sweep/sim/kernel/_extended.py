@@ -653,11 +653,12 @@ def _fair_tree(usage, raw_acct, acct, sib, snorm, acct_share, two_levels, plan, 
 # Equal keys at every T: units without usage (LF inf), units of the same shares and usage; users
 # of one account compare by their own LF within it, which changes only with the account's usage.
 # So while no two neighbours in the order depend on T, the leaves of the units that gained usage
-# since the last call (``_fair_tree_dirty``, called before each ``_ticks``) are moved to their new places among the others (still
-# in order: the order is transitive), and the factors are rewritten where a leaf moved or a tie
-# changed. Otherwise (two neighbours that compare only at this T, a rescaled usage, a negative
-# one, the first call) the full ``_fair_tree`` runs and the state is rebuilt. The same floats
-# either way: ``tests/test_fair_tree.py`` compares both with the reference on random histories.
+# since the last call (``_fair_tree_dirty``, called before each ``_ticks``) are moved to their new
+# places among the others (still in order: the order is transitive), and the factors are
+# rewritten where a leaf moved or a tie changed. Otherwise (two neighbours that compare only at
+# this T, a rescaled usage, a negative one, the first call) the full ``_fair_tree`` runs and the
+# state is rebuilt. The same floats either way: ``tests/test_fair_tree.py`` compares both with
+# the reference on random histories.
 
 FT_UNIT_PTR = 3  # rows of ``fti`` after ``_fair_tree``'s three (``by``, ``tmp``, ``pos``): the leaves
 FT_UNIT_LEAF = 4  # of unit x are FT_UNIT_LEAF[FT_UNIT_PTR[x]:FT_UNIT_PTR[x + 1]]
@@ -856,7 +857,7 @@ def _ft_kept(usage, raw_acct, acct, sib, two_levels, us, ur, plan, stack, fval, 
         for k in range(ptr[x], ptr[x + 1]):
             d = leaves[k]
             p = pos[d]
-            if 0 < p < n - 1:  # (most often: strictly between its fixed neighbours, as before; as in _ft_place)
+            if 0 < p < n - 1:  # (most often: strictly between fixed neighbours, as in _ft_place)
                 left = by[p - 1]
                 right = by[p + 1]
                 kd = kr[d]

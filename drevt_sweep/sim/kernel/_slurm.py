@@ -33,8 +33,8 @@ import numpy as np
 from numba import njit
 
 from ._extended import (DYN_MULTIFACTOR, _account_end, _account_start, _compact, _fair_tree_dirty, _fair_tree_update,
-                        _insert_sorted, _literature_key, _multifactor_key, _rekey_every_pass, _rekey_multifactor, _resort,
-                        _ticks)
+                        _insert_sorted, _literature_key, _multifactor_key, _rekey_every_pass, _rekey_multifactor,
+                        _resort, _ticks)
 from ._kernels import (BIG, ST_HEAD, SF_NOW, _finish_next, _first_fit,
                        _first_waiting, _launch, _load_counts, _next_event, _prof_back, _prof_fit, _prof_fit_at,
                        _prof_occupy, _prof_occupy_at, _prof_rebuild, _seg_clear, _seg_set, _store_counts)
