@@ -103,6 +103,8 @@ def kernel_history(adds, by="account/user", **shares):
                                shares.get("user_shares", {}))
     n = tree.sib_ratio.shape[0]
     share, ftk, fti, plan, stack = _fair_tree_arrays(SimpleNamespace(tree=tree), n, tree.n_acct)
+    assert fti[ext.FT_STATE, ext.FS_MODE] == ext.FT_ALWAYS_FULL  # (a tree this small is ranked in full: forced here)
+    fti[ext.FT_STATE, ext.FS_MODE] = ext.FT_FULL
     usage, raw = np.zeros(n), np.zeros(tree.n_acct)
     fval, fstamp = np.zeros(n), np.zeros(n, np.int64)
     out, kept = [], []
@@ -168,6 +170,7 @@ def test_fair_tree_kept_from_tick_to_tick_is_the_full_computation(two_levels):
         acct_share = s_acct / s_acct.sum() if two_levels else snorm
         tree = FairShareTree(np.zeros(1, np.int64), acct, sib, snorm, n_acct, [], acct_share, two_levels=two_levels)
         share, ftk, fti, plan, stack = _fair_tree_arrays(SimpleNamespace(tree=tree), n, n_acct)
+        fti[ext.FT_STATE, ext.FS_MODE] = ext.FT_FULL  # (small trees are ranked in full by default)
         usage, raw = np.zeros(n), np.zeros(n_acct)
         fval, fstamp = np.zeros(n), np.full(n, -1, np.int64)
         scale = 1.0
@@ -190,3 +193,23 @@ def test_fair_tree_kept_from_tick_to_tick_is_the_full_computation(two_levels):
             want = fair_tree_factors(usage, raw if two_levels else usage, tree)
             assert (fval.view(np.int64) == want.view(np.int64)).all() and (fstamp == stamp).all()
     assert kept > 0.6 * ticks
+
+
+def test_fair_tree_in_place_only_for_trees_of_many_small_units():
+    """The update in place moves every user of an account that gained usage: with few accounts, or
+    many users each, ranking them all costs less, and ``_fair_tree_arrays`` says so."""
+    from drevt_sweep.sim.kernel import _extended as ext
+    from drevt_sweep.sim.kernel import _fair_tree_arrays
+
+    def mode(n_acct, users_each, two_levels=True):
+        n = n_acct * users_each
+        acct = np.repeat(np.arange(n_acct), users_each) if two_levels else np.arange(n)
+        ones = np.full(n, 1.0 / n)
+        tree = FairShareTree(np.zeros(1, np.int64), acct, ones, ones, n_acct if two_levels else n, [],
+                             np.full(n_acct, 1.0 / n_acct), two_levels=two_levels)
+        fti = _fair_tree_arrays(SimpleNamespace(tree=tree), n, tree.n_acct)[2]
+        return fti[ext.FT_STATE, ext.FS_MODE]
+
+    assert mode(252, 1) == ext.FT_FULL  # (KTH-SP2's shape: a first full computation, then in place)
+    assert mode(8, 8) == mode(15, 1) == mode(40, 5) == ext.FT_ALWAYS_FULL
+    assert mode(16, 4) == mode(1, 16, two_levels=False) == ext.FT_FULL

@@ -373,8 +373,9 @@ def _fair_tree_arrays(multifactor, n_leaf: int, n_acct: int) -> tuple:
     shares = np.asarray(tree.acct_share if two_levels else tree.s_norm, dtype=np.float64)
     ftk = np.zeros((ext.FK_BOUNDS + 1, width))
     ftk[ext.FK_BOUNDS, 2:4] = shares.min(initial=1.0), shares.max(initial=1.0)
-    if not ((shares >= ext.FT_SHARES_MIN) & (shares <= ext.FT_SHARES_MAX)).all():
-        fti[ext.FT_STATE, ext.FS_MODE] = ext.FT_ALWAYS_FULL
+    if (not ((shares >= ext.FT_SHARES_MIN) & (shares <= ext.FT_SHARES_MAX)).all() or n_unit < ext.FT_UNITS_MIN
+            or n_leaf > ext.FT_LEAVES_MAX * n_unit):
+        fti[ext.FT_STATE, ext.FS_MODE] = ext.FT_ALWAYS_FULL  # (in full at every tick, as before)
     return np.ascontiguousarray(tree.acct_share, dtype=np.float64), ftk, fti, plan, np.empty(plan.shape[0])
 
 
