@@ -5,6 +5,8 @@ ties share a rank, tied accounts have their children merged; factor = rank / N."
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 
@@ -82,3 +84,132 @@ def test_fair_tree_runs_compiled_under_every_backfill_the_kernels_have():
     assert run("fair_tree", kernel="fast", backfill="slurm") != run("classic", kernel="fast", backfill="slurm")
     with pytest.raises(ConfigError, match="unknown multifactor fairshare 'tree'"):
         run("tree")
+
+
+# The compiled kernels keep Fair Tree's order from tick to tick (``_extended._fair_tree_update``):
+# only the units (accounts, or leaves with one level) that gained usage move; the factors must be
+# those of a full computation at every tick.
+
+
+def kernel_history(adds, by="account/user", **shares):
+    """``_fair_tree_update``'s factors after each tick of ``adds`` (usage added per leaf of
+    ``USERS``; a leaf with a non-zero add is active at that tick, as ``_ticks`` marks them), and
+    whether each tick was an update in place (not a full computation)."""
+    from drevt_sweep.sim.kernel import _extended as ext
+    from drevt_sweep.sim.kernel import _fair_tree_arrays
+
+    jobs = make_jobs([0, 0, 0], [1, 1, 1], [10, 10, 10], [1, 1, 1], **USERS)
+    tree = FairShareTree.build(inputs_of(jobs, 4), by, shares.get("account_shares", {}),
+                               shares.get("user_shares", {}))
+    n = tree.sib_ratio.shape[0]
+    share, ftk, fti, plan, stack = _fair_tree_arrays(SimpleNamespace(tree=tree), n, tree.n_acct)
+    assert fti[ext.FT_STATE, ext.FS_MODE] == ext.FT_ALWAYS_FULL  # (a tree this small is ranked in full: forced here)
+    fti[ext.FT_STATE, ext.FS_MODE] = ext.FT_FULL
+    usage, raw = np.zeros(n), np.zeros(tree.n_acct)
+    fval, fstamp = np.zeros(n), np.zeros(n, np.int64)
+    out, kept = [], []
+    for stamp, add in enumerate(adds):
+        active = np.flatnonzero(add)
+        ext._fair_tree_dirty(fti, active, active.shape[0], tree.acct_of_leaf, tree.two_levels)
+        for leaf in active:
+            usage[leaf] += add[leaf]
+            raw[tree.acct_of_leaf[leaf]] += add[leaf]
+        kept.append(fti[ext.FT_STATE, ext.FS_MODE] == ext.FT_KEPT)
+        ext._fair_tree_update(usage, raw, tree.acct_of_leaf, tree.sib_ratio, tree.s_norm, share, tree.two_levels,
+                              plan, stack, stamp, fval, fstamp, ftk, fti, 1.0)
+        assert (fstamp == stamp).all()
+        out.append(fval.tolist())
+    return out, kept
+
+
+def test_fair_tree_kept_from_tick_to_tick_by_hand():
+    # a, b in X, c in Y, equal shares. Tick 0: nothing used, all tie (rank 3). Tick 1: a 30, b 10,
+    # c 20 (the first case above). Tick 2: c +40: X 40 < Y 60, X first, b (10/40) before a (30/40),
+    # c last. Tick 3: b +20: X 60 = Y 60, the accounts tie and merge their users, whose LF are all 1
+    # (a 30/60, b 30/60 with 1/2 the shares; c 60/60 with all of Y's): one tie at rank 3. Tick 4:
+    # a +10: Y (60 of 130) first; in X b (30/70) before a (40/70). Tick 5: nothing gained.
+    adds = [[0, 0, 0], [30, 10, 20], [0, 0, 40], [0, 20, 0], [10, 0, 0], [0, 0, 0]]
+    out, kept = kernel_history(adds)
+    assert out == [[1.0] * 3, [1 / 3, 2 / 3, 1.0], [2 / 3, 1.0, 1 / 3], [1.0] * 3, [1 / 3, 2 / 3, 1.0],
+                   [1 / 3, 2 / 3, 1.0]]
+    assert kept == [False, True, True, True, True, True]  # (after the first, every tick in place)
+    # one level: a 30, b 10, c 20 (b, c, a), then c +40 (b, a, c), then a +50, b +70 (80, 80, 60: c first,
+    # a and b tie at rank 2)
+    out, kept = kernel_history([[30, 10, 20], [0, 0, 40], [50, 70, 0]], by="user")
+    assert out == [[1 / 3, 1.0, 2 / 3], [2 / 3, 1.0, 1 / 3], [2 / 3, 2 / 3, 1.0]] and kept == [False, True, True]
+    # one level: a 10, b 10 tie (rank 2) after c 5; then a gives 4 back (6): c, a, b. a keeps its
+    # place, but b no longer ties with it: its rank drops to 1
+    out, kept = kernel_history([[0, 0, 0], [10, 10, 5], [-4, 0, 0]], by="user")
+    assert out[1:] == [[2 / 3, 2 / 3, 1.0], [2 / 3, 1 / 3, 1.0]] and kept == [False, True, True]
+    # S / r one ulp apart but the same LF at this T: a 3, b 3 + 2^-51, c 7 (T = 13): 1/3 / (3 / 13)
+    # rounds to the same float for a and b, which tie at rank 3, as in the reference
+    out, kept = kernel_history([[0, 0, 0], [3.0, np.nextafter(3.0, 4.0), 7.0]], by="user")
+    assert out[1] == [1.0, 1.0, 1 / 3] and kept == [False, True]
+
+
+@pytest.mark.parametrize("two_levels", [True, False])
+def test_fair_tree_kept_from_tick_to_tick_is_the_full_computation(two_levels):
+    """Random trees and histories (few active associations per tick, equal shares and adds, long
+    unused associations, ties of accounts that merge their users, now and then every usage
+    rescaled by 2^-600 as ``_ticks`` does): the factors updated in place are the reference's,
+    float for float, at every tick; and most ticks are updated in place."""
+    from drevt_sweep.sim.kernel import _extended as ext
+    from drevt_sweep.sim.kernel import _fair_tree_arrays
+
+    rng = np.random.default_rng(26)
+    kept = ticks = 0
+    for _ in range(120):
+        n = int(rng.integers(1, 30))
+        n_acct = int(rng.integers(1, n + 1)) if two_levels else n
+        acct = np.sort(np.concatenate([np.arange(n_acct), rng.integers(0, n_acct, n - n_acct)]))
+        s_user = rng.choice([1.0, 1.0, 2.0, 5.0], n)
+        s_acct = rng.choice([1.0, 1.0, 3.0], n_acct)
+        siblings = np.bincount(acct, weights=s_user, minlength=n_acct)
+        sib = s_user / siblings[acct] if two_levels else np.ones(n)
+        snorm = sib * (s_acct[acct] / s_acct.sum()) if two_levels else s_user / s_user.sum()
+        acct_share = s_acct / s_acct.sum() if two_levels else snorm
+        tree = FairShareTree(np.zeros(1, np.int64), acct, sib, snorm, n_acct, [], acct_share, two_levels=two_levels)
+        share, ftk, fti, plan, stack = _fair_tree_arrays(SimpleNamespace(tree=tree), n, n_acct)
+        fti[ext.FT_STATE, ext.FS_MODE] = ext.FT_FULL  # (small trees are ranked in full by default)
+        usage, raw = np.zeros(n), np.zeros(n_acct)
+        fval, fstamp = np.zeros(n), np.full(n, -1, np.int64)
+        scale = 1.0
+        for stamp in range(40):
+            active = np.unique(rng.integers(0, n, int(rng.integers(0, 4))))
+            ext._fair_tree_dirty(fti, active, active.shape[0], acct, two_levels)
+            scale *= 1.5
+            for leaf in active:
+                add = float(rng.choice([1.0, 2.0, 0.5, 3.0, 1e-3, 7.0, 1e4])) * scale
+                usage[leaf] += add
+                raw[acct[leaf]] += add
+            if rng.random() < 0.05:
+                usage *= 2.0**-600
+                raw *= 2.0**-600
+                scale *= 2.0**-600
+            kept += fti[ext.FT_STATE, ext.FS_MODE] == ext.FT_KEPT
+            ticks += 1
+            ext._fair_tree_update(usage, raw, acct, sib, snorm, share, two_levels, plan, stack, stamp, fval, fstamp,
+                                  ftk, fti, scale)
+            want = fair_tree_factors(usage, raw if two_levels else usage, tree)
+            assert (fval.view(np.int64) == want.view(np.int64)).all() and (fstamp == stamp).all()
+    assert kept > 0.6 * ticks
+
+
+def test_fair_tree_in_place_only_for_trees_of_many_small_units():
+    """The update in place moves every user of an account that gained usage: with few accounts, or
+    many users each, ranking them all costs less, and ``_fair_tree_arrays`` says so."""
+    from drevt_sweep.sim.kernel import _extended as ext
+    from drevt_sweep.sim.kernel import _fair_tree_arrays
+
+    def mode(n_acct, users_each, two_levels=True):
+        n = n_acct * users_each
+        acct = np.repeat(np.arange(n_acct), users_each) if two_levels else np.arange(n)
+        ones = np.full(n, 1.0 / n)
+        tree = FairShareTree(np.zeros(1, np.int64), acct, ones, ones, n_acct if two_levels else n, [],
+                             np.full(n_acct, 1.0 / n_acct), two_levels=two_levels)
+        fti = _fair_tree_arrays(SimpleNamespace(tree=tree), n, tree.n_acct)[2]
+        return fti[ext.FT_STATE, ext.FS_MODE]
+
+    assert mode(252, 1) == ext.FT_FULL  # (KTH-SP2's shape: a first full computation, then in place)
+    assert mode(8, 8) == mode(15, 1) == mode(40, 5) == ext.FT_ALWAYS_FULL
+    assert mode(16, 4) == mode(1, 16, two_levels=False) == ext.FT_FULL

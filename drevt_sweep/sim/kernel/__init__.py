@@ -351,17 +351,32 @@ def _first_tick(kind, dyn_args) -> float:
 
 
 def _fair_tree_arrays(multifactor, n_leaf: int, n_acct: int) -> tuple:
-    """``_extended._fair_tree``'s arrays for a multifactor priority (``None``: the same types,
-    one element each, unused): the account shares, the sort keys, orders and buffers, numpy's
-    summation order of the parent's usage and its stack."""
-    from ._extended import pairwise_plan
+    """``_extended._fair_tree_update``'s arrays for a multifactor priority (``None``: the same
+    types, two elements a row, unused): the account shares; the sort keys, ratios and bounds
+    (rows ``FK_*``); the orders, buffers and the incremental state (rows ``FT_*``: each unit's
+    leaves, the dirty units); numpy's summation order of the parent's usage and its stack."""
+    from . import _extended as ext
 
     if multifactor is None:
-        return (np.zeros(1), np.zeros((2, 1)), np.zeros((3, 1), np.int64), np.zeros((1, 2), np.int64),
-                np.zeros(1))
-    plan = pairwise_plan(int(n_acct) if multifactor.tree.two_levels else n_leaf)
-    return (np.ascontiguousarray(multifactor.tree.acct_share, dtype=np.float64), np.empty((2, n_leaf)),
-            np.tile(np.arange(n_leaf), (3, 1)), plan, np.empty(plan.shape[0]))
+        return (np.zeros(1), np.zeros((ext.FK_BOUNDS + 1, 5)), np.zeros((ext.FT_ROWS, 2), np.int64),
+                np.zeros((1, 2), np.int64), np.zeros(1))
+    tree = multifactor.tree
+    two_levels = bool(tree.two_levels)
+    n_unit = int(n_acct) if two_levels else n_leaf  # an account under the root, or a leaf
+    plan = ext.pairwise_plan(n_unit)
+    width = max(n_leaf, n_unit + 1, 5)
+    fti = np.zeros((ext.FT_ROWS, width), np.int64)
+    fti[:3] = np.arange(width)
+    unit = np.asarray(tree.acct_of_leaf, dtype=np.int64) if two_levels else np.arange(n_leaf)
+    fti[ext.FT_UNIT_PTR, :n_unit + 1] = np.concatenate([[0], np.cumsum(np.bincount(unit, minlength=n_unit))])
+    fti[ext.FT_UNIT_LEAF, :n_leaf] = np.argsort(unit, kind="stable")
+    shares = np.asarray(tree.acct_share if two_levels else tree.s_norm, dtype=np.float64)
+    ftk = np.zeros((ext.FK_BOUNDS + 1, width))
+    ftk[ext.FK_BOUNDS, 2:4] = shares.min(initial=1.0), shares.max(initial=1.0)
+    if (not ((shares >= ext.FT_SHARES_MIN) & (shares <= ext.FT_SHARES_MAX)).all() or n_unit < ext.FT_UNITS_MIN
+            or n_leaf > ext.FT_LEAVES_MAX * n_unit):
+        fti[ext.FT_STATE, ext.FS_MODE] = ext.FT_ALWAYS_FULL  # (in full at every tick, as before)
+    return np.ascontiguousarray(tree.acct_share, dtype=np.float64), ftk, fti, plan, np.empty(plan.shape[0])
 
 
 def slurm_supported(backfill_params, extended: bool, dynamic=None) -> str | None:

@@ -163,9 +163,9 @@ def extended_steps(submit, limit, nodes, dur, arrivals, rank, mode, estimate, sj
     fair-share arrays (``usage``, ``acc``, ``runn``, ``raw_acct``, ``fval``/``fstamp``,
     ``active``/``is_active``) and the per-user history live between slices in the caller's
     arrays, their scalars in ``st``/``sf``. ``fair_tree``: multifactor's fair-share factors are
-    Fair Tree's (:func:`_fair_tree` over ``acct_share``, ``ftk``/``fti`` its keys and orders,
-    ``fplan``/``fstack`` numpy's summation order), all of them at the first key of a tick, as
-    ``slurm_steps`` computes them (usage changes only at ticks: the same values whenever).
+    Fair Tree's (:func:`_fair_tree_update` over ``acct_share``, ``ftk``/``fti`` its keys, orders
+    and state, ``fplan``/``fstack`` numpy's summation order), all of them at the first key of a
+    tick, as ``slurm_steps`` computes them (usage changes only at ticks: the same values whenever).
     """
     use_extra = mode == MODE_EASY
     strict = mode == MODE_EASY_DREVT
@@ -193,6 +193,8 @@ def extended_steps(submit, limit, nodes, dur, arrivals, rank, mode, estimate, sj
             if Q > 0 and next_tick < now:
                 now = next_tick
             if next_tick <= now:
+                if fair_tree:  # (the units about to gain usage: Fair Tree moves only them)
+                    _fair_tree_dirty(fti, active, n_active, acct, two_levels)
                 n_active, root, scale, tick_k, next_tick, ticks = _ticks(
                     now, next_tick, tick_k, t0, period, decay, scale, root, n_active, active, is_active, acc, runn,
                     usage, raw_acct, acct, n_acct)
@@ -241,8 +243,8 @@ def extended_steps(submit, limit, nodes, dur, arrivals, rank, mode, estimate, sj
                 plan[j] = p
             if dyn != DYN_NONE:
                 if fair_tree and fstamp[leaf[j]] != stamp:  # (all factors at once, once per tick)
-                    _fair_tree(usage, raw_acct, acct, sib, snorm, acct_share, two_levels, fplan, fstack, stamp,
-                               fval, fstamp, ftk[0], ftk[1], fti[0], fti[1], fti[2])
+                    _fair_tree_update(usage, raw_acct, acct, sib, snorm, acct_share, two_levels, fplan, fstack, stamp,
+                                      fval, fstamp, ftk, fti, scale)
                 key[j] = _key(dyn, now, j, submit, a_arr, b_arr, leaf, acct, sib, snorm, usage, raw_acct,
                               fval, fstamp, stamp, root, w_age, w_fs, max_age)
             _insert_sorted(q, Q, j, key, rank)
@@ -259,8 +261,8 @@ def extended_steps(submit, limit, nodes, dur, arrivals, rank, mode, estimate, sj
             due = False
             if dyn == DYN_MULTIFACTOR:
                 if fair_tree and fstamp[leaf[q[0]]] != stamp:
-                    _fair_tree(usage, raw_acct, acct, sib, snorm, acct_share, two_levels, fplan, fstack, stamp,
-                               fval, fstamp, ftk[0], ftk[1], fti[0], fti[1], fti[2])
+                    _fair_tree_update(usage, raw_acct, acct, sib, snorm, acct_share, two_levels, fplan, fstack, stamp,
+                                      fval, fstamp, ftk, fti, scale)
                 _rekey_multifactor(q, Q, key, now, submit, a_arr, leaf, acct, sib, snorm, usage, raw_acct,
                                    fval, fstamp, stamp, root, w_age, w_fs, max_age)
             else:
@@ -638,3 +640,335 @@ def _fair_tree(usage, raw_acct, acct, sib, snorm, acct_share, two_levels, plan, 
                 first = i
         fval[l] = (n - first) / n
         fstamp[l] = stamp
+
+
+# --- Fair Tree kept up to date from tick to tick -------------------------------------------------
+# Between two computations only the associations that ran gain usage (``_ticks``' active ones:
+# about 6 of KTH-SP2's 319 per tick), yet the parent's usage T changes every LF. The factors
+# depend only on the order of the keys and their ties, and that order depends on T only through
+# rounding: a unit's LF (an account under the root with two levels, else a leaf) is S / (r / T),
+# exactly T S / r, so units whose S / r differ by more than the roundings can make up
+# (``_FT_MARGIN``: four of 2^-53 in the LF, two in the ratios compared) are in the same order at
+# every T, as long as every quotient stays in the normal range (the bounds checked at each call).
+# Equal keys at every T: units without usage (LF inf), units of the same shares and usage; users
+# of one account compare by their own LF within it, which changes only with the account's usage.
+# So while no two neighbours in the order depend on T, the leaves of the units that gained usage
+# since the last call (``_fair_tree_dirty``, called before each ``_ticks``) are moved to their new
+# places among the others (still in order: the order is transitive), and the factors are
+# rewritten where a leaf moved or a tie changed. Otherwise (two neighbours that compare only at
+# this T, a rescaled usage, a negative one, the first call) the full ``_fair_tree`` runs and the
+# state is rebuilt. The same floats either way: ``tests/test_fair_tree.py`` compares both with
+# the reference on random histories.
+
+FT_UNIT_PTR = 3  # rows of ``fti`` after ``_fair_tree``'s three (``by``, ``tmp``, ``pos``): the leaves
+FT_UNIT_LEAF = 4  # of unit x are FT_UNIT_LEAF[FT_UNIT_PTR[x]:FT_UNIT_PTR[x + 1]]
+FT_DIRTY = 5  # the units whose usage changed since the last computation
+FT_MARK = 6  # 1: the unit is in FT_DIRTY
+FT_MOVING = 7  # 1: a leaf of a dirty unit not yet at its new place
+FT_LO = 8  # the ranges of places whose leaves or ties changed: first and last place
+FT_HI = 9
+FT_STATE = 10  # [FS_MODE, FS_DIRTY]
+FT_ROWS = 11
+FS_MODE = 0
+FS_DIRTY = 1  # the count of units in FT_DIRTY
+FT_FULL = 0  # FS_MODE: the next computation is a full one
+FT_KEPT = 1  # the order is the last computation's, and no two neighbours depend on the parent's usage
+FT_ALWAYS_FULL = 2  # shares outside [2^-500, 2^500] (the bounds below fail), or a small tree (``FT_UNITS_MIN``)
+FT_UNITS_MIN = 16  # fewer units, or more than FT_LEAVES_MAX leaves a unit: ranking all costs less (~5 ns a leaf)
+FT_LEAVES_MAX = 4  # than moving a dirty unit's leaves (20-90 ns each; e.g. 8 accounts of 8 users: 24 -> 28 ms)
+FK_RATIO = 2  # rows of ``ftk`` after the keys: S / r of each leaf's unit (inf without usage);
+FK_BOUNDS = 3  # [lowest positive r, highest r (bounds), lowest S, highest S, the usage scale then]
+FT_SHARES_MIN = 2.0**-500
+FT_SHARES_MAX = 2.0**500
+_FT_MARGIN = 1.0 + 2.0**-40
+_FT_SPREAD = 2.0**-480  # lowest r / highest r at least this times the units: every r / T >= 2^-500
+_FT_TINY = 2.0**-1000
+_FT_HUGE = 2.0**1000
+
+
+@njit(cache=True, _nrt=False)
+def _fair_tree_dirty(fti, active, n_active, acct, two_levels):
+    """Mark the units of ``active[:n_active]``, the associations about to gain usage at a tick."""
+    nd = fti[FT_STATE, FS_DIRTY]
+    for i in range(n_active):
+        l = active[i]
+        x = acct[l] if two_levels else l
+        if fti[FT_MARK, x] == 0:
+            fti[FT_MARK, x] = 1
+            fti[FT_DIRTY, nd] = x
+            nd += 1
+    fti[FT_STATE, FS_DIRTY] = nd
+
+
+@njit(cache=True, _nrt=False, error_model="numpy")
+def _leaf_order_near(p, q, acct, two_levels, us, ur, ku, plan, stack):
+    """:func:`_leaf_order` of two leaves whose units' S / r are too close to tell."""
+    c = 0
+    exact = True
+    x = acct[p] if two_levels else p
+    y = acct[q] if two_levels else q
+    if x != y:
+        rx = ur[x]
+        ry = ur[y]
+        sx = us[x]
+        sy = us[y]
+        if not (rx > 0.0 or ry > 0.0) or (sx == sy and rx == ry):
+            c = 0  # both LF inf, or the same LF whatever T
+        else:
+            a = sx * ry  # LF_x / LF_y = (S_x r_y) / (S_y r_x)
+            b = sy * rx
+            if _FT_TINY <= a <= _FT_HUGE and _FT_TINY <= b <= _FT_HUGE and (a > b * _FT_MARGIN or b > a * _FT_MARGIN):
+                c = -1 if a > b else 1
+            else:  # this T's keys (``_fair_tree``'s floats), which another T may order otherwise
+                total = _np_sum(ur, plan, stack)
+                lx = _level_lf(sx, rx, total)
+                ly = _level_lf(sy, ry, total)
+                c = -1 if lx > ly else (1 if lx < ly else 0)
+                exact = False
+    if c == 0 and two_levels:
+        if ku[p] < ku[q]:
+            c = -1
+        elif ku[p] > ku[q]:
+            c = 1
+    return c, exact
+
+
+@njit(cache=True, _nrt=False, inline="always")
+def _leaf_order(p, q, kr, acct, two_levels, us, ur, ku, plan, stack):
+    """The order of leaves ``p`` and ``q`` by Fair Tree's (account key, user key), ``_fair_tree``'s
+    ``key_acct``/``key_user`` (-1 p first, 1 q first, 0 tied: one rank), and whether it holds at
+    every parent usage: by their units' S / r (``kr``) where these differ by more than the margin."""
+    a = kr[p]
+    b = kr[q]
+    if a > b * _FT_MARGIN:
+        return -1, True
+    if b > a * _FT_MARGIN:
+        return 1, True
+    return _leaf_order_near(p, q, acct, two_levels, us, ur, ku, plan, stack)
+
+
+@njit(cache=True, _nrt=False)
+def _ft_place(d, n, by, pos, moving, fval, kr, acct, two_levels, us, ur, ku, plan, stack):
+    """Move leaf ``d`` to its place among the leaves not moving (in order; ties by leaf number);
+    returns the first and last place of the leaves it passed, none (first > last) when it stays
+    between two neighbours not moving that it does not tie with at any parent usage and its and
+    its right neighbour's factors are already those of their places (the first of no tie)."""
+    p = pos[d]
+    t = p
+    j = p - 1
+    alone = True  # strictly between fixed neighbours, whatever T
+    while j >= 0:
+        k = by[j]
+        if moving[k] == 0:
+            c, exact = _leaf_order(d, k, kr, acct, two_levels, us, ur, ku, plan, stack)
+            if c < 0 or (c == 0 and d < k):
+                t = j
+            else:
+                alone = alone and c > 0 and exact and j == p - 1
+                break
+        j -= 1
+    if t < p:
+        for i in range(p, t, -1):
+            k = by[i - 1]
+            by[i] = k
+            pos[k] = i
+    else:
+        j = p + 1
+        while j < n:
+            k = by[j]
+            if moving[k] == 0:
+                c, exact = _leaf_order(k, d, kr, acct, two_levels, us, ur, ku, plan, stack)
+                if c < 0 or (c == 0 and k < d):
+                    t = j
+                else:
+                    alone = alone and c > 0 and exact and j == p + 1
+                    break
+            j += 1
+        for i in range(p, t):
+            k = by[i + 1]
+            by[i] = k
+            pos[k] = i
+    by[t] = d
+    pos[d] = t
+    moving[d] = 0
+    alone = alone and t == p and (p == 0 or moving[by[p - 1]] == 0) and (p == n - 1 or moving[by[p + 1]] == 0)
+    if alone and fval[d] == (n - p) / n and (p == n - 1 or fval[by[p + 1]] == (n - p - 1) / n):
+        return p + 1, p
+    return min(p, t), max(p, t)
+
+
+@njit(cache=True, _nrt=False)
+def _ft_factors(lo, hi, n, by, fval, kr, acct, two_levels, us, ur, ku, plan, stack):
+    """Fair Tree's factors of the places ``lo..hi`` and of the ties they are in (from the first
+    place of the tie at ``lo`` to the end of the one at ``hi``); returns whether every two
+    neighbours from ``lo - 1`` to ``hi + 1`` keep their order at every parent usage."""
+    exact_all = True
+    g = lo
+    while g > 0:
+        c, exact = _leaf_order(by[g - 1], by[g], kr, acct, two_levels, us, ur, ku, plan, stack)
+        exact_all = exact_all and exact
+        if c != 0:
+            break
+        g -= 1
+    first = g
+    fval[by[g]] = (n - first) / n
+    i = g + 1
+    while i < n:
+        c, exact = _leaf_order(by[i - 1], by[i], kr, acct, two_levels, us, ur, ku, plan, stack)
+        exact_all = exact_all and exact
+        if c != 0:
+            first = i
+            if i > hi:
+                fval[by[i]] = (n - first) / n
+                break
+        fval[by[i]] = (n - first) / n
+        i += 1
+    return exact_all
+
+
+@njit(cache=True, _nrt=False, error_model="numpy")
+def _ft_kept(usage, raw_acct, acct, sib, two_levels, us, ur, plan, stack, fval, ftk, fti):
+    """The update of ``_fair_tree_update`` while no two neighbours depend on the parent's usage:
+    the leaves of the dirty units get their user keys and ratios, then their places; the changed
+    ranges their factors. Returns whether still no two neighbours depend on it."""
+    n = usage.shape[0]
+    ku = ftk[1]
+    kr = ftk[FK_RATIO]
+    by = fti[0]
+    pos = fti[2]
+    ptr = fti[FT_UNIT_PTR]
+    leaves = fti[FT_UNIT_LEAF]
+    dirty = fti[FT_DIRTY]
+    moving = fti[FT_MOVING]
+    lo_of = fti[FT_LO]
+    hi_of = fti[FT_HI]
+    nd = fti[FT_STATE, FS_DIRTY]
+    for i in range(nd):
+        x = dirty[i]
+        r = ur[x]
+        ratio = us[x] / r if r > 0.0 else np.inf
+        for k in range(ptr[x], ptr[x + 1]):
+            l = leaves[k]
+            if two_levels:
+                ku[l] = -_level_lf(sib[l], usage[l], r)
+            kr[l] = ratio
+            moving[l] = 1
+    nr = 0
+    for i in range(nd):
+        x = dirty[i]
+        for k in range(ptr[x], ptr[x + 1]):
+            d = leaves[k]
+            p = pos[d]
+            if 0 < p < n - 1:  # (most often: strictly between fixed neighbours, as in _ft_place)
+                left = by[p - 1]
+                right = by[p + 1]
+                kd = kr[d]
+                if (moving[left] == 0 and moving[right] == 0 and kr[left] > kd * _FT_MARGIN
+                        and kd > kr[right] * _FT_MARGIN and fval[d] == (n - p) / n
+                        and fval[right] == (n - p - 1) / n):
+                    moving[d] = 0
+                    continue
+            lo, hi = _ft_place(d, n, by, pos, moving, fval, kr, acct, two_levels, us, ur, ku, plan, stack)
+            if lo > hi:
+                continue
+            r = nr  # the ranges by their first place
+            while r > 0 and lo_of[r - 1] > lo:
+                lo_of[r] = lo_of[r - 1]
+                hi_of[r] = hi_of[r - 1]
+                r -= 1
+            lo_of[r] = lo
+            hi_of[r] = hi
+            nr += 1
+    keep = True
+    r = 0
+    while r < nr:  # overlapping or touching ranges as one
+        lo = lo_of[r]
+        hi = hi_of[r]
+        r += 1
+        while r < nr and lo_of[r] <= hi + 1:
+            if hi_of[r] > hi:
+                hi = hi_of[r]
+            r += 1
+        if not _ft_factors(lo, hi, n, by, fval, kr, acct, two_levels, us, ur, ku, plan, stack):
+            keep = False
+    return keep
+
+
+@njit(cache=True, _nrt=False)
+def _ft_bounds_hold(bounds, n_unit):
+    """Whether the units' usage and shares keep every quotient the order relies on in the normal
+    range: each r / T in [2^-500, 1] (r >= 0, so T is at least the highest r and at most n_unit
+    times it), S / r within [2^-1000, 2^1000]."""
+    low = bounds[0]
+    high = bounds[1]
+    if low == np.inf:
+        return True  # no usage (r >= 0): every LF is inf
+    return low / high >= n_unit * _FT_SPREAD and bounds[2] / high >= _FT_TINY and bounds[3] / low <= _FT_HUGE
+
+
+@njit(cache=True, _nrt=False, error_model="numpy")
+def _fair_tree_update(usage, raw_acct, acct, sib, snorm, acct_share, two_levels, plan, stack, stamp, fval, fstamp,
+                      ftk, fti, scale):
+    """:func:`_fair_tree`'s factors (the same floats), updated from the last call's while its
+    order is known to hold (see above), else computed in full; ``ftk``/``fti``: its keys,
+    orders and state (rows ``FK_*``, ``FT_*``; ``FT_MARK``/``FT_DIRTY`` kept by
+    ``_fair_tree_dirty``); ``scale``: the usage scale, which only grows unless ``_ticks``
+    rescaled every usage (then in full)."""
+    n = usage.shape[0]
+    us = acct_share if two_levels else snorm
+    ur = raw_acct if two_levels else usage
+    state = fti[FT_STATE]
+    nd = state[FS_DIRTY]
+    bounds = ftk[FK_BOUNDS]
+    if state[FS_MODE] == FT_KEPT and scale >= bounds[4]:
+        bounds[4] = scale
+        negative = False
+        for i in range(nd):
+            r = ur[fti[FT_DIRTY, i]]
+            negative = negative or r < 0.0
+            if r > 0.0 and r < bounds[0]:
+                bounds[0] = r
+            if r > bounds[1]:
+                bounds[1] = r
+        if not negative and _ft_bounds_hold(bounds, ur.shape[0]):
+            if not _ft_kept(usage, raw_acct, acct, sib, two_levels, us, ur, plan, stack, fval, ftk, fti):
+                state[FS_MODE] = FT_FULL
+            for i in range(nd):
+                fti[FT_MARK, fti[FT_DIRTY, i]] = 0
+            state[FS_DIRTY] = 0
+            for l in range(n):
+                fstamp[l] = stamp
+            return
+    _fair_tree(usage, raw_acct, acct, sib, snorm, acct_share, two_levels, plan, stack, stamp, fval, fstamp,
+               ftk[0], ftk[1], fti[0], fti[1], fti[2])
+    for i in range(nd):
+        fti[FT_MARK, fti[FT_DIRTY, i]] = 0
+    state[FS_DIRTY] = 0
+    by = fti[0]
+    for i in range(n):
+        fti[2, by[i]] = i
+    kr = ftk[FK_RATIO]
+    for l in range(n):
+        x = acct[l] if two_levels else l
+        r = ur[x]
+        kr[l] = us[x] / r if r > 0.0 else np.inf
+    low = np.inf
+    high = 0.0
+    negative = False
+    for x in range(ur.shape[0]):
+        r = ur[x]
+        negative = negative or r < 0.0
+        if r > 0.0 and r < low:
+            low = r
+        if r > high:
+            high = r
+    bounds[0] = low
+    bounds[1] = high
+    bounds[4] = scale
+    if state[FS_MODE] != FT_ALWAYS_FULL:
+        keep = not negative and _ft_bounds_hold(bounds, ur.shape[0])
+        i = 1
+        while keep and i < n:
+            _, keep = _leaf_order(by[i - 1], by[i], kr, acct, two_levels, us, ur, ftk[1], plan, stack)
+            i += 1
+        state[FS_MODE] = FT_KEPT if keep else FT_FULL

@@ -19,7 +19,8 @@ import numpy as np
 from numba import njit
 
 from ._extended import (DYN_MULTIFACTOR, DYN_NONE, SF_ROOT, SF_SCALE, SF_TICK_AT, ST_ACTIVE, ST_DUE, ST_STAMP,
-                        ST_TICK, _account_end, _account_start, _compact, _fair_tree, _insert_sorted, _key,
+                        ST_TICK, _account_end, _account_start, _compact, _fair_tree_dirty, _fair_tree_update,
+                        _insert_sorted, _key,
                         _rekey_every_pass, _rekey_multifactor, _resort, _ticks)
 from ._kernels import (EV_NEXT, MODE_EASY, MODE_EASY_DREVT, MODE_NONE, SF_NOW, _before_shadow, _finish_next,
                        _launch, _load_counts, _slice_event, _store_counts)
@@ -58,6 +59,8 @@ def shared_dynamic_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus,
             if Q > 0 and next_tick < now:
                 now = next_tick
             if next_tick <= now:  # Multifactor.advance
+                if fair_tree:  # (the units about to gain usage: Fair Tree moves only them)
+                    _fair_tree_dirty(fti, active, n_active, acct, two_levels)
                 n_active, root, scale, tick_k, next_tick, ticks = _ticks(
                     now, next_tick, tick_k, t0, period, decay, scale, root, n_active, active, is_active, acc, runn,
                     usage, raw_acct, acct, n_acct)
@@ -77,8 +80,8 @@ def shared_dynamic_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus,
             j = arrivals[a]
             a += 1
             if fair_tree and fstamp[leaf[j]] != stamp:  # (all factors at once, once per tick)
-                _fair_tree(usage, raw_acct, acct, sib, snorm, acct_share, two_levels, fplan, fstack, stamp,
-                           fval, fstamp, ftk[0], ftk[1], fti[0], fti[1], fti[2])
+                _fair_tree_update(usage, raw_acct, acct, sib, snorm, acct_share, two_levels, fplan, fstack, stamp,
+                                  fval, fstamp, ftk, fti, scale)
             key[j] = _key(dyn, now, j, submit, a_arr, b_arr, leaf, acct, sib, snorm, usage, raw_acct,
                           fval, fstamp, stamp, root, w_age, w_fs, max_age)
             _insert_sorted(q, Q, j, key, rank)
@@ -91,8 +94,8 @@ def shared_dynamic_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus,
             due = False
             if dyn == DYN_MULTIFACTOR:
                 if fair_tree and fstamp[leaf[q[0]]] != stamp:
-                    _fair_tree(usage, raw_acct, acct, sib, snorm, acct_share, two_levels, fplan, fstack, stamp,
-                               fval, fstamp, ftk[0], ftk[1], fti[0], fti[1], fti[2])
+                    _fair_tree_update(usage, raw_acct, acct, sib, snorm, acct_share, two_levels, fplan, fstack, stamp,
+                                      fval, fstamp, ftk, fti, scale)
                 _rekey_multifactor(q, Q, key, now, submit, a_arr, leaf, acct, sib, snorm, usage, raw_acct,
                                    fval, fstamp, stamp, root, w_age, w_fs, max_age)
             else:

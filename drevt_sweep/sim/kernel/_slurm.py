@@ -11,7 +11,7 @@ segment tree over ranks of ``queue_policy_steps``); with a dynamic priority the 
 ``calc_period`` tick, or before every pass for WFP3/UNICEF, ``_literature_key``) and so are the
 fair-share ticks, the usage accounting at starts and ends
 and the priorities (``_ticks``, ``_account_start``/``_account_end``, ``_multifactor_key``; Fair
-Tree's factors, all at once at the first key of a tick, ``_fair_tree``): written once, in
+Tree's factors, all at once at the first key of a tick, ``_fair_tree_update``): written once, in
 ``_extended``. What is Slurm's here is when a pass runs and what it does:
 
 * the main scheduler (``job_scheduler.c`` ``_schedule``) at an event with an arrival or a
@@ -32,8 +32,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ._extended import (DYN_MULTIFACTOR, _account_end, _account_start, _compact, _fair_tree, _insert_sorted,
-                        _literature_key, _multifactor_key, _rekey_every_pass, _rekey_multifactor, _resort, _ticks)
+from ._extended import (DYN_MULTIFACTOR, _account_end, _account_start, _compact, _fair_tree_dirty, _fair_tree_update,
+                        _insert_sorted, _literature_key, _multifactor_key, _rekey_every_pass, _rekey_multifactor,
+                        _resort, _ticks)
 from ._kernels import (BIG, ST_HEAD, SF_NOW, _finish_next, _first_fit,
                        _first_waiting, _launch, _load_counts, _next_event, _prof_back, _prof_fit, _prof_fit_at,
                        _prof_occupy, _prof_occupy_at, _prof_rebuild, _seg_clear, _seg_set, _store_counts)
@@ -565,6 +566,8 @@ def slurm_steps(submit, limit, nodes, dur, arrivals, rank, users, total, pf_, pi
             if Q > 0 and next_tick < now:
                 now = next_tick
             if next_tick <= now:
+                if fair_tree:  # (the units about to gain usage: Fair Tree moves only them)
+                    _fair_tree_dirty(fti, active, n_active, acct, two_levels)
                 n_active, root, scale, tick_k, next_tick, ticks = _ticks(
                     now, next_tick, tick_k, fs_t0, period, decay, scale, root, n_active, active, is_active, acc,
                     runn, usage, raw_acct, acct, n_acct)
@@ -593,8 +596,8 @@ def slurm_steps(submit, limit, nodes, dur, arrivals, rank, users, total, pf_, pi
                 _insert_sorted(q, Q, j, key, rank)
             elif sorted_q:
                 if fair_tree and fstamp[leaf[j]] != stamp:  # (all factors at once, once per tick)
-                    _fair_tree(usage, raw_acct, acct, sib, snorm, acct_share, two_levels, fplan, fstack, stamp, fval,
-                               fstamp, ftk[0], ftk[1], fti[0], fti[1], fti[2])
+                    _fair_tree_update(usage, raw_acct, acct, sib, snorm, acct_share, two_levels, fplan, fstack, stamp,
+                                      fval, fstamp, ftk, fti, scale)
                 key[j] = _multifactor_key(now, j, submit, a_arr, leaf, acct, sib, snorm, usage, raw_acct, fval,
                                           fstamp, stamp, root, w_age, w_fs, max_age)
                 if _insert_sorted(q, Q, j, key, rank) <= stop_at:
@@ -641,8 +644,8 @@ def slurm_steps(submit, limit, nodes, dur, arrivals, rank, users, total, pf_, pi
                 continue  # no waiting job fits: the order matters at the jump's end only (re-keyed there)
             due = False
             if fair_tree and fstamp[leaf[q[0]]] != stamp:
-                _fair_tree(usage, raw_acct, acct, sib, snorm, acct_share, two_levels, fplan, fstack, stamp, fval,
-                           fstamp, ftk[0], ftk[1], fti[0], fti[1], fti[2])
+                _fair_tree_update(usage, raw_acct, acct, sib, snorm, acct_share, two_levels, fplan, fstack, stamp,
+                                  fval, fstamp, ftk, fti, scale)
             if due_at == now:
                 _rekey_multifactor(q, Q, key, now, submit, a_arr, leaf, acct, sib, snorm, usage, raw_acct, fval,
                                    fstamp, stamp, root, w_age, w_fs, max_age)
