@@ -5,7 +5,8 @@ Scope: one shared-node pool, static priorities (a rank per job; with partition `
 ``on_reservation`` hook (``sim.shared._use_kernel`` sends every other case to the reference).
 What is reused rather than rewritten:
 
-* the clocks of the periodic passes: ``_slurm._pass_clocks`` over ``_due`` (``SlurmBackfill._due``: ticks at
+* the settings and the clocks of the periodic passes (``_slurm._settings``, ``_load_clocks``/
+  ``_store_clocks``): ``_slurm._pass_clocks`` over ``_due`` (``SlurmBackfill._due``: ticks at
   ``t0 + k * step`` from the first pass, the ones passed while no job waits skipped) and the
   window end ``_slurm._window_end`` (``cycle_window_end``);
 * the per-node free profiles of the shared conservative kernel with limits enforced
@@ -22,7 +23,8 @@ What is reused rather than rewritten:
   has there, so nothing fits beside it; here the span becomes one segment of free amounts -1
   (``_block``: the same fits, and the breakpoints inside it go);
 * free resources and starts from ``kernel.shared`` (``_take``, ``_give_back``), the event
-  loop's steps from ``_kernels`` (``_finish_next``, ``_launch``, ``_enqueue_arrivals``).
+  loop's steps from ``_kernels`` (``_next_wake``, ``_finish_next``, ``_launch``,
+  ``_enqueue_arrivals``) and ``_extended._compact`` (the started jobs leave the queue).
 
 A job starting now goes where Slurm's cons_tres puts it (``_cons_tres_nodes``, step for step
 ``sim.shared.cons_tres_nodes``: best fit over runs of consecutive usable nodes, then the node

@@ -5,14 +5,15 @@ Scope: one whole-node pool of constant size, static priorities (a rank per job),
 multifactor with classic fair-share or Fair Tree (``policies.multifactor``) or WFP3/UNICEF
 (``policies.literature``), no association limits and no
 ``PriorityTier`` (``engine._use_fast_kernel`` sends every other case to the reference). The
-event loop is ``_kernels``' (its steps ``_next_event``, ``_finish_next``, ``_launch``, the
-segment tree over ranks of ``queue_policy_steps``); with a dynamic priority the queue is
+event loop is ``_kernels``' (its steps ``_next_wake``, ``_finish_next``, ``_launch``, the state
+``_load_queue``/``_store_queue``, the segment tree over ranks of ``queue_policy_steps``); with a dynamic priority the queue is
 ``_extended``'s instead (an array sorted by (key, FCFS rank), re-keyed and re-sorted at each
 ``calc_period`` tick, or before every pass for WFP3/UNICEF, ``_literature_key``) and so are the
 fair-share ticks, the usage accounting at starts and ends
 and the priorities (``_ticks``, ``_account_start``/``_account_end``, ``_multifactor_key``; Fair
 Tree's factors, all at once at the first key of a tick, ``_fair_tree``): written once, in
-``_extended``. What is Slurm's here is when a pass runs and what it does:
+``_extended`` (with the scalars they carry between slices, ``_load_fairshare``/
+``_store_fairshare``). What is Slurm's here is when a pass runs and what it does:
 
 * the main scheduler (``job_scheduler.c`` ``_schedule``) at an event with an arrival or a
   completion, to ``default_queue_depth`` + 1 jobs, and over the whole queue at the periodic
