@@ -153,7 +153,11 @@ def _load_fairshare(st, sf, s0, f0):
     """Multifactor's fair-share scalars carried between slices, in ``st[s0:s0 + 4]`` (as
     ST_ACTIVE, ST_STAMP, ST_TICK, ST_DUE here) and ``sf[f0:f0 + 3]`` (as SF_ROOT, SF_SCALE,
     SF_TICK_AT; ``_slurm`` keeps them at other places): (active associations, generation,
-    next tick's number, re-keying due, root's usage, usage scale, next tick)."""
+    next tick's number, re-keying due, root's usage, usage scale, next tick).
+    ``extended_steps`` reads them itself: with this helper too (inlined or called; once per
+    slice) it ran 2.5-4 % slower, A/B on KTH-SP2 x1.4 and LANL-CM5 with multifactor, with the
+    store helper alone 0-1.5 % (``benchmarks/RESULTS.md``, "Eighteenth session, helper
+    kdedup"; the machine code of its loop must change: the loads are once per slice)."""
     return st[s0], st[s0 + 1], st[s0 + 2], st[s0 + 3] != 0, sf[f0], sf[f0 + 1], sf[f0 + 2]
 
 
@@ -192,9 +196,15 @@ def extended_steps(submit, limit, nodes, dur, arrivals, rank, mode, estimate, sj
     planning = estimate != EST_USER
     fairshare = dyn == DYN_MULTIFACTOR
     free, R, H, Q, a, done, now = _load_counts(st, sf)
-    n_active, stamp, tick_k, due, root, scale, next_tick = _load_fairshare(st, sf, ST_ACTIVE, SF_ROOT)
     O = st[ST_O]
     S = st[ST_S]
+    n_active = st[ST_ACTIVE]  # (not ``_load_fairshare``: see there)
+    stamp = st[ST_STAMP]
+    tick_k = st[ST_TICK]
+    due = st[ST_DUE] != 0
+    root = sf[SF_ROOT]
+    scale = sf[SF_SCALE]
+    next_tick = sf[SF_TICK_AT]
     n_arr = arrivals.shape[0]
     while True:
         status, now, budget = _slice_event(submit, arrivals, a, hk, H, now, budget)
@@ -329,9 +339,9 @@ def extended_steps(submit, limit, nodes, dur, arrivals, rank, mode, estimate, sj
             status = -2
             break
     _store_counts(st, sf, free, R, H, Q, a, done, now)
-    _store_fairshare(st, sf, ST_ACTIVE, SF_ROOT, n_active, stamp, tick_k, due, root, scale, next_tick)
     st[ST_O] = O
     st[ST_S] = S
+    _store_fairshare(st, sf, ST_ACTIVE, SF_ROOT, n_active, stamp, tick_k, due, root, scale, next_tick)
     return status
 
 
