@@ -107,8 +107,9 @@ def shared_dynamic_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus,
         if k < Q and mode != MODE_NONE:
             # 4. the head's shadow time and the free resources then
             h = q[k]
-            shadow, fits = _shadow_on_nodes(now, h, fc, fg, fm, Fc, Fg, Fm, re, rj, R, node_start, node_list,
-                                            nodes, cores, gpus, mem)
+            kh, ch, gh, mh = nodes[h], cores[h], gpus[h], mem[h]
+            shadow, fits = _shadow_on_nodes(now, kh, ch, gh, mh, fc, fg, fm, Fc, Fg, Fm, re, rj, R, node_start,
+                                            node_list, cores, gpus, mem)
             if shadow == np.inf:
                 status = -3
                 break
@@ -124,8 +125,8 @@ def shared_dynamic_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus,
                     continue
                 if not _first_fit(fc, fg, fm, nodes[j], cores[j], gpus[j], mem[j], pick):
                     continue
-                admitted, fits = _easy_admits(j, h, now, shadow, strict, use_extra, fits, pick, Fc, Fg, Fm, limit,
-                                              nodes, cores, gpus, mem)
+                admitted, fits = _easy_admits(j, now, shadow, strict, use_extra, fits, kh, ch, gh, mh, pick, Fc, Fg,
+                                              Fm, limit, nodes, cores, gpus, mem)
                 if not admitted:
                     continue
                 _take(j, pick, nodes, cores, gpus, mem, fc, fg, fm, node_start, node_list)

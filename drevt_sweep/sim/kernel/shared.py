@@ -113,13 +113,13 @@ def _maxima(fc, fg, fm):
 
 
 @njit(cache=True, _nrt=False)
-def _shadow_on_nodes(now, h, fc, fg, fm, Fc, Fg, Fm, re, rj, R, node_start, node_list, nodes, cores, gpus, mem):
-    """``sim.shared._shadow``: the shadow time of the head job ``h`` (asking for ``kh`` nodes of
-    (ch, gh, mh); inf if it never fits) and the count of nodes that hold its request then. The running jobs
+def _shadow_on_nodes(now, kh, ch, gh, mh, fc, fg, fm, Fc, Fg, Fm, re, rj, R, node_start, node_list, cores, gpus,
+                     mem):
+    """``sim.shared._shadow``: the shadow time of a head asking for ``kh`` nodes of (ch, gh, mh)
+    (inf if it never fits) and the count of nodes that hold its request then. The running jobs
     ``re``/``rj[:R]`` (by estimated end; an overdue one right after ``now``) are released group
     by group of equal times onto ``Fc``/``Fg``/``Fm``, a copy of the free resources, which are
     left as they are at the shadow time (for EASY's extra-resources rule, ``_easy_admits``)."""
-    kh, ch, gh, mh = nodes[h], cores[h], gpus[h], mem[h]
     fits = 0
     for i in range(fc.shape[0]):
         Fc[i] = fc[i]
@@ -146,20 +146,23 @@ def _shadow_on_nodes(now, h, fc, fg, fm, Fc, Fg, Fm, re, rj, R, node_start, node
 
 
 @njit(cache=True, _nrt=False, inline="always")
-def _easy_admits(j, h, now, shadow, strict, use_extra, fits, pick, Fc, Fg, Fm, limit, nodes, cores, gpus, mem):
+def _easy_admits(j, now, shadow, strict, use_extra, fits, kh, ch, gh, mh, pick, Fc, Fg, Fm, limit, nodes, cores, gpus,
+                 mem):
     """EASY's backfill rule on shared nodes (``sim.shared._run_events``) for job ``j``, first-fitted
-    on ``pick[:nodes[j]]``, while the head ``h`` waits for ``shadow``: it ends before the shadow
-    time (or at it unless ``strict``), or (``use_extra``: easy) the head still fits on ``Fc``/
-    ``Fg``/``Fm`` (the nodes at the shadow time, ``fits`` of them holding its request) with ``j``'s
-    request taken from the nodes it takes now, which it then keeps. Returns (admitted, fits)."""
+    on ``pick[:nodes[j]]``, while the head (``kh`` nodes of (ch, gh, mh)) waits for ``shadow``: it
+    ends before the shadow time (or at it unless ``strict``), or (``use_extra``: easy) the head
+    still fits on ``Fc``/``Fg``/``Fm`` (the nodes at the shadow time, ``fits`` of them holding its
+    request) with ``j``'s request taken from the nodes it takes now, which it then keeps. Returns
+    (admitted, fits). Inlined: called, shared EASY with a dynamic priority ran 6-9 % slower; the
+    drivers read the head's request once per pass (read here: wfp3 +3.0-3.6 % against +1.5 %, A/B in
+    ``benchmarks/RESULTS.md``, "Eighteenth session, helper kdedup")."""
     if _before_shadow(now + limit[j], shadow, strict):
         return True, fits
     if not use_extra:
         return False, fits
-    ch, gh, mh = cores[h], gpus[h], mem[h]
     for x in range(nodes[j]):
         fits += _shift(Fc, Fg, Fm, pick[x], cores[j], gpus[j], mem[j], -1, ch, gh, mh)
-    if fits >= nodes[h]:
+    if fits >= kh:
         return True, fits
     for x in range(nodes[j]):  # the head would no longer fit: give it back
         fits += _shift(Fc, Fg, Fm, pick[x], cores[j], gpus[j], mem[j], 1, ch, gh, mh)
@@ -216,8 +219,9 @@ def shared_queue_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, m
 
         # 2. the head's shadow time and the free resources then
         hj_ = job_of_rank[h]
-        shadow, fits = _shadow_on_nodes(now, hj_, fc, fg, fm, Fc, Fg, Fm, re, rj, R, node_start, node_list,
-                                        nodes, cores, gpus, mem)
+        kh, ch, gh, mh = nodes[hj_], cores[hj_], gpus[hj_], mem[hj_]
+        shadow, fits = _shadow_on_nodes(now, kh, ch, gh, mh, fc, fg, fm, Fc, Fg, Fm, re, rj, R, node_start,
+                                        node_list, cores, gpus, mem)
         if shadow == np.inf:
             status = -3
             break
@@ -232,8 +236,8 @@ def shared_queue_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, m
             if not _first_fit(fc, fg, fm, nodes[j], cores[j], gpus[j], mem[j], pick):
                 c += 1
                 continue
-            admitted, fits = _easy_admits(j, hj_, now, shadow, strict, use_extra, fits, pick, Fc, Fg, Fm, limit,
-                                          nodes, cores, gpus, mem)
+            admitted, fits = _easy_admits(j, now, shadow, strict, use_extra, fits, kh, ch, gh, mh, pick, Fc, Fg, Fm,
+                                          limit, nodes, cores, gpus, mem)
             if not admitted:
                 c += 1
                 continue
