@@ -29,7 +29,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ._kernels import (EV_NEXT, MODE_EASY, MODE_EASY_DREVT, MODE_NONE, SF_NOW, ST_A, ST_DONE, ST_FREE, ST_H, ST_Q,
+from ._kernels import (EV_NEXT, MODE_EASY, MODE_EASY_DREVT, MODE_NONE, ST_A, ST_DONE, ST_FREE, ST_H, ST_Q,
                        ST_R, _before_shadow, _finish_next, _heap_pop, _heap_push, _launch, _load_counts,
                        _run_insert, _run_remove, _shadow, _slice_event, _store_counts)
 
@@ -148,6 +148,30 @@ SF_SCALE = 2  # fair-share: usage scale (1 / decay^ticks, rescaled by 2^-600 now
 SF_TICK_AT = 3  # multifactor: the next tick (inf without fair-share)
 
 
+@njit(cache=True, _nrt=False, inline="always")
+def _load_fairshare(st, sf, s0, f0):
+    """Multifactor's fair-share scalars carried between slices, in ``st[s0:s0 + 4]`` (as
+    ST_ACTIVE, ST_STAMP, ST_TICK, ST_DUE here) and ``sf[f0:f0 + 3]`` (as SF_ROOT, SF_SCALE,
+    SF_TICK_AT; ``_slurm`` keeps them at other places): (active associations, generation,
+    next tick's number, re-keying due, root's usage, usage scale, next tick).
+    ``extended_steps`` reads them itself: with this helper too (inlined or called; once per
+    slice) it ran 2.5-4 % slower, A/B on KTH-SP2 x1.4 and LANL-CM5 with multifactor, with the
+    store helper alone 0-1.5 % (``benchmarks/RESULTS.md``, "Eighteenth session, helper
+    kdedup"; the machine code of its loop must change: the loads are once per slice)."""
+    return st[s0], st[s0 + 1], st[s0 + 2], st[s0 + 3] != 0, sf[f0], sf[f0 + 1], sf[f0 + 2]
+
+
+@njit(cache=True, _nrt=False, inline="always")
+def _store_fairshare(st, sf, s0, f0, n_active, stamp, tick_k, due, root, scale, next_tick):
+    st[s0] = n_active
+    st[s0 + 1] = stamp
+    st[s0 + 2] = tick_k
+    st[s0 + 3] = 1 if due else 0
+    sf[f0] = root
+    sf[f0 + 1] = scale
+    sf[f0 + 2] = next_tick
+
+
 @njit(cache=True, _nrt=False)
 def extended_steps(submit, limit, nodes, dur, arrivals, rank, mode, estimate, sjbf, users,
                    dyn, a_arr, b_arr, leaf, acct, sib, snorm, n_acct, w_age, w_fs, max_age, period, decay, t0,
@@ -171,14 +195,13 @@ def extended_steps(submit, limit, nodes, dur, arrivals, rank, mode, estimate, sj
     strict = mode == MODE_EASY_DREVT
     planning = estimate != EST_USER
     fairshare = dyn == DYN_MULTIFACTOR
-    free, R, H, Q, a, done = _load_counts(st)
+    free, R, H, Q, a, done, now = _load_counts(st, sf)
     O = st[ST_O]
     S = st[ST_S]
-    n_active = st[ST_ACTIVE]
+    n_active = st[ST_ACTIVE]  # (not ``_load_fairshare``: see there)
     stamp = st[ST_STAMP]
     tick_k = st[ST_TICK]
     due = st[ST_DUE] != 0
-    now = sf[SF_NOW]
     root = sf[SF_ROOT]
     scale = sf[SF_SCALE]
     next_tick = sf[SF_TICK_AT]
@@ -317,17 +340,10 @@ def extended_steps(submit, limit, nodes, dur, arrivals, rank, mode, estimate, sj
         if free < 0:
             status = -2
             break
-    _store_counts(st, free, R, H, Q, a, done)
+    _store_counts(st, sf, free, R, H, Q, a, done, now)
     st[ST_O] = O
     st[ST_S] = S
-    st[ST_ACTIVE] = n_active
-    st[ST_STAMP] = stamp
-    st[ST_TICK] = tick_k
-    st[ST_DUE] = 1 if due else 0
-    sf[SF_NOW] = now
-    sf[SF_ROOT] = root
-    sf[SF_SCALE] = scale
-    sf[SF_TICK_AT] = next_tick
+    _store_fairshare(st, sf, ST_ACTIVE, SF_ROOT, n_active, stamp, tick_k, due, root, scale, next_tick)
     return status
 
 

@@ -200,6 +200,18 @@ def _slice_event(submit, arrivals, a, hk, H, now, budget):
 
 
 @njit(cache=True, _nrt=False, inline="always")
+def _next_wake(submit, arrivals, a, hk, H, now, wake, work, budget):
+    """The head of the event loop of the drivers that also wake at times of their own
+    (conservative's reservations, Slurm's periodic passes): (go, time, work done). ``go`` False:
+    the slice's ``budget`` of work is used (``now`` unchanged); else the next event is at the
+    earlier of ``_next_event`` and ``wake`` and takes one unit of work."""
+    if work >= budget:
+        return False, now, work
+    t = _next_event(submit, arrivals, a, hk, H)
+    return True, (wake if wake < t else t), work + 1
+
+
+@njit(cache=True, _nrt=False, inline="always")
 def _arrival(submit, arrivals, a, now, rank, Q, head):
     """The next job that arrives by ``now`` into a queue ordered by static ranks (a segment
     tree's leaves): (job, next arrival, waiting, smallest waiting rank); job -1 when no other
@@ -266,20 +278,36 @@ def _may_backfill(e, nj, shadow, extra, strict, use_extra):
 
 
 @njit(cache=True, _nrt=False, inline="always")
-def _load_counts(st):
+def _load_counts(st, sf):
     """The scalars every driver carries between slices: (free, running, heap, waiting, next
-    arrival, jobs done)."""
-    return st[ST_FREE], st[ST_R], st[ST_H], st[ST_Q], st[ST_A], st[ST_DONE]
+    arrival, jobs done, simulated time)."""
+    return st[ST_FREE], st[ST_R], st[ST_H], st[ST_Q], st[ST_A], st[ST_DONE], sf[SF_NOW]
 
 
 @njit(cache=True, _nrt=False, inline="always")
-def _store_counts(st, free, R, H, Q, a, done):
+def _store_counts(st, sf, free, R, H, Q, a, done, now):
     st[ST_FREE] = free
     st[ST_R] = R
     st[ST_H] = H
     st[ST_Q] = Q
     st[ST_A] = a
     st[ST_DONE] = done
+    sf[SF_NOW] = now
+
+
+@njit(cache=True, _nrt=False, inline="always")
+def _load_queue(st, sf):
+    """The state of a driver over a queue of static ranks (``queue_policy_steps``,
+    ``shared.shared_queue_steps``, ``_slurm.slurm_steps``): ``_load_counts``' scalars with the
+    smallest waiting rank before the simulated time."""
+    free, R, H, Q, a, done, now = _load_counts(st, sf)
+    return free, R, H, Q, a, done, st[ST_HEAD], now
+
+
+@njit(cache=True, _nrt=False, inline="always")
+def _store_queue(st, sf, free, R, H, Q, a, done, head, now):
+    _store_counts(st, sf, free, R, H, Q, a, done, now)
+    st[ST_HEAD] = head
 
 
 # --- waiting queue (none / EASY): segment tree over priority ranks ---------------------------
@@ -417,9 +445,7 @@ def queue_policy_steps(submit, limit, nodes, dur, arrivals, rank, total, mode,
     size = tn.shape[0] // 2
     use_extra = mode == MODE_EASY
     strict = mode == MODE_EASY_DREVT
-    free, R, H, Q, a, done = _load_counts(st)
-    head = st[ST_HEAD]  # smallest waiting rank (size: nobody waits)
-    now = sf[SF_NOW]
+    free, R, H, Q, a, done, head, now = _load_queue(st, sf)  # head: size when nobody waits
     while True:
         status, now, budget = _slice_event(submit, arrivals, a, hk, H, now, budget)
         if status != EV_NEXT:
@@ -477,9 +503,7 @@ def queue_policy_steps(submit, limit, nodes, dur, arrivals, rank, total, mode,
             if free == 0:
                 break
             c += 1
-    _store_counts(st, free, R, H, Q, a, done)
-    st[ST_HEAD] = head
-    sf[SF_NOW] = now
+    _store_queue(st, sf, free, R, H, Q, a, done, head, now)
     return status
 
 
@@ -1180,8 +1204,7 @@ def conservative_steps(submit, limit, nodes, dur, arrivals, rank, total, enforce
     belongs to the pass); the remaining loops of a pass are O(queue) with O(1) bodies.
     """
     max_rounds = 1000 + 100 * submit.shape[0]
-    free, R, H, Q, a, done = _load_counts(st)
-    now = sf[SF_NOW]
+    free, R, H, Q, a, done, now = _load_counts(st, sf)
     earliest = sf[SF_EARLIEST]
     wake = sf[SF_WAKE]
     n_arr = arrivals.shape[0]
@@ -1202,13 +1225,10 @@ def conservative_steps(submit, limit, nodes, dur, arrivals, rank, total, enforce
             rounds = st[ST_ROUNDS]
             st[ST_PASS_AT] = -1
         else:
-            if work >= budget:
+            go, now, work = _next_wake(submit, arrivals, a, hk, H, now, wake, work, budget)
+            if not go:
                 status = 1
                 break
-            work += 1
-            now = _next_event(submit, arrivals, a, hk, H)
-            if wake < now:
-                now = wake
             if enforce:
                 _prof_trim(pt, pf, pb, ps, now)
             if st[ST_FIXPOINT] == 1:
@@ -1364,8 +1384,7 @@ def conservative_steps(submit, limit, nodes, dur, arrivals, rank, total, enforce
         wake = np.inf
         if order == ORDER_ONE_PASS and Q > 0 and (enforce or earliest > np.nextafter(now, np.inf)):
             wake = earliest
-    _store_counts(st, free, R, H, Q, a, done)
-    sf[SF_NOW] = now
+    _store_counts(st, sf, free, R, H, Q, a, done, now)
     sf[SF_EARLIEST] = earliest
     sf[SF_WAKE] = wake
     return status

@@ -18,13 +18,12 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ._extended import (DYN_MULTIFACTOR, DYN_NONE, SF_ROOT, SF_SCALE, SF_TICK_AT, ST_ACTIVE, ST_DUE, ST_STAMP,
-                        ST_TICK, _account_end, _account_start, _compact, _fair_tree_dirty, _fair_tree_update,
-                        _insert_sorted, _key,
-                        _rekey_every_pass, _rekey_multifactor, _resort, _ticks)
-from ._kernels import (EV_NEXT, MODE_EASY, MODE_EASY_DREVT, MODE_NONE, SF_NOW, _before_shadow, _finish_next,
-                       _launch, _load_counts, _slice_event, _store_counts)
-from .shared import MODES, _first_fit, _give_back, _maxima, _node_lists, _shadow_on_nodes, _shift, _take
+from ._extended import (DYN_MULTIFACTOR, DYN_NONE, SF_ROOT, ST_ACTIVE, _account_end, _account_start, _compact,
+                        _fair_tree_dirty, _fair_tree_update, _insert_sorted, _key, _load_fairshare,
+                        _rekey_every_pass, _rekey_multifactor, _resort, _store_fairshare, _ticks)
+from ._kernels import (EV_NEXT, MODE_EASY, MODE_EASY_DREVT, MODE_NONE, _finish_next, _launch, _load_counts,
+                       _slice_event, _store_counts)
+from .shared import MODES, _easy_admits, _first_fit, _give_back, _maxima, _node_lists, _shadow_on_nodes, _take
 
 
 @njit(cache=True, _nrt=False)
@@ -40,15 +39,8 @@ def shared_dynamic_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus,
     strict = mode == MODE_EASY_DREVT
     use_extra = mode == MODE_EASY
     fairshare = dyn == DYN_MULTIFACTOR
-    _, R, H, Q, a, done = _load_counts(st)
-    n_active = st[ST_ACTIVE]
-    stamp = st[ST_STAMP]
-    tick_k = st[ST_TICK]
-    due = st[ST_DUE] != 0
-    now = sf[SF_NOW]
-    root = sf[SF_ROOT]
-    scale = sf[SF_SCALE]
-    next_tick = sf[SF_TICK_AT]
+    _, R, H, Q, a, done, now = _load_counts(st, sf)
+    n_active, stamp, tick_k, due, root, scale, next_tick = _load_fairshare(st, sf, ST_ACTIVE, SF_ROOT)
     n_arr = arrivals.shape[0]
     status = 0
     while True:
@@ -135,16 +127,9 @@ def shared_dynamic_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus,
                     continue
                 if not _first_fit(fc, fg, fm, nodes[j], cores[j], gpus[j], mem[j], pick):
                     continue
-                if _before_shadow(now + limit[j], shadow, strict):
-                    pass
-                elif use_extra:  # its request taken from the nodes at the shadow time
-                    for x in range(nodes[j]):
-                        fits += _shift(Fc, Fg, Fm, pick[x], cores[j], gpus[j], mem[j], -1, ch, gh, mh)
-                    if fits < kh:  # the head would no longer fit: give it back
-                        for x in range(nodes[j]):
-                            fits += _shift(Fc, Fg, Fm, pick[x], cores[j], gpus[j], mem[j], 1, ch, gh, mh)
-                        continue
-                else:
+                admitted, fits = _easy_admits(j, now, shadow, strict, use_extra, fits, kh, ch, gh, mh, pick, Fc, Fg,
+                                              Fm, limit, nodes, cores, gpus, mem)
+                if not admitted:
                     continue
                 _take(j, pick, nodes, cores, gpus, mem, fc, fg, fm, node_start, node_list)
                 R, H = _launch(j, now, now + limit[j], begin, end, est, dur, nodes, re, rj, rn, R, hk, hj, H)
@@ -155,15 +140,8 @@ def shared_dynamic_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus,
                 maxc, maxg, maxm = _maxima(fc, fg, fm)
         if started_any:
             Q = _compact(q, Q, begin)
-    _store_counts(st, 0, R, H, Q, a, done)
-    st[ST_ACTIVE] = n_active
-    st[ST_STAMP] = stamp
-    st[ST_TICK] = tick_k
-    st[ST_DUE] = 1 if due else 0
-    sf[SF_NOW] = now
-    sf[SF_ROOT] = root
-    sf[SF_SCALE] = scale
-    sf[SF_TICK_AT] = next_tick
+    _store_counts(st, sf, 0, R, H, Q, a, done, now)
+    _store_fairshare(st, sf, ST_ACTIVE, SF_ROOT, n_active, stamp, tick_k, due, root, scale, next_tick)
     return status
 
 

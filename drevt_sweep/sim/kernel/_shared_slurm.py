@@ -5,7 +5,8 @@ Scope: one shared-node pool, static priorities (a rank per job; with partition `
 ``on_reservation`` hook (``sim.shared._use_kernel`` sends every other case to the reference).
 What is reused rather than rewritten:
 
-* the clocks of the periodic passes: ``_slurm._pass_clocks`` over ``_due`` (``SlurmBackfill._due``: ticks at
+* the settings and the clocks of the periodic passes (``_slurm._settings``, ``_load_clocks``/
+  ``_store_clocks``): ``_slurm._pass_clocks`` over ``_due`` (``SlurmBackfill._due``: ticks at
   ``t0 + k * step`` from the first pass, the ones passed while no job waits skipped) and the
   window end ``_slurm._window_end`` (``cycle_window_end``);
 * the per-node free profiles of the shared conservative kernel with limits enforced
@@ -22,7 +23,8 @@ What is reused rather than rewritten:
   has there, so nothing fits beside it; here the span becomes one segment of free amounts -1
   (``_block``: the same fits, and the breakpoints inside it go);
 * free resources and starts from ``kernel.shared`` (``_take``, ``_give_back``), the event
-  loop's steps from ``_kernels`` (``_finish_next``, ``_launch``, ``_enqueue_arrivals``).
+  loop's steps from ``_kernels`` (``_next_wake``, ``_finish_next``, ``_launch``,
+  ``_enqueue_arrivals``) and ``_extended._compact`` (the started jobs leave the queue).
 
 A job starting now goes where Slurm's cons_tres puts it (``_cons_tres_nodes``, step for step
 ``sim.shared.cons_tres_nodes``: best fit over runs of consecutive usable nodes, then the node
@@ -52,9 +54,11 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ._kernels import BIG, SF_NOW, _enqueue_arrivals, _finish_next, _launch, _load_counts, _next_event, _store_counts
+from ._extended import _compact
+from ._kernels import BIG, _enqueue_arrivals, _finish_next, _launch, _load_counts, _next_wake, _store_counts
 from ._slurm import (P_DEPTH, P_F_SIZE, P_I_SIZE, P_INTERVAL, P_MAX_TEST, P_MAX_USER, P_RES, P_RESERVE, P_SCHED,
-                     P_WINDOW, SF_NEXT_BF, SF_NEXT_FULL, SF_T0, ST_CYCLE, ST_KBF, ST_KFULL, _pass_clocks, _window_end)
+                     P_WINDOW, SF_NEXT_BF, SF_NEXT_FULL, SF_T0, ST_CYCLE, ST_KFULL, _load_clocks, _pass_clocks,
+                     _settings, _store_clocks, _window_end)
 from .shared import (_earliest_all, _first_fit, _give_back, _maxima, _node_earliest, _node_lists, _prof_grow,
                      _prof_take, _room, _seg, _take)
 
@@ -373,22 +377,10 @@ def shared_slurm_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, m
     most ``budget`` events. The free profiles may grow inside a pass, so this driver keeps
     numba's runtime and returns them: (status, PT, PC, PG, PM); status 0 done, 1 budget used,
     -3 a job that fits nowhere."""
-    interval = pf_[P_INTERVAL]
-    sched = pf_[P_SCHED]
-    window = pf_[P_WINDOW]
-    res = pf_[P_RES]
-    max_test = pi[P_MAX_TEST]
-    max_user = pi[P_MAX_USER]
-    reserve_cap = pi[P_RESERVE]
-    depth = pi[P_DEPTH]
-    _, R, H, Q, a, done = _load_counts(st)
-    kbf = st[ST_KBF]
-    kfull = st[ST_KFULL]
+    interval, sched, window, res, max_test, max_user, reserve_cap, depth = _settings(pf_, pi)
+    _, R, H, Q, a, done, now = _load_counts(st, sf)
+    kbf, kfull, t0, next_bf, next_full = _load_clocks(st, sf)
     cycle = st[ST_CYCLE]
-    now = sf[SF_NOW]
-    t0 = sf[SF_T0]
-    next_bf = sf[SF_NEXT_BF]
-    next_full = sf[SF_NEXT_FULL]
     n_arr = arrivals.shape[0]
     n_nodes = fc.shape[0]
     wit = np.empty(n_nodes, np.int64)  # where the cycle's last possible start fits now, and those nodes marked
@@ -398,15 +390,11 @@ def shared_slurm_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, m
     status = 0
     events = 0
     while a < n_arr or H > 0 or (Q > 0 and _wake_at(interval, sched, next_bf, next_full) < np.inf):
-        if events >= budget:
+        wake = _wake_at(interval, sched, next_bf, next_full) if Q > 0 else np.inf
+        go, now, events = _next_wake(submit, arrivals, a, hk, H, now, wake, events, budget)
+        if not go:
             status = 1
             break
-        events += 1
-        now = _next_event(submit, arrivals, a, hk, H)
-        if Q > 0:
-            wake = _wake_at(interval, sched, next_bf, next_full)
-            if wake < now:
-                now = wake
         completed = False
         while H > 0 and hk[0] <= now:
             j, H, R = _finish_next(hk, hj, H, re, rj, rn, R, est)
@@ -506,21 +494,10 @@ def shared_slurm_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, m
             j = due[y]
             R, H = _launch(j, now, now + limit[j], begin, end, est, dur, nodes, re, rj, rn, R, hk, hj, H)
         if D:
-            w = 0
-            for y in range(Q):
-                j = q[y]
-                if begin[j] != begin[j]:
-                    q[w] = j
-                    w += 1
-            Q = w
-    _store_counts(st, 0, R, H, Q, a, done)
-    st[ST_KBF] = kbf
-    st[ST_KFULL] = kfull
+            Q = _compact(q, Q, begin)
+    _store_counts(st, sf, 0, R, H, Q, a, done, now)
+    _store_clocks(st, sf, kbf, kfull, t0, next_bf, next_full)
     st[ST_CYCLE] = cycle
-    sf[SF_NOW] = now
-    sf[SF_T0] = t0
-    sf[SF_NEXT_BF] = next_bf
-    sf[SF_NEXT_FULL] = next_full
     return status, PT, PC, PG, PM
 
 

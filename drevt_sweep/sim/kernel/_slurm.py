@@ -5,14 +5,15 @@ Scope: one whole-node pool of constant size, static priorities (a rank per job),
 multifactor with classic fair-share or Fair Tree (``policies.multifactor``) or WFP3/UNICEF
 (``policies.literature``), no association limits and no
 ``PriorityTier`` (``engine._use_fast_kernel`` sends every other case to the reference). The
-event loop is ``_kernels``' (its steps ``_next_event``, ``_finish_next``, ``_launch``, the
-segment tree over ranks of ``queue_policy_steps``); with a dynamic priority the queue is
+event loop is ``_kernels``' (its steps ``_next_wake``, ``_finish_next``, ``_launch``, the state
+``_load_queue``/``_store_queue``, the segment tree over ranks of ``queue_policy_steps``); with a dynamic priority the queue is
 ``_extended``'s instead (an array sorted by (key, FCFS rank), re-keyed and re-sorted at each
 ``calc_period`` tick, or before every pass for WFP3/UNICEF, ``_literature_key``) and so are the
 fair-share ticks, the usage accounting at starts and ends
 and the priorities (``_ticks``, ``_account_start``/``_account_end``, ``_multifactor_key``; Fair
 Tree's factors, all at once at the first key of a tick, ``_fair_tree_update``): written once, in
-``_extended``. What is Slurm's here is when a pass runs and what it does:
+``_extended`` (with the scalars they carry between slices, ``_load_fairshare``/
+``_store_fairshare``). What is Slurm's here is when a pass runs and what it does:
 
 * the main scheduler (``job_scheduler.c`` ``_schedule``) at an event with an arrival or a
   completion, to ``default_queue_depth`` + 1 jobs, and over the whole queue at the periodic
@@ -32,12 +33,12 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ._extended import (DYN_MULTIFACTOR, _account_end, _account_start, _compact, _fair_tree_dirty, _fair_tree_update,
-                        _insert_sorted, _literature_key, _multifactor_key, _rekey_every_pass, _rekey_multifactor,
-                        _resort, _ticks)
-from ._kernels import (BIG, ST_HEAD, SF_NOW, _finish_next, _first_fit,
-                       _first_waiting, _launch, _load_counts, _next_event, _prof_back, _prof_fit, _prof_fit_at,
-                       _prof_occupy, _prof_occupy_at, _prof_rebuild, _seg_clear, _seg_set, _store_counts)
+from ._extended import (DYN_MULTIFACTOR, _account_end, _account_start, _compact, _fair_tree_dirty,
+                        _fair_tree_update, _insert_sorted, _literature_key, _load_fairshare, _multifactor_key,
+                        _rekey_every_pass, _rekey_multifactor, _resort, _store_fairshare, _ticks)
+from ._kernels import (BIG, _finish_next, _first_fit, _first_waiting, _launch, _load_queue, _next_wake, _prof_back,
+                       _prof_fit, _prof_fit_at, _prof_occupy, _prof_occupy_at, _prof_rebuild, _seg_clear, _seg_set,
+                       _store_queue)
 
 # scalars carried between slices (st: int64, sf: float64), after _kernels' shared ones
 ST_KBF = 7  # index of the next backfill cycle (t0 + k * bf_interval)
@@ -85,6 +86,32 @@ M_TWO_LEVELS = 7  # 1: the association tree is root -> account -> user (``fairsh
 M_DYN = 8  # the dynamic priority (``_extended.DYN_*``): multifactor, or wfp3/unicef (re-keyed at every pass)
 M_CHARGE_ENDED = 9  # 1: a job ending between ticks is charged up to its end (``charge_ended_jobs``)
 M_SIZE = 10
+
+
+@njit(cache=True, _nrt=False, inline="always")
+def _settings(pf_, pi):
+    """The settings from their two arrays: (bf_interval, sched_interval, bf_window,
+    bf_resolution, jobs tested per cycle, per user, bf_job_part_count_reserve,
+    default_queue_depth)."""
+    return (pf_[P_INTERVAL], pf_[P_SCHED], pf_[P_WINDOW], pf_[P_RES], pi[P_MAX_TEST], pi[P_MAX_USER], pi[P_RESERVE],
+            pi[P_DEPTH])
+
+
+@njit(cache=True, _nrt=False, inline="always")
+def _load_clocks(st, sf):
+    """The clocks of the periodic passes carried between slices: (number of the next backfill
+    cycle, of the next periodic full pass, the first pass's time, the next cycle, the next full
+    pass)."""
+    return st[ST_KBF], st[ST_KFULL], sf[SF_T0], sf[SF_NEXT_BF], sf[SF_NEXT_FULL]
+
+
+@njit(cache=True, _nrt=False, inline="always")
+def _store_clocks(st, sf, kbf, kfull, t0, next_bf, next_full):
+    st[ST_KBF] = kbf
+    st[ST_KFULL] = kfull
+    sf[SF_T0] = t0
+    sf[SF_NEXT_BF] = next_bf
+    sf[SF_NEXT_FULL] = next_full
 
 
 @njit(cache=True, _nrt=False, inline="always")
@@ -509,11 +536,7 @@ def slurm_steps(submit, limit, nodes, dur, arrivals, rank, users, total, pf_, pi
     floats.
     """
     size = tn.shape[0] // 2
-    interval = pf_[P_INTERVAL]
-    sched = pf_[P_SCHED]
-    depth = pi[P_DEPTH]
-    window = pf_[P_WINDOW]
-    res = pf_[P_RES]
+    interval, sched, window, res, _, _, _, depth = _settings(pf_, pi)
     sorted_q = fs  # a dynamic priority: the queue is ``q`` sorted by (key, rank); else the tree over ranks
     order = q if sorted_q else job_of_rank  # the job at each place of the priority order
     w_age = mf[M_W_AGE]
@@ -530,38 +553,23 @@ def slurm_steps(submit, limit, nodes, dur, arrivals, rank, users, total, pf_, pi
     charge_ended = mf[M_CHARGE_ENDED] != 0.0
     n_acct = raw_acct.shape[0]
     skipping = st[ST_SKIP] == 1
-    free, R, H, Q, a, done = _load_counts(st)
-    head = st[ST_HEAD]
-    kbf = st[ST_KBF]
-    kfull = st[ST_KFULL]
-    n_active = st[ST_ACTIVE]
-    stamp = st[ST_STAMP]
-    tick_k = st[ST_TICK]
-    due = st[ST_DUE] != 0
+    free, R, H, Q, a, done, head, now = _load_queue(st, sf)
+    kbf, kfull, t0, next_bf, next_full = _load_clocks(st, sf)
+    n_active, stamp, tick_k, due, root, scale, next_tick = _load_fairshare(st, sf, ST_ACTIVE, SF_ROOT)
     wleast = st[ST_LEAST]
     stop_at = st[ST_STOP]
     bound = st[ST_BOUND] == 1
-    now = sf[SF_NOW]
-    t0 = sf[SF_T0]
     wake = sf[SF_WAKE]
-    next_bf = sf[SF_NEXT_BF]
-    next_full = sf[SF_NEXT_FULL]
-    root = sf[SF_ROOT]
-    scale = sf[SF_SCALE]
-    next_tick = sf[SF_TICK_AT]
     hold = sf[SF_HOLD]
     due_at = sf[SF_DUE_AT]
     n_arr = arrivals.shape[0]
     status = 0
     events = 0
     while a < n_arr or H > 0 or (Q > 0 and wake < np.inf):
-        if events >= budget:
+        go, now, events = _next_wake(submit, arrivals, a, hk, H, now, wake, events, budget)
+        if not go:
             status = 1
             break
-        events += 1
-        now = _next_event(submit, arrivals, a, hk, H)
-        if wake < now:
-            now = wake
         if multifactor:  # fair-share ticks: events while jobs wait (Multifactor.advance)
             if Q > 0 and next_tick < now:
                 now = next_tick
@@ -761,26 +769,14 @@ def slurm_steps(submit, limit, nodes, dur, arrivals, rank, users, total, pf_, pi
                 elif t > wake:
                     wake = t
                     skipping = True
-    _store_counts(st, free, R, H, Q, a, done)
-    st[ST_HEAD] = head
-    st[ST_KBF] = kbf
-    st[ST_KFULL] = kfull
+    _store_queue(st, sf, free, R, H, Q, a, done, head, now)
+    _store_clocks(st, sf, kbf, kfull, t0, next_bf, next_full)
+    _store_fairshare(st, sf, ST_ACTIVE, SF_ROOT, n_active, stamp, tick_k, due, root, scale, next_tick)
     st[ST_SKIP] = 1 if skipping else 0
-    st[ST_ACTIVE] = n_active
-    st[ST_STAMP] = stamp
-    st[ST_TICK] = tick_k
-    st[ST_DUE] = 1 if due else 0
     st[ST_LEAST] = wleast
     st[ST_STOP] = stop_at
     st[ST_BOUND] = 1 if bound else 0
-    sf[SF_NOW] = now
-    sf[SF_T0] = t0
     sf[SF_WAKE] = wake
-    sf[SF_NEXT_BF] = next_bf
-    sf[SF_NEXT_FULL] = next_full
-    sf[SF_ROOT] = root
-    sf[SF_SCALE] = scale
-    sf[SF_TICK_AT] = next_tick
     sf[SF_HOLD] = hold
     sf[SF_DUE_AT] = due_at
     return status

@@ -32,9 +32,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ._kernels import (BIG, EV_NEXT, MODE_EASY, MODE_EASY_DREVT, MODE_NONE, SF_NOW, ST_HEAD, _arrival,
-                       _before_shadow, _enqueue_arrivals, _finish_next, _heap_pop, _heap_push, _launch,
-                       _load_counts, _right_of, _run_insert, _slice_event, _store_counts)
+from ._kernels import (BIG, EV_NEXT, MODE_EASY, MODE_EASY_DREVT, MODE_NONE, _arrival, _before_shadow,
+                       _enqueue_arrivals, _finish_next, _heap_pop, _heap_push, _launch, _load_counts, _load_queue,
+                       _right_of, _run_insert, _slice_event, _store_counts, _store_queue)
 
 MODES = {"none": 0, "easy": 1, "easy_drevt": 2}
 
@@ -119,7 +119,7 @@ def _shadow_on_nodes(now, kh, ch, gh, mh, fc, fg, fm, Fc, Fg, Fm, re, rj, R, nod
     (inf if it never fits) and the count of nodes that hold its request then. The running jobs
     ``re``/``rj[:R]`` (by estimated end; an overdue one right after ``now``) are released group
     by group of equal times onto ``Fc``/``Fg``/``Fm``, a copy of the free resources, which are
-    left as they are at the shadow time (for EASY's extra-resources rule)."""
+    left as they are at the shadow time (for EASY's extra-resources rule, ``_easy_admits``)."""
     fits = 0
     for i in range(fc.shape[0]):
         Fc[i] = fc[i]
@@ -145,6 +145,30 @@ def _shadow_on_nodes(now, kh, ch, gh, mh, fc, fg, fm, Fc, Fg, Fm, re, rj, R, nod
     return np.inf, fits
 
 
+@njit(cache=True, _nrt=False, inline="always")
+def _easy_admits(j, now, shadow, strict, use_extra, fits, kh, ch, gh, mh, pick, Fc, Fg, Fm, limit, nodes, cores, gpus,
+                 mem):
+    """EASY's backfill rule on shared nodes (``sim.shared._run_events``) for job ``j``, first-fitted
+    on ``pick[:nodes[j]]``, while the head (``kh`` nodes of (ch, gh, mh)) waits for ``shadow``: it
+    ends before the shadow time (or at it unless ``strict``), or (``use_extra``: easy) the head
+    still fits on ``Fc``/``Fg``/``Fm`` (the nodes at the shadow time, ``fits`` of them holding its
+    request) with ``j``'s request taken from the nodes it takes now, which it then keeps. Returns
+    (admitted, fits). Inlined: called, shared EASY with a dynamic priority ran 6-9 % slower; the
+    drivers read the head's request once per pass (read here: wfp3 +3.0-3.6 % against +1.5 %, A/B in
+    ``benchmarks/RESULTS.md``, "Eighteenth session, helper kdedup")."""
+    if _before_shadow(now + limit[j], shadow, strict):
+        return True, fits
+    if not use_extra:
+        return False, fits
+    for x in range(nodes[j]):
+        fits += _shift(Fc, Fg, Fm, pick[x], cores[j], gpus[j], mem[j], -1, ch, gh, mh)
+    if fits >= kh:
+        return True, fits
+    for x in range(nodes[j]):  # the head would no longer fit: give it back
+        fits += _shift(Fc, Fg, Fm, pick[x], cores[j], gpus[j], mem[j], 1, ch, gh, mh)
+    return False, fits
+
+
 # The queue driver's state between slices: ``_kernels``' counts (``st``: running, heap, waiting,
 # next arrival, jobs done; the free-node count is unused here) and ``ST_HEAD``, the smallest
 # waiting rank; ``sf[SF_NOW]`` the simulated time. Everything else lives in the caller's arrays.
@@ -157,9 +181,7 @@ def shared_queue_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, m
     size = tc.shape[0] // 2
     strict = mode == MODE_EASY_DREVT
     use_extra = mode == MODE_EASY
-    _, R, H, Q, a, done = _load_counts(st)
-    head = st[ST_HEAD]
-    now = sf[SF_NOW]
+    _, R, H, Q, a, done, head, now = _load_queue(st, sf)
     while True:
         status, now, budget = _slice_event(submit, arrivals, a, hk, H, now, budget)
         if status != EV_NEXT:
@@ -214,18 +236,9 @@ def shared_queue_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, m
             if not _first_fit(fc, fg, fm, nodes[j], cores[j], gpus[j], mem[j], pick):
                 c += 1
                 continue
-            e = now + limit[j]
-            if _before_shadow(e, shadow, strict):
-                pass
-            elif use_extra:  # its request taken from the nodes at the shadow time
-                for x in range(nodes[j]):
-                    fits += _shift(Fc, Fg, Fm, pick[x], cores[j], gpus[j], mem[j], -1, ch, gh, mh)
-                if fits < kh:  # the head would no longer fit: give it back
-                    for x in range(nodes[j]):
-                        fits += _shift(Fc, Fg, Fm, pick[x], cores[j], gpus[j], mem[j], 1, ch, gh, mh)
-                    c += 1
-                    continue
-            else:
+            admitted, fits = _easy_admits(j, now, shadow, strict, use_extra, fits, kh, ch, gh, mh, pick, Fc, Fg, Fm,
+                                          limit, nodes, cores, gpus, mem)
+            if not admitted:
                 c += 1
                 continue
             _take(j, pick, nodes, cores, gpus, mem, fc, fg, fm, node_start, node_list)
@@ -234,9 +247,7 @@ def shared_queue_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, m
             _clear(tc, tg, tm, tl, c + size)
             maxc, maxg, maxm = _maxima(fc, fg, fm)
             c += 1
-    _store_counts(st, 0, R, H, Q, a, done)
-    st[ST_HEAD] = head
-    sf[SF_NOW] = now
+    _store_queue(st, sf, 0, R, H, Q, a, done, head, now)
     return status
 
 
@@ -295,6 +306,32 @@ def _begin(j, now, node_start, node_list, cores, gpus, mem, dur, limit, fc, fg, 
     end[j] = now + dur[j]
     est[j] = now + limit[j]
     return True
+
+
+@njit(cache=True, _nrt=False)
+def _start_due(q, Q, res, now, n_res, node_start, node_list, cores, gpus, mem, dur, limit, fc, fg, fm, begin, end,
+               est, re, rj, rn, R, hk, hj, H):
+    """The two conservative drivers' last step of a pass (``_Conservative.select``): every waiting
+    job whose reservation is now starts on its nodes, in priority order, and leaves ``q[:Q]``
+    (the others keep their order); with ``R >= 0`` it joins the running jobs ``re``/``rj``/``rn``
+    too. Returns (waiting, reservations, running, heap); waiting -1 if a node lacks room for
+    one (over-commit). Compiled without numba's runtime, though its callers keep it: no
+    reference counts are updated for the arrays passed."""
+    w = 0
+    for x in range(Q):
+        j = q[x]
+        if res[j] == now:
+            if not _begin(j, now, node_start, node_list, cores, gpus, mem, dur, limit, fc, fg, fm, begin, end, est):
+                return -1, n_res, R, H
+            if R >= 0:
+                R = _run_insert(re, rj, rn, R, est[j], j, 0)
+            H = _heap_push(hk, hj, H, end[j], j)
+            res[j] = np.nan
+            n_res -= 1
+        else:
+            q[w] = j
+            w += 1
+    return w, n_res, R, H
 
 
 def run_shared(submit, limit, nodes, dur, rank, request, machine, backfill, enforce_limits=True, progress=None):
@@ -582,11 +619,10 @@ def shared_conservative_steps(submit, limit, nodes, dur, arrivals, rank, cores, 
     n = submit.shape[0]
     n_nodes = fc.shape[0]
     max_rounds = 1000 + 100 * n
-    _, R, H, Q, a, done = _load_counts(st)
+    _, R, H, Q, a, done, now = _load_counts(st, sf)
     n_res = st[CT_NRES]
     E = st[CT_ENDS]
     stale = st[CT_STALE] != 0
-    now = sf[SF_NOW]
     while True:
         status, now, budget = _slice_event(submit, arrivals, a, hk, H, now, budget)
         if status != EV_NEXT:
@@ -666,27 +702,14 @@ def shared_conservative_steps(submit, limit, nodes, dur, arrivals, rank, cores, 
                 if not (replan and moved):
                     break
 
-        # start every job whose reservation is now, in priority order, on its nodes
-        w = 0
-        for x in range(Q):
-            j = q[x]
-            if res[j] == now:
-                if not _begin(j, now, node_start, node_list, cores, gpus, mem, dur, limit, fc, fg, fm,
-                              begin, end, est):
-                    return -2, ts, te, tj
-                R = _run_insert(re, rj, rn, R, est[j], j, 0)
-                H = _heap_push(hk, hj, H, end[j], j)
-                res[j] = np.nan
-                n_res -= 1
-            else:
-                q[w] = j
-                w += 1
-        Q = w
-    _store_counts(st, 0, R, H, Q, a, done)
+        Q, n_res, R, H = _start_due(q, Q, res, now, n_res, node_start, node_list, cores, gpus, mem, dur, limit,
+                                    fc, fg, fm, begin, end, est, re, rj, rn, R, hk, hj, H)
+        if Q < 0:
+            return -2, ts, te, tj
+    _store_counts(st, sf, 0, R, H, Q, a, done, now)
     st[CT_NRES] = n_res
     st[CT_ENDS] = E
     st[CT_STALE] = 1 if stale else 0
-    sf[SF_NOW] = now
     return status, ts, te, tj
 
 
@@ -1168,13 +1191,12 @@ def shared_conservative_profile_steps(submit, limit, nodes, dur, arrivals, rank,
     kept in the past."""
     n = submit.shape[0]
     max_rounds = 1000 + 100 * n
-    _, _, H, Q, a, done = _load_counts(st)
+    _, _, H, Q, a, done, now = _load_counts(st, sf)
     n_res = st[CP_NRES]
     base = st[CP_BASE]
     Lc = st[CP_LC]
     visit = st[CP_VISIT]
     pass_no = st[CP_PASS]
-    now = sf[SF_NOW]
     while True:
         status, now, budget = _slice_event(submit, arrivals, a, hk, H, now, budget)
         if status != EV_NEXT:
@@ -1404,26 +1426,14 @@ def shared_conservative_profile_steps(submit, limit, nodes, dur, arrivals, rank,
                 if not (replan and moved):
                     break
 
-        # start every job whose reservation is now, in priority order, on its nodes
-        w = 0
-        for x in range(Q):
-            j = q[x]
-            if res[j] == now:
-                if not _begin(j, now, node_start, node_list, cores, gpus, mem, dur, limit, fc, fg, fm,
-                              begin, end, est):
-                    return -2, PT, PC, PG, PM, LN, L0, L1, LP, LV, LC, LG, LM
-                H = _heap_push(hk, hj, H, end[j], j)
-                res[j] = np.nan
-                n_res -= 1
-            else:
-                q[w] = j
-                w += 1
-        Q = w
-    _store_counts(st, 0, 0, H, Q, a, done)
+        Q, n_res, _, H = _start_due(q, Q, res, now, n_res, node_start, node_list, cores, gpus, mem, dur, limit,
+                                    fc, fg, fm, begin, end, est, hk, hj, hj, -1, hk, hj, H)  # (no running list)
+        if Q < 0:
+            return -2, PT, PC, PG, PM, LN, L0, L1, LP, LV, LC, LG, LM
+    _store_counts(st, sf, 0, 0, H, Q, a, done, now)
     st[CP_NRES] = n_res
     st[CP_BASE] = base
     st[CP_LC] = Lc
     st[CP_VISIT] = visit
     st[CP_PASS] = pass_no
-    sf[SF_NOW] = now
     return status, PT, PC, PG, PM, LN, L0, L1, LP, LV, LC, LG, LM
