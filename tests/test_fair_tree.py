@@ -147,6 +147,21 @@ def test_fair_tree_kept_from_tick_to_tick_by_hand():
     assert out[1] == [1.0, 1.0, 1 / 3] and kept == [False, True]
 
 
+def random_fair_tree(rng, n_max: int, two_levels: bool) -> FairShareTree:
+    """A random association tree of fewer than ``n_max`` users with many ties: every account has
+    a user, shares drawn from few values (equal shares, accounts of equal LF whose users merge)."""
+    n = int(rng.integers(1, n_max))
+    n_acct = int(rng.integers(1, n + 1)) if two_levels else n
+    acct = np.sort(np.concatenate([np.arange(n_acct), rng.integers(0, n_acct, n - n_acct)]))
+    s_user = rng.choice([1.0, 1.0, 2.0, 5.0], n)
+    s_acct = rng.choice([1.0, 1.0, 3.0], n_acct)
+    siblings = np.bincount(acct, weights=s_user, minlength=n_acct)
+    sib = s_user / siblings[acct] if two_levels else np.ones(n)
+    snorm = sib * (s_acct[acct] / s_acct.sum()) if two_levels else s_user / s_user.sum()
+    acct_share = s_acct / s_acct.sum() if two_levels else snorm
+    return FairShareTree(np.zeros(1, np.int64), acct, sib, snorm, n_acct, [], acct_share, two_levels=two_levels)
+
+
 @pytest.mark.parametrize("two_levels", [True, False])
 def test_fair_tree_kept_from_tick_to_tick_is_the_full_computation(two_levels):
     """Random trees and histories (few active associations per tick, equal shares and adds, long
@@ -159,16 +174,9 @@ def test_fair_tree_kept_from_tick_to_tick_is_the_full_computation(two_levels):
     rng = np.random.default_rng(26)
     kept = ticks = 0
     for _ in range(120):
-        n = int(rng.integers(1, 30))
-        n_acct = int(rng.integers(1, n + 1)) if two_levels else n
-        acct = np.sort(np.concatenate([np.arange(n_acct), rng.integers(0, n_acct, n - n_acct)]))
-        s_user = rng.choice([1.0, 1.0, 2.0, 5.0], n)
-        s_acct = rng.choice([1.0, 1.0, 3.0], n_acct)
-        siblings = np.bincount(acct, weights=s_user, minlength=n_acct)
-        sib = s_user / siblings[acct] if two_levels else np.ones(n)
-        snorm = sib * (s_acct[acct] / s_acct.sum()) if two_levels else s_user / s_user.sum()
-        acct_share = s_acct / s_acct.sum() if two_levels else snorm
-        tree = FairShareTree(np.zeros(1, np.int64), acct, sib, snorm, n_acct, [], acct_share, two_levels=two_levels)
+        tree = random_fair_tree(rng, 30, two_levels)
+        n, n_acct, acct = len(tree.acct_of_leaf), tree.n_acct, tree.acct_of_leaf
+        sib, snorm = tree.sib_ratio, tree.s_norm
         share, ftk, fti, plan, stack = _fair_tree_arrays(SimpleNamespace(tree=tree), n, n_acct)
         fti[ext.FT_STATE, ext.FS_MODE] = ext.FT_FULL  # (small trees are ranked in full by default)
         usage, raw = np.zeros(n), np.zeros(n_acct)

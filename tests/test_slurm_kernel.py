@@ -364,20 +364,14 @@ def test_fair_tree_factors_in_the_kernel_are_the_references(two_levels):
     many ties (unused associations, equal usage and shares, accounts of equal LF whose users
     merge), factor for factor."""
     from drevt_sweep.sim.kernel._extended import _fair_tree, pairwise_plan
-    from drevt_sweep.sim.policies.multifactor import FairShareTree, fair_tree_factors
+    from drevt_sweep.sim.policies.multifactor import fair_tree_factors
+    from test_fair_tree import random_fair_tree
 
     rng = np.random.default_rng(7)
     for _ in range(300):
-        n = int(rng.integers(1, 40))
-        n_acct = int(rng.integers(1, n + 1)) if two_levels else n
-        acct = np.sort(np.concatenate([np.arange(n_acct), rng.integers(0, n_acct, n - n_acct)]))  # each has a user
-        s_user = rng.choice([1.0, 1.0, 2.0, 5.0], n)
-        s_acct = rng.choice([1.0, 1.0, 3.0], n_acct)
-        siblings = np.bincount(acct, weights=s_user, minlength=n_acct)
-        sib = s_user / siblings[acct] if two_levels else np.ones(n)
-        snorm = sib * (s_acct[acct] / s_acct.sum()) if two_levels else s_user / s_user.sum()
-        acct_share = s_acct / s_acct.sum() if two_levels else snorm
-        tree = FairShareTree(np.zeros(1, np.int64), acct, sib, snorm, n_acct, [], acct_share, two_levels=two_levels)
+        tree = random_fair_tree(rng, 40, two_levels)
+        n, n_acct, acct = len(tree.acct_of_leaf), tree.n_acct, tree.acct_of_leaf
+        sib, snorm, acct_share = tree.sib_ratio, tree.s_norm, tree.acct_share
         usage = rng.choice([0.0, 0.0, 1.0, 2.0, 3.5, 1e6, 0.1], n)
         raw_acct = np.bincount(acct, weights=usage, minlength=n_acct) if two_levels else usage.copy()
         want = fair_tree_factors(usage, raw_acct, tree)
