@@ -287,7 +287,7 @@ def _bits(a):
 
 def _sliced_case(busy_shared, backfill, enforce):
     """Conservative without limits rebuilds its timelines at every event (~2 ms a job on the
-    1,500 busy jobs, ten times the others): 700 of the same kind still wait hours."""
+    1,500 busy jobs: 2.7 s a run, 0.12 s with limits): 700 of the same kind still wait hours."""
     return _busy_shared_jobs(n=700) if backfill == "conservative" and not enforce else busy_shared
 
 
