@@ -81,6 +81,26 @@ def test_the_kernel_runs_through_simulate_machine_and_reports_progress(monkeypat
     assert np.array_equal(ref.begin, got.begin) and np.isfinite(ref.begin).all()
 
 
+@pytest.mark.parametrize("width", [1, 2, 3])
+def test_profiles_too_narrow_are_widened_where_the_cycle_stopped(monkeypatch, width):
+    """The driver runs without numba's runtime, so it cannot widen its per-node profiles itself:
+    a cycle stops before its rebuild, or before a tested job that could need two more
+    breakpoints than a node has room for, and goes on after the caller widened them. Profiles
+    started far too narrow give the reference's schedule, and both places were stopped at."""
+    from drevt_sweep.sim.kernel import _shared_slurm
+
+    jobs, part = _busy_shared_jobs(n=600)
+    machine = Machine("m", (part,))
+    ref = simulate_machine(jobs, jobs.actual_run_time, machine, backfill="slurm", kernel="reference")
+    counters: dict = {}
+    run = _shared_slurm.run_shared_slurm
+    monkeypatch.setattr(_shared_slurm, "PROFILE_WIDTH", width)
+    monkeypatch.setattr(_shared_slurm, "run_shared_slurm", lambda *a, **kw: run(*a, counters=counters, **kw))
+    got = simulate_machine(jobs, jobs.actual_run_time, machine, backfill="slurm", kernel="fast")
+    assert np.array_equal(ref.begin, got.begin) and np.array_equal(ref.end, got.end)
+    assert counters["widened_at_rebuild"] > 0 and counters["widened_at_test"] > 0
+
+
 def test_what_the_kernel_does_not_cover_is_refused_by_fast_and_runs_on_the_reference():
     """A dynamic priority: ``kernel='fast'`` refuses it with one clear error; ``auto`` runs it
     on the reference. (Association limits: ``test_slurm_limits``.)"""

@@ -10,7 +10,7 @@ What is reused rather than rewritten:
   ``t0 + k * step`` from the first pass, the ones passed while no job waits skipped) and the
   window end ``_slurm._window_end`` (``cycle_window_end``);
 * the per-node free profiles of the shared conservative kernel with limits enforced
-  (``kernel.shared``: ``_prof_take``, ``_room``, ``_prof_grow``, ``_node_earliest``,
+  (``kernel.shared``: ``_prof_take``, ``_room``, ``_node_earliest``,
   ``_earliest_all``; the comment above ``shared._seg`` says why its earliest fit is
   ``_Timeline.earliest_fit``'s). ``_SlurmShared`` plans on a ``_Timeline`` of intervals, whose
   usage (``_Timeline._steps``) is that step function: a cycle holds each interval on its nodes
@@ -59,17 +59,29 @@ from ._kernels import BIG, _enqueue_arrivals, _finish_next, _launch, _load_count
 from ._slurm import (P_DEPTH, P_F_SIZE, P_I_SIZE, P_INTERVAL, P_MAX_TEST, P_MAX_USER, P_RES, P_RESERVE, P_SCHED,
                      P_WINDOW, SF_NEXT_BF, SF_NEXT_FULL, SF_T0, ST_CYCLE, ST_KFULL, _load_clocks, _pass_clocks,
                      _settings, _store_clocks, _window_end)
-from .shared import (_earliest_all, _first_fit, _give_back, _maxima, _node_earliest, _node_lists, _prof_grow,
-                     _prof_take, _room, _seg, _take)
+from .shared import (_earliest_all, _first_fit, _give_back, _maxima, _node_earliest, _node_lists, _prof_take,
+                     _room, _seg, _take)
 
 # counters of the work done, for benchmarks (``run_shared_slurm``'s ``counters``)
 ST_PASSES = 10  # scheduling passes
 ST_PLANNED = 11  # backfill cycles that planned (a tested job fit now): profiles rebuilt
 ST_RUNNING = 12  # running jobs put on those profiles, summed
 ST_FITS = 13  # earliest fits searched
-ST_SIZE = 14  # _kernels' counts, then _slurm's ST_KBF, ST_KFULL, ST_CYCLE (cycles run), the counters
+ST_AT = 14  # a cycle stopped for wider profiles: AT_CYCLE (before its rebuild) or AT_TEST (a tested job)
+ST_Y = 15  # ... that job's place in the tested list
+ST_LAST = 16  # ... the cycle's last place, the jobs it started (due[:ST_D]) and its reservations
+ST_D = 17
+ST_RESERVED = 18
+ST_NEED = 19  # ... and the breakpoints a node's profile must have room for
+ST_WIDENED = 20  # counters: cycles stopped for wider profiles before the rebuild, and at a tested job
+ST_SIZE = 22  # _kernels' counts, then _slurm's ST_KBF, ST_KFULL, ST_CYCLE (cycles run), the counters, ST_AT...
+AT_NONE = 0  # (where a cycle stopped)
+AT_CYCLE = 1
+AT_TEST = 2
+GROW = 2  # the driver's status: the profiles must be wider
+PROFILE_WIDTH = 16  # breakpoints per node the profiles start with (widened as needed)
 COUNTERS = {"passes": ST_PASSES, "cycles": ST_CYCLE, "cycles_planned": ST_PLANNED, "running_planned": ST_RUNNING,
-            "earliest_fits": ST_FITS}
+            "earliest_fits": ST_FITS, "widened_at_rebuild": ST_WIDENED, "widened_at_test": ST_WIDENED + 1}
 SF_SIZE = 5  # SF_NOW, then _slurm's SF_T0, (SF_WAKE: unused), SF_NEXT_BF, SF_NEXT_FULL
 
 
@@ -82,7 +94,7 @@ def _wake_at(interval, sched, next_bf, next_full):
     return t
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _cons_tres_nodes(usable, fc, k, c, chosen, rf, rl, rc, rn):
     """``sim.shared.cons_tres_nodes``, step for step: the ``k`` nodes Slurm's cons_tres gives a
     job of ``c`` cores per node among the ``usable`` ones (``_eval_nodes``: the runs of
@@ -158,7 +170,7 @@ def _cons_tres_nodes(usable, fc, k, c, chosen, rf, rl, rc, rn):
     return True
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _slurm_fit(fc, fg, fm, k, c, g, m, pick, usable, rf, rl, rc, rn):
     """``_Nodes.slurm_fit``: the nodes a job starting now gets, into pick[:k], among those
     marked in ``usable`` that hold (c, g, m) now (first fit for a job of no cores); whether
@@ -177,16 +189,14 @@ def _slurm_fit(fc, fg, fm, k, c, g, m, pick, usable, rf, rl, rc, rn):
     return _cons_tres_nodes(usable, fc, k, c, pick, rf, rl, rc, rn)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _hold(PT, PC, PG, PM, PB, where, first, k, s, e, c, g, m, now):
     """(c, g, m) of each node ``where[first:first + k]`` held on [s, e) in the cycle's free
-    profiles (grown when a node has no room for two more breakpoints); returns the profiles."""
+    profiles (the driver made room for two more breakpoints on every node)."""
     for y in range(k):
         i = where[first + y]
-        while not _room(PT, PC, PG, PM, PB, i, now):
-            PT, PC, PG, PM = _prof_grow(PT, PC, PG, PM)
+        _room(PT, PC, PG, PM, PB, i, now)  # (drops past segments)
         _prof_take(PT, PC, PG, PM, PB, i, s, e, c, g, m, 1)
-    return PT, PC, PG, PM
 
 
 @njit(cache=True, inline="always")
@@ -240,15 +250,17 @@ def _block(PT, PC, PG, PM, PB, i, lo, hi):
     PB[i] = dst + B - tail
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _rebuild(PT, PC, PG, PM, PB, now, window_end, re, rj, R, node_list, node_start, nodes, cores, gpus, mem, cap_c,
-             cap_g, cap_m):
+             cap_g, cap_m, extra):
     """The profiles of the running jobs alone, each holding its nodes until its estimated end
     (right after now if it is overdue), cut at ``window_end``; returns them (grown if needed).
     The running jobs come by estimated end, so a node's breakpoints are appended in order, no
     shifting (``_hold`` would shift them): its free amounts before the first end, then one step
     up per end. A job asking for nothing leaves no breakpoint, and equal ends share one: the
-    same canonical profile as ``_prof_take`` builds."""
+    same canonical profile as ``_prof_take`` builds. Returns the most breakpoints a node
+    needs, and builds the profiles only if that plus ``extra`` fits their width (else the
+    driver widens them and calls again)."""
     n_nodes = PB.shape[0]
     for i in range(n_nodes):
         PB[i] = 1
@@ -267,8 +279,8 @@ def _rebuild(PT, PC, PG, PM, PB, now, window_end, re, rj, R, node_list, node_sta
             PB[i] += 1  # (counts the breakpoints needed)
             if PB[i] > most:
                 most = PB[i]
-    while PT.shape[1] < most + 2:  # (and room for _hold's next two)
-        PT, PC, PG, PM = _prof_grow(PT, PC, PG, PM)
+    if most + extra > PT.shape[1]:
+        return most
     PB[:] = 1
     soon = np.nextafter(now, np.inf)
     for r in range(R):
@@ -290,10 +302,10 @@ def _rebuild(PT, PC, PG, PM, PB, now, window_end, re, rj, R, node_list, node_sta
                 PG[i, b + 1] = PG[i, b] + g
                 PM[i, b + 1] = PM[i, b] + m
                 PB[i] = b + 2
-    return PT, PC, PG, PM
+    return most
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _fits_now(PT, PC, PG, PM, PB, now, k, d, c, g, m, wit):
     """Whether k nodes hold (c, g, m) throughout [now, now + d) on the profiles (the job can
     start now); the k highest-indexed into wit[:k] (the ones reservations, lowest indices
@@ -336,7 +348,7 @@ def _cycle_end(PT, PC, PG, PM, PB, now, tests, y, last, nodes, limit, cores, gpu
     return y
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _tested(q, x, Q, users, max_test, max_user, ucount, ustamp, cycle, tests, fc, fg, fm, nodes, cores, gpus, mem,
             pick):
     """The jobs a backfill cycle tests, from place ``x`` of the queue on, into ``tests`` in
@@ -369,76 +381,105 @@ def _tested(q, x, Q, users, max_test, max_user, ucount, ustamp, cycle, tests, fc
     return T, -1
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False, inline="always")
+def _widest(PB):
+    """The most breakpoints any node's profile holds."""
+    top = 0
+    for i in range(PB.shape[0]):
+        if PB[i] > top:
+            top = PB[i]
+    return top
+
+
+@njit(cache=True, _nrt=False)
 def shared_slurm_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, mem, users, cap_c, cap_g, cap_m,
                        pf_, pi, begin, end, est, node_start, node_list, fc, fg, fm, pick, re, rj, rn, hk, hj,
-                       q, due, tests, ucount, ustamp, PB, E, PT, PC, PG, PM, st, sf, budget):
+                       q, due, tests, ucount, ustamp, PB, E, wit, wmark, usable, runs, low, PT, PC, PG, PM,
+                       st, sf, budget):
     """``sim.shared._run_events`` with ``_SlurmShared`` from the state in ``st``/``sf``, for at
-    most ``budget`` events. The free profiles may grow inside a pass, so this driver keeps
-    numba's runtime and returns them: (status, PT, PC, PG, PM); status 0 done, 1 budget used,
-    -3 a job that fits nowhere."""
+    most ``budget`` events; status 0 done, 1 budget used, 2 the profiles need to be wider
+    (``st[ST_NEED]`` breakpoints; the cycle goes on where it stopped), -3 a job that fits
+    nowhere.
+
+    Without numba's runtime: reference counting around every helper call cost ~40 % of issue
+    26's growth benchmark (``benchmarks/RESULTS.md``, nineteenth session). So nothing is
+    allocated here: the scratch arrays come from the caller, and a cycle that could need more
+    breakpoints than the profiles hold stops before the step that could (the rebuild, or the
+    next tested job: one job adds at most two breakpoints to a node) and returns status 2 with
+    its place saved (``ST_AT``...); the caller widens the profiles and calls again."""
     interval, sched, window, res, max_test, max_user, reserve_cap, depth = _settings(pf_, pi)
     _, R, H, Q, a, done, now = _load_counts(st, sf)
     kbf, kfull, t0, next_bf, next_full = _load_clocks(st, sf)
     cycle = st[ST_CYCLE]
     n_arr = arrivals.shape[0]
     n_nodes = fc.shape[0]
-    wit = np.empty(n_nodes, np.int64)  # where the cycle's last possible start fits now, and those nodes marked
-    wmark = np.zeros(n_nodes, np.bool_)
-    usable = np.empty(n_nodes, np.bool_)  # scratch of the cons_tres placement: usable nodes, and
-    runs = np.empty((4, n_nodes), np.int64)  # runs of them (first, last node, free cores, nodes left)
+    cap = PT.shape[1]
     status = 0
     events = 0
-    while a < n_arr or H > 0 or (Q > 0 and _wake_at(interval, sched, next_bf, next_full) < np.inf):
-        wake = _wake_at(interval, sched, next_bf, next_full) if Q > 0 else np.inf
-        go, now, events = _next_wake(submit, arrivals, a, hk, H, now, wake, events, budget)
-        if not go:
-            status = 1
-            break
-        completed = False
-        while H > 0 and hk[0] <= now:
-            j, H, R = _finish_next(hk, hj, H, re, rj, rn, R, est)
-            _give_back(j, fc, fg, fm, node_start, node_list, cores, gpus, mem)
-            done += 1
-            completed = True
-        a0 = a
-        Q, a = _enqueue_arrivals(q, Q, rank, submit, arrivals, a, now)
-        if Q == 0:
-            continue
+    at = st[ST_AT]  # a cycle stopped for wider profiles: go on there
+    while a < n_arr or H > 0 or (Q > 0 and _wake_at(interval, sched, next_bf, next_full) < np.inf) or at != AT_NONE:
+        if at != AT_NONE:
+            D = st[ST_D]
+            last = st[ST_LAST]
+            y = st[ST_Y] - 1
+            reserved = st[ST_RESERVED]
+            st[ST_AT] = AT_NONE
+            window_end = _window_end(now, window, res)
+        else:
+            wake = _wake_at(interval, sched, next_bf, next_full) if Q > 0 else np.inf
+            go, now, events = _next_wake(submit, arrivals, a, hk, H, now, wake, events, budget)
+            if not go:
+                status = 1
+                break
+            completed = False
+            while H > 0 and hk[0] <= now:
+                j, H, R = _finish_next(hk, hj, H, re, rj, rn, R, est)
+                _give_back(j, fc, fg, fm, node_start, node_list, cores, gpus, mem)
+                done += 1
+                completed = True
+            a0 = a
+            Q, a = _enqueue_arrivals(q, Q, rank, submit, arrivals, a, now)
+            if Q == 0:
+                continue
 
-        # one pass (_SlurmShared.select)
-        st[ST_PASSES] += 1
-        t0, bf_due, full, kbf, kfull, next_bf, next_full = _pass_clocks(now, t0, interval, sched, kbf, kfull,
-                                                                        next_bf, next_full)
-        D = 0  # jobs started in this pass, in start order (launched after it)
-        x = 0  # the first place of the queue the main scheduler did not start
-        if a != a0 or completed or full:  # the main scheduler (_SlurmShared._main)
-            most = BIG if full else depth
-            while x < Q and x <= most:  # job_depth++ > def_job_limit
-                j = q[x]
-                usable[:] = True
-                if not _slurm_fit(fc, fg, fm, nodes[j], cores[j], gpus[j], mem[j], pick, usable, runs[0], runs[1],
-                                  runs[2], runs[3]):
-                    break  # the partition failed
-                _take(j, pick, nodes, cores, gpus, mem, fc, fg, fm, node_start, node_list)
-                due[D] = j
-                D += 1
-                x += 1
-        window_end = _window_end(now, window, res)
-        last = -1
-        if bf_due and window_end > now:  # the backfill cycle (_SlurmShared._backfill)
-            cycle += 1
-            _, last = _tested(q, x, Q, users, max_test, max_user, ucount, ustamp, cycle, tests, fc, fg, fm, nodes,
-                              cores, gpus, mem, pick)
-        if last >= 0:
+            # one pass (_SlurmShared.select)
+            st[ST_PASSES] += 1
+            t0, bf_due, full, kbf, kfull, next_bf, next_full = _pass_clocks(now, t0, interval, sched, kbf, kfull,
+                                                                            next_bf, next_full)
+            D = 0  # jobs started in this pass, in start order (launched after it)
+            x = 0  # the first place of the queue the main scheduler did not start
+            if a != a0 or completed or full:  # the main scheduler (_SlurmShared._main)
+                most = BIG if full else depth
+                while x < Q and x <= most:  # job_depth++ > def_job_limit
+                    j = q[x]
+                    usable[:] = True
+                    if not _slurm_fit(fc, fg, fm, nodes[j], cores[j], gpus[j], mem[j], pick, usable, runs[0],
+                                      runs[1], runs[2], runs[3]):
+                        break  # the partition failed
+                    _take(j, pick, nodes, cores, gpus, mem, fc, fg, fm, node_start, node_list)
+                    due[D] = j
+                    D += 1
+                    x += 1
+            window_end = _window_end(now, window, res)
+            last = -1
+            if bf_due and window_end > now:  # the backfill cycle (_SlurmShared._backfill)
+                cycle += 1
+                _, last = _tested(q, x, Q, users, max_test, max_user, ucount, ustamp, cycle, tests, fc, fg, fm,
+                                  nodes, cores, gpus, mem, pick)
+            y = -2  # (the cycle starts with its profiles)
+            at = AT_CYCLE if last >= 0 else AT_NONE
+        if at == AT_CYCLE:  # profiles of the running jobs and the main scheduler's starts
+            need = _rebuild(PT, PC, PG, PM, PB, now, window_end, re, rj, R, node_list, node_start, nodes, cores,
+                            gpus, mem, cap_c, cap_g, cap_m, 2 + 2 * D)
+            if need + 2 + 2 * D > cap:
+                status = _widen(st, AT_CYCLE, need + 2 + 2 * D, D, last, 0, 0)
+                break
             st[ST_PLANNED] += 1
             st[ST_RUNNING] += R
-            PT, PC, PG, PM = _rebuild(PT, PC, PG, PM, PB, now, window_end, re, rj, R, node_list, node_start, nodes,
-                                      cores, gpus, mem, cap_c, cap_g, cap_m)
             for y in range(D):
                 j = due[y]
-                PT, PC, PG, PM = _hold(PT, PC, PG, PM, PB, node_list, node_start[j], nodes[j], now,
-                                       min(now + limit[j], window_end), cores[j], gpus[j], mem[j], now)
+                _hold(PT, PC, PG, PM, PB, node_list, node_start[j], nodes[j], now, min(now + limit[j], window_end),
+                      cores[j], gpus[j], mem[j], now)
             wmark[:] = False  # the nodes on which the cycle's last possible start fits now
             j = tests[last]
             _fits_now(PT, PC, PG, PM, PB, now, nodes[j], limit[j], cores[j], gpus[j], mem[j], wit)  # (it does)
@@ -446,26 +487,35 @@ def shared_slurm_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, m
                 wmark[wit[x]] = True
             reserved = 0
             y = -1
+        at = AT_NONE
+        if y >= -1:  # the cycle's tested jobs (from y + 1)
+            top = _widest(PB)  # (at least the most breakpoints a node holds)
             while y < last:
                 y += 1
+                if top + 2 > cap:  # this job may add two breakpoints to a node
+                    top = _widest(PB)
+                    if top + 2 > cap:
+                        status = _widen(st, AT_TEST, top + 2, D, last, y, reserved)
+                        break
                 j = tests[y]
                 d = limit[j]
                 c, g, m = cores[j], gpus[j], mem[j]
                 st[ST_FITS] += 1
-                s = _earliest_all(PT, PC, PG, PM, PB, now, nodes[j], d, c, g, m, np.inf, pick, E)
+                s = _earliest_all(PT, PC, PG, PM, PB, now, nodes[j], d, c, g, m, np.inf, pick, E, low)
                 if s == np.inf:
-                    return -3, PT, PC, PG, PM
+                    return -3
                 if s == now:  # on the nodes cons_tres picks among those free of reservations then
                     for i in range(n_nodes):
                         usable[i] = _node_earliest(PT, PC, PG, PM, PB, i, now, d, c, g, m, now) == now
                     if not _slurm_fit(fc, fg, fm, nodes[j], c, g, m, pick, usable, runs[0], runs[1], runs[2],
                                       runs[3]):
-                        return -3, PT, PC, PG, PM  # (cannot be: k nodes hold it on the profiles now)
+                        return -3  # (cannot be: k nodes hold it on the profiles now)
                     _take(j, pick, nodes, cores, gpus, mem, fc, fg, fm, node_start, node_list)
                     due[D] = j
                     D += 1
-                    PT, PC, PG, PM = _hold(PT, PC, PG, PM, PB, node_list, node_start[j], nodes[j], now,
-                                           min(now + d, window_end), c, g, m, now)
+                    _hold(PT, PC, PG, PM, PB, node_list, node_start[j], nodes[j], now, min(now + d, window_end),
+                          c, g, m, now)
+                    top += 2
                     if y < last:
                         last = _cycle_end(PT, PC, PG, PM, PB, now, tests, y, last, nodes, limit, cores, gpus, mem,
                                           wit, wmark, node_list, node_start[j], nodes[j])
@@ -483,13 +533,15 @@ def shared_slurm_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, m
                 if hi > lo:  # held whole
                     for x in range(nodes[j]):
                         i = pick[x]
-                        while not _room(PT, PC, PG, PM, PB, i, now):
-                            PT, PC, PG, PM = _prof_grow(PT, PC, PG, PM)
+                        _room(PT, PC, PG, PM, PB, i, now)  # (drops past segments)
                         _block(PT, PC, PG, PM, PB, i, lo, hi)
+                    top += 2
                     if y < last:
                         last = _cycle_end(PT, PC, PG, PM, PB, now, tests, y, last, nodes, limit, cores, gpus, mem,
                                           wit, wmark, pick, 0, nodes[j])
                 reserved += 1
+            if status == GROW:
+                break
         for y in range(D):
             j = due[y]
             R, H = _launch(j, now, now + limit[j], begin, end, est, dur, nodes, re, rj, rn, R, hk, hj, H)
@@ -498,7 +550,20 @@ def shared_slurm_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, m
     _store_counts(st, sf, 0, R, H, Q, a, done, now)
     _store_clocks(st, sf, kbf, kfull, t0, next_bf, next_full)
     st[ST_CYCLE] = cycle
-    return status, PT, PC, PG, PM
+    return status
+
+
+@njit(cache=True, _nrt=False)
+def _widen(st, at, need, D, last, y, reserved):
+    """Save where a cycle stopped for wider profiles (``shared_slurm_steps``); the status."""
+    st[ST_AT] = at
+    st[ST_WIDENED + at - AT_CYCLE] += 1
+    st[ST_NEED] = need
+    st[ST_D] = D
+    st[ST_LAST] = last
+    st[ST_Y] = y
+    st[ST_RESERVED] = reserved
+    return GROW
 
 
 def settings_arrays(params, big):
@@ -526,10 +591,10 @@ def run_shared_slurm(submit, limit, nodes, dur, rank, request, machine, users, b
     ``machine`` is the partition's (node count, cores, GPUs, KiB of memory) per node. Every
     array of :func:`shared_slurm_steps` allocated here, the driver called in slices of
     ``kernel.STEP_BUDGET`` events (``progress`` and Ctrl-C between them); the profiles it grew
-    inside a slice replace the old ones before the next. ``counters`` (a dict), if given, gets
+    are widened whenever it asks (status ``GROW``) and it goes on. ``counters`` (a dict), if given, gets
     the work done added to it (``COUNTERS``)."""
     from . import _kernels as kernels, _run_slices
-    from .shared import _keeping_grown
+    from .shared import _widening
 
     cores, gpus, mem = (np.ascontiguousarray(r, dtype=np.int64) for r in request)
     n = int(submit.shape[0])
@@ -554,15 +619,19 @@ def run_shared_slurm(submit, limit, nodes, dur, rank, request, machine, users, b
              np.empty(rmax), np.empty(rmax, np.int64),  # completion heap (real end, job)
              np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n, np.int64),  # queue, started, tested
              np.zeros(n_users, np.int64), np.zeros(n_users, np.int64),  # per-user tested count, its cycle
-             np.zeros(n_nodes, np.int64), np.empty(n_nodes))  # segments per node; earliest start per node
-    profiles = [np.empty((n_nodes, 16)), np.empty((n_nodes, 16), np.int64), np.empty((n_nodes, 16), np.int64),
-                np.empty((n_nodes, 16), np.int64)]  # breakpoints; free cores, GPUs, KiB from each
+             np.zeros(n_nodes, np.int64), np.empty(n_nodes),  # segments per node; earliest start per node
+             np.empty(n_nodes, np.int64), np.zeros(n_nodes, np.bool_),  # where the cycle's last start fits now
+             np.empty(n_nodes, np.bool_), np.empty((4, n_nodes), np.int64),  # cons_tres: usable nodes, runs of them
+             np.empty(n_nodes))  # _earliest_all's k smallest starts
+    w = PROFILE_WIDTH
+    profiles = [np.empty((n_nodes, w)), np.empty((n_nodes, w), np.int64), np.empty((n_nodes, w), np.int64),
+                np.empty((n_nodes, w), np.int64)]  # breakpoints; free cores, GPUs, KiB from each (widened)
     st = np.zeros(max(kernels.ST_SIZE, ST_SIZE), np.int64)
     sf = np.zeros(max(kernels.SF_SIZE, SF_SIZE))
     st[ST_KFULL] = 1  # (SlurmBackfill.k: the first full pass is one interval after t0)
     sf[SF_T0] = np.nan
     sf[SF_NEXT_BF] = sf[SF_NEXT_FULL] = np.inf
-    _run_slices(kernels, _keeping_grown(shared_slurm_steps, fixed, profiles), (), st, sf, progress,
+    _run_slices(kernels, _widening(shared_slurm_steps, fixed, profiles, GROW, ST_NEED), (), st, sf, progress,
                 {-3: "a job never fits its partition (shared-node Slurm kernel)"},
                 "shared-node Slurm kernel stalled with {left} job(s) waiting")
     if counters is not None:

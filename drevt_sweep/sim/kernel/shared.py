@@ -471,6 +471,34 @@ def _drive(step, state, progress, errors, head=0):
                 "shared-node kernel stalled with {left} job(s) waiting")
 
 
+def _widening(driver, fixed, profiles, grow, need_slot):
+    """A driver without numba's runtime as a step of :func:`_drive`: called with the ``fixed``
+    arrays, then the per-node ``profiles`` (a list), then the state; whenever it returns
+    ``grow`` (it stopped where a step could need more than ``st[need_slot]`` breakpoints on a
+    node, its place saved) the profiles are widened to hold them and it goes on."""
+    def step(st, sf, budget):
+        while True:
+            status = driver(*fixed, *profiles, st, sf, budget)
+            if status != grow:
+                return status
+            profiles[:] = _widened(profiles, int(st[need_slot]))
+
+    return step
+
+
+def _widened(arrays, need):
+    """Copies of the per-node ``arrays`` with at least ``need`` columns (the width doubled)."""
+    width = arrays[0].shape[1]
+    while width < need:
+        width *= 2
+    out = []
+    for old in arrays:
+        new = np.empty((old.shape[0], width), old.dtype)
+        new[:, :old.shape[1]] = old
+        out.append(new)
+    return out
+
+
 def _keeping_grown(driver, fixed, grown):
     """A conservative driver as a step of :func:`_drive`: called with the ``fixed`` arrays, then
     the arrays it may grow inside a slice (the list ``grown``), then the state; the ones it
@@ -796,7 +824,7 @@ def _earliest_fit(ts, te, tj, cnt, ends, E, now, k, duration, c, g, m, cores, gp
     return np.inf
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _kth_smallest(values, k, low):
     """The k-th smallest of ``values`` (``low``: k scratch slots, kept sorted)."""
     n = 0
@@ -889,7 +917,7 @@ def _node_earliest_before(ts, te, tj, cnt, i, t, now, duration, c, g, m, cores, 
 # earliest start on a grown node up to s).
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _seg(PT, PB, i, t):
     """Node i's segment holding time t (the last breakpoint <= t; PT[i, 0] = -inf)."""
     a = 0
@@ -903,7 +931,7 @@ def _seg(PT, PB, i, t):
     return a
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _split(PT, PC, PG, PM, PB, i, t):
     """A breakpoint at t on node i (room for one more is there); its segment index."""
     b = _seg(PT, PB, i, t)
@@ -923,7 +951,7 @@ def _split(PT, PC, PG, PM, PB, i, t):
     return b + 1
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _merge(PT, PC, PG, PM, PB, i, b):
     """Drop breakpoint b of node i if it separates equal free amounts."""
     B = PB[i]
@@ -937,7 +965,7 @@ def _merge(PT, PC, PG, PM, PB, i, b):
     PB[i] = B - 1
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _prof_take(PT, PC, PG, PM, PB, i, s, e, c, g, m, sign):
     """sign = 1: (c, g, m) of node i taken on [s, e); -1: given back."""
     bs = _split(PT, PC, PG, PM, PB, i, s)
@@ -985,7 +1013,7 @@ def _prof_grow(PT, PC, PG, PM):
     return nt, nc, ng, nm
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _node_earliest(PT, PC, PG, PM, PB, i, t, L, c, g, m, H):
     """The earliest start in [t, H] at which node i holds (c, g, m) throughout L, or +inf."""
     B = PB[i]
@@ -1007,10 +1035,10 @@ def _node_earliest(PT, PC, PG, PM, PB, i, t, L, c, g, m, H):
 
 
 @njit(cache=True, inline="always")
-def _earliest_all(PT, PC, PG, PM, PB, now, k, L, c, g, m, H, pick, E):
+def _earliest_all(PT, PC, PG, PM, PB, now, k, L, c, g, m, H, pick, E, low):
     """``_Timeline.earliest_fit`` on the profiles, searching starts up to H: the start (+inf if
     none) and its k lowest-indexed nodes in pick[:k]. (Inlined: the shared Slurm kernel calls it
-    tens of millions of times, and the call itself showed, ~3%.)"""
+    tens of millions of times, and the call itself showed, ~3%.) ``low``: k slots of scratch."""
     n_nodes = PB.shape[0]
     if k == 1:
         best = np.inf
@@ -1025,7 +1053,6 @@ def _earliest_all(PT, PC, PG, PM, PB, now, k, L, c, g, m, H, pick, E):
     t = now
     for i in range(n_nodes):
         E[i] = -np.inf
-    low = np.empty(k)
     while True:
         for i in range(n_nodes):
             if E[i] < t:  # (an earliest start >= the last t is still the earliest >= t)
@@ -1045,7 +1072,7 @@ def _earliest_all(PT, PC, PG, PM, PB, now, k, L, c, g, m, H, pick, E):
         t = nxt
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _max_free(PT, PC, PG, PM, PB, i, now, g1):
     """The largest free cores, GPUs and KiB of node i at any time in [now, g1)."""
     b = _seg(PT, PB, i, now)
@@ -1065,7 +1092,7 @@ def _max_free(PT, PC, PG, PM, PB, i, now, g1):
     return mc, mg, mm
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _longest_run(PT, PC, PB, i, now, reach, c):
     """The longest time over which node i keeps at least c free cores, from a start in
     [now, reach) (+inf: to the end of its profile)."""
@@ -1090,7 +1117,7 @@ def _longest_run(PT, PC, PB, i, now, reach, c):
     return best
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _note_growth(PT, PC, PG, PM, PB, i, now, g1, AGG, AGR):
     """Fold node i's largest free amounts in [now, g1), and its longest runs of >= 2**q free
     cores from a start there, into the bounds AGG / AGR of every growth since the last quiet
@@ -1110,7 +1137,7 @@ def _note_growth(PT, PC, PG, PM, PB, i, now, g1, AGG, AGR):
             AGR[q] = w
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _log_add(LN, L0, L1, LP, Lcount, i, g0, g1):
     """Log a growth of node i's free resources on [g0, g1); returns the new count (-1: full)."""
     if Lcount == LN.shape[0]:
@@ -1154,7 +1181,7 @@ def _size_class(c):
     return q
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _grown_sum(gcount, node_list, first, k):
     t = 0
     for y in range(k):
@@ -1191,6 +1218,7 @@ def shared_conservative_profile_steps(submit, limit, nodes, dur, arrivals, rank,
     kept in the past."""
     n = submit.shape[0]
     max_rounds = 1000 + 100 * n
+    low = np.empty(PB.shape[0])
     _, _, H, Q, a, done, now = _load_counts(st, sf)
     n_res = st[CP_NRES]
     base = st[CP_BASE]
@@ -1260,7 +1288,7 @@ def shared_conservative_profile_steps(submit, limit, nodes, dur, arrivals, rank,
                     c, g, m, lim = cores[j], gpus[j], mem[j], limit[j]
                     old = res[j]
                     if old != old:  # a new job: its earliest fit on the plan
-                        start = _earliest_all(PT, PC, PG, PM, PB, now, k, lim, c, g, m, np.inf, pick, E)
+                        start = _earliest_all(PT, PC, PG, PM, PB, now, k, lim, c, g, m, np.inf, pick, E, low)
                         if start == np.inf:
                             return -3, PT, PC, PG, PM, LN, L0, L1, LP, LV, LC, LG, LM
                         for y in range(k):
@@ -1393,7 +1421,7 @@ def shared_conservative_profile_steps(submit, limit, nodes, dur, arrivals, rank,
                             start = best
                             pick[0] = best_i
                     else:
-                        start = _earliest_all(PT, PC, PG, PM, PB, lo, k, lim, c, g, m, old, pick, E)
+                        start = _earliest_all(PT, PC, PG, PM, PB, lo, k, lim, c, g, m, old, pick, E, low)
                     same = start == old
                     for y in range(k):
                         i = pick[y]
