@@ -239,6 +239,34 @@ def test_conservative_plan_kept_between_passes_is_the_rebuilt_plan(n_nodes, load
     assert np.nanmax(kept[0] - submit) > 10 * np.median(limit)  # long waits: a real queue
 
 
+@pytest.mark.parametrize("width,length,everywhere", [(1, 1, False), (3, 2, False), (4, 8, False), (32, 256, True)])
+def test_conservative_arrays_too_short_are_made_longer_where_the_event_stopped(monkeypatch, width, length,
+                                                                               everywhere):
+    """The kept-plan driver runs without numba's runtime, so it cannot grow its per-node
+    profiles or its growth log itself: an event stops before an early completion or a job's
+    placement that could overflow them, and goes on after the caller made them longer.
+    Started far too short, or stopped at every such place (``STOP_EVERYWHERE``: every saved
+    flag and place is then used), they give the default's schedule (and the reference's: the
+    test above), and both places were stopped at."""
+    from drevt_sweep.sim.kernel import shared as kernel
+
+    jobs, part = _busy_shared_jobs()
+    if everywhere:  # run times on a 10-minute grid: several ends at once, the first early
+        jobs = jobs.replace(actual_run_time=np.ceil(jobs.actual_run_time / 600.0) * 600.0)
+    whole = _fast_shared(jobs, part, "conservative", enforce_limits=True)
+    counters: dict = {}
+    run = kernel._run_conservative_profile
+    monkeypatch.setattr(kernel, "PROFILE_WIDTH", width)
+    monkeypatch.setattr(kernel, "LOG_LENGTH", length)
+    monkeypatch.setattr(kernel, "STOP_EVERYWHERE", everywhere)
+    monkeypatch.setattr(kernel, "_run_conservative_profile",
+                        lambda *a: run(*a, counters=counters))
+    short = _fast_shared(jobs, part, "conservative", enforce_limits=True)
+    assert (_bits(short.begin) == _bits(whole.begin)).all() and (_bits(short.end) == _bits(whole.end)).all()
+    assert np.array_equal(short.node_list, whole.node_list)
+    assert counters["widened_at_completion"] > 0 and counters["widened_in_round"] > 0
+
+
 # ------------------------------------------------------------------ slices of the compiled kernels
 # The shared-node queue policies and both conservative kernels run in slices of ``kernel.STEP_BUDGET`` events like the pool
 # kernels: progress between slices, an exception from the callback (Ctrl-C) stops the run there,

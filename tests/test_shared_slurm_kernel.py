@@ -81,14 +81,16 @@ def test_the_kernel_runs_through_simulate_machine_and_reports_progress(monkeypat
     assert np.array_equal(ref.begin, got.begin) and np.isfinite(ref.begin).all()
 
 
-@pytest.mark.parametrize("width", [1, 2, 3])
-def test_profiles_too_narrow_are_widened_where_the_cycle_stopped(monkeypatch, width):
+@pytest.mark.parametrize("width,everywhere", [(1, False), (2, False), (3, False), (16, True)])
+def test_profiles_too_narrow_are_widened_where_the_cycle_stopped(monkeypatch, width, everywhere):
     """The driver runs without numba's runtime, so it cannot widen its per-node profiles itself:
     a cycle stops before its rebuild, or before a tested job that could need two more
     breakpoints than a node has room for, and goes on after the caller widened them. Profiles
-    started far too narrow give the reference's schedule, and both places were stopped at."""
-    from drevt_sweep.sim.kernel import _shared_slurm
+    started far too narrow, or a cycle stopped at every such place (``STOP_EVERYWHERE``),
+    give the reference's schedule, and both places were stopped at."""
+    from drevt_sweep.sim.kernel import _shared_slurm, shared
 
+    monkeypatch.setattr(shared, "STOP_EVERYWHERE", everywhere)
     jobs, part = _busy_shared_jobs(n=600)
     machine = Machine("m", (part,))
     ref = simulate_machine(jobs, jobs.actual_run_time, machine, backfill="slurm", kernel="reference")

@@ -59,8 +59,8 @@ from ._kernels import BIG, _enqueue_arrivals, _finish_next, _launch, _load_count
 from ._slurm import (P_DEPTH, P_F_SIZE, P_I_SIZE, P_INTERVAL, P_MAX_TEST, P_MAX_USER, P_RES, P_RESERVE, P_SCHED,
                      P_WINDOW, SF_NEXT_BF, SF_NEXT_FULL, SF_T0, ST_CYCLE, ST_KFULL, _load_clocks, _pass_clocks,
                      _settings, _store_clocks, _window_end)
-from .shared import (_earliest_all, _first_fit, _give_back, _maxima, _node_earliest, _node_lists, _prof_take,
-                     _room, _seg, _take)
+from .shared import (GROW, _earliest_all, _first_fit, _give_back, _maxima, _node_earliest, _node_lists, _prof_take,
+                     _room, _seg, _take, _widest)
 
 # counters of the work done, for benchmarks (``run_shared_slurm``'s ``counters``)
 ST_PASSES = 10  # scheduling passes
@@ -74,11 +74,11 @@ ST_D = 17
 ST_RESERVED = 18
 ST_NEED = 19  # ... and the breakpoints a node's profile must have room for
 ST_WIDENED = 20  # counters: cycles stopped for wider profiles before the rebuild, and at a tested job
-ST_SIZE = 22  # _kernels' counts, then _slurm's ST_KBF, ST_KFULL, ST_CYCLE (cycles run), the counters, ST_AT...
+ST_EVERY = 22  # 1: stop at every place it may (tests of the resumption; the first after a resumption goes on)
+ST_SIZE = 23  # _kernels' counts, then _slurm's ST_KBF, ST_KFULL, ST_CYCLE (cycles run), the counters, ST_AT...
 AT_NONE = 0  # (where a cycle stopped)
 AT_CYCLE = 1
 AT_TEST = 2
-GROW = 2  # the driver's status: the profiles must be wider
 PROFILE_WIDTH = 16  # breakpoints per node the profiles start with (widened as needed)
 COUNTERS = {"passes": ST_PASSES, "cycles": ST_CYCLE, "cycles_planned": ST_PLANNED, "running_planned": ST_RUNNING,
             "earliest_fits": ST_FITS, "widened_at_rebuild": ST_WIDENED, "widened_at_test": ST_WIDENED + 1}
@@ -381,24 +381,14 @@ def _tested(q, x, Q, users, max_test, max_user, ucount, ustamp, cycle, tests, fc
     return T, -1
 
 
-@njit(cache=True, _nrt=False, inline="always")
-def _widest(PB):
-    """The most breakpoints any node's profile holds."""
-    top = 0
-    for i in range(PB.shape[0]):
-        if PB[i] > top:
-            top = PB[i]
-    return top
-
-
 @njit(cache=True, _nrt=False)
 def shared_slurm_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, mem, users, cap_c, cap_g, cap_m,
                        pf_, pi, begin, end, est, node_start, node_list, fc, fg, fm, pick, re, rj, rn, hk, hj,
                        q, due, tests, ucount, ustamp, PB, E, wit, wmark, usable, runs, low, PT, PC, PG, PM,
                        st, sf, budget):
     """``sim.shared._run_events`` with ``_SlurmShared`` from the state in ``st``/``sf``, for at
-    most ``budget`` events; status 0 done, 1 budget used, 2 the profiles need to be wider
-    (``st[ST_NEED]`` breakpoints; the cycle goes on where it stopped), -3 a job that fits
+    most ``budget`` events; status 0 done, 1 budget used, ``GROW`` the profiles need to be
+    wider (``st[ST_NEED]`` breakpoints; the cycle goes on where it stopped), -3 a job that fits
     nowhere.
 
     Without numba's runtime: reference counting around every helper call cost ~40 % of issue
@@ -417,6 +407,8 @@ def shared_slurm_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, m
     status = 0
     events = 0
     at = st[ST_AT]  # a cycle stopped for wider profiles: go on there
+    every = st[ST_EVERY] == 1
+    resumed = at != AT_NONE
     while a < n_arr or H > 0 or (Q > 0 and _wake_at(interval, sched, next_bf, next_full) < np.inf) or at != AT_NONE:
         if at != AT_NONE:
             D = st[ST_D]
@@ -471,9 +463,10 @@ def shared_slurm_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, m
         if at == AT_CYCLE:  # profiles of the running jobs and the main scheduler's starts
             need = _rebuild(PT, PC, PG, PM, PB, now, window_end, re, rj, R, node_list, node_start, nodes, cores,
                             gpus, mem, cap_c, cap_g, cap_m, 2 + 2 * D)
-            if need + 2 + 2 * D > cap:
+            if need + 2 + 2 * D > cap or (every and not resumed):
                 status = _widen(st, AT_CYCLE, need + 2 + 2 * D, D, last, 0, 0)
                 break
+            resumed = False
             st[ST_PLANNED] += 1
             st[ST_RUNNING] += R
             for y in range(D):
@@ -494,9 +487,10 @@ def shared_slurm_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, m
                 y += 1
                 if top + 2 > cap:  # this job may add two breakpoints to a node
                     top = _widest(PB)
-                    if top + 2 > cap:
-                        status = _widen(st, AT_TEST, top + 2, D, last, y, reserved)
-                        break
+                if top + 2 > cap or (every and not resumed):
+                    status = _widen(st, AT_TEST, top + 2, D, last, y, reserved)
+                    break
+                resumed = False
                 j = tests[y]
                 d = limit[j]
                 c, g, m = cores[j], gpus[j], mem[j]
@@ -594,7 +588,7 @@ def run_shared_slurm(submit, limit, nodes, dur, rank, request, machine, users, b
     are widened whenever it asks (status ``GROW``) and it goes on. ``counters`` (a dict), if given, gets
     the work done added to it (``COUNTERS``)."""
     from . import _kernels as kernels, _run_slices
-    from .shared import _widening
+    from .shared import STOP_EVERYWHERE, _widened, _widening
 
     cores, gpus, mem = (np.ascontiguousarray(r, dtype=np.int64) for r in request)
     n = int(submit.shape[0])
@@ -631,7 +625,9 @@ def run_shared_slurm(submit, limit, nodes, dur, rank, request, machine, users, b
     st[ST_KFULL] = 1  # (SlurmBackfill.k: the first full pass is one interval after t0)
     sf[SF_T0] = np.nan
     sf[SF_NEXT_BF] = sf[SF_NEXT_FULL] = np.inf
-    _run_slices(kernels, _widening(shared_slurm_steps, fixed, profiles, GROW, ST_NEED), (), st, sf, progress,
+    st[ST_EVERY] = int(STOP_EVERYWHERE)
+    _run_slices(kernels, _widening(shared_slurm_steps, fixed, profiles, lambda grown, st: _widened(grown, int(st[ST_NEED]))),
+                (), st, sf, progress,
                 {-3: "a job never fits its partition (shared-node Slurm kernel)"},
                 "shared-node Slurm kernel stalled with {left} job(s) waiting")
     if counters is not None:

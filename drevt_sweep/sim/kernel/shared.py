@@ -373,10 +373,11 @@ _CONSERVATIVE_ERRORS = {-1: "conservative plan did not converge (shared-node ker
                         -4: "conservative kept a reservation in the past (shared-node kernel)"}
 
 
-def _run_conservative_profile(args, machine, progress):
+def _run_conservative_profile(args, machine, progress, counters=None):
     """conservative with limits enforced: the arrays of ``shared_conservative_profile_steps``
-    allocated here, the driver called in slices; the profiles and the growth log it grew
-    inside a slice replace the old ones before the next."""
+    allocated here, the driver called in slices; the profiles and the growth log are made
+    longer whenever it asks (status ``GROW``) and it goes on. ``counters`` (a dict), if given,
+    gets the number of those stops added to it."""
     submit, limit, nodes = args[:3]
     n = int(submit.shape[0])
     n_nodes, cap_c, cap_g, cap_m = (int(x) for x in machine)
@@ -384,7 +385,8 @@ def _run_conservative_profile(args, machine, progress):
     per_job = (np.full(n, np.nan), np.full(n, np.nan), np.full(n, np.nan),  # begin, end, estimated end
                np.full(n, np.nan), np.zeros(n, np.int64))  # reserved start; growths known to its place
     free = (np.full(n_nodes, cap_c, np.int64), np.full(n_nodes, cap_g, np.int64), np.full(n_nodes, cap_m, np.int64))
-    scratch = (np.empty(n_nodes, np.int64), np.empty(n_nodes, np.int64), np.empty(n_nodes),  # pick, old nodes, E
+    scratch = (np.empty(n_nodes, np.int64), np.empty(n_nodes, np.int64), np.empty(n_nodes),  # pick, old nodes, E,
+               np.empty(n_nodes),  # _earliest_all's k smallest starts
                np.full(n_nodes, -1, np.int64), np.empty(n_nodes, np.int64), np.empty(n_nodes))  # mark, seen, reach
     failed = (np.full(n_nodes, -1, np.int64), *(np.zeros(n_nodes, np.int64) for _ in range(4)),  # pass, version, c, g, m
               np.zeros(n_nodes), np.zeros(n_nodes))  # limit, horizon: a request that found no start on node i
@@ -396,13 +398,23 @@ def _run_conservative_profile(args, machine, progress):
               np.full((n_nodes, 64), -1, np.int64), np.zeros((n_nodes, 64), np.int64),  # longest-run cache
               np.zeros((n_nodes, 64)), np.zeros((n_nodes, 64)), np.zeros(n_nodes, np.int64))  # ..., node versions
     queues = (np.empty(n + 1), np.empty(n + 1, np.int64), np.empty(max(n, 1), np.int64))  # completion heap, waiting
-    profile = [np.full((n_nodes, 32), -np.inf), np.full((n_nodes, 32), cap_c, np.int64),  # grown by the driver
-               np.full((n_nodes, 32), cap_g, np.int64), np.full((n_nodes, 32), cap_m, np.int64)]
-    log = [np.empty(256, np.int64), np.empty(256), np.empty(256), *(np.empty(256, np.int64) for _ in range(5))]
+    w, length = PROFILE_WIDTH, LOG_LENGTH
+    profile = [np.full((n_nodes, w), -np.inf), np.full((n_nodes, w), cap_c, np.int64),  # widened as the driver asks
+               np.full((n_nodes, w), cap_g, np.int64), np.full((n_nodes, w), cap_m, np.int64)]
+    log = [np.empty(length, np.int64), np.empty(length), np.empty(length),
+           *(np.empty(length, np.int64) for _ in range(5))]
     breaks = np.ones(n_nodes, np.int64)  # breakpoints per node's profile
     fixed = (*args, *per_job, node_start, node_list, *free, *scratch, *failed, *growth, *queues, breaks)
-    _drive(_keeping_grown(shared_conservative_profile_steps, fixed, profile + log), (), progress,
-           _CONSERVATIVE_ERRORS)
+
+    def longer(grown, st):
+        """The profiles and the log as long as ``st`` says the stopped step needs."""
+        return _widened(grown[:4], int(st[CP_NEED_W])) + _lengthened(grown[4:], int(st[CP_NEED_L]))
+
+    st = _drive(_widening(shared_conservative_profile_steps, fixed, profile + log, longer), (), progress,
+                _CONSERVATIVE_ERRORS, size=CP_SIZE, preset={CP_EVERY: int(STOP_EVERYWHERE)})
+    if counters is not None:
+        counters["widened_at_completion"] = counters.get("widened_at_completion", 0) + int(st[CP_WIDENED])
+        counters["widened_in_round"] = counters.get("widened_in_round", 0) + int(st[CP_WIDENED + 1])
     return per_job[0], per_job[1], node_start, node_list
 
 
@@ -457,44 +469,74 @@ def _run_queue(args, machine, mode, progress):
     return begin, end, node_start, node_list
 
 
-def _drive(step, state, progress, errors, head=0):
+def _drive(step, state, progress, errors, head=0, size=0, preset=None):
     """``step(*state, st, sf, budget)`` from the initial state in slices (``kernel._run_slices``:
     ``progress`` and Ctrl-C between them, a failure status raised with its message in
     ``errors``); ``head``: the queue driver's ``st[ST_HEAD]`` (the conservative drivers' slot
-    there starts at 0 too)."""
+    there starts at 0 too); ``size``: slots of ``st`` the driver needs, ``preset`` (slot:
+    value) its settings. Returns ``st``."""
     from . import _kernels as kernels, _run_slices
 
-    st = np.zeros(kernels.ST_SIZE, np.int64)
+    st = np.zeros(max(kernels.ST_SIZE, size), np.int64)
     sf = np.zeros(kernels.SF_SIZE)
     st[kernels.ST_HEAD] = head
+    for slot, value in (preset or {}).items():
+        st[slot] = value
     _run_slices(kernels, step, state, st, sf, progress, errors,
                 "shared-node kernel stalled with {left} job(s) waiting")
+    return st
 
 
-def _widening(driver, fixed, profiles, grow, need_slot):
+PROFILE_WIDTH = 32  # breakpoints per node the conservative profiles start with (made longer as needed)
+LOG_LENGTH = 256  # entries the growth log starts with (the same)
+STOP_EVERYWHERE = False  # tests: the drivers that stop for longer arrays stop wherever they may
+GROW = 3  # a driver's status: it stopped before a step its arrays may be too short for
+
+
+def _widening(driver, fixed, grown, longer):
     """A driver without numba's runtime as a step of :func:`_drive`: called with the ``fixed``
-    arrays, then the per-node ``profiles`` (a list), then the state; whenever it returns
-    ``grow`` (it stopped where a step could need more than ``st[need_slot]`` breakpoints on a
-    node, its place saved) the profiles are widened to hold them and it goes on."""
+    arrays, then the arrays it may outgrow (the list ``grown``), then the state; whenever it
+    returns ``GROW`` (it stopped before a step they might not hold, its place saved in ``st``)
+    ``longer(grown, st)`` replaces them and it goes on. (Numba's runtime in the drivers cost
+    ~25-45 % of their time in reference counting: ``docs/kernel.md``.)"""
     def step(st, sf, budget):
         while True:
-            status = driver(*fixed, *profiles, st, sf, budget)
-            if status != grow:
+            status = driver(*fixed, *grown, st, sf, budget)
+            if status != GROW:
                 return status
-            profiles[:] = _widened(profiles, int(st[need_slot]))
+            grown[:] = longer(grown, st)
 
     return step
 
 
 def _widened(arrays, need):
-    """Copies of the per-node ``arrays`` with at least ``need`` columns (the width doubled)."""
+    """Copies of the per-node ``arrays`` with at least ``need`` columns (the width doubled), or
+    the arrays themselves if they have them."""
     width = arrays[0].shape[1]
+    if width >= need:
+        return list(arrays)
     while width < need:
         width *= 2
     out = []
     for old in arrays:
         new = np.empty((old.shape[0], width), old.dtype)
         new[:, :old.shape[1]] = old
+        out.append(new)
+    return out
+
+
+def _lengthened(arrays, need):
+    """Copies of the 1-D ``arrays`` with at least ``need`` entries (the length doubled), or the
+    arrays themselves if they have them."""
+    length = arrays[0].shape[0]
+    if length >= need:
+        return list(arrays)
+    while length < need:
+        length *= 2
+    out = []
+    for old in arrays:
+        new = np.empty(length, old.dtype)
+        new[:old.shape[0]] = old
         out.append(new)
     return out
 
@@ -999,18 +1041,14 @@ def _room(PT, PC, PG, PM, PB, i, now):
     return PB[i] + 2 <= cap
 
 
-@njit(cache=True)
-def _prof_grow(PT, PC, PG, PM):
-    n_nodes, cap = PT.shape
-    nt = np.empty((n_nodes, 2 * cap), np.float64)
-    nc = np.empty((n_nodes, 2 * cap), np.int64)
-    ng = np.empty((n_nodes, 2 * cap), np.int64)
-    nm = np.empty((n_nodes, 2 * cap), np.int64)
-    nt[:, :cap] = PT
-    nc[:, :cap] = PC
-    ng[:, :cap] = PG
-    nm[:, :cap] = PM
-    return nt, nc, ng, nm
+@njit(cache=True, _nrt=False, inline="always")
+def _widest(PB):
+    """The most breakpoints any node's profile holds."""
+    top = 0
+    for i in range(PB.shape[0]):
+        if PB[i] > top:
+            top = PB[i]
+    return top
 
 
 @njit(cache=True, _nrt=False)
@@ -1139,37 +1177,12 @@ def _note_growth(PT, PC, PG, PM, PB, i, now, g1, AGG, AGR):
 
 @njit(cache=True, _nrt=False)
 def _log_add(LN, L0, L1, LP, Lcount, i, g0, g1):
-    """Log a growth of node i's free resources on [g0, g1); returns the new count (-1: full)."""
-    if Lcount == LN.shape[0]:
-        return -1
+    """Log a growth of node i's free resources on [g0, g1) (there is room); the new count."""
     LN[Lcount] = i
     L0[Lcount] = g0
     L1[Lcount] = g1
     LP[Lcount] = -1  # its largest free amounts not computed in this pass yet
     return Lcount + 1
-
-
-@njit(cache=True)
-def _log_grow(LN, L0, L1, LP, LV, LC, LG, LM):
-    size = 2 * LN.shape[0]
-    nn = np.empty(size, np.int64)
-    n0 = np.empty(size, np.float64)
-    n1 = np.empty(size, np.float64)
-    npp = np.empty(size, np.int64)
-    nv = np.empty(size, np.int64)
-    nc = np.empty(size, np.int64)
-    ng = np.empty(size, np.int64)
-    nm = np.empty(size, np.int64)
-    c = LN.shape[0]
-    nn[:c] = LN
-    n0[:c] = L0
-    n1[:c] = L1
-    npp[:c] = LP
-    nv[:c] = LV
-    nc[:c] = LC
-    ng[:c] = LG
-    nm[:c] = LM
-    return nn, n0, n1, npp, nv, nc, ng, nm
 
 
 @njit(cache=True, inline="always")
@@ -1196,12 +1209,25 @@ CP_BASE = 7  # sequence number of the growth log's first entry
 CP_LC = 8  # entries in the growth log
 CP_VISIT = 9  # number of the last growth scan (``mark``)
 CP_PASS = 10  # number of the last planning pass
+CP_AT = 11  # an event stopped for longer arrays: AT_COMPLETE (its completions), AT_ROUND (a pass's round)
+CP_X = 12  # ... the round's place in the queue, its number, and its flags (moved 1, changed 2,
+CP_ROUNDS = 13  # replan 4)
+CP_FLAGS = 14
+CP_NEED_W = 15  # ... the breakpoints a node's profile must have room for, and the log's entries
+CP_NEED_L = 16
+CP_WIDENED = 17  # counters: events stopped at a completion, and in a round
+CP_EVERY = 19  # 1: stop at every place it may (tests of the resumption; the first after a resumption goes on)
+CP_SIZE = 20
+AT_NONE = 0
+AT_COMPLETE = 1
+AT_PASS = 2  # (a new pass: never stopped at)
+AT_ROUND = 3
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def shared_conservative_profile_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, mem,
                                       begin, end, est, res, stamp, node_start, node_list, fc, fg, fm,
-                                      pick, old_nodes, E, mark, seen, reach, fail_p, fail_v, fail_c, fail_g,
+                                      pick, old_nodes, E, low, mark, seen, reach, fail_p, fail_v, fail_c, fail_g,
                                       fail_m, fail_l, fail_h, gcount, own_g, AGG, AGR, run_p, run_v, run_r,
                                       run_w, version, hk, hj, q, PB, PT, PC, PG, PM,
                                       LN, L0, L1, LP, LV, LC, LG, LM, st, sf, budget):
@@ -1210,28 +1236,58 @@ def shared_conservative_profile_steps(submit, limit, nodes, dur, arrivals, rank,
     again only when a growth logged since it was last placed could move it.
 
     Resumable: runs at most ``budget`` events from the state in ``st``/``sf`` and the arrays
-    (``shared._run_conservative_profile`` allocates them). The per-node profiles and the growth
-    log still grow inside an event (no bound before the event holds for the log: see
-    ``docs/kernel.md``), so this driver keeps numba's runtime and returns them: (status, PT, PC,
-    PG, PM, LN, L0, L1, LP, LV, LC, LG, LM), status 0 done, 1 budget used, -1 a plan that did
-    not converge, -2 an over-committed node, -3 a job that fits nowhere, -4 a reservation
-    kept in the past."""
+    (``shared._run_conservative_profile`` allocates them); status 0 done, 1 budget used, 2
+    (``GROW``) the profiles or the growth log must be longer, -1 a plan that did not converge,
+    -2 an over-committed node, -3 a job that fits nowhere, -4 a reservation kept in the past.
+
+    Without numba's runtime (reference counting around the helper calls was ~25 % of the
+    run): nothing is allocated here. No bound known before an event holds for the growth log
+    (it gains an entry per node of every job moved in every round of a pass), so the event
+    stops, with its place saved (``CP_AT``...), before a step that could overflow the
+    profiles or the log: an early completion (two breakpoints and one entry per node), a
+    job's placement (four breakpoints: its old slot given back, its new one taken; one entry
+    per node). The caller makes them longer and calls again."""
     n = submit.shape[0]
     max_rounds = 1000 + 100 * n
-    low = np.empty(PB.shape[0])
     _, _, H, Q, a, done, now = _load_counts(st, sf)
     n_res = st[CP_NRES]
     base = st[CP_BASE]
     Lc = st[CP_LC]
     visit = st[CP_VISIT]
     pass_no = st[CP_PASS]
+    width = PT.shape[1]
+    length = LN.shape[0]
+    top = _widest(PB)  # at least the most breakpoints a node's profile holds
+    at = st[CP_AT]  # an event stopped for longer arrays: go on there
+    st[CP_AT] = AT_NONE
+    flags = st[CP_FLAGS]
+    freed_early = False  # (an event stops at its completions only before an early end, which sets it)
+    replan = (flags & 4) != 0
+    changed = (flags & 2) != 0
+    moved = (flags & 1) != 0
+    x = st[CP_X]
+    rounds = st[CP_ROUNDS]
+    status = 0
+    stop = False  # a step could overflow the profiles or the log: stop before it
+    every = st[CP_EVERY] == 1
+    resumed = at != AT_NONE
     while True:
-        status, now, budget = _slice_event(submit, arrivals, a, hk, H, now, budget)
-        if status != EV_NEXT:
-            break
-        freed_early = False
-        while H > 0 and hk[0] <= now:
+        if at == AT_NONE:
+            status, now, budget = _slice_event(submit, arrivals, a, hk, H, now, budget)
+            if status != EV_NEXT:
+                break
+            freed_early = False
+            at = AT_COMPLETE
+        while at == AT_COMPLETE and H > 0 and hk[0] <= now:
             j = hj[0]
+            if end[j] < est[j]:  # room for two breakpoints and a log entry on each of its nodes
+                if top + 2 > width:
+                    top = _widest(PB)
+                if top + 2 > width or Lc + nodes[j] > length or (every and not resumed):
+                    stop = True
+                    break
+                resumed = False
+                top += 2
             H = _heap_pop(hk, hj, H)
             _give_back(j, fc, fg, fm, node_start, node_list, cores, gpus, mem)
             done += 1
@@ -1239,22 +1295,24 @@ def shared_conservative_profile_steps(submit, limit, nodes, dur, arrivals, rank,
                 freed_early = True
                 for y in range(node_start[j], node_start[j + 1]):
                     i = node_list[y]
-                    while not _room(PT, PC, PG, PM, PB, i, now):
-                        PT, PC, PG, PM = _prof_grow(PT, PC, PG, PM)
+                    _room(PT, PC, PG, PM, PB, i, now)  # (drops past segments)
                     _prof_take(PT, PC, PG, PM, PB, i, now, est[j], cores[j], gpus[j], mem[j], -1)
                     version[i] += 1
                     gcount[i] += 1
                     _note_growth(PT, PC, PG, PM, PB, i, now, est[j], AGG, AGR)
                     Lc = _log_add(LN, L0, L1, LP, Lc, i, now, est[j])
-                    if Lc < 0:
-                        LN, L0, L1, LP, LV, LC, LG, LM = _log_grow(LN, L0, L1, LP, LV, LC, LG, LM)
-                        Lc = _log_add(LN, L0, L1, LP, LN.shape[0] // 2, i, now, est[j])
-        Q, a = _enqueue_arrivals(q, Q, rank, submit, arrivals, a, now)
-        if Q == 0:
-            continue
+        if stop:
+            break
+        if at == AT_COMPLETE:
+            at = AT_NONE
+            Q, a = _enqueue_arrivals(q, Q, rank, submit, arrivals, a, now)
+            if Q == 0:
+                continue
+            replan = freed_early
+            if replan or n_res < Q:
+                at = AT_PASS
 
-        replan = freed_early
-        if replan or n_res < Q:
+        if at == AT_PASS:  # a new pass
             pass_no += 1
             if replan:  # forget the growths every waiting job has already been placed after
                 oldest = base + Lc
@@ -1275,27 +1333,35 @@ def shared_conservative_profile_steps(submit, limit, nodes, dur, arrivals, rank,
                         LM[x - drop] = LM[x]
                     Lc -= drop
                     base = oldest
-            rounds = 0
+            rounds = 1
+            moved = False
+            changed = False
+            x = 0
+            at = AT_ROUND
+        if at == AT_ROUND:  # the pass's rounds, from place x of round ``rounds``
+            at = AT_NONE
             while True:
-                rounds += 1
-                if rounds > max_rounds:
-                    return -1, PT, PC, PG, PM, LN, L0, L1, LP, LV, LC, LG, LM
-                moved = False
-                changed = False
-                for x in range(Q):
+                while x < Q:
                     j = q[x]
                     k = nodes[j]
+                    if top + 4 > width:  # room for four breakpoints and k log entries
+                        top = _widest(PB)
+                    if top + 4 > width or Lc + k > length or (every and not resumed):
+                        stop = True
+                        break
+                    resumed = False
+                    top += 4
+                    x += 1
                     c, g, m, lim = cores[j], gpus[j], mem[j], limit[j]
                     old = res[j]
                     if old != old:  # a new job: its earliest fit on the plan
                         start = _earliest_all(PT, PC, PG, PM, PB, now, k, lim, c, g, m, np.inf, pick, E, low)
                         if start == np.inf:
-                            return -3, PT, PC, PG, PM, LN, L0, L1, LP, LV, LC, LG, LM
+                            return -3
                         for y in range(k):
                             node_list[node_start[j] + y] = pick[y]
                             i = pick[y]
-                            while not _room(PT, PC, PG, PM, PB, i, now):
-                                PT, PC, PG, PM = _prof_grow(PT, PC, PG, PM)
+                            _room(PT, PC, PG, PM, PB, i, now)
                             _prof_take(PT, PC, PG, PM, PB, i, start, start + lim, c, g, m, 1)
                             version[i] += 1
                         res[j] = start
@@ -1306,7 +1372,7 @@ def shared_conservative_profile_steps(submit, limit, nodes, dur, arrivals, rank,
                     if not replan:
                         continue
                     if old < now:
-                        return -4, PT, PC, PG, PM, LN, L0, L1, LP, LV, LC, LG, LM
+                        return -4
                     first = node_start[j]
                     if c > AGG[0] or g > AGG[1] or m > AGG[2]:
                         stamp[j] = base + Lc
@@ -1354,12 +1420,10 @@ def shared_conservative_profile_steps(submit, limit, nodes, dur, arrivals, rank,
                             if node_list[first + z] == i:
                                 # its own node: can it start there before old without itself?
                                 h = min(np.nextafter(old, -np.inf), np.nextafter(reach[i], -np.inf))
-                                while not _room(PT, PC, PG, PM, PB, i, now):
-                                    PT, PC, PG, PM = _prof_grow(PT, PC, PG, PM)
+                                _room(PT, PC, PG, PM, PB, i, now)
                                 _prof_take(PT, PC, PG, PM, PB, i, old, old + lim, c, g, m, -1)
                                 e = _node_earliest(PT, PC, PG, PM, PB, i, now, lim, c, g, m, h)
-                                while not _room(PT, PC, PG, PM, PB, i, now):
-                                    PT, PC, PG, PM = _prof_grow(PT, PC, PG, PM)
+                                _room(PT, PC, PG, PM, PB, i, now)
                                 _prof_take(PT, PC, PG, PM, PB, i, old, old + lim, c, g, m, 1)
                                 if e < np.inf:
                                     own = True
@@ -1409,8 +1473,7 @@ def shared_conservative_profile_steps(submit, limit, nodes, dur, arrivals, rank,
                     for y in range(k):
                         i = node_list[first + y]
                         old_nodes[y] = i
-                        while not _room(PT, PC, PG, PM, PB, i, now):
-                            PT, PC, PG, PM = _prof_grow(PT, PC, PG, PM)
+                        _room(PT, PC, PG, PM, PB, i, now)
                         _prof_take(PT, PC, PG, PM, PB, i, old, old + lim, c, g, m, -1)
                     if k == 1:  # its own node (if it did not grow, it still fits from old)
                         start = old
@@ -1427,8 +1490,7 @@ def shared_conservative_profile_steps(submit, limit, nodes, dur, arrivals, rank,
                         i = pick[y]
                         node_list[first + y] = i
                         same = same and i == old_nodes[y]
-                        while not _room(PT, PC, PG, PM, PB, i, now):
-                            PT, PC, PG, PM = _prof_grow(PT, PC, PG, PM)
+                        _room(PT, PC, PG, PM, PB, i, now)
                         _prof_take(PT, PC, PG, PM, PB, i, start, start + lim, c, g, m, 1)
                     if not same:  # its old slot is free for the others
                         changed = True
@@ -1438,14 +1500,14 @@ def shared_conservative_profile_steps(submit, limit, nodes, dur, arrivals, rank,
                             gcount[old_nodes[y]] += 1
                             _note_growth(PT, PC, PG, PM, PB, old_nodes[y], now, old + lim, AGG, AGR)
                             Lc = _log_add(LN, L0, L1, LP, Lc, old_nodes[y], old, old + lim)
-                            if Lc < 0:
-                                LN, L0, L1, LP, LV, LC, LG, LM = _log_grow(LN, L0, L1, LP, LV, LC, LG, LM)
-                                Lc = _log_add(LN, L0, L1, LP, LN.shape[0] // 2, old_nodes[y], old, old + lim)
                         res[j] = start
                         stamp[j] = base + Lc
                         own_g[j] = _grown_sum(gcount, node_list, node_start[j], nodes[j])
                         if start != old:
                             moved = True
+                if stop:
+                    at = AT_ROUND
+                    break
                 if replan and not changed:  # a quiet round: every placement holds on this plan
                     base += Lc
                     Lc = 0
@@ -1453,15 +1515,32 @@ def shared_conservative_profile_steps(submit, limit, nodes, dur, arrivals, rank,
                     AGR[:] = -1.0
                 if not (replan and moved):
                     break
+                rounds += 1
+                if rounds > max_rounds:
+                    return -1
+                moved = False
+                changed = False
+                x = 0
+            if stop:
+                break
 
         Q, n_res, _, H = _start_due(q, Q, res, now, n_res, node_start, node_list, cores, gpus, mem, dur, limit,
                                     fc, fg, fm, begin, end, est, hk, hj, hj, -1, hk, hj, H)  # (no running list)
         if Q < 0:
-            return -2, PT, PC, PG, PM, LN, L0, L1, LP, LV, LC, LG, LM
+            return -2
+    if stop:  # where the event goes on, and how long the arrays must be
+        status = GROW
+        st[CP_AT] = at
+        st[CP_WIDENED + (1 if at == AT_ROUND else 0)] += 1
+        st[CP_FLAGS] = (4 if replan else 0) | (2 if changed else 0) | (1 if moved else 0)
+        st[CP_X] = x
+        st[CP_ROUNDS] = rounds
+        st[CP_NEED_W] = _widest(PB) + 4
+        st[CP_NEED_L] = Lc + nodes[j]  # (j: the job whose step could overflow them)
     _store_counts(st, sf, 0, 0, H, Q, a, done, now)
     st[CP_NRES] = n_res
     st[CP_BASE] = base
     st[CP_LC] = Lc
     st[CP_VISIT] = visit
     st[CP_PASS] = pass_no
-    return status, PT, PC, PG, PM, LN, L0, L1, LP, LV, LC, LG, LM
+    return status
