@@ -267,6 +267,28 @@ def test_conservative_arrays_too_short_are_made_longer_where_the_event_stopped(m
     assert counters["widened_at_completion"] > 0 and counters["widened_in_round"] > 0
 
 
+@pytest.mark.parametrize("width,everywhere", [(1, False), (2, False), (16, True)])
+def test_conservative_timelines_too_narrow_are_widened_where_the_event_stopped(monkeypatch, width, everywhere):
+    """The same for conservative without limits (interval timelines rebuilt at every pass): an
+    event stops before its rebuild, or before a job's placement that may not fit the
+    timelines, and goes on after the caller widened them; the schedule is the default's."""
+    from drevt_sweep.sim.kernel import shared as kernel
+
+    jobs, part = _busy_shared_jobs(n=300)
+    whole = _fast_shared(jobs, part, "conservative", enforce_limits=False)
+    assert np.nanmax(whole.begin - jobs.submit) > 3600  # long waits: a real queue
+    counters: dict = {}
+    run = kernel._run_conservative_timelines
+    monkeypatch.setattr(kernel, "TIMELINE_WIDTH", width)
+    monkeypatch.setattr(kernel, "STOP_EVERYWHERE", everywhere)
+    monkeypatch.setattr(kernel, "_run_conservative_timelines", lambda *a: run(*a, counters=counters))
+    narrow = _fast_shared(jobs, part, "conservative", enforce_limits=False)
+    assert (_bits(narrow.begin) == _bits(whole.begin)).all() and (_bits(narrow.end) == _bits(whole.end)).all()
+    assert np.array_equal(narrow.node_list, whole.node_list)
+    assert counters["widened_at_rebuild"] > 0  # (a rebuild leaves room for a placement: in a
+    assert counters["widened_in_round"] > 0 or not everywhere  # round only several arrivals need more)
+
+
 # ------------------------------------------------------------------ slices of the compiled kernels
 # The shared-node queue policies and both conservative kernels run in slices of ``kernel.STEP_BUDGET`` events like the pool
 # kernels: progress between slices, an exception from the callback (Ctrl-C) stops the run there,

@@ -418,11 +418,11 @@ def _run_conservative_profile(args, machine, progress, counters=None):
     return per_job[0], per_job[1], node_start, node_list
 
 
-def _run_conservative_timelines(args, machine, enforce, progress):
+def _run_conservative_timelines(args, machine, enforce, progress, counters=None):
     """conservative on timelines rebuilt at every pass (limits not enforced; ``enforce``: the
     tests' check of the kept plan): the arrays of ``shared_conservative_steps`` allocated here,
-    the driver called in slices; the timelines it grew inside a slice replace the old ones
-    before the next."""
+    the driver called in slices; the timelines are widened whenever it asks (status ``GROW``)
+    and it goes on. ``counters`` (a dict), if given, gets the number of those stops."""
     submit, limit, nodes = args[:3]
     n = int(submit.shape[0])
     n_nodes, cap_c, cap_g, cap_m = (int(x) for x in machine)
@@ -436,9 +436,16 @@ def _run_conservative_timelines(args, machine, enforce, progress):
     fixed = (*args, np.int64(cap_c), np.int64(cap_g), np.int64(cap_m), bool(enforce), *per_job, node_start,
              node_list, *free, np.empty(n_nodes, np.int64), *running, np.empty(max(n, 1), np.int64),
              np.zeros(n_nodes, np.int64),  # intervals per node
-             np.empty(n + 16))  # every interval's end, sorted: one per job (running, reserved or just ended)
-    timelines = [np.empty((n_nodes, 16)), np.empty((n_nodes, 16)), np.empty((n_nodes, 16), np.int64)]
-    _drive(_keeping_grown(shared_conservative_steps, fixed, timelines), (), progress, _CONSERVATIVE_ERRORS)
+             np.empty(n + 16),  # every interval's end, sorted: one per job (running, reserved or just ended)
+             np.empty(n + 16, np.int64), np.empty(n_nodes), np.empty(n_nodes))  # _earliest_fit's scratch
+    w = TIMELINE_WIDTH
+    timelines = [np.empty((n_nodes, w)), np.empty((n_nodes, w)), np.empty((n_nodes, w), np.int64)]
+    st = _drive(_widening(shared_conservative_steps, fixed, timelines,
+                          lambda grown, st: _widened(grown, int(st[CT_NEED]))),
+                (), progress, _CONSERVATIVE_ERRORS, size=CT_SIZE, preset={CT_EVERY: int(STOP_EVERYWHERE)})
+    if counters is not None:
+        counters["widened_at_rebuild"] = counters.get("widened_at_rebuild", 0) + int(st[CT_WIDENED])
+        counters["widened_in_round"] = counters.get("widened_in_round", 0) + int(st[CT_WIDENED + 1])
     return per_job[0], per_job[1], node_start, node_list
 
 
@@ -487,6 +494,7 @@ def _drive(step, state, progress, errors, head=0, size=0, preset=None):
     return st
 
 
+TIMELINE_WIDTH = 16  # intervals per node the conservative timelines start with (widened as needed)
 PROFILE_WIDTH = 32  # breakpoints per node the conservative profiles start with (made longer as needed)
 LOG_LENGTH = 256  # entries the growth log starts with (the same)
 STOP_EVERYWHERE = False  # tests: the drivers that stop for longer arrays stop wherever they may
@@ -541,18 +549,6 @@ def _lengthened(arrays, need):
     return out
 
 
-def _keeping_grown(driver, fixed, grown):
-    """A conservative driver as a step of :func:`_drive`: called with the ``fixed`` arrays, then
-    the arrays it may grow inside a slice (the list ``grown``), then the state; the ones it
-    returns beside its status replace them before the next slice."""
-    def step(*state_st_sf_budget):
-        status, *new = driver(*fixed, *grown, *state_st_sf_budget)
-        grown[:] = new
-        return status
-
-    return step
-
-
 # --- conservative: per-node timelines of intervals ------------------------------------------
 # Node i holds the intervals ts[i, :cnt[i]] .. te[i, :cnt[i]] of the jobs tj[i, :cnt[i]] (running
 # jobs from -inf, reservations from their start); ``ends[:E]`` is the sorted multiset of every
@@ -560,20 +556,7 @@ def _keeping_grown(driver, fixed, grown):
 # on a node does not matter.
 
 
-@njit(cache=True)
-def _tl_grow(ts, te, tj):
-    cap = ts.shape[1] * 2
-    n_nodes = ts.shape[0]
-    ns = np.empty((n_nodes, cap), np.float64)
-    ne = np.empty((n_nodes, cap), np.float64)
-    nj = np.empty((n_nodes, cap), np.int64)
-    ns[:, :ts.shape[1]] = ts
-    ne[:, :ts.shape[1]] = te
-    nj[:, :ts.shape[1]] = tj
-    return ns, ne, nj
-
-
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _lower_bound(ends, E, e):
     """First index of ends[:E] (sorted) whose value is >= e."""
     a = 0
@@ -587,7 +570,7 @@ def _lower_bound(ends, E, e):
     return a
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _ends_insert(ends, E, e):
     a = _lower_bound(ends, E, np.nextafter(e, np.inf))  # after the equal ends: adding in order moves none
     for x in range(E, a, -1):
@@ -596,7 +579,7 @@ def _ends_insert(ends, E, e):
     return E + 1
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _ends_remove(ends, E, e):
     a = _lower_bound(ends, E, e)
     for x in range(a, E - 1):
@@ -604,7 +587,7 @@ def _ends_remove(ends, E, e):
     return E - 1
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _blocked_until(ts, te, tj, cnt, i, t0, t1, c, g, m, cores, gpus, mem, cap_c, cap_g, cap_m, near):
     """``_Timeline._blocked_until``: -inf if node i holds (c, g, m) throughout [t0, t1) (the
     usage at t0 and at every interval start inside the window, over the intervals overlapping
@@ -638,7 +621,7 @@ def _blocked_until(ts, te, tj, cnt, i, t0, t1, c, g, m, cores, gpus, mem, cap_c,
     return -np.inf
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _room_again(ts, te, tj, cnt, i, p, c, g, m, cores, gpus, mem, cap_c, cap_g, cap_m):
     """The first breakpoint of node i's usage after ``p`` (which lacks room for (c, g, m)) at
     which it has room again, or inf: every start from ``p`` up to it lacks room at its own
@@ -671,21 +654,30 @@ def _room_again(ts, te, tj, cnt, i, p, c, g, m, cores, gpus, mem, cap_c, cap_g, 
 CT_NRES = 6  # waiting jobs with a reservation
 CT_ENDS = 7  # entries of ``ends``
 CT_STALE = 8  # 1 when the timelines hold an interval of a job that ended early
+CT_AT = 9  # an event stopped for wider timelines: AT_PASS (before its rebuild) or AT_ROUND (a round)
+CT_X = 10  # ... the round's place in the queue, its number, its flags (moved 1, replan 2)
+CT_ROUNDS = 11
+CT_FLAGS = 12
+CT_NEED = 13  # ... and the intervals a node must have room for
+CT_WIDENED = 14  # counters: events stopped before a rebuild, and in a round
+CT_EVERY = 16  # 1: stop at every place it may (tests of the resumption; the first after a resumption goes on)
+CT_SIZE = 17
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def shared_conservative_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, mem, cap_c, cap_g, cap_m,
                               enforce, begin, end, est, res, node_start, node_list, fc, fg, fm, pick,
-                              re, rj, rn, hk, hj, q, cnt, ends, ts, te, tj, st, sf, budget):
+                              re, rj, rn, hk, hj, q, cnt, ends, near, blocked, low, ts, te, tj, st, sf, budget):
     """``sim.shared._Conservative`` compiled: the per-node interval timelines rebuilt and every
     job re-placed in priority order until nothing moves, at every pass (limits not enforced;
     the tests also run it with limits enforced against ``shared_conservative_profile_steps``).
 
     Resumable: at most ``budget`` events from the state in ``st``/``sf`` and the arrays
-    (``shared._run_conservative_timelines`` allocates them). The timelines still grow inside
-    an event, so this driver keeps numba's runtime and returns them: (status, ts, te, tj),
-    status 0 done, 1 budget used, -1 a plan that did not converge, -2 an over-committed node,
-    -3 a job that fits nowhere."""
+    (``shared._run_conservative_timelines`` allocates them); status 0 done, 1 budget used,
+    ``GROW`` the timelines must be wider, -1 a plan that did not converge, -2 an over-committed
+    node, -3 a job that fits nowhere. Without numba's runtime: the event stops, its place saved
+    (``CT_AT``...), before a rebuild or a job's placement (one interval more on a node) that the
+    timelines may not hold, and the caller widens them."""
     n = submit.shape[0]
     n_nodes = fc.shape[0]
     max_rounds = 1000 + 100 * n
@@ -693,121 +685,193 @@ def shared_conservative_steps(submit, limit, nodes, dur, arrivals, rank, cores, 
     n_res = st[CT_NRES]
     E = st[CT_ENDS]
     stale = st[CT_STALE] != 0
+    width = ts.shape[1]
+    at = st[CT_AT]  # an event stopped for wider timelines: go on there
+    st[CT_AT] = AT_NONE
+    replan = (st[CT_FLAGS] & 2) != 0
+    moved = (st[CT_FLAGS] & 1) != 0
+    x = st[CT_X]
+    rounds = st[CT_ROUNDS]
+    every = st[CT_EVERY] == 1
+    resumed = at != AT_NONE
+    need = 0
+    top = _most_intervals(cnt)
     while True:
-        status, now, budget = _slice_event(submit, arrivals, a, hk, H, now, budget)
-        if status != EV_NEXT:
-            break
-        freed_early = False
-        while H > 0 and hk[0] <= now:
-            j, H, R = _finish_next(hk, hj, H, re, rj, rn, R, est)
-            _give_back(j, fc, fg, fm, node_start, node_list, cores, gpus, mem)
-            done += 1
-            if end[j] < est[j]:
-                freed_early = True
-                stale = True  # its interval outlives it: the timelines need rebuilding
-        Q, a = _enqueue_arrivals(q, Q, rank, submit, arrivals, a, now)
-        if Q == 0:
-            continue
+        if at == AT_NONE:
+            status, now, budget = _slice_event(submit, arrivals, a, hk, H, now, budget)
+            if status != EV_NEXT:
+                break
+            freed_early = False
+            while H > 0 and hk[0] <= now:
+                j, H, R = _finish_next(hk, hj, H, re, rj, rn, R, est)
+                _give_back(j, fc, fg, fm, node_start, node_list, cores, gpus, mem)
+                done += 1
+                if end[j] < est[j]:
+                    freed_early = True
+                    stale = True  # its interval outlives it: the timelines need rebuilding
+            Q, a = _enqueue_arrivals(q, Q, rank, submit, arrivals, a, now)
+            if Q == 0:
+                continue
 
-        replan = freed_early or not enforce
-        for x in range(Q):
-            j = q[x]
-            if res[j] < now:  # a reservation in the past (possible with limits not enforced)
-                replan = True
-                res[j] = np.nan
-                n_res -= 1
-        if replan or n_res < Q:
-            if replan or stale or not enforce:  # rebuild: running jobs, then the reservations
-                stale = False
-                soon = np.nextafter(now, np.inf)
-                for i in range(n_nodes):
-                    cnt[i] = 0
-                E = 0
-                for r in range(R):
-                    j = rj[r]
-                    e = re[r] if re[r] > now else soon
-                    ts, te, tj, E = _tl_add(ts, te, tj, cnt, ends, E, j, -np.inf, e,
-                                            node_list, node_start[j], nodes[j], now)
-                for x in range(Q):
-                    j = q[x]
-                    if res[j] == res[j]:
-                        ts, te, tj, E = _tl_add(ts, te, tj, cnt, ends, E, j, res[j], res[j] + limit[j],
-                                                node_list, node_start[j], nodes[j], now)
-            else:  # the previous plan's timelines hold: drop the ends in the past
-                drop = 0
-                while drop < E and ends[drop] <= now:
-                    drop += 1
-                if drop:
-                    for x in range(drop, E):
-                        ends[x - drop] = ends[x]
-                    E -= drop
-            rounds = 0
-            while True:
-                rounds += 1
-                if rounds > max_rounds:
-                    return -1, ts, te, tj
+            replan = freed_early or not enforce
+            for x in range(Q):
+                j = q[x]
+                if res[j] < now:  # a reservation in the past (possible with limits not enforced)
+                    replan = True
+                    res[j] = np.nan
+                    n_res -= 1
+            if replan or n_res < Q:
+                at = AT_PASS if (replan or stale or not enforce) else AT_ROUND
+                if at == AT_ROUND:  # the previous plan's timelines hold: drop the ends in the past
+                    drop = 0
+                    while drop < E and ends[drop] <= now:
+                        drop += 1
+                    if drop:
+                        for x in range(drop, E):
+                            ends[x - drop] = ends[x]
+                        E -= drop
+                rounds = 1
                 moved = False
-                for x in range(Q):
+                x = 0
+        if at == AT_PASS:  # rebuild: running jobs, then the reservations
+            for i in range(n_nodes):
+                cnt[i] = 0
+            for r in range(R):
+                j = rj[r]
+                for y in range(node_start[j], node_start[j] + nodes[j]):
+                    cnt[node_list[y]] += 1
+            for y in range(Q):
+                j = q[y]
+                if res[j] == res[j]:
+                    for z in range(node_start[j], node_start[j] + nodes[j]):
+                        cnt[node_list[z]] += 1
+            top = _most_intervals(cnt)
+            if top + 1 > width or (every and not resumed):  # (and one more: a placement)
+                need = top + 1
+                break
+            resumed = False
+            stale = False
+            soon = np.nextafter(now, np.inf)
+            for i in range(n_nodes):
+                cnt[i] = 0
+            E = 0
+            for r in range(R):
+                j = rj[r]
+                e = re[r] if re[r] > now else soon
+                E = _tl_add(ts, te, tj, cnt, ends, E, j, -np.inf, e, node_list, node_start[j], nodes[j])
+            for y in range(Q):
+                j = q[y]
+                if res[j] == res[j]:
+                    E = _tl_add(ts, te, tj, cnt, ends, E, j, res[j], res[j] + limit[j], node_list,
+                                node_start[j], nodes[j])
+            at = AT_ROUND
+        if at == AT_ROUND:  # the pass's rounds, from place x of round ``rounds``
+            at = AT_NONE
+            while True:
+                while x < Q:
                     j = q[x]
                     old = res[j]
                     had = old == old
+                    if had and not replan:
+                        x += 1
+                        continue
+                    if top + 1 > width:  # its placement adds an interval to some nodes
+                        top = _tl_compact(ts, te, tj, cnt, now)
+                    if top + 1 > width or (every and not resumed):
+                        need = top + 1
+                        at = AT_ROUND
+                        break
+                    resumed = False
+                    top += 1
+                    x += 1
                     if had:
-                        if not replan:
-                            continue
                         E = _tl_remove(ts, te, tj, cnt, ends, E, j, node_list, node_start[j], nodes[j])
                     start = _earliest_fit(ts, te, tj, cnt, ends, E, now, nodes[j], limit[j],
                                           cores[j], gpus[j], mem[j], cores, gpus, mem,
-                                          cap_c, cap_g, cap_m, pick)
+                                          cap_c, cap_g, cap_m, pick, near, blocked, low)
                     if start == np.inf:
-                        return -3, ts, te, tj
+                        return -3
                     for y in range(nodes[j]):
                         node_list[node_start[j] + y] = pick[y]
-                    ts, te, tj, E = _tl_add(ts, te, tj, cnt, ends, E, j, start, start + limit[j],
-                                            node_list, node_start[j], nodes[j], now)
+                    E = _tl_add(ts, te, tj, cnt, ends, E, j, start, start + limit[j], node_list, node_start[j],
+                                nodes[j])
                     res[j] = start
                     if not had:
                         n_res += 1
                     elif start != old:
                         moved = True
+                if at == AT_ROUND:
+                    break
                 if not (replan and moved):
                     break
+                rounds += 1
+                if rounds > max_rounds:
+                    return -1
+                moved = False
+                x = 0
+            if at == AT_ROUND:
+                break
 
         Q, n_res, R, H = _start_due(q, Q, res, now, n_res, node_start, node_list, cores, gpus, mem, dur, limit,
                                     fc, fg, fm, begin, end, est, re, rj, rn, R, hk, hj, H)
         if Q < 0:
-            return -2, ts, te, tj
+            return -2
+    if at != AT_NONE:  # where the event goes on
+        status = GROW
+        st[CT_AT] = at
+        st[CT_WIDENED + (1 if at == AT_ROUND else 0)] += 1
+        st[CT_FLAGS] = (2 if replan else 0) | (1 if moved else 0)
+        st[CT_X] = x
+        st[CT_ROUNDS] = rounds
+        st[CT_NEED] = need
     _store_counts(st, sf, 0, R, H, Q, a, done, now)
     st[CT_NRES] = n_res
     st[CT_ENDS] = E
     st[CT_STALE] = 1 if stale else 0
-    return status, ts, te, tj
+    return status
 
 
-@njit(cache=True)
-def _tl_add(ts, te, tj, cnt, ends, E, j, s, e, node_list, first, k, now):
+@njit(cache=True, _nrt=False, inline="always")
+def _most_intervals(cnt):
+    top = 0
+    for i in range(cnt.shape[0]):
+        if cnt[i] > top:
+            top = cnt[i]
+    return top
+
+
+@njit(cache=True, _nrt=False)
+def _tl_compact(ts, te, tj, cnt, now):
+    """Drop the intervals that ended (on-time completions) from every node; the most left."""
+    top = 0
+    for i in range(cnt.shape[0]):
+        w = 0
+        for x in range(cnt[i]):
+            if te[i, x] > now:
+                ts[i, w] = ts[i, x]
+                te[i, w] = te[i, x]
+                tj[i, w] = tj[i, x]
+                w += 1
+        cnt[i] = w
+        if w > top:
+            top = w
+    return top
+
+
+@njit(cache=True, _nrt=False)
+def _tl_add(ts, te, tj, cnt, ends, E, j, s, e, node_list, first, k):
+    """Job j's interval [s, e) on its k nodes node_list[first:first + k] (there is room)."""
     for y in range(k):
         i = node_list[first + y]
-        if cnt[i] == ts.shape[1]:  # full: drop the intervals that ended (on-time completions)
-            w = 0
-            for x in range(cnt[i]):
-                if te[i, x] > now:
-                    ts[i, w] = ts[i, x]
-                    te[i, w] = te[i, x]
-                    tj[i, w] = tj[i, x]
-                    w += 1
-            cnt[i] = w
-            if 2 * w > ts.shape[1]:
-                ts, te, tj = _tl_grow(ts, te, tj)
         c = cnt[i]
         ts[i, c] = s
         te[i, c] = e
         tj[i, c] = j
         cnt[i] = c + 1
-    E = _ends_insert(ends, E, e)  # (ends holds one end per job at most: never full)
-    return ts, te, tj, E
+    return _ends_insert(ends, E, e)  # (ends holds one end per job at most: never full)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _tl_remove(ts, te, tj, cnt, ends, E, j, node_list, first, k):
     stop = np.nan
     for y in range(k):
@@ -824,20 +888,19 @@ def _tl_remove(ts, te, tj, cnt, ends, E, j, node_list, first, k):
     return _ends_remove(ends, E, stop)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _earliest_fit(ts, te, tj, cnt, ends, E, now, k, duration, c, g, m, cores, gpus, mem,
-                  cap_c, cap_g, cap_m, pick):
+                  cap_c, cap_g, cap_m, pick, near, blocked, low):
     """``_Timeline.earliest_fit``: the first candidate (now, then every end after now) at which
     k nodes each hold (c, g, m) for ``duration``; the nodes in pick[:k]. After a candidate that
     fails, the next one looked at is the first not before the k-th smallest node bound
-    (``blocked``): before it fewer than k nodes can hold the job."""
+    (``blocked``): before it fewer than k nodes can hold the job. ``near``, ``blocked``,
+    ``low``: scratch (an entry per interval of a node, per node, per node)."""
     n_nodes = cnt.shape[0]
-    near = np.empty(ts.shape[1], np.int64)
     if k == 1:
         return _earliest_on_one_node(ts, te, tj, cnt, now, duration, c, g, m, cores, gpus, mem,
                                      cap_c, cap_g, cap_m, pick, near)
-    blocked = np.full(n_nodes, -np.inf)  # per node: no start before this fits
-    low = np.empty(k)
+    blocked[:] = -np.inf  # per node: no start before this fits
     a = _lower_bound(ends, E, np.nextafter(now, np.inf))  # the first end after now
     x = a - 1  # -1: the candidate now
     last = np.nan
@@ -885,7 +948,7 @@ def _kth_smallest(values, k, low):
     return low[k - 1]
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _earliest_on_one_node(ts, te, tj, cnt, now, duration, c, g, m, cores, gpus, mem, cap_c, cap_g, cap_m,
                           pick, near):
     """``_earliest_fit`` for a job of one node, node by node (``_node_earliest_before``), the earliest
@@ -903,7 +966,7 @@ def _earliest_on_one_node(ts, te, tj, cnt, now, duration, c, g, m, cores, gpus, 
     return best
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _node_earliest_before(ts, te, tj, cnt, i, t, now, duration, c, g, m, cores, gpus, mem, cap_c, cap_g, cap_m,
                           near, best, best_i):
     """Node i's earliest candidate start from ``t`` (now or one of its ends) for a one-node job
