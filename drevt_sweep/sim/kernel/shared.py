@@ -315,8 +315,7 @@ def _start_due(q, Q, res, now, n_res, node_start, node_list, cores, gpus, mem, d
     job whose reservation is now starts on its nodes, in priority order, and leaves ``q[:Q]``
     (the others keep their order); with ``R >= 0`` it joins the running jobs ``re``/``rj``/``rn``
     too. Returns (waiting, reservations, running, heap); waiting -1 if a node lacks room for
-    one (over-commit). Compiled without numba's runtime, though its callers keep it: no
-    reference counts are updated for the arrays passed."""
+    one (over-commit)."""
     w = 0
     for x in range(Q):
         j = q[x]
