@@ -22,8 +22,9 @@ What is reused rather than rewritten:
   job's nodes out of every slot it overlaps): ``_Timeline`` holds one core more than the node
   has there, so nothing fits beside it; here the span becomes one segment of free amounts -1
   (``_block``: the same fits, and the breakpoints inside it go);
-* free resources and starts from ``kernel.shared`` (``_take``, ``_give_back``), the event
-  loop's steps from ``_kernels`` (``_next_wake``, ``_finish_next``, ``_launch``,
+* free resources, starts and the completions of an event from ``kernel.shared`` (``_take``,
+  ``_complete_due``), the event
+  loop's steps from ``_kernels`` (``_next_wake``, ``_launch``,
   ``_enqueue_arrivals``) and ``_extended._compact`` (the started jobs leave the queue).
 
 A job starting now goes where Slurm's cons_tres puts it (``_cons_tres_nodes``, step for step
@@ -55,11 +56,11 @@ import numpy as np
 from numba import njit
 
 from ._extended import _compact
-from ._kernels import BIG, _enqueue_arrivals, _finish_next, _launch, _load_counts, _next_wake, _store_counts
+from ._kernels import BIG, _enqueue_arrivals, _launch, _load_counts, _next_wake, _store_counts
 from ._slurm import (P_DEPTH, P_F_SIZE, P_I_SIZE, P_INTERVAL, P_MAX_TEST, P_MAX_USER, P_RES, P_RESERVE, P_SCHED,
                      P_WINDOW, SF_NEXT_BF, SF_NEXT_FULL, SF_T0, ST_CYCLE, ST_KFULL, _load_clocks, _pass_clocks,
                      _settings, _store_clocks, _window_end)
-from .shared import (GROW, _earliest_all, _first_fit, _give_back, _maxima, _node_earliest, _node_lists, _prof_take,
+from .shared import (GROW, _complete_due, _earliest_all, _first_fit, _maxima, _node_earliest, _node_lists, _prof_take,
                      _room, _seg, _take, _widest)
 
 # counters of the work done, for benchmarks (``run_shared_slurm``'s ``counters``)
@@ -423,12 +424,10 @@ def shared_slurm_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, m
             if not go:
                 status = 1
                 break
-            completed = False
-            while H > 0 and hk[0] <= now:
-                j, H, R = _finish_next(hk, hj, H, re, rj, rn, R, est)
-                _give_back(j, fc, fg, fm, node_start, node_list, cores, gpus, mem)
-                done += 1
-                completed = True
+            H, R, ended, _ = _complete_due(hk, hj, H, re, rj, rn, R, est, end, now, fc, fg, fm, node_start,
+                                           node_list, cores, gpus, mem)
+            done += ended
+            completed = ended > 0
             a0 = a
             Q, a = _enqueue_arrivals(q, Q, rank, submit, arrivals, a, now)
             if Q == 0:
@@ -588,7 +587,7 @@ def run_shared_slurm(submit, limit, nodes, dur, rank, request, machine, users, b
     are widened whenever it asks (status ``GROW``) and it goes on. ``counters`` (a dict), if given, gets
     the work done added to it (``COUNTERS``)."""
     from . import _kernels as kernels, _run_slices
-    from .shared import STOP_EVERYWHERE, _widened, _widening
+    from .shared import STOP_EVERYWHERE, _longer, _widening
 
     cores, gpus, mem = (np.ascontiguousarray(r, dtype=np.int64) for r in request)
     n = int(submit.shape[0])
@@ -626,7 +625,7 @@ def run_shared_slurm(submit, limit, nodes, dur, rank, request, machine, users, b
     sf[SF_T0] = np.nan
     sf[SF_NEXT_BF] = sf[SF_NEXT_FULL] = np.inf
     st[ST_EVERY] = int(STOP_EVERYWHERE)
-    _run_slices(kernels, _widening(shared_slurm_steps, fixed, profiles, lambda grown, st: _widened(grown, int(st[ST_NEED]))),
+    _run_slices(kernels, _widening(shared_slurm_steps, fixed, profiles, lambda grown, st: _longer(grown, int(st[ST_NEED]))),
                 (), st, sf, progress,
                 {-3: "a job never fits its partition (shared-node Slurm kernel)"},
                 "shared-node Slurm kernel stalled with {left} job(s) waiting")

@@ -186,10 +186,9 @@ def shared_queue_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, m
         status, now, budget = _slice_event(submit, arrivals, a, hk, H, now, budget)
         if status != EV_NEXT:
             break
-        while H > 0 and hk[0] <= now:
-            j, H, R = _finish_next(hk, hj, H, re, rj, rn, R, est)
-            _give_back(j, fc, fg, fm, node_start, node_list, cores, gpus, mem)
-            done += 1
+        H, R, ended, _ = _complete_due(hk, hj, H, re, rj, rn, R, est, end, now, fc, fg, fm, node_start, node_list,
+                                       cores, gpus, mem)
+        done += ended
         while True:
             j, a, Q, head = _arrival(submit, arrivals, a, now, rank, Q, head)
             if j < 0:
@@ -249,6 +248,21 @@ def shared_queue_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, m
             c += 1
     _store_queue(st, sf, 0, R, H, Q, a, done, head, now)
     return status
+
+
+@njit(cache=True, _nrt=False, inline="always")
+def _complete_due(hk, hj, H, re, rj, rn, R, est, end, now, fc, fg, fm, node_start, node_list, cores, gpus, mem):
+    """Every running job whose end is ``now`` leaves the heap and the running list and gives
+    its resources back; (heap size, running count, how many ended, whether one of them ended
+    before its estimated end)."""
+    ended = 0
+    early = False
+    while H > 0 and hk[0] <= now:
+        j, H, R = _finish_next(hk, hj, H, re, rj, rn, R, est)
+        _give_back(j, fc, fg, fm, node_start, node_list, cores, gpus, mem)
+        ended += 1
+        early = early or end[j] < est[j]
+    return H, R, ended, early
 
 
 @njit(cache=True, _nrt=False)
@@ -407,7 +421,7 @@ def _run_conservative_profile(args, machine, progress, counters=None):
 
     def longer(grown, st):
         """The profiles and the log as long as ``st`` says the stopped step needs."""
-        return _widened(grown[:4], int(st[CP_NEED_W])) + _lengthened(grown[4:], int(st[CP_NEED_L]))
+        return _longer(grown[:4], int(st[CP_NEED_W])) + _longer(grown[4:], int(st[CP_NEED_L]))
 
     st = _drive(_widening(shared_conservative_profile_steps, fixed, profile + log, longer), (), progress,
                 _CONSERVATIVE_ERRORS, size=CP_SIZE, preset={CP_EVERY: int(STOP_EVERYWHERE)})
@@ -440,7 +454,7 @@ def _run_conservative_timelines(args, machine, enforce, progress, counters=None)
     w = TIMELINE_WIDTH
     timelines = [np.empty((n_nodes, w)), np.empty((n_nodes, w)), np.empty((n_nodes, w), np.int64)]
     st = _drive(_widening(shared_conservative_steps, fixed, timelines,
-                          lambda grown, st: _widened(grown, int(st[CT_NEED]))),
+                          lambda grown, st: _longer(grown, int(st[CT_NEED]))),
                 (), progress, _CONSERVATIVE_ERRORS, size=CT_SIZE, preset={CT_EVERY: int(STOP_EVERYWHERE)})
     if counters is not None:
         counters["widened_at_rebuild"] = counters.get("widened_at_rebuild", 0) + int(st[CT_WIDENED])
@@ -516,34 +530,19 @@ def _widening(driver, fixed, grown, longer):
     return step
 
 
-def _widened(arrays, need):
-    """Copies of the per-node ``arrays`` with at least ``need`` columns (the width doubled), or
-    the arrays themselves if they have them."""
-    width = arrays[0].shape[1]
-    if width >= need:
-        return list(arrays)
-    while width < need:
-        width *= 2
-    out = []
-    for old in arrays:
-        new = np.empty((old.shape[0], width), old.dtype)
-        new[:, :old.shape[1]] = old
-        out.append(new)
-    return out
-
-
-def _lengthened(arrays, need):
-    """Copies of the 1-D ``arrays`` with at least ``need`` entries (the length doubled), or the
+def _longer(arrays, need):
+    """Copies of ``arrays`` with at least ``need`` entries along their last axis (a node's
+    row of a profile or timeline, the growth log), the size doubled, contents kept; or the
     arrays themselves if they have them."""
-    length = arrays[0].shape[0]
-    if length >= need:
+    size = arrays[0].shape[-1]
+    if size >= need:
         return list(arrays)
-    while length < need:
-        length *= 2
+    while size < need:
+        size *= 2
     out = []
     for old in arrays:
-        new = np.empty(length, old.dtype)
-        new[:old.shape[0]] = old
+        new = np.empty(old.shape[:-1] + (size,), old.dtype)
+        new[..., :old.shape[-1]] = old
         out.append(new)
     return out
 
@@ -694,20 +693,16 @@ def shared_conservative_steps(submit, limit, nodes, dur, arrivals, rank, cores, 
     every = st[CT_EVERY] == 1
     resumed = at != AT_NONE
     need = 0
-    top = _most_intervals(cnt)
+    top = _widest(cnt)
     while True:
         if at == AT_NONE:
             status, now, budget = _slice_event(submit, arrivals, a, hk, H, now, budget)
             if status != EV_NEXT:
                 break
-            freed_early = False
-            while H > 0 and hk[0] <= now:
-                j, H, R = _finish_next(hk, hj, H, re, rj, rn, R, est)
-                _give_back(j, fc, fg, fm, node_start, node_list, cores, gpus, mem)
-                done += 1
-                if end[j] < est[j]:
-                    freed_early = True
-                    stale = True  # its interval outlives it: the timelines need rebuilding
+            H, R, ended, freed_early = _complete_due(hk, hj, H, re, rj, rn, R, est, end, now, fc, fg, fm,
+                                                     node_start, node_list, cores, gpus, mem)
+            done += ended
+            stale = stale or freed_early  # an interval outlives its job: the timelines need rebuilding
             Q, a = _enqueue_arrivals(q, Q, rank, submit, arrivals, a, now)
             if Q == 0:
                 continue
@@ -744,7 +739,7 @@ def shared_conservative_steps(submit, limit, nodes, dur, arrivals, rank, cores, 
                 if res[j] == res[j]:
                     for z in range(node_start[j], node_start[j] + nodes[j]):
                         cnt[node_list[z]] += 1
-            top = _most_intervals(cnt)
+            top = _widest(cnt)
             if top + 1 > width or (every and not resumed):  # (and one more: a placement)
                 need = top + 1
                 break
@@ -828,15 +823,6 @@ def shared_conservative_steps(submit, limit, nodes, dur, arrivals, rank, cores, 
     st[CT_ENDS] = E
     st[CT_STALE] = 1 if stale else 0
     return status
-
-
-@njit(cache=True, _nrt=False, inline="always")
-def _most_intervals(cnt):
-    top = 0
-    for i in range(cnt.shape[0]):
-        if cnt[i] > top:
-            top = cnt[i]
-    return top
 
 
 @njit(cache=True, _nrt=False)
@@ -1105,7 +1091,8 @@ def _room(PT, PC, PG, PM, PB, i, now):
 
 @njit(cache=True, _nrt=False, inline="always")
 def _widest(PB):
-    """The most breakpoints any node's profile holds."""
+    """The most entries any node's row holds (breakpoints of a profile, intervals of a
+    timeline: ``PB``, ``cnt``)."""
     top = 0
     for i in range(PB.shape[0]):
         if PB[i] > top:
