@@ -1009,8 +1009,13 @@ def _node_earliest_before(ts, te, tj, cnt, i, t, now, duration, c, g, m, cores, 
 
 @njit(cache=True, _nrt=False)
 def _seg(PT, PB, i, t):
-    """Node i's segment holding time t (the last breakpoint <= t; PT[i, 0] = -inf)."""
-    a = 0
+    """Node i's segment holding time t (the last breakpoint <= t; PT[i, 0] = -inf). Most
+    searches start at now, which the drivers keep in the first segment or two: those first."""
+    if PB[i] <= 1 or PT[i, 1] > t:
+        return 0
+    if PB[i] == 2 or PT[i, 2] > t:
+        return 1
+    a = 1
     b = PB[i]
     while b - a > 1:
         mid = (a + b) >> 1
@@ -1076,6 +1081,13 @@ def _room(PT, PC, PG, PM, PB, i, now):
     cap = PT.shape[1]
     if PB[i] + 2 <= cap and not (PB[i] >= 16 and PT[i, 8] <= now):  # (or many past segments)
         return True
+    _drop_past(PT, PC, PG, PM, PB, i, now)
+    return PB[i] + 2 <= cap
+
+
+@njit(cache=True, _nrt=False)
+def _drop_past(PT, PC, PG, PM, PB, i, now):
+    """Node i's segments before the one holding ``now`` dropped (its free amounts from -inf)."""
     b0 = _seg(PT, PB, i, now)
     if b0 > 0:
         B = PB[i]
@@ -1086,7 +1098,6 @@ def _room(PT, PC, PG, PM, PB, i, now):
             PM[i, x - b0] = PM[i, x]
         PT[i, 0] = -np.inf
         PB[i] = B - b0
-    return PB[i] + 2 <= cap
 
 
 @njit(cache=True, _nrt=False, inline="always")
@@ -1327,6 +1338,9 @@ def shared_conservative_profile_steps(submit, limit, nodes, dur, arrivals, rank,
                 break
             freed_early = False
             at = AT_COMPLETE
+            for i in range(PB.shape[0]):  # now in every node's first segment: most searches start there
+                if PB[i] > 1 and PT[i, 1] <= now:
+                    _drop_past(PT, PC, PG, PM, PB, i, now)
         while at == AT_COMPLETE and H > 0 and hk[0] <= now:
             j = hj[0]
             if end[j] < est[j]:  # room for two breakpoints and a log entry on each of its nodes
