@@ -848,7 +848,7 @@ def _ft_factors(lo, hi, n, by, fval, fac, kr, acct, two_levels, us, ur, sib, usa
     return exact_all
 
 
-@njit(cache=True, _nrt=False, error_model="numpy")
+@njit(cache=True, _nrt=False, error_model="numpy", inline="always")
 def _ft_run(p, n, by, pos, moving, fval, fac, kr, ku, acct, two_levels, sib, usage, ur):
     """Settle the run of moving leaves around place ``p`` (the places next to one another whose
     leaves belong to the dirty units) where it is, when every two neighbours from the leaf before
