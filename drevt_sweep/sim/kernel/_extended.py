@@ -940,10 +940,22 @@ def _ft_kept(usage, raw_acct, acct, sib, two_levels, us, ur, plan, stack, fval, 
         x = dirty[i]
         for k in range(ptr[x], ptr[x + 1]):
             d = leaves[k]
-            if moving[d] != 0 and not _ft_run(pos[d], n, by, pos, moving, fval, fac, kr, ku, acct, two_levels, sib,
-                                              usage, ur):
-                wait[nw] = d
-                nw += 1
+            if moving[d] == 0:
+                continue
+            p = pos[d]
+            left = by[p - 1] if p > 0 else -1
+            right = by[p + 1] if p < n - 1 else -1
+            if (left < 0 or moving[left] == 0) and (right < 0 or moving[right] == 0):  # (a run of one: most often)
+                kd = kr[d]
+                if ((left < 0 or kr[left] > kd * _FT_MARGIN)
+                        and (right < 0 or (kd > kr[right] * _FT_MARGIN and fval[right] == fac[p + 1]))):
+                    fval[d] = fac[p]
+                    moving[d] = 0
+                    continue
+            elif _ft_run(p, n, by, pos, moving, fval, fac, kr, ku, acct, two_levels, sib, usage, ur):
+                continue
+            wait[nw] = d
+            nw += 1
     nr = 0
     for w in range(nw):
         d = wait[w]
