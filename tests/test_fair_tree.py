@@ -141,6 +141,11 @@ def test_fair_tree_kept_from_tick_to_tick_by_hand():
     # place, but b no longer ties with it: its rank drops to 1
     out, kept = kernel_history([[0, 0, 0], [10, 10, 5], [-4, 0, 0]], by="user")
     assert out[1:] == [[2 / 3, 2 / 3, 1.0], [2 / 3, 1 / 3, 1.0]] and kept == [False, True, True]
+    # two levels, a run of two: a 10, b 10, c 20, the accounts tie (X 20 = Y 20) and so do their
+    # users (LF 1): one tie at rank 3. Then a gives 4 back: X (16) first, a (6/16) before b (10/16),
+    # both of X's leaves stay where they are (``_ft_run``), but c no longer ties with them: rank 1
+    out, kept = kernel_history([[0, 0, 0], [10, 10, 20], [-4, 0, 0]])
+    assert out[1:] == [[1.0] * 3, [1.0, 2 / 3, 1 / 3]] and kept == [False, True, True]
     # S / r one ulp apart but the same LF at this T: a 3, b 3 + 2^-51, c 7 (T = 13): 1/3 / (3 / 13)
     # rounds to the same float for a and b, which tie at rank 3, as in the reference
     out, kept = kernel_history([[0, 0, 0], [3.0, np.nextafter(3.0, 4.0), 7.0]], by="user")
