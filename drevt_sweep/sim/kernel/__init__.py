@@ -352,8 +352,8 @@ def _first_tick(kind, dyn_args) -> float:
 
 def _fair_tree_arrays(multifactor, n_leaf: int, n_acct: int) -> tuple:
     """``_extended._fair_tree_update``'s arrays for a multifactor priority (``None``: the same
-    types, a few elements a row, unused): the account shares; the sort keys, ratios and bounds
-    (rows ``FK_*``); the orders, buffers and the incremental state (rows ``FT_*``: each unit's
+    types, a few elements a row, unused): the account shares; the sort keys, ratios, bounds and
+    each place's factor (rows ``FK_*``); the orders, buffers and the incremental state (rows ``FT_*``: each unit's
     leaves, the dirty units); numpy's summation order of the parent's usage and its stack."""
     from . import _extended as ext
 

@@ -671,7 +671,9 @@ def _fair_tree(usage, raw_acct, acct, sib, snorm, acct_share, two_levels, plan, 
 # So while no two neighbours in the order depend on T, the leaves of the units that gained usage
 # since the last call (``_fair_tree_dirty``, called before each ``_ticks``) are moved to their new
 # places among the others (still in order: the order is transitive), and the factors are
-# rewritten where a leaf moved or a tie changed. Otherwise (two neighbours that compare only at
+# rewritten where a leaf moved or a tie changed; most stay, and a run of them next to one another
+# that provably keeps its places is settled at once (``_ft_run``: on KTH-SP2 with Slurm's defaults
+# 18,300 leaves placed one by one instead of 127,500). Otherwise (two neighbours that compare only at
 # this T, a rescaled usage, a negative one, the first call) the full ``_fair_tree`` runs and the
 # state is rebuilt. The same floats either way: ``tests/test_fair_tree.py`` compares both with
 # the reference on random histories.
