@@ -141,6 +141,11 @@ def test_fair_tree_kept_from_tick_to_tick_by_hand():
     # place, but b no longer ties with it: its rank drops to 1
     out, kept = kernel_history([[0, 0, 0], [10, 10, 5], [-4, 0, 0]], by="user")
     assert out[1:] == [[2 / 3, 2 / 3, 1.0], [2 / 3, 1 / 3, 1.0]] and kept == [False, True, True]
+    # two levels, a run of two: a 10, b 10, c 20, the accounts tie (X 20 = Y 20) and so do their
+    # users (LF 1): one tie at rank 3. Then a gives 4 back: X (16) first, a (6/16) before b (10/16),
+    # both of X's leaves stay where they are (``_ft_run``), but c no longer ties with them: rank 1
+    out, kept = kernel_history([[0, 0, 0], [10, 10, 20], [-4, 0, 0]])
+    assert out[1:] == [[1.0] * 3, [1.0, 2 / 3, 1 / 3]] and kept == [False, True, True]
     # S / r one ulp apart but the same LF at this T: a 3, b 3 + 2^-51, c 7 (T = 13): 1/3 / (3 / 13)
     # rounds to the same float for a and b, which tie at rank 3, as in the reference
     out, kept = kernel_history([[0, 0, 0], [3.0, np.nextafter(3.0, 4.0), 7.0]], by="user")
@@ -221,3 +226,21 @@ def test_fair_tree_in_place_only_for_trees_of_many_small_units():
     assert mode(252, 1) == ext.FT_FULL  # (KTH-SP2's shape: a first full computation, then in place)
     assert mode(8, 8) == mode(15, 1) == mode(40, 5) == ext.FT_ALWAYS_FULL
     assert mode(16, 4) == mode(1, 16, two_levels=False) == ext.FT_FULL
+
+
+def test_slurm_kernel_keys_a_job_waiting_alone_when_another_arrives():
+    """``_slurm._pending_key``: the key of a job waiting alone is computed only when another job
+    arrives, as of the tick that re-keyed it. 4 nodes, ticks every 100 s, age over 1,024 s (exact
+    floats). W (u1, 4 nodes) waits from 10 behind L1 and L2 (u1's), the re-keying at each tick
+    deferred while nothing fits; L2 ends at 450, the re-keying of the tick at 400 done then, W
+    alone. N (u2, no usage: factor 1, u1's 1/2) arrives at 460: W's priority as of 400 is
+    380.86 + 400 -> 780, N's 800, so N goes first and takes L1's nodes at 480 (as of 450 W's would
+    be 829: W first)."""
+    from test_fast_kernel import assert_same
+
+    jobs = make_jobs([0.0, 0.0, 10.0, 460.0], [2, 2, 4, 4], [480.0, 450.0, 100.0, 100.0],
+                     [480.0, 450.0, 100.0, 100.0], user=["u1", "u1", "u1", "u2"], group=["g1", "g1", "g1", "g2"])
+    params = {"fairshare": "fair_tree", "calc_period": 100.0, "max_age": 1024.0,
+              "weights": {"age": 1000, "fairshare": 800, "job_size": 0, "partition": 0, "qos": 0}}
+    ref = assert_same(jobs, jobs.actual_run_time, 4, backfill="slurm", priority="multifactor", priority_params=params)
+    assert ref.begin.tolist() == [0.0, 0.0, 580.0, 480.0]

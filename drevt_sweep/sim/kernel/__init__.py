@@ -352,13 +352,13 @@ def _first_tick(kind, dyn_args) -> float:
 
 def _fair_tree_arrays(multifactor, n_leaf: int, n_acct: int) -> tuple:
     """``_extended._fair_tree_update``'s arrays for a multifactor priority (``None``: the same
-    types, a few elements a row, unused): the account shares; the sort keys, ratios and bounds
-    (rows ``FK_*``); the orders, buffers and the incremental state (rows ``FT_*``: each unit's
+    types, a few elements a row, unused): the account shares; the sort keys, ratios, bounds and
+    each place's factor (rows ``FK_*``); the orders, buffers and the incremental state (rows ``FT_*``: each unit's
     leaves, the dirty units); numpy's summation order of the parent's usage and its stack."""
     from . import _extended as ext
 
     if multifactor is None:
-        return (np.zeros(1), np.zeros((ext.FK_BOUNDS + 1, 5)), np.zeros((ext.FT_ROWS, 2), np.int64),
+        return (np.zeros(1), np.zeros((ext.FK_ROWS, 5)), np.zeros((ext.FT_ROWS, 2), np.int64),
                 np.zeros((1, 2), np.int64), np.zeros(1))
     tree = multifactor.tree
     two_levels = bool(tree.two_levels)
@@ -371,8 +371,9 @@ def _fair_tree_arrays(multifactor, n_leaf: int, n_acct: int) -> tuple:
     fti[ext.FT_UNIT_PTR, :n_unit + 1] = np.concatenate([[0], np.cumsum(np.bincount(unit, minlength=n_unit))])
     fti[ext.FT_UNIT_LEAF, :n_leaf] = np.argsort(unit, kind="stable")
     shares = np.asarray(tree.acct_share if two_levels else tree.s_norm, dtype=np.float64)
-    ftk = np.zeros((ext.FK_BOUNDS + 1, width))
+    ftk = np.zeros((ext.FK_ROWS, width))
     ftk[ext.FK_BOUNDS, 2:4] = shares.min(initial=1.0), shares.max(initial=1.0)
+    ftk[ext.FK_FACTOR, :n_leaf] = (n_leaf - np.arange(n_leaf)) / n_leaf  # (``_fair_tree``'s (n - first) / n)
     if (not ((shares >= ext.FT_SHARES_MIN) & (shares <= ext.FT_SHARES_MAX)).all() or n_unit < ext.FT_UNITS_MIN
             or n_leaf > ext.FT_LEAVES_MAX * n_unit):
         fti[ext.FT_STATE, ext.FS_MODE] = ext.FT_ALWAYS_FULL  # (in full at every tick, as before)

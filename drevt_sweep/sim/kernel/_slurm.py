@@ -246,6 +246,24 @@ def _window_end(now, window, res):
 
 
 @njit(cache=True, _nrt=False)
+def _pending_key(pend, at, begin, key, submit, a_arr, leaf, acct, sib, snorm, usage, raw_acct, fval, fstamp, stamp,
+                 root, w_age, w_fs, max_age, acct_share, two_levels, fplan, fstack, ftk, fti, scale):
+    """Fair Tree: the key of job ``pend``, which arrived at ``at`` into an empty queue with the
+    factors not yet computed for this tick, if it still waits; its key was left until another is
+    compared with it (an arrival), the usage changes (a tick) or the slice ends, none of which
+    came between (so the factors are those it would have had). Most such jobs start at once
+    (4,906 of the 48,144 computations of the factors on KTH-SP2 with Slurm's defaults were for
+    them). Returns -1 (no key pending)."""
+    if begin[pend] != begin[pend]:
+        if fstamp[leaf[pend]] != stamp:
+            _fair_tree_update(usage, raw_acct, acct, sib, snorm, acct_share, two_levels, fplan, fstack, stamp, fval,
+                              fstamp, ftk, fti, scale)
+        key[pend] = _multifactor_key(at, pend, submit, a_arr, leaf, acct, sib, snorm, usage, raw_acct, fval, fstamp,
+                                     stamp, root, w_age, w_fs, max_age)
+    return -1
+
+
+@njit(cache=True, _nrt=False)
 def _cycle(now, free, total, limit, nodes, users, pf_, pi, begin, end, est, dur, order,
            tn, tl, re, rj, rn, R, hk, hj, H, Q, pt, pf, pb, ps, ucount, ustamp, cycle,
            sorted_q, start, qn, fs, leaf, runn, acc, active, is_active, n_active, next_tick):
@@ -562,6 +580,8 @@ def slurm_steps(submit, limit, nodes, dur, arrivals, rank, users, total, pf_, pi
     wake = sf[SF_WAKE]
     hold = sf[SF_HOLD]
     due_at = sf[SF_DUE_AT]
+    pend = -1  # Fair Tree: a job whose key is not computed yet (``_pending_key``), arrived at ``pend_at``
+    pend_at = 0.0
     n_arr = arrivals.shape[0]
     status = 0
     events = 0
@@ -575,6 +595,11 @@ def slurm_steps(submit, limit, nodes, dur, arrivals, rank, users, total, pf_, pi
                 now = next_tick
             if next_tick <= now:
                 if fair_tree:  # (the units about to gain usage: Fair Tree moves only them)
+                    if pend >= 0 and a < n_arr and submit[arrivals[a]] <= now:  # (compared with an arrival's below)
+                        pend = _pending_key(pend, pend_at, begin, key, submit, a_arr, leaf, acct, sib, snorm, usage,
+                                            raw_acct, fval, fstamp, stamp, root, w_age, w_fs, max_age, acct_share,
+                                            two_levels, fplan, fstack, ftk, fti, scale)
+                    pend = -1  # (else re-keyed from this tick's factors before any other use: see above)
                     _fair_tree_dirty(fti, active, n_active, acct, two_levels)
                 n_active, root, scale, tick_k, next_tick, ticks = _ticks(
                     now, next_tick, tick_k, fs_t0, period, decay, scale, root, n_active, active, is_active, acc,
@@ -603,11 +628,20 @@ def slurm_steps(submit, limit, nodes, dur, arrivals, rank, users, total, pf_, pi
                 key[j] = _literature_key(dyn, now, j, submit, a_arr, b_arr)
                 _insert_sorted(q, Q, j, key, rank)
             elif sorted_q:
+                if pend >= 0:  # (its key is compared with this one's)
+                    pend = _pending_key(pend, pend_at, begin, key, submit, a_arr, leaf, acct, sib, snorm, usage,
+                                        raw_acct, fval, fstamp, stamp, root, w_age, w_fs, max_age, acct_share,
+                                        two_levels, fplan, fstack, ftk, fti, scale)
                 if fair_tree and fstamp[leaf[j]] != stamp:  # (all factors at once, once per tick)
-                    _fair_tree_update(usage, raw_acct, acct, sib, snorm, acct_share, two_levels, fplan, fstack, stamp,
-                                      fval, fstamp, ftk, fti, scale)
-                key[j] = _multifactor_key(now, j, submit, a_arr, leaf, acct, sib, snorm, usage, raw_acct, fval,
-                                          fstamp, stamp, root, w_age, w_fs, max_age)
+                    if Q == 0:  # (its place is the first whatever its key: computed when needed, if ever)
+                        pend = j
+                        pend_at = now
+                    else:
+                        _fair_tree_update(usage, raw_acct, acct, sib, snorm, acct_share, two_levels, fplan, fstack,
+                                          stamp, fval, fstamp, ftk, fti, scale)
+                if pend != j:
+                    key[j] = _multifactor_key(now, j, submit, a_arr, leaf, acct, sib, snorm, usage, raw_acct, fval,
+                                              fstamp, stamp, root, w_age, w_fs, max_age)
                 if _insert_sorted(q, Q, j, key, rank) <= stop_at:
                     behind = False
             else:
@@ -651,19 +685,29 @@ def slurm_steps(submit, limit, nodes, dur, arrivals, rank, users, total, pf_, pi
             if skipping and wake == np.inf and stop_at < 0 and not completed and (behind or not arrived):
                 continue  # no waiting job fits: the order matters at the jump's end only (re-keyed there)
             due = False
-            if fair_tree and fstamp[leaf[q[0]]] != stamp:
-                _fair_tree_update(usage, raw_acct, acct, sib, snorm, acct_share, two_levels, fplan, fstack, stamp,
-                                  fval, fstamp, ftk, fti, scale)
-            if due_at == now:
-                _rekey_multifactor(q, Q, key, now, submit, a_arr, leaf, acct, sib, snorm, usage, raw_acct, fval,
-                                   fstamp, stamp, root, w_age, w_fs, max_age)
-            else:  # as at the last tick: the jobs that waited then (the later ones keep their arrival's key)
-                for i in range(Q):
-                    j = q[i]
-                    if submit[j] <= due_at:
-                        key[j] = _multifactor_key(due_at, j, submit, a_arr, leaf, acct, sib, snorm, usage, raw_acct,
-                                                  fval, fstamp, stamp, root, w_age, w_fs, max_age)
-            moved = _resort(q, Q, key, rank, tmp)
+            moved = False
+            if fair_tree and Q == 1 and fstamp[leaf[q[0]]] != stamp:  # one job: its key waits until compared
+                if due_at == now or submit[q[0]] <= due_at:  # (else its arrival's key, computed or pending)
+                    pend = q[0]
+                    pend_at = now if due_at == now else due_at
+            else:
+                if pend >= 0:  # (it arrived after the tick: it keeps its arrival's key)
+                    pend = _pending_key(pend, pend_at, begin, key, submit, a_arr, leaf, acct, sib, snorm, usage,
+                                        raw_acct, fval, fstamp, stamp, root, w_age, w_fs, max_age, acct_share,
+                                        two_levels, fplan, fstack, ftk, fti, scale)
+                if fair_tree and fstamp[leaf[q[0]]] != stamp:
+                    _fair_tree_update(usage, raw_acct, acct, sib, snorm, acct_share, two_levels, fplan, fstack, stamp,
+                                      fval, fstamp, ftk, fti, scale)
+                if due_at == now:
+                    _rekey_multifactor(q, Q, key, now, submit, a_arr, leaf, acct, sib, snorm, usage, raw_acct, fval,
+                                       fstamp, stamp, root, w_age, w_fs, max_age)
+                else:  # as at the last tick: the jobs that waited then (the later ones keep their arrival's key)
+                    for i in range(Q):
+                        j = q[i]
+                        if submit[j] <= due_at:
+                            key[j] = _multifactor_key(due_at, j, submit, a_arr, leaf, acct, sib, snorm, usage,
+                                                      raw_acct, fval, fstamp, stamp, root, w_age, w_fs, max_age)
+                moved = _resort(q, Q, key, rank, tmp)
             if skipping and now < wake and not completed and (behind or not arrived) and (wake == np.inf or (
                     interval > 0 and not moved)):
                 continue  # same jobs and nodes (and order, or none fits): the jump over idle cycles holds
@@ -769,6 +813,9 @@ def slurm_steps(submit, limit, nodes, dur, arrivals, rank, users, total, pf_, pi
                 elif t > wake:
                     wake = t
                     skipping = True
+    if pend >= 0:
+        _pending_key(pend, pend_at, begin, key, submit, a_arr, leaf, acct, sib, snorm, usage, raw_acct, fval, fstamp,
+                     stamp, root, w_age, w_fs, max_age, acct_share, two_levels, fplan, fstack, ftk, fti, scale)
     _store_queue(st, sf, free, R, H, Q, a, done, head, now)
     _store_clocks(st, sf, kbf, kfull, t0, next_bf, next_full)
     _store_fairshare(st, sf, ST_ACTIVE, SF_ROOT, n_active, stamp, tick_k, due, root, scale, next_tick)
