@@ -396,7 +396,7 @@ def shared_slurm_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, m
     26's growth benchmark (``benchmarks/RESULTS.md``, nineteenth session). So nothing is
     allocated here: the scratch arrays come from the caller, and a cycle that could need more
     breakpoints than the profiles hold stops before the step that could (the rebuild, or the
-    next tested job: one job adds at most two breakpoints to a node) and returns status 2 with
+    next tested job: one job adds at most two breakpoints to a node) and returns ``GROW`` with
     its place saved (``ST_AT``...); the caller widens the profiles and calls again."""
     interval, sched, window, res, max_test, max_user, reserve_cap, depth = _settings(pf_, pi)
     _, R, H, Q, a, done, now = _load_counts(st, sf)
@@ -583,9 +583,9 @@ def run_shared_slurm(submit, limit, nodes, dur, rank, request, machine, users, b
     """Begin, end, node_start, node_list as ``sim.shared._run_events`` with ``_SlurmShared``;
     ``machine`` is the partition's (node count, cores, GPUs, KiB of memory) per node. Every
     array of :func:`shared_slurm_steps` allocated here, the driver called in slices of
-    ``kernel.STEP_BUDGET`` events (``progress`` and Ctrl-C between them); the profiles it grew
-    are widened whenever it asks (status ``GROW``) and it goes on. ``counters`` (a dict), if given, gets
-    the work done added to it (``COUNTERS``)."""
+    ``kernel.STEP_BUDGET`` events (``progress`` and Ctrl-C between them); the profiles are
+    widened whenever it asks (status ``GROW``) and it goes on. ``counters`` (a dict), if given,
+    gets the work done added to it (``COUNTERS``)."""
     from . import _kernels as kernels, _run_slices
     from .shared import STOP_EVERYWHERE, _longer, _widening
 
