@@ -1082,6 +1082,17 @@ def _rc_fit(pt, pf, pb, ps, st, rc_i, rc_a, rc_b, rc_next, height_slot, active, 
     """``_prof_fit`` from ``now`` through the run cache of size ``need`` (same answer)."""
     s = _rc_slot(rc_i, rc_next, height_slot, active, st, need, now)
     i = 0
+    known = rc_i[s, RC_COUNT] - rc_i[s, RC_PARTIAL]  # cached runs whose end is known: a tight loop
+    while i < known:  # (no stores, so the compiler keeps the bounds in registers; ~8 runs a search)
+        a = rc_a[s, i]
+        if a >= before:
+            return np.inf
+        stop = a + duration
+        if own < stop:
+            stop = own
+        if rc_b[s, i] >= stop:
+            return a
+        i += 1
     m = np.int64(-1)  # (m, k): the position of the breakpoint at ``at`` (m < 0: none yet), where
     k = np.int64(0)  # the scan that found a run's start or end stopped, so that the next scan
     at = np.inf  # (its end; the next run's start) goes on from there without locating it
