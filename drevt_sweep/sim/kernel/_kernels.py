@@ -827,12 +827,14 @@ def _prof_at_least_from(pt, pf, pb, ps, m, k, need, before):
             m += 1
             continue
         th = need - pb[c, PB_ADD]
-        n = pb[c, PB_N]
-        while k < n:
-            if pf[c, k] >= th:
+        n = np.uint64(pb[c, PB_N])
+        u = np.uint64(k)  # an unsigned index: numba adds no wrap-around of negative indices
+        while u < n:
+            if pf[c, u] >= th:
+                k = np.int64(u)
                 t = pt[c, k]
                 return (t if t < before else np.inf), m, k
-            k += 1
+            u += np.uint64(1)
         m += 1
         k = 0
     return np.inf, m, k
@@ -851,12 +853,13 @@ def _prof_below_from(pt, pf, pb, ps, m, k, need, until):
             m += 1
             continue
         th = need - pb[c, PB_ADD]
-        while k < n:
-            if pf[c, k] < th:
-                return pt[c, k], True, m, k
-            if pt[c, k] >= until:
-                return pt[c, k], False, m, k
-            k += 1
+        u = np.uint64(k)  # (unsigned: no wrap-around of negative indices)
+        while u < np.uint64(n):
+            if pf[c, u] < th:
+                return pt[c, u], True, m, np.int64(u)
+            if pt[c, u] >= until:
+                return pt[c, u], False, m, np.int64(u)
+            u += np.uint64(1)
         m += 1
         k = 0
     return np.inf, True, m, k
@@ -1081,18 +1084,19 @@ def _rc_new_pass(rc_i, st):
 def _rc_fit(pt, pf, pb, ps, st, rc_i, rc_a, rc_b, rc_next, height_slot, active, now, need, duration, own, before):
     """``_prof_fit`` from ``now`` through the run cache of size ``need`` (same answer)."""
     s = _rc_slot(rc_i, rc_next, height_slot, active, st, need, now)
-    i = 0
-    known = rc_i[s, RC_COUNT] - rc_i[s, RC_PARTIAL]  # cached runs whose end is known: a tight loop
-    while i < known:  # (no stores, so the compiler keeps the bounds in registers; ~8 runs a search)
-        a = rc_a[s, i]
+    known = np.uint64(rc_i[s, RC_COUNT] - rc_i[s, RC_PARTIAL])  # cached runs whose end is known: a
+    u = np.uint64(0)  # tight loop (no stores, so the bounds stay in registers; ~8 runs a search)
+    while u < known:
+        a = rc_a[s, u]
         if a >= before:
             return np.inf
         stop = a + duration
         if own < stop:
             stop = own
-        if rc_b[s, i] >= stop:
+        if rc_b[s, u] >= stop:
             return a
-        i += 1
+        u += np.uint64(1)
+    i = np.int64(u)
     m = np.int64(-1)  # (m, k): the position of the breakpoint at ``at`` (m < 0: none yet), where
     k = np.int64(0)  # the scan that found a run's start or end stopped, so that the next scan
     at = np.inf  # (its end; the next run's start) goes on from there without locating it
