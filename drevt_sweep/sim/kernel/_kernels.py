@@ -621,15 +621,11 @@ def _prof_locate(pt, pb, ps, t):
     if a == m0:
         return m0, 0
     c = ps[PS_CO + a - 1]
-    lo = 1
-    hi = pb[c, PB_N]
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        if pt[c, mid] < t:
-            lo = mid + 1
-        else:
-            hi = mid
-    if lo < pb[c, PB_N]:
+    n = pb[c, PB_N]
+    lo = 0  # inside the chunk: its breakpoints before t, counted over all CH_CAP places with
+    for u in range(CH_CAP):  # vector compares, not a binary search's mispredicted branches
+        lo += (pt[c, u] < t) & (u < n)
+    if lo < n:
         return a - 1, lo
     return a, 0
 
