@@ -630,6 +630,15 @@ def _prof_locate(pt, pb, ps, t):
     return a, 0
 
 
+@njit(cache=True, _nrt=False)
+def _prof_find(pt, pb, ps, t):
+    """``_prof_locate`` as a call: one compiled copy for the places where locating is not hot.
+    ``_prof_locate`` is inlined where it is (the run-cache search, the earliest fit, a move's
+    two occupations): its unrolled vector count, inlined at every use, made the conservative
+    kernel's cold compile ~1.3 s (13 %) longer."""
+    return _prof_locate(pt, pb, ps, t)
+
+
 @njit(cache=True, _nrt=False, inline="always")
 def _prof_insert(pt, pf, pb, ps, m, k, t):
     """Position of the breakpoint at ``t`` (``t`` >= the first breakpoint), inserting one (with
@@ -728,7 +737,7 @@ def _prof_occupy_at(pt, pf, pb, ps, m, k, start, stop, n):
     a breakpoint inserted there copies the one before it, so it gets its ``n`` back."""
     if ps[PS_NFREE] < 2:  # two insertions may each need a chunk
         _prof_compact(pt, pf, pb, ps)
-        m, k = _prof_locate(pt, pb, ps, start)
+        m, k = _prof_find(pt, pb, ps, start)
     m, k = _prof_insert(pt, pf, pb, ps, m, k, start)
     m1 = ps[PS_M1]
     touched = False  # the chunk where the walk stopped lost nodes (its extremes after the insertion)
@@ -764,14 +773,14 @@ def _prof_occupy_at(pt, pf, pb, ps, m, k, start, stop, n):
 @njit(cache=True, _nrt=False, inline="always")
 def _prof_occupy(pt, pf, pb, ps, start, stop, n):
     """``n`` nodes fewer free on [start, stop) (negative ``n``: more; ``Profile.add``)."""
-    m, k = _prof_locate(pt, pb, ps, start)
+    m, k = _prof_find(pt, pb, ps, start)
     _prof_occupy_at(pt, pf, pb, ps, m, k, start, stop, n)
 
 
 @njit(cache=True, _nrt=False)
 def _prof_trim(pt, pf, pb, ps, now):
     """Make ``now`` the profile's first breakpoint (drop the past)."""
-    m, k = _prof_locate(pt, pb, ps, now)
+    m, k = _prof_find(pt, pb, ps, now)
     if not (m < ps[PS_M1] and pt[ps[PS_CO + m], k] == now):  # keep the last one before now
         if k > 0:
             k -= 1
@@ -1178,8 +1187,10 @@ def _cons_move(pt, pf, pb, ps, st, sf, rc_b, rc_i, rc_next, active, j, start, no
     nj = nodes[j]
     lj = limit[j]
     old = res[j]
-    _prof_occupy(pt, pf, pb, ps, old, old + lj, -nj)
-    _prof_occupy(pt, pf, pb, ps, start, start + lj, nj)
+    m, k = _prof_locate(pt, pb, ps, old)  # (``_prof_occupy`` with the locate inlined: the moves are hot)
+    _prof_occupy_at(pt, pf, pb, ps, m, k, old, old + lj, -nj)
+    m, k = _prof_locate(pt, pb, ps, start)
+    _prof_occupy_at(pt, pf, pb, ps, m, k, start, start + lj, nj)
     _rc_changed(rc_i, rc_b, rc_next, active, st, start, now)
     res[j] = start
     if old + lj > sf[SF_GROWN]:
