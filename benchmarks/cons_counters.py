@@ -48,6 +48,7 @@ PATCHES = (
     ("            a, m, k = _prof_at_least_from(pt, pf, pb, ps, m, k, need, np.inf)\n", "            st[C + 8] += 1\n"),
     ("            b, complete, m, k = _prof_below_from(pt, pf, pb, ps, m, k, need, stop)\n",
      "            st[C + 9] += 1\n"),
+    ("        a = rc_a[s, u]\n", "        st[C + 10] += 1\n"),  # (the runs whose end is known)
     ("        a = rc_a[s, i]\n", "        st[C + 10] += 1\n"),
 )
 
