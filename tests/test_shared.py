@@ -384,3 +384,44 @@ def test_shared_reference_reports_progress():
                     progress=lambda now, done: seen.append((now, done)))
     assert len(seen) >= 400 // PROGRESS_EVERY_EVENTS
     assert [t for t, _ in seen] == sorted(t for t, _ in seen) and 0 < seen[-1][1] < 400
+
+
+def test_earliest_start_without_a_jobs_own_slot_is_that_of_the_profile_with_it_given_back():
+    """``_node_earliest_without`` reads a node's profile as if one job's slot were given back,
+    without changing it: on random profiles (jobs of random sizes held on random windows,
+    some ending where equal ones start), for every held job and search bound, it gives what taking
+    the slot out, searching and putting it back gives (the kept plan's own-node check did that)."""
+    pytest.importorskip("numba")
+    from drevt_sweep.sim.kernel import shared as kernel
+
+    rng = np.random.default_rng(25)
+    cap_c, cap_g, cap_m = 16, 2, 64
+    width = 256
+    checked = 0
+    for case in range(300):
+        PT = np.full((1, width), -np.inf)
+        PC = np.full((1, width), cap_c, np.int64)
+        PG = np.full((1, width), cap_g, np.int64)
+        PM = np.full((1, width), cap_m, np.int64)
+        PB = np.ones(1, np.int64)
+        held = []
+        for _ in range(rng.integers(1, 12)):
+            c = int(rng.choice([0, 4, 4, 8])) if case % 2 else int(rng.integers(0, 9))  # (equal requests
+            g, m = (c // 4) % 2, 4 * c  # end and start at one time: merged breakpoints, cut pieces)
+            s = float(rng.choice([0, 5, 10, 15, 20, 30])) + float(rng.integers(0, 3)) * 5
+            e = s + float(rng.choice([5, 10, 15, 25]))
+            if (kernel._node_earliest(PT, PC, PG, PM, PB, 0, s, e - s, c, g, m, s) == s):
+                kernel._prof_take(PT, PC, PG, PM, PB, 0, s, e, c, g, m, 1)
+                held.append((s, e, c, g, m))
+        for s0, s1, c, g, m in held:
+            for L in (1.0, 5.0, s1 - s0, 40.0):
+                for H in (s0, np.nextafter(s0, -np.inf), 12.0, np.inf):
+                    got = kernel._node_earliest_without(PT, PC, PG, PM, PB, 0, 0.0, L, c, g, m, H, s0, s1)
+                    before = (PT.copy(), PC.copy(), PB.copy())
+                    kernel._prof_take(PT, PC, PG, PM, PB, 0, s0, s1, c, g, m, -1)
+                    want = kernel._node_earliest(PT, PC, PG, PM, PB, 0, 0.0, L, c, g, m, H)
+                    kernel._prof_take(PT, PC, PG, PM, PB, 0, s0, s1, c, g, m, 1)
+                    assert np.array_equal(PT[:, :PB[0]], before[0][:, :before[2][0]])  # (put back: the same)
+                    assert got == want, (case, s0, s1, c, g, m, L, H, got, want)
+                    checked += 1
+    assert checked > 3000

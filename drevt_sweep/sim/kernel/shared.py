@@ -1132,6 +1132,42 @@ def _node_earliest(PT, PC, PG, PM, PB, i, t, L, c, g, m, H):
     return np.inf
 
 
+@njit(cache=True, _nrt=False)
+def _node_earliest_without(PT, PC, PG, PM, PB, i, t, L, c, g, m, H, s0, s1):
+    """``_node_earliest`` on node i's profile with (c, g, m) more free on [s0, s1): a job's own
+    slot given back, without changing the profile (taking it out and putting it back were most
+    of the kept plan's profile updates). The profile's segments are read as pieces cut at s0
+    and s1 too; a candidate start is the end of a piece that lacks room, and one inside a
+    segment that lacks room lacks it too, so the starts tried and the answer are those of the
+    profile with the slot given back (merged where the amounts meet)."""
+    B = PB[i]
+    b = _seg(PT, PB, i, t)
+    while t <= H:
+        t1 = t + L
+        x = t
+        f = b
+        while True:  # the pieces of the window [t, t1), from the one holding x
+            nxt = PT[i, f + 1] if f + 1 < B else np.inf
+            cut = s0 if x < s0 else (s1 if x < s1 else np.inf)
+            end = nxt if nxt < cut else cut
+            if s0 <= x < s1:
+                short = PC[i, f] + c < c or PG[i, f] + g < g or PM[i, f] + m < m
+            else:
+                short = PC[i, f] < c or PG[i, f] < g or PM[i, f] < m
+            if short:
+                break
+            if end >= t1:
+                return t  # every piece in the window holds it
+            x = end
+            if x >= nxt:
+                f += 1
+        if end == np.inf:
+            return np.inf  # it lacks room from x on, for good
+        t = end  # the next candidate: where the piece that lacks room ends
+        b = f + 1 if end >= nxt else f
+    return np.inf
+
+
 @njit(cache=True, inline="always")
 def _earliest_all(PT, PC, PG, PM, PB, now, k, L, c, g, m, H, pick, E, low):
     """``_Timeline.earliest_fit`` on the profiles, searching starts up to H: the start (+inf if
@@ -1483,11 +1519,7 @@ def shared_conservative_profile_steps(submit, limit, nodes, dur, arrivals, rank,
                             if node_list[first + z] == i:
                                 # its own node: can it start there before old without itself?
                                 h = min(np.nextafter(old, -np.inf), np.nextafter(reach[i], -np.inf))
-                                _room(PT, PC, PG, PM, PB, i, now)
-                                _prof_take(PT, PC, PG, PM, PB, i, old, old + lim, c, g, m, -1)
-                                e = _node_earliest(PT, PC, PG, PM, PB, i, now, lim, c, g, m, h)
-                                _room(PT, PC, PG, PM, PB, i, now)
-                                _prof_take(PT, PC, PG, PM, PB, i, old, old + lim, c, g, m, 1)
+                                e = _node_earliest_without(PT, PC, PG, PM, PB, i, now, lim, c, g, m, h, old, old + lim)
                                 if e < np.inf:
                                     own = True
                                     if e < lo:
