@@ -364,3 +364,18 @@ def test_invariants(trace, priority, backfill, estimate, enforce, sjbf, refresh)
 def test_every_new_priority_is_registered():
     assert set(NEW_PRIORITIES) <= set(PRIORITY_POLICIES)
     assert set(DYNAMIC_PRIORITY_POLICIES) == {"multifactor", "wfp3", "unicef"}
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(-50, 50), min_size=0, max_size=40), st.integers(0, 2))
+def test_distinct_codes_match_numpy_unique(values, spread):
+    """The leaves of the fair-share tree without a sort: the same distinct values and inverse as
+    np.unique, and a row of each value (with a wide span: np.unique's own path)."""
+    from drevt_sweep.sim.policies.multifactor import _distinct
+
+    codes = np.asarray(values, dtype=np.int64) * (1, 1000, 10**9)[spread]
+    got, inverse, holder = _distinct(codes)
+    want, want_inverse = np.unique(codes, return_inverse=True)
+    assert got.tolist() == want.tolist()
+    assert inverse.tolist() == want_inverse.reshape(-1).tolist()
+    assert holder.shape == got.shape and (codes[holder] == got).all()

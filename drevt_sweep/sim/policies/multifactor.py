@@ -82,6 +82,7 @@ Weights default to a common site choice (age 1000, fairshare 10000, job_size 100
 from __future__ import annotations
 
 import math
+from functools import cached_property
 
 import numpy as np
 
@@ -162,7 +163,7 @@ class Multifactor:
         self.max_age = p["max_age"]
         self.period = p["calc_period"]
         half_life = p["decay_half_life"]
-        self.submit = inputs.submit.tolist()
+        self._submit = inputs.submit
 
         nodes = inputs.num_nodes.astype(np.float64)
         total = float(inputs.total_nodes)
@@ -176,7 +177,6 @@ class Multifactor:
         qos = _qos_factor(inputs, dict(p["qos_factor"] or {}), dict(p["qos_priority"] or {}), len(nodes))
         static = (w["job_size"] * size + w["partition"] * part) + w["qos"] * qos
         self.static = static
-        self.static_l = static.tolist()
 
         if self.w_fs > 0 and len(inputs.submit):
             _check_who(inputs, p["fairshare_by"])
@@ -184,13 +184,10 @@ class Multifactor:
                                    dict(p["user_shares"] or {}), dict(p["association_shares"] or {}))
         self.tree = tree
         self.fair_tree = p["fairshare"] == "fair_tree"  # (both compiled kernels have both)
-        self.leaf_l = tree.leaf_of_job.tolist()
         self.charge = inputs.num_nodes if inputs.charge is None else np.asarray(inputs.charge, dtype=np.int64)
-        self.nodes_l = self.charge.tolist()  # what a running job is charged per second
         self.decay = 0.5 ** (self.period / half_life)
         self.t0 = float(inputs.t0)
         self.charge_ended = p["charge_ended_jobs"]
-        self.began = [0.0] * len(self.leaf_l)  # start times (charge_ended_jobs: false)
         n_leaves = tree.acct_of_leaf.shape[0]
         # Usage is kept scaled by 2^(elapsed ticks x calc_period / half_life) (``scale``), so a
         # tick only adds the new node-seconds of the associations that ran instead of decaying
@@ -205,6 +202,29 @@ class Multifactor:
         self.next_tick = self.t0 + self.period
         self._due = False
         self._factors: dict[int, float] = {}
+
+    # Python lists of the per-job values for the reference engine's per-event calls, made at
+    # its first use: the compiled kernels take the arrays (``kernel_args``), and a sweep's many
+    # short compiled runs would pay for the lists every time (~0.6 ms on KTH-SP2).
+    @cached_property
+    def submit(self) -> list:
+        return self._submit.tolist()
+
+    @cached_property
+    def static_l(self) -> list:
+        return self.static.tolist()
+
+    @cached_property
+    def leaf_l(self) -> list:
+        return self.tree.leaf_of_job.tolist()
+
+    @cached_property
+    def nodes_l(self) -> list:
+        return self.charge.tolist()  # what a running job is charged per second
+
+    @cached_property
+    def began(self) -> list:
+        return [0.0] * len(self.leaf_l)  # start times (charge_ended_jobs: false)
 
     # --- usage accounting ---------------------------------------------------------------
 
@@ -355,7 +375,14 @@ class FairShareTree:
         self.sib_ratio = sib_ratio  # S_user / S_siblings (1 with one level)
         self.s_norm = s_norm  # normalised shares S
         self.n_acct = n_acct
-        self.leaf_names = leaf_names  # (account, user) per leaf, for reports and tests
+        self._leaf_names = leaf_names  # a list, or a function that makes it (at its first use)
+
+    @property
+    def leaf_names(self) -> list:
+        """(account, user) per leaf, for reports and tests."""
+        if callable(self._leaf_names):
+            self._leaf_names = self._leaf_names()
+        return self._leaf_names
 
     @classmethod
     def build(cls, inputs: PriorityInputs, by: str, account_shares: dict, user_shares: dict,
@@ -367,22 +394,18 @@ class FairShareTree:
         _check_shares("account_shares", account_shares, inputs.group_names, by != "user")
         _check_shares("user_shares", user_shares, inputs.user_names, by != "account")
 
-        def raw(shares: dict, names: tuple, code: int) -> float:
-            return float(shares.get(names[code], 1)) if code >= 0 else 1.0
-
         if by == "account/user":
             pairs = groups * (len(inputs.user_names) + 1) + (users + 1)
         else:
             pairs = users if by == "user" else groups
-        leaves, leaf_of_job = np.unique(pairs, return_inverse=True)
-        first = np.unique(leaf_of_job, return_index=True)[1]  # a job of each leaf
+        leaves, leaf_of_job, first = _distinct(pairs)  # (first: a job of each leaf)
         leaf_user = users[first]
         leaf_group = groups[first]
         n = leaves.shape[0]
         if by == "account/user":
             accounts, acct_of_leaf = np.unique(leaf_group, return_inverse=True)
-            s_acct = np.array([raw(account_shares, inputs.group_names, int(g)) for g in accounts])
-            s_user = np.array([raw(user_shares, inputs.user_names, int(u)) for u in leaf_user])
+            s_acct = _raw_shares(account_shares, inputs.group_names)[accounts]
+            s_user = _raw_shares(user_shares, inputs.user_names)[leaf_user]
             if association_shares:  # a user association's own shares ("account/user")
                 for i, (g, u) in enumerate(zip(leaf_group.tolist(), leaf_user.tolist())):
                     if g >= 0 and u >= 0:
@@ -397,23 +420,57 @@ class FairShareTree:
         else:
             names = inputs.user_names if by == "user" else inputs.group_names
             codes = leaf_user if by == "user" else leaf_group
-            s_leaf = np.array([raw(user_shares if by == "user" else account_shares, names, int(c)) for c in codes])
+            s_leaf = _raw_shares(user_shares if by == "user" else account_shares, names)[codes]
             acct_of_leaf = np.arange(n)
             sib_ratio = np.ones(n)
             s_norm = s_leaf / s_leaf.sum()
             acct_share = s_norm
             n_acct = n
 
-        def label(names, code):
-            return names[code] if code >= 0 else None
+        def leaf_names():
+            def label(names, code):
+                return names[code] if code >= 0 else None
 
-        leaf_names = [(label(inputs.group_names, int(g)) if by != "user" else None,
-                       label(inputs.user_names, int(u)) if by != "account" else None)
-                      for g, u in zip(leaf_group, leaf_user)]
+            return [(label(inputs.group_names, int(g)) if by != "user" else None,
+                     label(inputs.user_names, int(u)) if by != "account" else None)
+                    for g, u in zip(leaf_group, leaf_user)]
+
         return cls(leaf_of_job.astype(np.int64), np.asarray(acct_of_leaf, dtype=np.int64),
                    np.asarray(sib_ratio, dtype=np.float64), np.asarray(s_norm, dtype=np.float64),
                    int(n_acct), leaf_names, np.asarray(acct_share, dtype=np.float64),
                    two_levels=by == "account/user")
+
+
+def _distinct(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``np.unique(codes, return_inverse=True)`` and a row holding each distinct value (any one:
+    here a leaf's user and account follow from its value). Without a sort when the values span
+    a range of the order of their count (users x accounts of a trace): ~1 ms less per run of a
+    KTH-SP2-sized trace, which a sweep of short compiled runs pays at every run."""
+    n = codes.shape[0]
+    if n == 0:
+        return codes[:0], np.zeros(0, np.int64), np.zeros(0, np.int64)
+    lo = int(codes.min())
+    span = int(codes.max()) - lo + 1
+    if span > 4 * n + 4096:
+        values, first, inverse = np.unique(codes, return_index=True, return_inverse=True)
+        return values, inverse.reshape(-1), first
+    shifted = codes - lo
+    holder = np.full(span, -1, dtype=np.int64)
+    holder[shifted] = np.arange(n)  # (some row with each value)
+    present = holder >= 0
+    index = np.cumsum(present) - 1  # each value's place among the distinct ones
+    return np.flatnonzero(present) + lo, index[shifted], holder[present]
+
+
+def _raw_shares(shares: dict, names: tuple) -> np.ndarray:
+    """Each name's raw shares (1 unless ``shares`` gives it) by code, and 1 at code -1 (unknown:
+    the last entry), so that one indexing gives every association's."""
+    out = np.ones(len(names) + 1)
+    if shares:
+        for code, name in enumerate(names):
+            if name in shares:
+                out[code] = float(shares[name])
+    return out
 
 
 def _check_who(inputs: PriorityInputs, by: str) -> None:
