@@ -371,10 +371,10 @@ def test_every_new_priority_is_registered():
 def test_distinct_codes_match_numpy_unique(values, spread):
     """The leaves of the fair-share tree without a sort: the same distinct values and inverse as
     np.unique, and a row of each value (with a wide span: np.unique's own path)."""
-    from drevt_sweep.sim.policies.multifactor import _distinct
+    from drevt_sweep.jobs import distinct_codes
 
     codes = np.asarray(values, dtype=np.int64) * (1, 1000, 10**9)[spread]
-    got, inverse, holder = _distinct(codes)
+    got, inverse, holder = distinct_codes(codes)
     want, want_inverse = np.unique(codes, return_inverse=True)
     assert got.tolist() == want.tolist()
     assert inverse.tolist() == want_inverse.reshape(-1).tolist()

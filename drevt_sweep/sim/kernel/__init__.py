@@ -21,6 +21,8 @@ import warnings
 
 import numpy as np
 
+from ...jobs import distinct_codes
+
 __all__ = ["FAST_BACKFILLS", "EXTENDED_BACKFILLS", "SLURM_BACKFILLS", "run_extended", "run_slurm", "slurm_supported",
            "prepare", "load", "warm", "worth_loading", "pays_off", "expect_runs", "unavailable_reason", "run_events"]
 
@@ -423,7 +425,7 @@ def run_slurm(*, submit, limit, nodes, dur, rejected, rank, total, users, backfi
     pi = np.zeros(sk.P_I_SIZE, np.int64)
     pi[[sk.P_MAX_TEST, sk.P_MAX_USER, sk.P_RESERVE, sk.P_DEPTH]] = (
         max_test, p["bf_max_job_user"], p["bf_job_part_count_reserve"], count(p["default_queue_depth"]))
-    _, user_index = np.unique(np.asarray(users, dtype=np.int64), return_inverse=True)  # -1 (unknown) is a user too
+    _, user_index, _ = distinct_codes(np.asarray(users, dtype=np.int64))  # -1 (unknown) is a user too
     n_users = int(user_index.max()) + 1
     begin = np.full(n, np.nan)
     end = np.full(n, np.nan)

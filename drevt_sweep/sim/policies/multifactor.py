@@ -87,6 +87,7 @@ from functools import cached_property
 import numpy as np
 
 from ...errors import ConfigError
+from ...jobs import distinct_codes
 from .dynamic import PriorityInputs, number, take_params
 from .registry import register_dynamic_priority
 
@@ -398,7 +399,7 @@ class FairShareTree:
             pairs = groups * (len(inputs.user_names) + 1) + (users + 1)
         else:
             pairs = users if by == "user" else groups
-        leaves, leaf_of_job, first = _distinct(pairs)  # (first: a job of each leaf)
+        leaves, leaf_of_job, first = distinct_codes(pairs)  # (first: a job of each leaf)
         leaf_user = users[first]
         leaf_group = groups[first]
         n = leaves.shape[0]
@@ -439,27 +440,6 @@ class FairShareTree:
                    np.asarray(sib_ratio, dtype=np.float64), np.asarray(s_norm, dtype=np.float64),
                    int(n_acct), leaf_names, np.asarray(acct_share, dtype=np.float64),
                    two_levels=by == "account/user")
-
-
-def _distinct(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``np.unique(codes, return_inverse=True)`` and a row holding each distinct value (any one:
-    here a leaf's user and account follow from its value). Without a sort when the values span
-    a range of the order of their count (users x accounts of a trace): ~1 ms less per run of a
-    KTH-SP2-sized trace, which a sweep of short compiled runs pays at every run."""
-    n = codes.shape[0]
-    if n == 0:
-        return codes[:0], np.zeros(0, np.int64), np.zeros(0, np.int64)
-    lo = int(codes.min())
-    span = int(codes.max()) - lo + 1
-    if span > 4 * n + 4096:
-        values, first, inverse = np.unique(codes, return_index=True, return_inverse=True)
-        return values, inverse.reshape(-1), first
-    shifted = codes - lo
-    holder = np.full(span, -1, dtype=np.int64)
-    holder[shifted] = np.arange(n)  # (some row with each value)
-    present = holder >= 0
-    index = np.cumsum(present) - 1  # each value's place among the distinct ones
-    return np.flatnonzero(present) + lo, index[shifted], holder[present]
 
 
 def _raw_shares(shares: dict, names: tuple) -> np.ndarray:
