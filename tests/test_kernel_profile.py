@@ -154,7 +154,19 @@ def test_random_profiles_match_the_reference(seed):
             k._prof_occupy(pt, pf, pb, ps, start, stop, n)
         ref.add(start, stop, -n)
         assert function_of(arrays) == function_of_ref(ref), step
+        assert_extremes(arrays)
     assert ps[k.PS_M1] - ps[k.PS_M0] > 1  # the profile went beyond one chunk
+
+
+def assert_extremes(arrays):
+    """Each chunk's most and fewest free nodes (kept without rescanning where exact) are its
+    breakpoints' own: the searches skip chunks by them."""
+    pt, pf, pb, ps = arrays
+    k = kernels()
+    for m in range(ps[k.PS_M0], ps[k.PS_M1]):
+        c = ps[k.PS_CO + m]
+        values = pf[c, :pb[c, k.PB_N]] + pb[c, k.PB_ADD]
+        assert (pb[c, k.PB_MAX], pb[c, k.PB_MIN]) == (values.max(), values.min()), m
 
 
 def function_of_ref(ref):
