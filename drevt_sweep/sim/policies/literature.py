@@ -22,6 +22,8 @@ Ties always fall back to FCFS (submit time, then table row).
 
 from __future__ import annotations
 
+from functools import cached_property
+
 import numpy as np
 
 from .dynamic import EveryPass, PriorityInputs, take_params
@@ -68,16 +70,29 @@ class WFP3(EveryPass):
 
     def __init__(self, inputs: PriorityInputs, **params) -> None:
         self.check_params(params)
-        self.submit = inputs.submit.tolist()
-        self.limit = inputs.time_limit.tolist()
-        self.nodes = inputs.num_nodes.astype(np.float64).tolist()
+        self._submit = inputs.submit
+        self._limit = np.asarray(inputs.time_limit, dtype=np.float64)
+        self._nodes = inputs.num_nodes.astype(np.float64)
+
+    # the reference's per-job lists, made at its first key: a compiled run takes the arrays
+    @cached_property
+    def submit(self) -> list:
+        return self._submit.tolist()
+
+    @cached_property
+    def limit(self) -> list:
+        return self._limit.tolist()
+
+    @cached_property
+    def nodes(self) -> list:
+        return self._nodes.tolist()
 
     def key(self, now: float, j: int) -> float:
         x = (now - self.submit[j]) / self.limit[j]
         return -(x * x * x * self.nodes[j])
 
     def kernel_args(self) -> tuple:
-        return (np.asarray(self.limit), np.asarray(self.nodes))
+        return (self._limit, self._nodes)
 
 
 @register_dynamic_priority("unicef")
@@ -90,9 +105,17 @@ class Unicef(EveryPass):
 
     def __init__(self, inputs: PriorityInputs, **params) -> None:
         self.check_params(params)
-        self.submit = inputs.submit.tolist()
+        self._submit = inputs.submit
         self.den = np.log2(np.maximum(inputs.num_nodes, 2).astype(np.float64)) * inputs.time_limit
-        self.den_l = self.den.tolist()
+
+    # the reference's per-job lists, made at its first key: a compiled run takes the arrays
+    @cached_property
+    def submit(self) -> list:
+        return self._submit.tolist()
+
+    @cached_property
+    def den_l(self) -> list:
+        return self.den.tolist()
 
     def key(self, now: float, j: int) -> float:
         return -((now - self.submit[j]) / self.den_l[j])
