@@ -10,17 +10,18 @@ What is reused rather than rewritten:
   ``t0 + k * step`` from the first pass, the ones passed while no job waits skipped) and the
   window end ``_slurm._window_end`` (``cycle_window_end``);
 * the per-node free profiles of the shared conservative kernel with limits enforced
-  (``kernel.shared``: ``_prof_take``, ``_room``, ``_node_earliest``,
-  ``_earliest_all``; the comment above ``shared._seg`` says why its earliest fit is
-  ``_Timeline.earliest_fit``'s). ``_SlurmShared`` plans on a ``_Timeline`` of intervals, whose
-  usage (``_Timeline._steps``) is that step function: a cycle holds each interval on its nodes
-  as it goes (``_hold``), so a check reads a node's sorted segments in its window instead of
-  re-gathering and summing every interval of the node (``_blocked_until``), which is what the
-  cycles' earliest fits spent their time on (``benchmarks/RESULTS.md``, "Fifteenth session,
-  helper sslurmspeed"). A backfill reservation holds its nodes **whole** (Slurm's
-  ``node_space_map_t`` keeps node bitmaps per time slot; ``_add_reservation`` takes the reserved
-  job's nodes out of every slot it overlaps): ``_Timeline`` holds one core more than the node
-  has there, so nothing fits beside it; here the span becomes one segment of free amounts -1
+  (``kernel.shared``: ``_prof_take``, ``_room``, ``_seg``; the earliest fit is a copy of
+  ``_node_earliest`` and ``_earliest_all`` read with unsigned indices, ``_earliest_fit``; the
+  comment above ``shared._seg`` says why it is ``_Timeline.earliest_fit``'s). ``_SlurmShared``
+  plans on a ``_Timeline`` of intervals, whose usage (``_Timeline._steps``) is that step
+  function: a cycle holds each interval on its nodes as it goes (``_hold``), so a check reads a
+  node's sorted segments in its window instead of re-gathering and summing every interval of
+  the node (``_blocked_until``), which is what the cycles' earliest fits spent their time on
+  (``benchmarks/RESULTS.md``, "Fifteenth session, helper sslurmspeed"). A backfill
+  reservation holds its nodes **whole** (Slurm's ``node_space_map_t`` keeps node bitmaps per
+  time slot; ``_add_reservation`` takes the reserved job's nodes out of every slot it
+  overlaps): ``_Timeline`` holds one core more than the node has there, so nothing fits beside
+  it; here the span becomes one segment of free amounts -1
   (``_block``: the same fits, and the breakpoints inside it go);
 * free resources, starts and the completions of an event from ``kernel.shared`` (``_take``,
   ``_complete_due``), the event
@@ -60,8 +61,7 @@ from ._kernels import BIG, _enqueue_arrivals, _launch, _load_counts, _next_wake,
 from ._slurm import (P_DEPTH, P_F_SIZE, P_I_SIZE, P_INTERVAL, P_MAX_TEST, P_MAX_USER, P_RES, P_RESERVE, P_SCHED,
                      P_WINDOW, SF_NEXT_BF, SF_NEXT_FULL, SF_T0, ST_CYCLE, ST_KFULL, _load_clocks, _pass_clocks,
                      _settings, _store_clocks, _window_end)
-from .shared import (GROW, _complete_due, _earliest_all, _first_fit, _maxima, _node_earliest, _node_lists, _prof_take,
-                     _room, _seg, _take, _widest)
+from .shared import GROW, _complete_due, _first_fit, _maxima, _node_lists, _prof_take, _room, _seg, _take, _widest
 
 # counters of the work done, for benchmarks (``run_shared_slurm``'s ``counters``)
 ST_PASSES = 10  # scheduling passes
@@ -306,6 +306,96 @@ def _rebuild(PT, PC, PG, PM, PB, now, window_end, re, rj, R, node_list, node_sta
     return most
 
 
+@njit(cache=True, inline="always")
+def _node_scan(PT, PC, PG, PM, PB, i, t, L, c, g, m, H):
+    """``shared._node_earliest``: the earliest start in [t, H] at which node i holds (c, g, m)
+    throughout L, or +inf. Its segments are read with unsigned indices: numba turns a negative
+    signed index into one from the end, a test and an addition at every read, which were ~10 %
+    of issue 26's 4-partition shared row (``benchmarks/RESULTS.md``, "Twentieth session, helper
+    ssl20"). (A copy: ``shared``'s drivers still call theirs.)"""
+    B = np.uint64(PB[i])
+    b = np.uint64(_seg(PT, PB, i, t))
+    one = np.uint64(1)
+    while t <= H:
+        t1 = t + L
+        f = b
+        while f < B and PT[i, f] < t1:
+            if PC[i, f] < c or PG[i, f] < g or PM[i, f] < m:
+                break
+            f += one
+        if f == B or PT[i, f] >= t1:  # every segment in the window holds it
+            return t
+        if f + one >= B:
+            return np.inf
+        b = f + one
+        t = PT[i, b]
+    return np.inf
+
+
+@njit(cache=True, inline="always")
+def _earliest_fit(PT, PC, PG, PM, PB, now, k, L, c, g, m, pick, E, low):
+    """``shared._earliest_all`` with no bound H (the same start and nodes): ``_Timeline.earliest_fit``
+    on the profiles, the start (+inf if none) and its k lowest-indexed nodes in pick[:k], with
+    ``_node_scan`` and ``_kth``; ``low``: k slots of scratch. Several nodes: when k nodes hold the
+    job from t it starts at t, without the k-th smallest earliest start (which is then t)."""
+    n_nodes = PB.shape[0]
+    if k == 1:
+        best = np.inf
+        for i in range(n_nodes):
+            e = _node_scan(PT, PC, PG, PM, PB, i, now, L, c, g, m, best)
+            if e < best:
+                best = e
+                pick[0] = i
+                if e == now:
+                    break
+        return best
+    t = now
+    for i in range(n_nodes):
+        E[i] = -np.inf
+    while True:
+        at = 0  # nodes holding it from t
+        for i in range(n_nodes):
+            if E[i] < t:  # (an earliest start >= the last t is still the earliest >= t)
+                E[i] = _node_scan(PT, PC, PG, PM, PB, i, t, L, c, g, m, np.inf)
+            at += E[i] == t
+        if at >= k:
+            got = 0
+            for i in range(n_nodes):
+                if E[i] == t:
+                    pick[got] = i
+                    got += 1
+                    if got == k:
+                        break
+            return t
+        t = _kth(E, k, low)  # no k nodes fit together before it (after t: fewer than k hold it at t)
+        if t == np.inf:
+            return np.inf
+
+
+@njit(cache=True, inline="always")
+def _kth(values, k, low):
+    """``shared._kth_smallest`` (the k-th smallest of ``values``; ``low``: k scratch slots,
+    kept sorted), with unsigned indices (see ``_node_scan``)."""
+    zero = np.uint64(0)
+    n = zero
+    uk = np.uint64(k)
+    one = np.uint64(1)
+    last = uk - one
+    for v in values:
+        if n < uk:
+            y = n
+            n += one
+        elif v < low[last]:
+            y = last
+        else:
+            continue
+        while y > zero and low[y - one] > v:
+            low[y] = low[y - one]
+            y -= one
+        low[y] = v
+    return low[last]
+
+
 @njit(cache=True, _nrt=False)
 def _fits_now(PT, PC, PG, PM, PB, now, k, d, c, g, m, wit):
     """Whether k nodes hold (c, g, m) throughout [now, now + d) on the profiles (the job can
@@ -313,7 +403,7 @@ def _fits_now(PT, PC, PG, PM, PB, now, k, d, c, g, m, wit):
     first, take last)."""
     got = 0
     for i in range(PB.shape[0] - 1, -1, -1):
-        if _node_earliest(PT, PC, PG, PM, PB, i, now, d, c, g, m, now) == now:
+        if _node_scan(PT, PC, PG, PM, PB, i, now, d, c, g, m, now) == now:
             wit[got] = i
             got += 1
             if got == k:
@@ -494,12 +584,12 @@ def shared_slurm_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, m
                 d = limit[j]
                 c, g, m = cores[j], gpus[j], mem[j]
                 st[ST_FITS] += 1
-                s = _earliest_all(PT, PC, PG, PM, PB, now, nodes[j], d, c, g, m, np.inf, pick, E, low)
+                s = _earliest_fit(PT, PC, PG, PM, PB, now, nodes[j], d, c, g, m, pick, E, low)
                 if s == np.inf:
                     return -3
                 if s == now:  # on the nodes cons_tres picks among those free of reservations then
                     for i in range(n_nodes):
-                        usable[i] = _node_earliest(PT, PC, PG, PM, PB, i, now, d, c, g, m, now) == now
+                        usable[i] = _node_scan(PT, PC, PG, PM, PB, i, now, d, c, g, m, now) == now
                     if not _slurm_fit(fc, fg, fm, nodes[j], c, g, m, pick, usable, runs[0], runs[1], runs[2],
                                       runs[3]):
                         return -3  # (cannot be: k nodes hold it on the profiles now)
