@@ -333,16 +333,47 @@ def _node_scan(PT, PC, PG, PM, PB, i, t, L, c, g, m, H):
 
 
 @njit(cache=True, inline="always")
-def _earliest_fit(PT, PC, PG, PM, PB, now, k, L, c, g, m, pick, E, low):
+def _node_fit(PT, PC, PG, PM, PB, MX, i, t, L, c, g, m, H):
+    """``_node_scan`` (the earliest start in [t, H] at which node i holds (c, g, m) throughout
+    L, or +inf), without scanning the segments when the request exceeds the most free cores,
+    GPUs or KiB of every segment but the last (``_most_free``): it can start only in the last
+    one, from its breakpoint on, if that holds it. (Half the node searches of issue 26's
+    4-partition row end here; ~2 % of its time, ``benchmarks/RESULTS.md``, "Twentieth session,
+    helper ssl20".)"""
+    if c > MX[0, i] or g > MX[1, i] or m > MX[2, i]:
+        b = PB[i] - 1
+        if PC[i, b] < c or PG[i, b] < g or PM[i, b] < m:
+            return np.inf
+        e = max(t, PT[i, b])
+        return e if e <= H else np.inf
+    return _node_scan(PT, PC, PG, PM, PB, i, t, L, c, g, m, H)
+
+
+@njit(cache=True, _nrt=False)
+def _most_free(PT, PC, PG, PM, PB, i, MX):
+    """The most free cores, GPUs and KiB of node i in any segment but its last, into MX[:, i]
+    (-1: it has one segment); called whenever the cycle changes the node's profile."""
+    mc = mg = mm = -1
+    for b in range(PB[i] - 1):
+        mc = max(mc, PC[i, b])
+        mg = max(mg, PG[i, b])
+        mm = max(mm, PM[i, b])
+    MX[0, i] = mc
+    MX[1, i] = mg
+    MX[2, i] = mm
+
+
+@njit(cache=True, inline="always")
+def _earliest_fit(PT, PC, PG, PM, PB, MX, now, k, L, c, g, m, pick, E, low):
     """``shared._earliest_all`` with no bound H (the same start and nodes): ``_Timeline.earliest_fit``
     on the profiles, the start (+inf if none) and its k lowest-indexed nodes in pick[:k], with
-    ``_node_scan`` and ``_kth``; ``low``: k slots of scratch. Several nodes: when k nodes hold the
+    ``_node_fit`` and ``_kth``; ``low``: k slots of scratch. Several nodes: when k nodes hold the
     job from t it starts at t, without the k-th smallest earliest start (which is then t)."""
     n_nodes = PB.shape[0]
     if k == 1:
         best = np.inf
         for i in range(n_nodes):
-            e = _node_scan(PT, PC, PG, PM, PB, i, now, L, c, g, m, best)
+            e = _node_fit(PT, PC, PG, PM, PB, MX, i, now, L, c, g, m, best)
             if e < best:
                 best = e
                 pick[0] = i
@@ -356,7 +387,7 @@ def _earliest_fit(PT, PC, PG, PM, PB, now, k, L, c, g, m, pick, E, low):
         at = 0  # nodes holding it from t
         for i in range(n_nodes):
             if E[i] < t:  # (an earliest start >= the last t is still the earliest >= t)
-                E[i] = _node_scan(PT, PC, PG, PM, PB, i, t, L, c, g, m, np.inf)
+                E[i] = _node_fit(PT, PC, PG, PM, PB, MX, i, t, L, c, g, m, np.inf)
             at += E[i] == t
         if at >= k:
             got = 0
@@ -397,13 +428,13 @@ def _kth(values, k, low):
 
 
 @njit(cache=True, _nrt=False)
-def _fits_now(PT, PC, PG, PM, PB, now, k, d, c, g, m, wit):
+def _fits_now(PT, PC, PG, PM, PB, MX, now, k, d, c, g, m, wit):
     """Whether k nodes hold (c, g, m) throughout [now, now + d) on the profiles (the job can
     start now); the k highest-indexed into wit[:k] (the ones reservations, lowest indices
     first, take last)."""
     got = 0
     for i in range(PB.shape[0] - 1, -1, -1):
-        if _node_scan(PT, PC, PG, PM, PB, i, now, d, c, g, m, now) == now:
+        if _node_fit(PT, PC, PG, PM, PB, MX, i, now, d, c, g, m, now) == now:
             wit[got] = i
             got += 1
             if got == k:
@@ -412,7 +443,7 @@ def _fits_now(PT, PC, PG, PM, PB, now, k, d, c, g, m, wit):
 
 
 @njit(cache=True, inline="always")
-def _cycle_end(PT, PC, PG, PM, PB, now, tests, y, last, nodes, limit, cores, gpus, mem, wit, wmark, where, first,
+def _cycle_end(PT, PC, PG, PM, PB, MX, now, tests, y, last, nodes, limit, cores, gpus, mem, wit, wmark, where, first,
                k):
     """Where a cycle ends after the job at its place ``y`` held the nodes where[first:first + k]:
     the last place (``last`` or before it, after y; y: none) whose job can still start now.
@@ -431,7 +462,7 @@ def _cycle_end(PT, PC, PG, PM, PB, now, tests, y, last, nodes, limit, cores, gpu
         wmark[wit[x]] = False
     while last > y:
         j = tests[last]
-        if _fits_now(PT, PC, PG, PM, PB, now, nodes[j], limit[j], cores[j], gpus[j], mem[j], wit):
+        if _fits_now(PT, PC, PG, PM, PB, MX, now, nodes[j], limit[j], cores[j], gpus[j], mem[j], wit):
             for x in range(nodes[j]):
                 wmark[wit[x]] = True
             return last
@@ -475,7 +506,7 @@ def _tested(q, x, Q, users, max_test, max_user, ucount, ustamp, cycle, tests, fc
 @njit(cache=True, _nrt=False)
 def shared_slurm_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, mem, users, cap_c, cap_g, cap_m,
                        pf_, pi, begin, end, est, node_start, node_list, fc, fg, fm, pick, re, rj, rn, hk, hj,
-                       q, due, tests, ucount, ustamp, PB, E, wit, wmark, usable, runs, low, PT, PC, PG, PM,
+                       q, due, tests, ucount, ustamp, PB, E, wit, wmark, usable, runs, low, MX, PT, PC, PG, PM,
                        st, sf, budget):
     """``sim.shared._run_events`` with ``_SlurmShared`` from the state in ``st``/``sf``, for at
     most ``budget`` events; status 0 done, 1 budget used, ``GROW`` the profiles need to be
@@ -562,9 +593,11 @@ def shared_slurm_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, m
                 j = due[y]
                 _hold(PT, PC, PG, PM, PB, node_list, node_start[j], nodes[j], now, min(now + limit[j], window_end),
                       cores[j], gpus[j], mem[j], now)
+            for i in range(n_nodes):
+                _most_free(PT, PC, PG, PM, PB, i, MX)
             wmark[:] = False  # the nodes on which the cycle's last possible start fits now
             j = tests[last]
-            _fits_now(PT, PC, PG, PM, PB, now, nodes[j], limit[j], cores[j], gpus[j], mem[j], wit)  # (it does)
+            _fits_now(PT, PC, PG, PM, PB, MX, now, nodes[j], limit[j], cores[j], gpus[j], mem[j], wit)  # (it does)
             for x in range(nodes[j]):
                 wmark[wit[x]] = True
             reserved = 0
@@ -584,12 +617,12 @@ def shared_slurm_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, m
                 d = limit[j]
                 c, g, m = cores[j], gpus[j], mem[j]
                 st[ST_FITS] += 1
-                s = _earliest_fit(PT, PC, PG, PM, PB, now, nodes[j], d, c, g, m, pick, E, low)
+                s = _earliest_fit(PT, PC, PG, PM, PB, MX, now, nodes[j], d, c, g, m, pick, E, low)
                 if s == np.inf:
                     return -3
                 if s == now:  # on the nodes cons_tres picks among those free of reservations then
                     for i in range(n_nodes):
-                        usable[i] = _node_scan(PT, PC, PG, PM, PB, i, now, d, c, g, m, now) == now
+                        usable[i] = _node_fit(PT, PC, PG, PM, PB, MX, i, now, d, c, g, m, now) == now
                     if not _slurm_fit(fc, fg, fm, nodes[j], c, g, m, pick, usable, runs[0], runs[1], runs[2],
                                       runs[3]):
                         return -3  # (cannot be: k nodes hold it on the profiles now)
@@ -598,9 +631,11 @@ def shared_slurm_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, m
                     D += 1
                     _hold(PT, PC, PG, PM, PB, node_list, node_start[j], nodes[j], now, min(now + d, window_end),
                           c, g, m, now)
+                    for x in range(nodes[j]):
+                        _most_free(PT, PC, PG, PM, PB, node_list[node_start[j] + x], MX)
                     top += 2
                     if y < last:
-                        last = _cycle_end(PT, PC, PG, PM, PB, now, tests, y, last, nodes, limit, cores, gpus, mem,
+                        last = _cycle_end(PT, PC, PG, PM, PB, MX, now, tests, y, last, nodes, limit, cores, gpus, mem,
                                           wit, wmark, node_list, node_start[j], nodes[j])
                     continue
                 if reserve_cap and reserved >= reserve_cap:
@@ -618,9 +653,10 @@ def shared_slurm_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, m
                         i = pick[x]
                         _room(PT, PC, PG, PM, PB, i, now)  # (drops past segments)
                         _block(PT, PC, PG, PM, PB, i, lo, hi)
+                        _most_free(PT, PC, PG, PM, PB, i, MX)
                     top += 2
                     if y < last:
-                        last = _cycle_end(PT, PC, PG, PM, PB, now, tests, y, last, nodes, limit, cores, gpus, mem,
+                        last = _cycle_end(PT, PC, PG, PM, PB, MX, now, tests, y, last, nodes, limit, cores, gpus, mem,
                                           wit, wmark, pick, 0, nodes[j])
                 reserved += 1
             if status == GROW:
@@ -705,7 +741,8 @@ def run_shared_slurm(submit, limit, nodes, dur, rank, request, machine, users, b
              np.zeros(n_nodes, np.int64), np.empty(n_nodes),  # segments per node; earliest start per node
              np.empty(n_nodes, np.int64), np.zeros(n_nodes, np.bool_),  # where the cycle's last start fits now
              np.empty(n_nodes, np.bool_), np.empty((4, n_nodes), np.int64),  # cons_tres: usable nodes, runs of them
-             np.empty(n_nodes))  # _earliest_all's k smallest starts
+             np.empty(n_nodes),  # _earliest_all's k smallest starts
+             np.empty((3, n_nodes), np.int64))  # most free cores, GPUs, KiB of each node before its last segment
     w = PROFILE_WIDTH
     profiles = [np.empty((n_nodes, w)), np.empty((n_nodes, w), np.int64), np.empty((n_nodes, w), np.int64),
                 np.empty((n_nodes, w), np.int64)]  # breakpoints; free cores, GPUs, KiB from each (widened)
