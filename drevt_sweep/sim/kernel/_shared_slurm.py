@@ -270,10 +270,10 @@ def _rebuild(PT, PC, PG, PM, PB, now, window_end, re, rj, R, node_list, node_sta
         PG[i, 0] = cap_g
         PM[i, 0] = cap_m
     most = 1
-    for r in range(R):
-        j = rj[r]
+    for r in range(R):  # (unsigned job and node indices: see _node_scan)
+        j = np.uint64(rj[r])
         for y in range(node_start[j], node_start[j] + nodes[j]):
-            i = node_list[y]
+            i = np.uint64(node_list[y])
             PC[i, 0] -= cores[j]
             PG[i, 0] -= gpus[j]
             PM[i, 0] -= mem[j]
@@ -284,25 +284,26 @@ def _rebuild(PT, PC, PG, PM, PB, now, window_end, re, rj, R, node_list, node_sta
         return most
     PB[:] = 1
     soon = np.nextafter(now, np.inf)
+    one = np.uint64(1)
     for r in range(R):
-        j = rj[r]
+        j = np.uint64(rj[r])
         c, g, m = cores[j], gpus[j], mem[j]
         if c == 0 and g == 0 and m == 0:
             continue
         stop = min(re[r] if re[r] > now else soon, window_end)
         for y in range(node_start[j], node_start[j] + nodes[j]):
-            i = node_list[y]
-            b = PB[i] - 1
+            i = np.uint64(node_list[y])
+            b = np.uint64(PB[i] - 1)
             if PT[i, b] == stop:
                 PC[i, b] += c
                 PG[i, b] += g
                 PM[i, b] += m
             else:
-                PT[i, b + 1] = stop
-                PC[i, b + 1] = PC[i, b] + c
-                PG[i, b + 1] = PG[i, b] + g
-                PM[i, b + 1] = PM[i, b] + m
-                PB[i] = b + 2
+                PT[i, b + one] = stop
+                PC[i, b + one] = PC[i, b] + c
+                PG[i, b + one] = PG[i, b] + g
+                PM[i, b + one] = PM[i, b] + m
+                PB[i] += 1
     return most
 
 
