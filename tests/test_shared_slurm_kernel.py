@@ -81,6 +81,61 @@ def test_the_kernel_runs_through_simulate_machine_and_reports_progress(monkeypat
     assert np.array_equal(ref.begin, got.begin) and np.isfinite(ref.begin).all()
 
 
+def test_the_slurm_drivers_earliest_fit_is_the_shared_kernels():
+    """``_shared_slurm`` searches the earliest fit with its own copy (unsigned indices, and an
+    O(1) answer for a node whose profile has room for the request only in its last segment,
+    ``_node_fit`` after ``_most_free``): on random profiles of 4 nodes (jobs held on random
+    windows, some reservations held whole), for requests small and large (the O(1) answer both
+    ways), several starts and bounds, it gives ``shared._node_earliest`` and
+    ``shared._earliest_all`` (start and nodes) exactly."""
+    from drevt_sweep.sim.kernel import _shared_slurm as ss, shared
+
+    rng = np.random.default_rng(20)
+    cap_c, cap_g, cap_m, n, width = 16, 2, 64, 4, 128
+    shortcut = scanned = 0
+    for case in range(200):
+        PT = np.full((n, width), -np.inf)
+        PC = np.full((n, width), cap_c, np.int64)
+        PG = np.full((n, width), cap_g, np.int64)
+        PM = np.full((n, width), cap_m, np.int64)
+        PB = np.ones(n, np.int64)
+        for _ in range(rng.integers(0, 14)):
+            i = int(rng.integers(0, n))
+            s = float(rng.integers(0, 8)) * 5
+            e = s + float(rng.choice([5, 10, 20, 35]))
+            if rng.random() < 0.2:
+                ss._block(PT, PC, PG, PM, PB, i, s, e)
+                continue
+            c = int(rng.integers(0, 13))
+            g, m = int(rng.integers(0, 2)), 4 * c
+            if shared._node_earliest(PT, PC, PG, PM, PB, i, s, e - s, c, g, m, s) == s:
+                shared._prof_take(PT, PC, PG, PM, PB, i, s, e, c, g, m, 1)
+        MX = np.empty((3, n), np.int64)
+        for i in range(n):
+            ss._most_free(PT, PC, PG, PM, PB, i, MX)
+        for _ in range(20):
+            c = int(rng.choice([0, 1, 4, 8, 12, 16]))
+            g, m = int(rng.integers(0, 3)), int(rng.choice([0, 4 * c, 64]))
+            L = float(rng.choice([1, 5, 15, 40]))
+            for t in (0.0, 12.0):
+                for H in (t, 20.0, np.inf):
+                    for i in range(n):
+                        want = shared._node_earliest(PT, PC, PG, PM, PB, i, t, L, c, g, m, H)
+                        assert ss._node_fit(PT, PC, PG, PM, PB, MX, i, t, L, c, g, m, H) == want
+                        assert ss._node_scan(PT, PC, PG, PM, PB, i, t, L, c, g, m, H) == want
+                        if c > MX[0, i] or g > MX[1, i] or m > MX[2, i]:
+                            shortcut += 1
+                        else:
+                            scanned += 1
+                for k in range(1, n + 1):
+                    pick, want_pick = np.full(n, -1, np.int64), np.full(n, -1, np.int64)
+                    want = shared._earliest_all(PT, PC, PG, PM, PB, t, k, L, c, g, m, np.inf, want_pick,
+                                                np.empty(n), np.empty(n))
+                    got = ss._earliest_fit(PT, PC, PG, PM, PB, MX, t, k, L, c, g, m, pick, np.empty(n), np.empty(n))
+                    assert got == want and (got == np.inf or np.array_equal(pick[:k], want_pick[:k])), (case, k)
+    assert shortcut > 1000 and scanned > 1000
+
+
 @pytest.mark.parametrize("width,everywhere", [(1, False), (2, False), (3, False), (16, True)])
 def test_profiles_too_narrow_are_widened_where_the_cycle_stopped(monkeypatch, width, everywhere):
     """The driver runs without numba's runtime, so it cannot widen its per-node profiles itself:

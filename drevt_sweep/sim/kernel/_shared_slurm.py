@@ -10,17 +10,18 @@ What is reused rather than rewritten:
   ``t0 + k * step`` from the first pass, the ones passed while no job waits skipped) and the
   window end ``_slurm._window_end`` (``cycle_window_end``);
 * the per-node free profiles of the shared conservative kernel with limits enforced
-  (``kernel.shared``: ``_prof_take``, ``_room``, ``_node_earliest``,
-  ``_earliest_all``; the comment above ``shared._seg`` says why its earliest fit is
-  ``_Timeline.earliest_fit``'s). ``_SlurmShared`` plans on a ``_Timeline`` of intervals, whose
-  usage (``_Timeline._steps``) is that step function: a cycle holds each interval on its nodes
-  as it goes (``_hold``), so a check reads a node's sorted segments in its window instead of
-  re-gathering and summing every interval of the node (``_blocked_until``), which is what the
-  cycles' earliest fits spent their time on (``benchmarks/RESULTS.md``, "Fifteenth session,
-  helper sslurmspeed"). A backfill reservation holds its nodes **whole** (Slurm's
-  ``node_space_map_t`` keeps node bitmaps per time slot; ``_add_reservation`` takes the reserved
-  job's nodes out of every slot it overlaps): ``_Timeline`` holds one core more than the node
-  has there, so nothing fits beside it; here the span becomes one segment of free amounts -1
+  (``kernel.shared``: ``_prof_take``, ``_room``, ``_seg``; the earliest fit is a copy of
+  ``_node_earliest`` and ``_earliest_all`` read with unsigned indices, ``_earliest_fit``; the
+  comment above ``shared._seg`` says why it is ``_Timeline.earliest_fit``'s). ``_SlurmShared``
+  plans on a ``_Timeline`` of intervals, whose usage (``_Timeline._steps``) is that step
+  function: a cycle holds each interval on its nodes as it goes (``_hold``), so a check reads a
+  node's sorted segments in its window instead of re-gathering and summing every interval of
+  the node (``_blocked_until``), which is what the cycles' earliest fits spent their time on
+  (``benchmarks/RESULTS.md``, "Fifteenth session, helper sslurmspeed"). A backfill
+  reservation holds its nodes **whole** (Slurm's ``node_space_map_t`` keeps node bitmaps per
+  time slot; ``_add_reservation`` takes the reserved job's nodes out of every slot it
+  overlaps): ``_Timeline`` holds one core more than the node has there, so nothing fits beside
+  it; here the span becomes one segment of free amounts -1
   (``_block``: the same fits, and the breakpoints inside it go);
 * free resources, starts and the completions of an event from ``kernel.shared`` (``_take``,
   ``_complete_due``), the event
@@ -60,8 +61,7 @@ from ._kernels import BIG, _enqueue_arrivals, _launch, _load_counts, _next_wake,
 from ._slurm import (P_DEPTH, P_F_SIZE, P_I_SIZE, P_INTERVAL, P_MAX_TEST, P_MAX_USER, P_RES, P_RESERVE, P_SCHED,
                      P_WINDOW, SF_NEXT_BF, SF_NEXT_FULL, SF_T0, ST_CYCLE, ST_KFULL, _load_clocks, _pass_clocks,
                      _settings, _store_clocks, _window_end)
-from .shared import (GROW, _complete_due, _earliest_all, _first_fit, _maxima, _node_earliest, _node_lists, _prof_take,
-                     _room, _seg, _take, _widest)
+from .shared import GROW, _complete_due, _first_fit, _maxima, _node_lists, _prof_take, _room, _seg, _take, _widest
 
 # counters of the work done, for benchmarks (``run_shared_slurm``'s ``counters``)
 ST_PASSES = 10  # scheduling passes
@@ -270,10 +270,10 @@ def _rebuild(PT, PC, PG, PM, PB, now, window_end, re, rj, R, node_list, node_sta
         PG[i, 0] = cap_g
         PM[i, 0] = cap_m
     most = 1
-    for r in range(R):
-        j = rj[r]
+    for r in range(R):  # (unsigned job and node indices: see _node_scan)
+        j = np.uint64(rj[r])
         for y in range(node_start[j], node_start[j] + nodes[j]):
-            i = node_list[y]
+            i = np.uint64(node_list[y])
             PC[i, 0] -= cores[j]
             PG[i, 0] -= gpus[j]
             PM[i, 0] -= mem[j]
@@ -284,36 +284,158 @@ def _rebuild(PT, PC, PG, PM, PB, now, window_end, re, rj, R, node_list, node_sta
         return most
     PB[:] = 1
     soon = np.nextafter(now, np.inf)
+    one = np.uint64(1)
     for r in range(R):
-        j = rj[r]
+        j = np.uint64(rj[r])
         c, g, m = cores[j], gpus[j], mem[j]
         if c == 0 and g == 0 and m == 0:
             continue
         stop = min(re[r] if re[r] > now else soon, window_end)
         for y in range(node_start[j], node_start[j] + nodes[j]):
-            i = node_list[y]
-            b = PB[i] - 1
+            i = np.uint64(node_list[y])
+            b = np.uint64(PB[i] - 1)
             if PT[i, b] == stop:
                 PC[i, b] += c
                 PG[i, b] += g
                 PM[i, b] += m
             else:
-                PT[i, b + 1] = stop
-                PC[i, b + 1] = PC[i, b] + c
-                PG[i, b + 1] = PG[i, b] + g
-                PM[i, b + 1] = PM[i, b] + m
-                PB[i] = b + 2
+                PT[i, b + one] = stop
+                PC[i, b + one] = PC[i, b] + c
+                PG[i, b + one] = PG[i, b] + g
+                PM[i, b + one] = PM[i, b] + m
+                PB[i] += 1
     return most
 
 
+@njit(cache=True, inline="always")
+def _node_scan(PT, PC, PG, PM, PB, i, t, L, c, g, m, H):
+    """``shared._node_earliest``: the earliest start in [t, H] at which node i holds (c, g, m)
+    throughout L, or +inf. Its segments are read with unsigned indices: numba turns a negative
+    signed index into one from the end, a test and an addition at every read, which were ~10 %
+    of issue 26's 4-partition shared row (``benchmarks/RESULTS.md``, "Twentieth session, helper
+    ssl20"). (A copy: ``shared``'s drivers still call theirs.)"""
+    B = np.uint64(PB[i])
+    b = np.uint64(_seg(PT, PB, i, t))
+    one = np.uint64(1)
+    while t <= H:
+        t1 = t + L
+        f = b
+        while f < B and PT[i, f] < t1:
+            if PC[i, f] < c or PG[i, f] < g or PM[i, f] < m:
+                break
+            f += one
+        if f == B or PT[i, f] >= t1:  # every segment in the window holds it
+            return t
+        if f + one >= B:
+            return np.inf
+        b = f + one
+        t = PT[i, b]
+    return np.inf
+
+
+@njit(cache=True, inline="always")
+def _node_fit(PT, PC, PG, PM, PB, MX, i, t, L, c, g, m, H):
+    """``_node_scan`` (the earliest start in [t, H] at which node i holds (c, g, m) throughout
+    L, or +inf), without scanning the segments when the request exceeds the most free cores,
+    GPUs or KiB of every segment but the last (``_most_free``): it can start only in the last
+    one, from its breakpoint on, if that holds it. (Half the node searches of issue 26's
+    4-partition row end here; ~2 % of its time, ``benchmarks/RESULTS.md``, "Twentieth session,
+    helper ssl20".)"""
+    if c > MX[0, i] or g > MX[1, i] or m > MX[2, i]:
+        b = PB[i] - 1
+        if PC[i, b] < c or PG[i, b] < g or PM[i, b] < m:
+            return np.inf
+        e = max(t, PT[i, b])
+        return e if e <= H else np.inf
+    return _node_scan(PT, PC, PG, PM, PB, i, t, L, c, g, m, H)
+
+
 @njit(cache=True, _nrt=False)
-def _fits_now(PT, PC, PG, PM, PB, now, k, d, c, g, m, wit):
+def _most_free(PT, PC, PG, PM, PB, i, MX):
+    """The most free cores, GPUs and KiB of node i in any segment but its last, into MX[:, i]
+    (-1: it has one segment); called whenever the cycle changes the node's profile."""
+    mc = mg = mm = -1
+    for b in range(PB[i] - 1):
+        mc = max(mc, PC[i, b])
+        mg = max(mg, PG[i, b])
+        mm = max(mm, PM[i, b])
+    MX[0, i] = mc
+    MX[1, i] = mg
+    MX[2, i] = mm
+
+
+@njit(cache=True, inline="always")
+def _earliest_fit(PT, PC, PG, PM, PB, MX, now, k, L, c, g, m, pick, E, low):
+    """``shared._earliest_all`` with no bound H (the same start and nodes): ``_Timeline.earliest_fit``
+    on the profiles, the start (+inf if none) and its k lowest-indexed nodes in pick[:k], with
+    ``_node_fit`` and ``_kth``; ``low``: k slots of scratch. Several nodes: when k nodes hold the
+    job from t it starts at t, without the k-th smallest earliest start (which is then t)."""
+    n_nodes = PB.shape[0]
+    if k == 1:
+        best = np.inf
+        for i in range(n_nodes):
+            e = _node_fit(PT, PC, PG, PM, PB, MX, i, now, L, c, g, m, best)
+            if e < best:
+                best = e
+                pick[0] = i
+                if e == now:
+                    break
+        return best
+    t = now
+    for i in range(n_nodes):
+        E[i] = -np.inf
+    while True:
+        at = 0  # nodes holding it from t
+        for i in range(n_nodes):
+            if E[i] < t:  # (an earliest start >= the last t is still the earliest >= t)
+                E[i] = _node_fit(PT, PC, PG, PM, PB, MX, i, t, L, c, g, m, np.inf)
+            at += E[i] == t
+        if at >= k:
+            got = 0
+            for i in range(n_nodes):
+                if E[i] == t:
+                    pick[got] = i
+                    got += 1
+                    if got == k:
+                        break
+            return t
+        t = _kth(E, k, low)  # no k nodes fit together before it (after t: fewer than k hold it at t)
+        if t == np.inf:
+            return np.inf
+
+
+@njit(cache=True, inline="always")
+def _kth(values, k, low):
+    """``shared._kth_smallest`` (the k-th smallest of ``values``; ``low``: k scratch slots,
+    kept sorted), with unsigned indices (see ``_node_scan``)."""
+    zero = np.uint64(0)
+    n = zero
+    uk = np.uint64(k)
+    one = np.uint64(1)
+    last = uk - one
+    for v in values:
+        if n < uk:
+            y = n
+            n += one
+        elif v < low[last]:
+            y = last
+        else:
+            continue
+        while y > zero and low[y - one] > v:
+            low[y] = low[y - one]
+            y -= one
+        low[y] = v
+    return low[last]
+
+
+@njit(cache=True, _nrt=False)
+def _fits_now(PT, PC, PG, PM, PB, MX, now, k, d, c, g, m, wit):
     """Whether k nodes hold (c, g, m) throughout [now, now + d) on the profiles (the job can
     start now); the k highest-indexed into wit[:k] (the ones reservations, lowest indices
     first, take last)."""
     got = 0
     for i in range(PB.shape[0] - 1, -1, -1):
-        if _node_earliest(PT, PC, PG, PM, PB, i, now, d, c, g, m, now) == now:
+        if _node_fit(PT, PC, PG, PM, PB, MX, i, now, d, c, g, m, now) == now:
             wit[got] = i
             got += 1
             if got == k:
@@ -322,7 +444,7 @@ def _fits_now(PT, PC, PG, PM, PB, now, k, d, c, g, m, wit):
 
 
 @njit(cache=True, inline="always")
-def _cycle_end(PT, PC, PG, PM, PB, now, tests, y, last, nodes, limit, cores, gpus, mem, wit, wmark, where, first,
+def _cycle_end(PT, PC, PG, PM, PB, MX, now, tests, y, last, nodes, limit, cores, gpus, mem, wit, wmark, where, first,
                k):
     """Where a cycle ends after the job at its place ``y`` held the nodes where[first:first + k]:
     the last place (``last`` or before it, after y; y: none) whose job can still start now.
@@ -341,7 +463,7 @@ def _cycle_end(PT, PC, PG, PM, PB, now, tests, y, last, nodes, limit, cores, gpu
         wmark[wit[x]] = False
     while last > y:
         j = tests[last]
-        if _fits_now(PT, PC, PG, PM, PB, now, nodes[j], limit[j], cores[j], gpus[j], mem[j], wit):
+        if _fits_now(PT, PC, PG, PM, PB, MX, now, nodes[j], limit[j], cores[j], gpus[j], mem[j], wit):
             for x in range(nodes[j]):
                 wmark[wit[x]] = True
             return last
@@ -385,7 +507,7 @@ def _tested(q, x, Q, users, max_test, max_user, ucount, ustamp, cycle, tests, fc
 @njit(cache=True, _nrt=False)
 def shared_slurm_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, mem, users, cap_c, cap_g, cap_m,
                        pf_, pi, begin, end, est, node_start, node_list, fc, fg, fm, pick, re, rj, rn, hk, hj,
-                       q, due, tests, ucount, ustamp, PB, E, wit, wmark, usable, runs, low, PT, PC, PG, PM,
+                       q, due, tests, ucount, ustamp, PB, E, wit, wmark, usable, runs, low, MX, PT, PC, PG, PM,
                        st, sf, budget):
     """``sim.shared._run_events`` with ``_SlurmShared`` from the state in ``st``/``sf``, for at
     most ``budget`` events; status 0 done, 1 budget used, ``GROW`` the profiles need to be
@@ -472,9 +594,11 @@ def shared_slurm_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, m
                 j = due[y]
                 _hold(PT, PC, PG, PM, PB, node_list, node_start[j], nodes[j], now, min(now + limit[j], window_end),
                       cores[j], gpus[j], mem[j], now)
+            for i in range(n_nodes):
+                _most_free(PT, PC, PG, PM, PB, i, MX)
             wmark[:] = False  # the nodes on which the cycle's last possible start fits now
             j = tests[last]
-            _fits_now(PT, PC, PG, PM, PB, now, nodes[j], limit[j], cores[j], gpus[j], mem[j], wit)  # (it does)
+            _fits_now(PT, PC, PG, PM, PB, MX, now, nodes[j], limit[j], cores[j], gpus[j], mem[j], wit)  # (it does)
             for x in range(nodes[j]):
                 wmark[wit[x]] = True
             reserved = 0
@@ -494,12 +618,12 @@ def shared_slurm_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, m
                 d = limit[j]
                 c, g, m = cores[j], gpus[j], mem[j]
                 st[ST_FITS] += 1
-                s = _earliest_all(PT, PC, PG, PM, PB, now, nodes[j], d, c, g, m, np.inf, pick, E, low)
+                s = _earliest_fit(PT, PC, PG, PM, PB, MX, now, nodes[j], d, c, g, m, pick, E, low)
                 if s == np.inf:
                     return -3
                 if s == now:  # on the nodes cons_tres picks among those free of reservations then
                     for i in range(n_nodes):
-                        usable[i] = _node_earliest(PT, PC, PG, PM, PB, i, now, d, c, g, m, now) == now
+                        usable[i] = _node_fit(PT, PC, PG, PM, PB, MX, i, now, d, c, g, m, now) == now
                     if not _slurm_fit(fc, fg, fm, nodes[j], c, g, m, pick, usable, runs[0], runs[1], runs[2],
                                       runs[3]):
                         return -3  # (cannot be: k nodes hold it on the profiles now)
@@ -508,9 +632,11 @@ def shared_slurm_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, m
                     D += 1
                     _hold(PT, PC, PG, PM, PB, node_list, node_start[j], nodes[j], now, min(now + d, window_end),
                           c, g, m, now)
+                    for x in range(nodes[j]):
+                        _most_free(PT, PC, PG, PM, PB, node_list[node_start[j] + x], MX)
                     top += 2
                     if y < last:
-                        last = _cycle_end(PT, PC, PG, PM, PB, now, tests, y, last, nodes, limit, cores, gpus, mem,
+                        last = _cycle_end(PT, PC, PG, PM, PB, MX, now, tests, y, last, nodes, limit, cores, gpus, mem,
                                           wit, wmark, node_list, node_start[j], nodes[j])
                     continue
                 if reserve_cap and reserved >= reserve_cap:
@@ -528,9 +654,10 @@ def shared_slurm_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, m
                         i = pick[x]
                         _room(PT, PC, PG, PM, PB, i, now)  # (drops past segments)
                         _block(PT, PC, PG, PM, PB, i, lo, hi)
+                        _most_free(PT, PC, PG, PM, PB, i, MX)
                     top += 2
                     if y < last:
-                        last = _cycle_end(PT, PC, PG, PM, PB, now, tests, y, last, nodes, limit, cores, gpus, mem,
+                        last = _cycle_end(PT, PC, PG, PM, PB, MX, now, tests, y, last, nodes, limit, cores, gpus, mem,
                                           wit, wmark, pick, 0, nodes[j])
                 reserved += 1
             if status == GROW:
@@ -615,7 +742,8 @@ def run_shared_slurm(submit, limit, nodes, dur, rank, request, machine, users, b
              np.zeros(n_nodes, np.int64), np.empty(n_nodes),  # segments per node; earliest start per node
              np.empty(n_nodes, np.int64), np.zeros(n_nodes, np.bool_),  # where the cycle's last start fits now
              np.empty(n_nodes, np.bool_), np.empty((4, n_nodes), np.int64),  # cons_tres: usable nodes, runs of them
-             np.empty(n_nodes))  # _earliest_all's k smallest starts
+             np.empty(n_nodes),  # _earliest_all's k smallest starts
+             np.empty((3, n_nodes), np.int64))  # most free cores, GPUs, KiB of each node before its last segment
     w = PROFILE_WIDTH
     profiles = [np.empty((n_nodes, w)), np.empty((n_nodes, w), np.int64), np.empty((n_nodes, w), np.int64),
                 np.empty((n_nodes, w), np.int64)]  # breakpoints; free cores, GPUs, KiB from each (widened)
