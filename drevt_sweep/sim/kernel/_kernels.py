@@ -907,15 +907,20 @@ def _prof_fit_at(pt, pf, pb, ps, lo, need, duration, own, before):
     taken on the data leave the scan (or skip a chunk), so a fit costs no mispredicted branch
     per candidate (the fits of a Slurm cycle: KTH-SP2 FCFS ~30 % less time in them).
     """
-    m, k = _prof_locate(pt, pb, ps, lo)
+    m0, k0 = _prof_locate(pt, pb, ps, lo)
     m1 = ps[PS_M1]
     r = np.inf
     stop = np.inf
     mr = m1
     kr = 0
-    while m < m1:
-        c = ps[PS_CO + m]
-        n = pb[c, PB_N]
+    one = np.uint64(1)
+    m = np.uint64(m0)  # (unsigned indices: numba tests every signed one for a wrap from the end)
+    k = np.uint64(k0)
+    top = np.uint64(m1)
+    co = np.uint64(PS_CO)
+    while m < top:
+        c = np.uint64(ps[co + m])
+        n = np.uint64(pb[c, PB_N])
         if pb[c, PB_MAX] < need:  # no breakpoint here has enough: the run ends at the first one
             t = pt[c, k]
             if t >= stop:
@@ -924,7 +929,7 @@ def _prof_fit_at(pt, pf, pb, ps, lo, need, duration, own, before):
                 return np.inf, m1, 0
             r = np.inf
             stop = np.inf
-        elif not (r != np.inf and pb[c, PB_MIN] >= need and pt[c, n - 1] < stop):  # (else the run goes on through it)
+        elif not (r != np.inf and pb[c, PB_MIN] >= need and pt[c, n - one] < stop):  # (else the run goes on through it)
             th = need - pb[c, PB_ADD]
             while k < n:
                 t = pt[c, k]
@@ -937,13 +942,13 @@ def _prof_fit_at(pt, pf, pb, ps, lo, need, duration, own, before):
                     end = own
                 r = t if fresh else (r if ok else np.inf)
                 stop = end if fresh else (stop if ok else np.inf)
-                mr = m if fresh else mr
-                kr = k if fresh else kr
+                mr = np.int64(m) if fresh else mr
+                kr = np.int64(k) if fresh else kr
                 if (t >= before) & (r >= t):  # no run started before ``before``
                     return np.inf, m1, 0
-                k += 1
-        m += 1
-        k = 0
+                k += one
+        m += one
+        k = np.uint64(0)
     if r != np.inf:  # the last breakpoint's free nodes last for ever
         return r, mr, kr
     return np.inf, m1, 0
