@@ -1325,12 +1325,15 @@ def _note_growth(PT, PC, PG, PM, PB, i, now, g1, AGG, AGR):
         AGG[1] = mg
     if mm > AGG[2]:
         AGG[2] = mm
+    bound = np.inf  # the run of 2**q cores is at most that of 2**(q - 1): none longer than AGR[q] is skipped
     for q in range(AGR.shape[0]):
         if (1 << q) > mc:
             break
-        w = _longest_run(PT, PC, PB, i, now, g1, 1 << q)
-        if w > AGR[q]:
-            AGR[q] = w
+        if AGR[q] >= bound:
+            continue
+        bound = _longest_run(PT, PC, PB, i, now, g1, 1 << q)
+        if bound > AGR[q]:
+            AGR[q] = bound
 
 
 @njit(cache=True, _nrt=False)
