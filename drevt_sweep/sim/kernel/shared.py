@@ -409,7 +409,9 @@ def _run_conservative_profile(args, machine, progress, counters=None):
     growth = (np.zeros(n_nodes, np.int64), np.zeros(n, np.int64),  # growths per node; summed over j's nodes
               np.full(3, -1, np.int64), np.full(max(nq, 1), -1.0),  # largest free since the last quiet round
               np.full((n_nodes, 64), -1, np.int64), np.zeros((n_nodes, 64), np.int64),  # longest-run cache
-              np.zeros((n_nodes, 64)), np.zeros((n_nodes, 64)), np.zeros(n_nodes, np.int64))  # ..., node versions
+              np.zeros((n_nodes, 64)), np.zeros((n_nodes, 64)), np.zeros(n_nodes, np.int64),  # ..., node versions
+              np.full((64, n_nodes), -1, np.int64), np.zeros((64, n_nodes)),  # first times with 2**q free
+              np.zeros((64, n_nodes), np.int64))  # cores (``_earliest_kept``): version, time, segment
     queues = (np.empty(n + 1), np.empty(n + 1, np.int64), np.empty(max(n, 1), np.int64))  # completion heap, waiting
     w, length = PROFILE_WIDTH, LOG_LENGTH
     profile = [np.full((n_nodes, w), -np.inf), np.full((n_nodes, w), cap_c, np.int64),  # widened as the driver asks
@@ -1004,7 +1006,9 @@ def _node_earliest_before(ts, te, tj, cnt, i, t, now, duration, c, g, m, cores, 
 # count). Otherwise each grown node gets one bounded search, and a job that one of them (or
 # its own node without itself) can start earlier, or at s on a lower node, is placed again
 # exactly (one node: its own node and the grown ones; several nodes: all nodes, from the
-# earliest start on a grown node up to s).
+# earliest start on a grown node up to s, its own slot read as given back and each other node
+# from the first time it has enough free cores: ``_earliest_kept``; a job that stays where it
+# is then costs no profile update).
 
 
 @njit(cache=True, _nrt=False)
@@ -1132,6 +1136,27 @@ def _node_earliest(PT, PC, PG, PM, PB, i, t, L, c, g, m, H):
     return np.inf
 
 
+@njit(cache=True, inline="always")
+def _node_earliest_from(PT, PC, PG, PM, PB, i, b, t, L, c, g, m, H):
+    """``_node_earliest`` with b, the segment holding t, known (``_earliest_kept``; the same
+    loop, kept apart: ``_node_earliest`` calling it made the shared Slurm kernel 3-5 % slower)."""
+    B = PB[i]
+    while t <= H:
+        t1 = t + L
+        f = b
+        while f < B and PT[i, f] < t1:
+            if PC[i, f] < c or PG[i, f] < g or PM[i, f] < m:
+                break
+            f += 1
+        if f == B or PT[i, f] >= t1:  # every segment in the window holds it
+            return t
+        if f + 1 >= B:
+            return np.inf
+        b = f + 1
+        t = PT[i, b]
+    return np.inf
+
+
 @njit(cache=True, _nrt=False)
 def _node_earliest_without(PT, PC, PG, PM, PB, i, t, L, c, g, m, H, s0, s1):
     """``_node_earliest`` on node i's profile with (c, g, m) more free on [s0, s1): a job's own
@@ -1207,6 +1232,72 @@ def _earliest_all(PT, PC, PG, PM, PB, now, k, L, c, g, m, H, pick, E, low):
 
 
 @njit(cache=True, _nrt=False)
+def _first_free(PT, PC, PB, i, now, c):
+    """The first time >= now at which node i has at least c free cores (+inf if never), and
+    the segment holding it."""
+    B = PB[i]
+    b = _seg(PT, PB, i, now)
+    if PC[i, b] >= c:
+        return now, b
+    b += 1
+    while b < B:
+        if PC[i, b] >= c:
+            return PT[i, b], b
+        b += 1
+    return np.inf, B
+
+
+@njit(cache=True, _nrt=False)
+def _earliest_kept(PT, PC, PG, PM, PB, now, t0, k, L, c, g, m, H, pick, E, low, ff_v, ff_t, ff_b, version, mark,
+                   own):
+    """``_earliest_all`` from t0 for a reserved job of k > 1 nodes and c >= 1 cores placed again
+    on the kept plan (``shared_conservative_profile_steps``) with its own slot [H, H + L) still
+    in the profiles: on its own nodes (``mark[i] == own``) the slot is read as given back
+    (``_node_earliest_without``), so a job that stays where it is costs no profile update. Any
+    other node's search starts at the first time >= now at which it has 2**q free cores
+    (2**q <= c < 2**(q + 1): no start before it fits there; ``_first_free``, kept per size class
+    and node in ``ff_t[q, i]`` while the node's ``version`` is ``ff_v[q, i]`` and it is not in
+    the past), and a node that reaches it only after H is not searched. Same answer and nodes
+    as ``_earliest_all`` on the profiles without the slot (``benchmarks/RESULTS.md``, "Twentieth
+    session, helper shc20")."""
+    n_nodes = PB.shape[0]
+    qc = _size_class(c)
+    t = t0
+    for i in range(n_nodes):
+        E[i] = -np.inf
+    while True:
+        got = 0  # nodes by index whose earliest start >= t is t: k of them end the search
+        for i in range(n_nodes):
+            if E[i] < t:  # (an earliest start >= the last t is still the earliest >= t)
+                if mark[i] == own:
+                    E[i] = _node_earliest_without(PT, PC, PG, PM, PB, i, t, L, c, g, m, H, H, H + L)
+                else:
+                    if ff_v[qc, i] != version[i] or ff_t[qc, i] < now:
+                        ff_t[qc, i], ff_b[qc, i] = _first_free(PT, PC, PB, i, now, 1 << qc)
+                        ff_v[qc, i] = version[i]
+                    f = ff_t[qc, i]
+                    if f > H:
+                        E[i] = np.inf
+                    elif f >= t:  # (its segment as kept, unless past segments were dropped since)
+                        b = ff_b[qc, i]
+                        if not (b < PB[i] and PT[i, b] <= f and (b + 1 == PB[i] or PT[i, b + 1] > f)):
+                            b = _seg(PT, PB, i, f)
+                            ff_b[qc, i] = b
+                        E[i] = _node_earliest_from(PT, PC, PG, PM, PB, i, b, f, L, c, g, m, H)
+                    else:
+                        E[i] = _node_earliest(PT, PC, PG, PM, PB, i, t, L, c, g, m, H)
+            if E[i] == t:
+                pick[got] = i
+                got += 1
+                if got == k:
+                    return t
+        nxt = _kth_smallest(E, k, low)  # no k nodes fit together before it
+        if nxt == np.inf:
+            return np.inf
+        t = nxt
+
+
+@njit(cache=True, _nrt=False)
 def _max_free(PT, PC, PG, PM, PB, i, now, g1):
     """The largest free cores, GPUs and KiB of node i at any time in [now, g1)."""
     b = _seg(PT, PB, i, now)
@@ -1263,12 +1354,15 @@ def _note_growth(PT, PC, PG, PM, PB, i, now, g1, AGG, AGR):
         AGG[1] = mg
     if mm > AGG[2]:
         AGG[2] = mm
+    bound = np.inf  # the run of 2**q cores is at most that of 2**(q - 1): none longer than AGR[q] is skipped
     for q in range(AGR.shape[0]):
         if (1 << q) > mc:
             break
-        w = _longest_run(PT, PC, PB, i, now, g1, 1 << q)
-        if w > AGR[q]:
-            AGR[q] = w
+        if AGR[q] >= bound:
+            continue
+        bound = _longest_run(PT, PC, PB, i, now, g1, 1 << q)
+        if bound > AGR[q]:
+            AGR[q] = bound
 
 
 @njit(cache=True, _nrt=False)
@@ -1325,7 +1419,7 @@ def shared_conservative_profile_steps(submit, limit, nodes, dur, arrivals, rank,
                                       begin, end, est, res, stamp, node_start, node_list, fc, fg, fm,
                                       pick, old_nodes, E, low, mark, seen, reach, fail_p, fail_v, fail_c, fail_g,
                                       fail_m, fail_l, fail_h, gcount, own_g, AGG, AGR, run_p, run_v, run_r,
-                                      run_w, version, hk, hj, q, PB, PT, PC, PG, PM,
+                                      run_w, version, ff_v, ff_t, ff_b, hk, hj, q, PB, PT, PC, PG, PM,
                                       LN, L0, L1, LP, LV, LC, LG, LM, st, sf, budget):
     """``sim.shared._Conservative`` with limits enforced, on a plan kept between passes (see
     the comment above ``_seg``): the reference's rounds, in which a reserved job is placed
@@ -1565,11 +1659,15 @@ def shared_conservative_profile_steps(submit, limit, nodes, dur, arrivals, rank,
                         continue  # the reference places it again exactly where it is
                     if k > 1 and not (own or grown):
                         continue
+                    taken = k == 1 or c < 1  # its old slot given back before the search (else by it)
                     for y in range(k):
                         i = node_list[first + y]
                         old_nodes[y] = i
-                        _room(PT, PC, PG, PM, PB, i, now)
-                        _prof_take(PT, PC, PG, PM, PB, i, old, old + lim, c, g, m, -1)
+                        if taken:
+                            _room(PT, PC, PG, PM, PB, i, now)
+                            _prof_take(PT, PC, PG, PM, PB, i, old, old + lim, c, g, m, -1)
+                        else:
+                            mark[i] = -visit - 1  # (its own nodes for _earliest_kept; seen ones are marked visit)
                     if k == 1:  # its own node (if it did not grow, it still fits from old)
                         start = old
                         pick[0] = i0
@@ -1578,15 +1676,25 @@ def shared_conservative_profile_steps(submit, limit, nodes, dur, arrivals, rank,
                         if best < start or (best == start and best_i < i0):
                             start = best
                             pick[0] = best_i
-                    else:
+                    elif taken:
                         start = _earliest_all(PT, PC, PG, PM, PB, lo, k, lim, c, g, m, old, pick, E, low)
+                    else:
+                        start = _earliest_kept(PT, PC, PG, PM, PB, now, lo, k, lim, c, g, m, old, pick, E, low, ff_v,
+                                               ff_t, ff_b, version, mark, -visit - 1)
                     same = start == old
                     for y in range(k):
-                        i = pick[y]
-                        node_list[first + y] = i
-                        same = same and i == old_nodes[y]
-                        _room(PT, PC, PG, PM, PB, i, now)
-                        _prof_take(PT, PC, PG, PM, PB, i, start, start + lim, c, g, m, 1)
+                        same = same and pick[y] == old_nodes[y]
+                    if not (taken or same):
+                        for y in range(k):
+                            i = old_nodes[y]
+                            _room(PT, PC, PG, PM, PB, i, now)
+                            _prof_take(PT, PC, PG, PM, PB, i, old, old + lim, c, g, m, -1)
+                    if taken or not same:
+                        for y in range(k):
+                            i = pick[y]
+                            node_list[first + y] = i
+                            _room(PT, PC, PG, PM, PB, i, now)
+                            _prof_take(PT, PC, PG, PM, PB, i, start, start + lim, c, g, m, 1)
                     if not same:  # its old slot is free for the others
                         changed = True
                         for y in range(k):
