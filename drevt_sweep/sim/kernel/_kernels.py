@@ -739,28 +739,36 @@ def _prof_occupy_at(pt, pf, pb, ps, m, k, start, stop, n):
         _prof_compact(pt, pf, pb, ps)
         m, k = _prof_find(pt, pb, ps, start)
     m, k = _prof_insert(pt, pf, pb, ps, m, k, start)
-    m1 = ps[PS_M1]
+    one = np.uint64(1)
+    zero = np.uint64(0)
+    um = np.uint64(m)  # (unsigned indices: numba tests every signed one for a wrap from the end)
+    uk = np.uint64(k)
+    top = np.uint64(ps[PS_M1])
+    co = np.uint64(PS_CO)
     touched = False  # the chunk where the walk stopped lost nodes (its extremes after the insertion)
-    while m < m1:
-        c = ps[PS_CO + m]
-        nn = pb[c, PB_N]
-        if k == 0 and pt[c, nn - 1] < stop:  # the whole chunk
+    while um < top:
+        c = np.uint64(ps[co + um])
+        nn = np.uint64(pb[c, PB_N])
+        if uk == zero and pt[c, nn - one] < stop:  # the whole chunk
             pb[c, PB_ADD] -= n
             pb[c, PB_MAX] -= n
             pb[c, PB_MIN] -= n
-            m += 1
+            um += one
             continue
-        k0 = k
-        while k < nn and pt[c, k] < stop:
-            pf[c, k] -= n
-            k += 1
-        touched = k > k0
-        if k < nn:
+        kw = uk
+        while uk < nn and pt[c, uk] < stop:
+            pf[c, uk] -= n
+            uk += one
+        touched = uk > kw
+        if uk < nn:
             break
         if touched:
             _ch_stats(pf, pb, c)
-        m += 1
-        k = 0
+        um += one
+        uk = zero
+    m1 = ps[PS_M1]
+    m = np.int64(um)
+    k = np.int64(uk)
     if stop != np.inf and (m == m1 or pt[ps[PS_CO + m], k] != stop):
         m, k = _prof_insert(pt, pf, pb, ps, m, k, stop)  # (into the chunk where the walk stopped, or the one before)
         c = ps[PS_CO + m]
