@@ -610,24 +610,26 @@ def _prof_locate(pt, pb, ps, t):
     """Position (order index, index in the chunk) of the first breakpoint whose time is >= ``t``;
     (m1, 0) if there is none."""
     m0 = ps[PS_M0]
-    a = m0
-    b = ps[PS_M1]
+    one = np.uint64(1)
+    co = np.uint64(PS_CO)
+    a = np.uint64(m0)  # (unsigned indices: numba tests every signed one for a wrap from the end)
+    b = np.uint64(ps[PS_M1])
     while a < b:  # the first chunk starting at or after t
-        mid = (a + b) >> 1
-        if pt[ps[PS_CO + mid], 0] < t:
-            a = mid + 1
+        mid = (a + b) >> one
+        if pt[np.uint64(ps[co + mid]), 0] < t:
+            a = mid + one
         else:
             b = mid
-    if a == m0:
+    if a == np.uint64(m0):
         return m0, 0
-    c = ps[PS_CO + a - 1]
+    c = np.uint64(ps[co + a - one])
     n = pb[c, PB_N]
     lo = 0  # inside the chunk: its breakpoints before t, counted over all CH_CAP places with
     for u in range(CH_CAP):  # vector compares, not a binary search's mispredicted branches
         lo += (pt[c, u] < t) & (u < n)
     if lo < n:
-        return a - 1, lo
-    return a, 0
+        return np.int64(a) - 1, lo
+    return np.int64(a), 0
 
 
 @njit(cache=True, _nrt=False)
