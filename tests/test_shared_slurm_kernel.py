@@ -81,13 +81,31 @@ def test_the_kernel_runs_through_simulate_machine_and_reports_progress(monkeypat
     assert np.array_equal(ref.begin, got.begin) and np.isfinite(ref.begin).all()
 
 
+def plain_earliest(PT, PC, PG, PM, PB, i, t, L, c, g, m, H):
+    """One node's earliest fit from its definition: the first candidate start (t, then each
+    breakpoint after it) up to H at which every segment meeting [start, start + L) holds the
+    request."""
+    B = int(PB[i])
+    for s in [t] + [float(x) for x in PT[i, 1:B] if x > t]:
+        if s > H:
+            break
+        ok = True
+        for b in range(B):
+            lo, hi = PT[i, b], (PT[i, b + 1] if b + 1 < B else np.inf)
+            if hi > s and lo < s + L and (PC[i, b] < c or PG[i, b] < g or PM[i, b] < m):
+                ok = False
+        if ok:
+            return s
+    return np.inf
+
+
 def test_the_slurm_drivers_earliest_fit_is_the_shared_kernels():
-    """``_shared_slurm`` searches the earliest fit with its own copy (unsigned indices, and an
-    O(1) answer for a node whose profile has room for the request only in its last segment,
-    ``_node_fit`` after ``_most_free``): on random profiles of 4 nodes (jobs held on random
-    windows, some reservations held whole), for requests small and large (the O(1) answer both
-    ways), several starts and bounds, it gives ``shared._node_earliest`` and
-    ``shared._earliest_all`` (start and nodes) exactly."""
+    """One node's earliest fit (unsigned indices) against its definition, and ``_shared_slurm``'s
+    searches (an O(1) answer for a node whose profile has room for the request only in its last
+    segment, ``_node_fit`` after ``_most_free``; its own several-node search): on random
+    profiles of 4 nodes (jobs held on random windows, some reservations held whole), for
+    requests small and large (the O(1) answer both ways), several starts and bounds, they give
+    ``shared._node_earliest`` and ``shared._earliest_all`` (start and nodes) exactly."""
     from drevt_sweep.sim.kernel import _shared_slurm as ss, shared
 
     rng = np.random.default_rng(20)
@@ -121,8 +139,8 @@ def test_the_slurm_drivers_earliest_fit_is_the_shared_kernels():
                 for H in (t, 20.0, np.inf):
                     for i in range(n):
                         want = shared._node_earliest(PT, PC, PG, PM, PB, i, t, L, c, g, m, H)
+                        assert want == plain_earliest(PT, PC, PG, PM, PB, i, t, L, c, g, m, H)
                         assert ss._node_fit(PT, PC, PG, PM, PB, MX, i, t, L, c, g, m, H) == want
-                        assert ss._node_scan(PT, PC, PG, PM, PB, i, t, L, c, g, m, H) == want
                         if c > MX[0, i] or g > MX[1, i] or m > MX[2, i]:
                             shortcut += 1
                         else:

@@ -10,8 +10,9 @@ What is reused rather than rewritten:
   ``t0 + k * step`` from the first pass, the ones passed while no job waits skipped) and the
   window end ``_slurm._window_end`` (``cycle_window_end``);
 * the per-node free profiles of the shared conservative kernel with limits enforced
-  (``kernel.shared``: ``_prof_take``, ``_room``, ``_seg``; the earliest fit is a copy of
-  ``_node_earliest`` and ``_earliest_all`` read with unsigned indices, ``_earliest_fit``; the
+  (``kernel.shared``: ``_prof_take``, ``_room``, ``_seg``, one node's earliest fit
+  ``_node_earliest_from``; ``_earliest_fit`` is ``_earliest_all`` with ``_node_fit``'s shortcut
+  and the k-th smallest start found without a call (``_kth``); the
   comment above ``shared._seg`` says why it is ``_Timeline.earliest_fit``'s). ``_SlurmShared``
   plans on a ``_Timeline`` of intervals, whose usage (``_Timeline._steps``) is that step
   function: a cycle holds each interval on its nodes as it goes (``_hold``), so a check reads a
@@ -61,7 +62,8 @@ from ._kernels import BIG, _enqueue_arrivals, _launch, _load_counts, _next_wake,
 from ._slurm import (P_DEPTH, P_F_SIZE, P_I_SIZE, P_INTERVAL, P_MAX_TEST, P_MAX_USER, P_RES, P_RESERVE, P_SCHED,
                      P_WINDOW, SF_NEXT_BF, SF_NEXT_FULL, SF_T0, ST_CYCLE, ST_KFULL, _load_clocks, _pass_clocks,
                      _settings, _store_clocks, _window_end)
-from .shared import GROW, _complete_due, _first_fit, _maxima, _node_lists, _prof_take, _room, _seg, _take, _widest
+from .shared import (GROW, _complete_due, _first_fit, _maxima, _node_earliest_from, _node_lists, _prof_take, _room,
+                     _seg, _take, _widest)
 
 # counters of the work done, for benchmarks (``run_shared_slurm``'s ``counters``)
 ST_PASSES = 10  # scheduling passes
@@ -270,7 +272,7 @@ def _rebuild(PT, PC, PG, PM, PB, now, window_end, re, rj, R, node_list, node_sta
         PG[i, 0] = cap_g
         PM[i, 0] = cap_m
     most = 1
-    for r in range(R):  # (unsigned job and node indices: see _node_scan)
+    for r in range(R):  # (unsigned job and node indices: see shared._node_earliest_from)
         j = np.uint64(rj[r])
         for y in range(node_start[j], node_start[j] + nodes[j]):
             i = np.uint64(node_list[y])
@@ -308,34 +310,8 @@ def _rebuild(PT, PC, PG, PM, PB, now, window_end, re, rj, R, node_list, node_sta
 
 
 @njit(cache=True, inline="always")
-def _node_scan(PT, PC, PG, PM, PB, i, t, L, c, g, m, H):
-    """``shared._node_earliest``: the earliest start in [t, H] at which node i holds (c, g, m)
-    throughout L, or +inf. Its segments are read with unsigned indices: numba turns a negative
-    signed index into one from the end, a test and an addition at every read, which were ~10 %
-    of issue 26's 4-partition shared row (``benchmarks/RESULTS.md``, "Twentieth session, helper
-    ssl20"). (A copy: ``shared``'s drivers still call theirs.)"""
-    B = np.uint64(PB[i])
-    b = np.uint64(_seg(PT, PB, i, t))
-    one = np.uint64(1)
-    while t <= H:
-        t1 = t + L
-        f = b
-        while f < B and PT[i, f] < t1:
-            if PC[i, f] < c or PG[i, f] < g or PM[i, f] < m:
-                break
-            f += one
-        if f == B or PT[i, f] >= t1:  # every segment in the window holds it
-            return t
-        if f + one >= B:
-            return np.inf
-        b = f + one
-        t = PT[i, b]
-    return np.inf
-
-
-@njit(cache=True, inline="always")
 def _node_fit(PT, PC, PG, PM, PB, MX, i, t, L, c, g, m, H):
-    """``_node_scan`` (the earliest start in [t, H] at which node i holds (c, g, m) throughout
+    """``shared._node_earliest`` (the earliest start in [t, H] at which node i holds (c, g, m) throughout
     L, or +inf), without scanning the segments when the request exceeds the most free cores,
     GPUs or KiB of every segment but the last (``_most_free``): it can start only in the last
     one, from its breakpoint on, if that holds it. (Half the node searches of issue 26's
@@ -347,7 +323,7 @@ def _node_fit(PT, PC, PG, PM, PB, MX, i, t, L, c, g, m, H):
             return np.inf
         e = max(t, PT[i, b])
         return e if e <= H else np.inf
-    return _node_scan(PT, PC, PG, PM, PB, i, t, L, c, g, m, H)
+    return _node_earliest_from(PT, PC, PG, PM, PB, i, _seg(PT, PB, i, t), t, L, c, g, m, H)
 
 
 @njit(cache=True, _nrt=False)
@@ -407,7 +383,7 @@ def _earliest_fit(PT, PC, PG, PM, PB, MX, now, k, L, c, g, m, pick, E, low):
 @njit(cache=True, inline="always")
 def _kth(values, k, low):
     """``shared._kth_smallest`` (the k-th smallest of ``values``; ``low``: k scratch slots,
-    kept sorted), with unsigned indices (see ``_node_scan``)."""
+    kept sorted), with unsigned indices (see ``shared._node_earliest_from``)."""
     zero = np.uint64(0)
     n = zero
     uk = np.uint64(k)

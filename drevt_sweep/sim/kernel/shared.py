@@ -1118,42 +1118,31 @@ def _widest(PB):
 @njit(cache=True, _nrt=False)
 def _node_earliest(PT, PC, PG, PM, PB, i, t, L, c, g, m, H):
     """The earliest start in [t, H] at which node i holds (c, g, m) throughout L, or +inf."""
-    B = PB[i]
-    b = _seg(PT, PB, i, t)
-    while t <= H:
-        t1 = t + L
-        f = b
-        while f < B and PT[i, f] < t1:
-            if PC[i, f] < c or PG[i, f] < g or PM[i, f] < m:
-                break
-            f += 1
-        if f == B or PT[i, f] >= t1:  # every segment in the window holds it
-            return t
-        if f + 1 >= B:
-            return np.inf
-        b = f + 1
-        t = PT[i, b]
-    return np.inf
+    return _node_earliest_from(PT, PC, PG, PM, PB, i, _seg(PT, PB, i, t), t, L, c, g, m, H)
 
 
 @njit(cache=True, inline="always")
 def _node_earliest_from(PT, PC, PG, PM, PB, i, b, t, L, c, g, m, H):
-    """``_node_earliest`` with b, the segment holding t, known (``_earliest_kept``; the same
-    loop, kept apart: ``_node_earliest`` calling it made the shared Slurm kernel 3-5 % slower)."""
-    B = PB[i]
+    """``_node_earliest`` with b, the segment holding t, known (``_earliest_kept``; inlined: the
+    shared Slurm kernel's searches call it tens of millions of times). Its segments are read with
+    unsigned indices: numba turns a negative signed index into one from the end, a test and an
+    addition at every read, which were ~10 % of issue 26's 4-partition shared Slurm row
+    (``benchmarks/RESULTS.md``, "Twentieth session, helper ssl20")."""
+    B = np.uint64(PB[i])
+    f = np.uint64(b)
+    one = np.uint64(1)
     while t <= H:
         t1 = t + L
-        f = b
         while f < B and PT[i, f] < t1:
             if PC[i, f] < c or PG[i, f] < g or PM[i, f] < m:
                 break
-            f += 1
+            f += one
         if f == B or PT[i, f] >= t1:  # every segment in the window holds it
             return t
-        if f + 1 >= B:
+        if f + one >= B:
             return np.inf
-        b = f + 1
-        t = PT[i, b]
+        f += one
+        t = PT[i, f]
     return np.inf
 
 
