@@ -1609,8 +1609,6 @@ def shared_conservative_profile_steps(submit, limit, nodes, dur, arrivals, rank,
                                         lo = e
                                 break
                         else:
-                            # a new start must be before the end of a growth it meets
-                            h = min(old, np.nextafter(reach[i], -np.inf))
                             if c >= 1:  # a window of lim with c free cores must exist (cores by powers of 2)
                                 qc = _size_class(c)
                                 if run_p[i, qc] != pass_no or run_v[i, qc] != version[i] or run_r[i, qc] < reach[i]:
@@ -1620,6 +1618,8 @@ def shared_conservative_profile_steps(submit, limit, nodes, dur, arrivals, rank,
                                     run_v[i, qc] = version[i]
                                 if run_w[i, qc] < lim:
                                     continue
+                            # a new start must be before the end of a growth it meets
+                            h = min(old, np.nextafter(reach[i], -np.inf))
                             if (fail_p[i] == pass_no and fail_v[i] == version[i] and c >= fail_c[i]
                                     and g >= fail_g[i] and m >= fail_m[i] and lim >= fail_l[i]
                                     and h <= fail_h[i]):
