@@ -1571,11 +1571,11 @@ def shared_conservative_profile_steps(submit, limit, nodes, dur, arrivals, rank,
                     visit += 1
                     first = node_start[j]
                     n_seen = 0
-                    for y in range(max(stamp[j] - base, 0), Lc):
-                        g1 = L1[y]
+                    for y in range(np.uint64(max(stamp[j] - base, 0)), np.uint64(Lc)):  # (unsigned indices:
+                        g1 = L1[y]  # numba tests every signed one for a wrap from the end)
                         if g1 <= now or L0[y] >= old + lim:
                             continue
-                        i = LN[y]
+                        i = np.uint64(LN[y])
                         if mark[i] == visit and g1 <= reach[i]:
                             continue
                         if LP[y] != pass_no or LV[y] != version[i]:
