@@ -99,6 +99,19 @@ def plain_earliest(PT, PC, PG, PM, PB, i, t, L, c, g, m, H):
     return np.inf
 
 
+def plain_earliest_all(PT, PC, PG, PM, PB, now, k, L, c, g, m):
+    """The earliest start of a job of k nodes from its definition (``_Timeline.earliest_fit``): the
+    first candidate (now, then each breakpoint after it) at which k nodes each hold the request
+    throughout L, and the k lowest-indexed of them."""
+    n = PB.shape[0]
+    candidates = sorted({now} | {float(x) for i in range(n) for x in PT[i, 1:PB[i]] if x > now})
+    for t in candidates:
+        fit = [i for i in range(n) if plain_earliest(PT, PC, PG, PM, PB, i, t, L, c, g, m, t) == t]
+        if len(fit) >= k:
+            return t, fit[:k]
+    return np.inf, []
+
+
 def test_the_slurm_drivers_earliest_fit_is_the_shared_kernels():
     """One node's earliest fit (unsigned indices) against its definition, and ``_shared_slurm``'s
     searches (an O(1) answer for a node whose profile has room for the request only in its last
@@ -150,6 +163,8 @@ def test_the_slurm_drivers_earliest_fit_is_the_shared_kernels():
                     want = shared._earliest_all(PT, PC, PG, PM, PB, t, k, L, c, g, m, np.inf, want_pick,
                                                 np.empty(n), np.empty(n))
                     got = ss._earliest_fit(PT, PC, PG, PM, PB, MX, t, k, L, c, g, m, pick, np.empty(n), np.empty(n))
+                    plain, nodes = plain_earliest_all(PT, PC, PG, PM, PB, t, k, L, c, g, m)
+                    assert want == plain and (want == np.inf or want_pick[:k].tolist() == nodes), (case, k)
                     assert got == want and (got == np.inf or np.array_equal(pick[:k], want_pick[:k])), (case, k)
     assert shortcut > 1000 and scanned > 1000
 

@@ -11,8 +11,8 @@ What is reused rather than rewritten:
   window end ``_slurm._window_end`` (``cycle_window_end``);
 * the per-node free profiles of the shared conservative kernel with limits enforced
   (``kernel.shared``: ``_prof_take``, ``_room``, ``_seg``, one node's earliest fit
-  ``_node_earliest_from``; ``_earliest_fit`` is ``_earliest_all`` with ``_node_fit``'s shortcut
-  and the k-th smallest start found without a call (``_kth``); the
+  ``_node_earliest_from``, ``_kth_smallest``; ``_earliest_fit`` is ``_earliest_all`` with
+  ``_node_fit``'s shortcut, which only the cycle's ``_most_free`` keeps; the
   comment above ``shared._seg`` says why it is ``_Timeline.earliest_fit``'s). ``_SlurmShared``
   plans on a ``_Timeline`` of intervals, whose usage (``_Timeline._steps``) is that step
   function: a cycle holds each interval on its nodes as it goes (``_hold``), so a check reads a
@@ -62,8 +62,8 @@ from ._kernels import BIG, _enqueue_arrivals, _launch, _load_counts, _next_wake,
 from ._slurm import (P_DEPTH, P_F_SIZE, P_I_SIZE, P_INTERVAL, P_MAX_TEST, P_MAX_USER, P_RES, P_RESERVE, P_SCHED,
                      P_WINDOW, SF_NEXT_BF, SF_NEXT_FULL, SF_T0, ST_CYCLE, ST_KFULL, _load_clocks, _pass_clocks,
                      _settings, _store_clocks, _window_end)
-from .shared import (GROW, _complete_due, _first_fit, _maxima, _node_earliest_from, _node_lists, _prof_take, _room,
-                     _seg, _take, _widest)
+from .shared import (GROW, _complete_due, _first_fit, _kth_smallest, _maxima, _node_earliest_from, _node_lists,
+                     _prof_take, _room, _seg, _take, _widest)
 
 # counters of the work done, for benchmarks (``run_shared_slurm``'s ``counters``)
 ST_PASSES = 10  # scheduling passes
@@ -344,8 +344,7 @@ def _most_free(PT, PC, PG, PM, PB, i, MX):
 def _earliest_fit(PT, PC, PG, PM, PB, MX, now, k, L, c, g, m, pick, E, low):
     """``shared._earliest_all`` with no bound H (the same start and nodes): ``_Timeline.earliest_fit``
     on the profiles, the start (+inf if none) and its k lowest-indexed nodes in pick[:k], with
-    ``_node_fit`` and ``_kth``; ``low``: k slots of scratch. Several nodes: when k nodes hold the
-    job from t it starts at t, without the k-th smallest earliest start (which is then t)."""
+    ``_node_fit``; ``low``: k slots of scratch."""
     n_nodes = PB.shape[0]
     if k == 1:
         best = np.inf
@@ -375,33 +374,9 @@ def _earliest_fit(PT, PC, PG, PM, PB, MX, now, k, L, c, g, m, pick, E, low):
                     if got == k:
                         break
             return t
-        t = _kth(E, k, low)  # no k nodes fit together before it (after t: fewer than k hold it at t)
+        t = _kth_smallest(E, k, low)  # no k nodes fit together before it (after t: fewer than k hold it at t)
         if t == np.inf:
             return np.inf
-
-
-@njit(cache=True, inline="always")
-def _kth(values, k, low):
-    """``shared._kth_smallest`` (the k-th smallest of ``values``; ``low``: k scratch slots,
-    kept sorted), with unsigned indices (see ``shared._node_earliest_from``)."""
-    zero = np.uint64(0)
-    n = zero
-    uk = np.uint64(k)
-    one = np.uint64(1)
-    last = uk - one
-    for v in values:
-        if n < uk:
-            y = n
-            n += one
-        elif v < low[last]:
-            y = last
-        else:
-            continue
-        while y > zero and low[y - one] > v:
-            low[y] = low[y - one]
-            y -= one
-        low[y] = v
-    return low[last]
 
 
 @njit(cache=True, _nrt=False)

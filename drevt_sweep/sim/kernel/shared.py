@@ -916,23 +916,29 @@ def _earliest_fit(ts, te, tj, cnt, ends, E, now, k, duration, c, g, m, cores, gp
     return np.inf
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, inline="always")
 def _kth_smallest(values, k, low):
-    """The k-th smallest of ``values`` (``low``: k scratch slots, kept sorted)."""
-    n = 0
+    """The k-th smallest of ``values`` (``low``: k scratch slots, kept sorted), with unsigned
+    indices (see ``_node_earliest_from``; inlined: the several-node searches call it millions
+    of times)."""
+    zero = np.uint64(0)
+    n = zero
+    uk = np.uint64(k)
+    one = np.uint64(1)
+    last = uk - one
     for v in values:
-        if n < k:
+        if n < uk:
             y = n
-            n += 1
-        elif v < low[k - 1]:
-            y = k - 1
+            n += one
+        elif v < low[last]:
+            y = last
         else:
             continue
-        while y > 0 and low[y - 1] > v:
-            low[y] = low[y - 1]
-            y -= 1
+        while y > zero and low[y - one] > v:
+            low[y] = low[y - one]
+            y -= one
         low[y] = v
-    return low[k - 1]
+    return low[last]
 
 
 @njit(cache=True, _nrt=False)
@@ -1202,13 +1208,12 @@ def _earliest_all(PT, PC, PG, PM, PB, now, k, L, c, g, m, H, pick, E, low):
     for i in range(n_nodes):
         E[i] = -np.inf
     while True:
+        at = 0  # nodes holding it from t: k of them end the search without the k-th smallest
         for i in range(n_nodes):
             if E[i] < t:  # (an earliest start >= the last t is still the earliest >= t)
                 E[i] = _node_earliest(PT, PC, PG, PM, PB, i, t, L, c, g, m, H)
-        nxt = _kth_smallest(E, k, low)  # no k nodes fit together before it
-        if nxt == np.inf:
-            return np.inf
-        if nxt == t:
+            at += E[i] == t
+        if at >= k:
             got = 0
             for i in range(n_nodes):
                 if E[i] == t:
@@ -1217,7 +1222,9 @@ def _earliest_all(PT, PC, PG, PM, PB, now, k, L, c, g, m, H, pick, E, low):
                     if got == k:
                         break
             return t
-        t = nxt
+        t = _kth_smallest(E, k, low)  # no k nodes fit together before it (after t: fewer than k hold it at t)
+        if t == np.inf:
+            return np.inf
 
 
 @njit(cache=True, _nrt=False)
