@@ -1082,16 +1082,20 @@ def _rc_slot(rc_i, rc_next, height_slot, active, st, h, now):
 
 @njit(cache=True, _nrt=False)
 def _rc_changed(rc_i, rc_b, rc_next, active, st, x, now):
-    """The profile changed from ``x`` on: drop the cached runs that end at or after ``x``."""
+    """The profile changed from ``x`` on: drop the cached runs that end at or after ``x``.
+    (Unsigned indices: numba tests every signed one for a wrap from the end.)"""
+    zero = np.uint64(0)
+    one = np.uint64(1)
     for k in range(st[ST_ACTIVE]):
-        s = active[k]
-        c = rc_i[s, RC_COUNT]
-        while c > 0 and rc_b[s, c - 1] >= x:
-            c -= 1
-        if c < rc_i[s, RC_COUNT]:
+        s = np.uint64(active[k])
+        n = np.uint64(rc_i[s, RC_COUNT])
+        c = n
+        while c > zero and rc_b[s, c - one] >= x:
+            c -= one
+        if c < n:
             rc_i[s, RC_COUNT] = c
             rc_i[s, RC_PARTIAL] = 0  # the runs left all ended before x
-            rc_next[s] = rc_b[s, c - 1] if c > 0 else now
+            rc_next[s] = rc_b[s, c - one] if c > zero else now
 
 
 @njit(cache=True, _nrt=False, inline="always")
