@@ -131,12 +131,13 @@ def test_trace_lanl_cm5_works_after_one_fetch(server, tmp_path, shared_traces):
 # ----------------------------------------------------------------- issue 28 item 4, issue 29 item 11
 
 class _SlowHandler(http.server.BaseHTTPRequestHandler):
-    """Serves ``size`` bytes in 64 KiB pieces, ``pause`` seconds apart (``length``: announce
-    the size in Content-Length)."""
+    """Serves ``size`` bytes in pieces of ``piece`` bytes, ``pause`` seconds apart (``length``:
+    announce the size in Content-Length)."""
 
     size = LANL.size
     pause = 0.5
     length = True
+    piece = 1 << 16
 
     def do_GET(self):
         self.send_response(200)
@@ -146,7 +147,7 @@ class _SlowHandler(http.server.BaseHTTPRequestHandler):
         sent = 0
         try:
             while sent < self.size:
-                piece = min(1 << 16, self.size - sent)
+                piece = min(self.piece, self.size - sent)
                 self.wfile.write(b"\0" * piece)
                 self.wfile.flush()
                 sent += piece
@@ -160,11 +161,12 @@ class _SlowHandler(http.server.BaseHTTPRequestHandler):
 
 @pytest.fixture
 def slow_server():
-    """A server on 127.0.0.1 that serves slowly; yields a function(size, pause, length) -> URL."""
+    """A server on 127.0.0.1 that serves slowly; yields a function(size, pause, length, piece)
+    -> URL."""
     servers = []
 
-    def start(size=LANL.size, pause=0.5, length=True):
-        handler = type("Handler", (_SlowHandler,), {"size": size, "pause": pause, "length": length})
+    def start(size=LANL.size, pause=0.5, length=True, piece=1 << 16):
+        handler = type("Handler", (_SlowHandler,), {"size": size, "pause": pause, "length": length, "piece": piece})
         httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
         httpd.daemon_threads = True
         threading.Thread(target=httpd.serve_forever, daemon=True).start()
@@ -186,7 +188,8 @@ def _fetch_process(tmp_path, url):
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT])
 def test_a_signal_mid_download_leaves_no_partial_file(tmp_path, user_data, slow_server, signum):
-    process = _fetch_process(tmp_path, slow_server())
+    # (pieces of the fetch's read size: its first block is on disk after one piece, not 16 x 0.5 s)
+    process = _fetch_process(tmp_path, slow_server(piece=1 << 20))
     deadline = time.monotonic() + 60
     partials = []
     while time.monotonic() < deadline and not partials:  # wait until the download is under way
