@@ -58,11 +58,11 @@ import numpy as np
 from numba import njit
 
 from ._extended import _compact
-from ._kernels import BIG, _enqueue_arrivals, _launch, _load_counts, _next_wake, _store_counts
+from ._kernels import BIG, _enqueue_arrivals, _finish_next, _launch, _load_counts, _next_wake, _store_counts
 from ._slurm import (P_DEPTH, P_F_SIZE, P_I_SIZE, P_INTERVAL, P_MAX_TEST, P_MAX_USER, P_RES, P_RESERVE, P_SCHED,
                      P_WINDOW, SF_NEXT_BF, SF_NEXT_FULL, SF_T0, ST_CYCLE, ST_KFULL, _load_clocks, _pass_clocks,
                      _settings, _store_clocks, _window_end)
-from .shared import (GROW, _complete_due, _first_fit, _kth_smallest, _maxima, _node_earliest_from, _node_lists,
+from .shared import (GROW, _first_fit, _give_back, _kth_smallest, _maxima, _node_earliest_from, _node_lists,
                      _prof_take, _room, _seg, _take, _widest)
 
 # counters of the work done, for benchmarks (``run_shared_slurm``'s ``counters``)
@@ -78,13 +78,15 @@ ST_RESERVED = 18
 ST_NEED = 19  # ... and the breakpoints a node's profile must have room for
 ST_WIDENED = 20  # counters: cycles stopped for wider profiles before the rebuild, and at a tested job
 ST_EVERY = 22  # 1: stop at every place it may (tests of the resumption; the first after a resumption goes on)
-ST_SIZE = 23  # _kernels' counts, then _slurm's ST_KBF, ST_KFULL, ST_CYCLE (cycles run), the counters, ST_AT...
+ST_ZN = 23  # nodes in the changed set Z (``_recalled``: where the last planned cycle's fits may not hold)
+ST_RECALLED = 24  # counter: earliest fits recalled from the last planned cycle instead of searched
+ST_SIZE = 25  # _kernels' counts, then _slurm's ST_KBF, ST_KFULL, ST_CYCLE (cycles run), the counters, ST_AT...
 AT_NONE = 0  # (where a cycle stopped)
 AT_CYCLE = 1
 AT_TEST = 2
 PROFILE_WIDTH = 16  # breakpoints per node the profiles start with (widened as needed)
 COUNTERS = {"passes": ST_PASSES, "cycles": ST_CYCLE, "cycles_planned": ST_PLANNED, "running_planned": ST_RUNNING,
-            "earliest_fits": ST_FITS, "widened_at_rebuild": ST_WIDENED, "widened_at_test": ST_WIDENED + 1}
+            "earliest_fits": ST_FITS, "fits_recalled": ST_RECALLED, "widened_at_rebuild": ST_WIDENED, "widened_at_test": ST_WIDENED + 1}
 SF_SIZE = 5  # SF_NOW, then _slurm's SF_T0, (SF_WAKE: unused), SF_NEXT_BF, SF_NEXT_FULL
 
 
@@ -455,11 +457,69 @@ def _tested(q, x, Q, users, max_test, max_user, ucount, ustamp, cycle, tests, fc
     return T, -1
 
 
+@njit(cache=True, inline="always")
+def _zadd(zmark, zlist, zn, where, first, k):
+    """Nodes where[first:first + k] into the changed set Z (``zlist[:zn]``, marked in
+    ``zmark``); its new size."""
+    for x in range(k):
+        i = where[first + x]
+        if not zmark[i]:
+            zmark[i] = True
+            zlist[zn] = i
+            zn += 1
+    return zn
+
+
+@njit(cache=True, _nrt=False)
+def _recalled(PT, PC, PG, PM, PB, MX, now, k, L, c, g, m, s1, rnl, first, zmark, zlist, zn, pick):
+    """The earliest fit (start, nodes into pick[:k]) of a job whose fit in the last planned
+    cycle was s1 on the nodes rnl[first:first + k], when it can be known without the search;
+    -1 when not (the driver searches).
+
+    The argument (``shared_slurm_steps``): on every node outside Z the cycle's profile before
+    the job is at most the last cycle's before it from ``now`` on, so no k of them held the
+    job at any time in [now, s1), and those that hold it at s1 held it then. So if no node of
+    Z holds it at or before s1 and its k nodes still hold it at s1, (s1, its nodes) is the
+    fit; a one-node job also takes a node of Z that holds it earlier (or at s1 with a lower
+    index: no node outside Z below its old node held it at s1)."""
+    if s1 < now:
+        return -1.0
+    if k == 1:
+        p1 = rnl[first]
+        best = np.inf
+        bi = -1
+        if not zmark[p1]:
+            if _node_fit(PT, PC, PG, PM, PB, MX, p1, s1, L, c, g, m, s1) != s1:
+                return -1.0
+            best = s1
+            bi = p1
+        for x in range(zn):
+            i = zlist[x]
+            e = _node_fit(PT, PC, PG, PM, PB, MX, i, now, L, c, g, m, s1)
+            if e < best or (e == best and i < bi):
+                best = e
+                bi = i
+        if bi < 0 or (best == s1 and zmark[p1] and bi > p1):  # (a node outside Z above p1 may hold it at s1)
+            return -1.0
+        pick[0] = bi
+        return best
+    for x in range(k):
+        i = rnl[first + x]
+        if zmark[i] or _node_fit(PT, PC, PG, PM, PB, MX, i, s1, L, c, g, m, s1) != s1:
+            return -1.0
+    for x in range(zn):
+        if _node_fit(PT, PC, PG, PM, PB, MX, zlist[x], now, L, c, g, m, s1) <= s1:
+            return -1.0
+    for x in range(k):
+        pick[x] = rnl[first + x]
+    return s1
+
+
 @njit(cache=True, _nrt=False)
 def shared_slurm_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, mem, users, cap_c, cap_g, cap_m,
                        pf_, pi, begin, end, est, node_start, node_list, fc, fg, fm, pick, re, rj, rn, hk, hj,
-                       q, due, tests, ucount, ustamp, PB, E, wit, wmark, usable, runs, low, MX, PT, PC, PG, PM,
-                       st, sf, budget):
+                       q, due, tests, ucount, ustamp, PB, E, wit, wmark, usable, runs, low, MX, rs, rcy, rnl, zmark, zlist,
+                       PT, PC, PG, PM, st, sf, budget):
     """``sim.shared._run_events`` with ``_SlurmShared`` from the state in ``st``/``sf``, for at
     most ``budget`` events; status 0 done, 1 budget used, ``GROW`` the profiles need to be
     wider (``st[ST_NEED]`` breakpoints; the cycle goes on where it stopped), -3 a job that fits
@@ -483,6 +543,9 @@ def shared_slurm_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, m
     at = st[ST_AT]  # a cycle stopped for wider profiles: go on there
     every = st[ST_EVERY] == 1
     resumed = at != AT_NONE
+    recall = max_user == 0 and reserve_cap == 0  # (else a job of the last cycle may not be tested again)
+    zn = st[ST_ZN]
+    planned = st[ST_PLANNED]
     while a < n_arr or H > 0 or (Q > 0 and _wake_at(interval, sched, next_bf, next_full) < np.inf) or at != AT_NONE:
         if at != AT_NONE:
             D = st[ST_D]
@@ -497,10 +560,14 @@ def shared_slurm_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, m
             if not go:
                 status = 1
                 break
-            H, R, ended, _ = _complete_due(hk, hj, H, re, rj, rn, R, est, end, now, fc, fg, fm, node_start,
-                                           node_list, cores, gpus, mem)
-            done += ended
-            completed = ended > 0
+            completed = False  # (shared._complete_due, the freed nodes into Z)
+            while H > 0 and hk[0] <= now:
+                j, H, R = _finish_next(hk, hj, H, re, rj, rn, R, est)
+                _give_back(j, fc, fg, fm, node_start, node_list, cores, gpus, mem)
+                done += 1
+                completed = True
+                if recall:
+                    zn = _zadd(zmark, zlist, zn, node_list, node_start[j], nodes[j])
             a0 = a
             Q, a = _enqueue_arrivals(q, Q, rank, submit, arrivals, a, now)
             if Q == 0:
@@ -524,6 +591,8 @@ def shared_slurm_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, m
                     due[D] = j
                     D += 1
                     x += 1
+                    if rcy[j] == st[ST_PLANNED]:  # its reservation in the last planned cycle is gone
+                        zn = _zadd(zmark, zlist, zn, rnl, node_start[j], nodes[j])
             window_end = _window_end(now, window, res)
             last = -1
             if bf_due and window_end > now:  # the backfill cycle (_SlurmShared._backfill)
@@ -540,6 +609,7 @@ def shared_slurm_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, m
                 break
             resumed = False
             st[ST_PLANNED] += 1
+            planned = st[ST_PLANNED]
             st[ST_RUNNING] += R
             for y in range(D):
                 j = due[y]
@@ -568,10 +638,30 @@ def shared_slurm_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, m
                 j = tests[y]
                 d = limit[j]
                 c, g, m = cores[j], gpus[j], mem[j]
-                st[ST_FITS] += 1
-                s = _earliest_fit(PT, PC, PG, PM, PB, MX, now, nodes[j], d, c, g, m, pick, E, low)
-                if s == np.inf:
-                    return -3
+                k = nodes[j]
+                f = node_start[j]
+                had = rcy[j] == planned - 1
+                s = -1.0
+                if had and 2 * zn <= n_nodes:
+                    s = _recalled(PT, PC, PG, PM, PB, MX, now, k, d, c, g, m, rs[j], rnl, f, zmark, zlist, zn, pick)
+                if s < 0:
+                    st[ST_FITS] += 1
+                    s = _earliest_fit(PT, PC, PG, PM, PB, MX, now, k, d, c, g, m, pick, E, low)
+                    if s == np.inf:
+                        return -3
+                else:
+                    st[ST_RECALLED] += 1
+                if recall:
+                    if had:  # the last cycle's reservation of it, if not made again, is gone: Z
+                        same = s == rs[j] and s > now
+                        for x in range(k):
+                            same = same and pick[x] == rnl[f + x]
+                        if not same:
+                            zn = _zadd(zmark, zlist, zn, rnl, f, k)
+                    rs[j] = s
+                    rcy[j] = planned
+                    for x in range(k):
+                        rnl[f + x] = pick[x]
                 if s == now:  # on the nodes cons_tres picks among those free of reservations then
                     for i in range(n_nodes):
                         usable[i] = _node_fit(PT, PC, PG, PM, PB, MX, i, now, d, c, g, m, now) == now
@@ -613,6 +703,9 @@ def shared_slurm_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, m
                 reserved += 1
             if status == GROW:
                 break
+            for x in range(zn):  # the next cycle's Z: what changes from here
+                zmark[zlist[x]] = False
+            zn = 0
         for y in range(D):
             j = due[y]
             R, H = _launch(j, now, now + limit[j], begin, end, est, dur, nodes, re, rj, rn, R, hk, hj, H)
@@ -621,6 +714,7 @@ def shared_slurm_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, m
     _store_counts(st, sf, 0, R, H, Q, a, done, now)
     _store_clocks(st, sf, kbf, kfull, t0, next_bf, next_full)
     st[ST_CYCLE] = cycle
+    st[ST_ZN] = zn
     return status
 
 
@@ -694,7 +788,9 @@ def run_shared_slurm(submit, limit, nodes, dur, rank, request, machine, users, b
              np.empty(n_nodes, np.int64), np.zeros(n_nodes, np.bool_),  # where the cycle's last start fits now
              np.empty(n_nodes, np.bool_), np.empty((4, n_nodes), np.int64),  # cons_tres: usable nodes, runs of them
              np.empty(n_nodes),  # _earliest_all's k smallest starts
-             np.empty((3, n_nodes), np.int64))  # most free cores, GPUs, KiB of each node before its last segment
+             np.empty((3, n_nodes), np.int64),  # most free cores, GPUs, KiB of each node before its last segment
+             np.empty(n), np.full(n, -1, np.int64), np.empty(node_list.shape[0], np.int64),  # each job's last fit
+             np.zeros(n_nodes, np.bool_), np.empty(n_nodes, np.int64))  # the changed nodes Z
     w = PROFILE_WIDTH
     profiles = [np.empty((n_nodes, w)), np.empty((n_nodes, w), np.int64), np.empty((n_nodes, w), np.int64),
                 np.empty((n_nodes, w), np.int64)]  # breakpoints; free cores, GPUs, KiB from each (widened)
