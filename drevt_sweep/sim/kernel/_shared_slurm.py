@@ -78,9 +78,8 @@ ST_RESERVED = 18
 ST_NEED = 19  # ... and the breakpoints a node's profile must have room for
 ST_WIDENED = 20  # counters: cycles stopped for wider profiles before the rebuild, and at a tested job
 ST_EVERY = 22  # 1: stop at every place it may (tests of the resumption; the first after a resumption goes on)
-ST_ZN = 23  # nodes in the changed set Z (``_recalled``: where the last planned cycle's fits may not hold)
-ST_RECALLED = 24  # counter: earliest fits recalled from the last planned cycle instead of searched
-ST_SIZE = 25  # _kernels' counts, then _slurm's ST_KBF, ST_KFULL, ST_CYCLE (cycles run), the counters, ST_AT...
+ST_RECALLED = 23  # counter: earliest fits recalled from an earlier planned cycle instead of searched
+ST_SIZE = 24  # _kernels' counts, then _slurm's ST_KBF, ST_KFULL, ST_CYCLE (cycles run), the counters, ST_AT...
 AT_NONE = 0  # (where a cycle stopped)
 AT_CYCLE = 1
 AT_TEST = 2
@@ -458,58 +457,63 @@ def _tested(q, x, Q, users, max_test, max_user, ucount, ustamp, cycle, tests, fc
 
 
 @njit(cache=True, inline="always")
-def _zadd(zmark, zlist, zn, where, first, k):
-    """Nodes where[first:first + k] into the changed set Z (``zlist[:zn]``, marked in
-    ``zmark``); its new size."""
+def _stamp(zstamp, where, first, k, when):
+    """Nodes where[first:first + k] changed (in a way a recorded fit must be checked against)
+    in planned cycle ``when``."""
     for x in range(k):
-        i = where[first + x]
-        if not zmark[i]:
-            zmark[i] = True
-            zlist[zn] = i
-            zn += 1
-    return zn
+        zstamp[where[first + x]] = when
 
 
 @njit(cache=True, _nrt=False)
-def _recalled(PT, PC, PG, PM, PB, MX, now, k, L, c, g, m, s1, rnl, first, zmark, zlist, zn, pick):
-    """The earliest fit (start, nodes into pick[:k]) of a job whose fit in the last planned
-    cycle was s1 on the nodes rnl[first:first + k], when it can be known without the search;
-    -1 when not (the driver searches).
+def _recalled(PT, PC, PG, PM, PB, MX, now, k, L, c, g, m, s1, r, rnl, first, zstamp, pick):
+    """The earliest fit (start, nodes into pick[:k]) of a job whose fit in planned cycle r was
+    s1 on the nodes rnl[first:first + k], when it can be known without the search; -1 when
+    not (the driver searches).
 
-    The argument (``shared_slurm_steps``): on every node outside Z the cycle's profile before
-    the job is at most the last cycle's before it from ``now`` on, so no k of them held the
-    job at any time in [now, s1), and those that hold it at s1 held it then. So if no node of
-    Z holds it at or before s1 and its k nodes still hold it at s1, (s1, its nodes) is the
-    fit; a one-node job also takes a node of Z that holds it earlier (or at s1 with a lower
-    index: no node outside Z below its old node held it at s1)."""
+    Z, the nodes changed since (``zstamp`` > r), are searched; on the others the cycle's
+    profile before the job is at most cycle r's before it from ``now`` on (the argument is in
+    ``shared_slurm_steps``), so no k of them held the job at any time in [now, s1), and those
+    that hold it at s1 held it then. So if no node of Z holds it at or before s1 and its k
+    nodes still hold it at s1, (s1, its nodes) is the fit; a one-node job also takes a node of
+    Z that holds it earlier (or at s1 with a lower index: no node outside Z below its old node
+    held it at s1). A Z of more than half the nodes is not tried."""
+    n_nodes = PB.shape[0]
     if s1 < now:
+        return -1.0
+    zn = 0
+    for i in range(n_nodes):
+        zn += zstamp[i] > r
+    if 2 * zn > n_nodes:
         return -1.0
     if k == 1:
         p1 = rnl[first]
         best = np.inf
         bi = -1
-        if not zmark[p1]:
+        moved = zstamp[p1] > r
+        if not moved:
             if _node_fit(PT, PC, PG, PM, PB, MX, p1, s1, L, c, g, m, s1) != s1:
                 return -1.0
             best = s1
             bi = p1
-        for x in range(zn):
-            i = zlist[x]
-            e = _node_fit(PT, PC, PG, PM, PB, MX, i, now, L, c, g, m, s1)
-            if e < best or (e == best and i < bi):
-                best = e
-                bi = i
-        if bi < 0 or (best == s1 and zmark[p1] and bi > p1):  # (a node outside Z above p1 may hold it at s1)
+        if zn:
+            for i in range(n_nodes):
+                if zstamp[i] > r:
+                    e = _node_fit(PT, PC, PG, PM, PB, MX, i, now, L, c, g, m, s1)
+                    if e < best or (e == best and i < bi):
+                        best = e
+                        bi = i
+        if bi < 0 or (best == s1 and moved and bi > p1):  # (a node outside Z above p1 may hold it at s1)
             return -1.0
         pick[0] = bi
         return best
     for x in range(k):
         i = rnl[first + x]
-        if zmark[i] or _node_fit(PT, PC, PG, PM, PB, MX, i, s1, L, c, g, m, s1) != s1:
+        if zstamp[i] > r or _node_fit(PT, PC, PG, PM, PB, MX, i, s1, L, c, g, m, s1) != s1:
             return -1.0
-    for x in range(zn):
-        if _node_fit(PT, PC, PG, PM, PB, MX, zlist[x], now, L, c, g, m, s1) <= s1:
-            return -1.0
+    if zn:
+        for i in range(n_nodes):
+            if zstamp[i] > r and _node_fit(PT, PC, PG, PM, PB, MX, i, now, L, c, g, m, s1) <= s1:
+                return -1.0
     for x in range(k):
         pick[x] = rnl[first + x]
     return s1
@@ -518,7 +522,7 @@ def _recalled(PT, PC, PG, PM, PB, MX, now, k, L, c, g, m, s1, rnl, first, zmark,
 @njit(cache=True, _nrt=False)
 def shared_slurm_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, mem, users, cap_c, cap_g, cap_m,
                        pf_, pi, begin, end, est, node_start, node_list, fc, fg, fm, pick, re, rj, rn, hk, hj,
-                       q, due, tests, ucount, ustamp, PB, E, wit, wmark, usable, runs, low, MX, rs, rcy, rnl, zmark, zlist,
+                       q, due, tests, ucount, ustamp, PB, E, wit, wmark, usable, runs, low, MX, rs, rcy, rnl, zstamp,
                        PT, PC, PG, PM, st, sf, budget):
     """``sim.shared._run_events`` with ``_SlurmShared`` from the state in ``st``/``sf``, for at
     most ``budget`` events; status 0 done, 1 budget used, ``GROW`` the profiles need to be
@@ -544,7 +548,6 @@ def shared_slurm_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, m
     every = st[ST_EVERY] == 1
     resumed = at != AT_NONE
     recall = max_user == 0 and reserve_cap == 0  # (else a job of the last cycle may not be tested again)
-    zn = st[ST_ZN]
     planned = st[ST_PLANNED]
     while a < n_arr or H > 0 or (Q > 0 and _wake_at(interval, sched, next_bf, next_full) < np.inf) or at != AT_NONE:
         if at != AT_NONE:
@@ -567,7 +570,7 @@ def shared_slurm_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, m
                 done += 1
                 completed = True
                 if recall:
-                    zn = _zadd(zmark, zlist, zn, node_list, node_start[j], nodes[j])
+                    _stamp(zstamp, node_list, node_start[j], nodes[j], planned + 1)
             a0 = a
             Q, a = _enqueue_arrivals(q, Q, rank, submit, arrivals, a, now)
             if Q == 0:
@@ -591,8 +594,8 @@ def shared_slurm_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, m
                     due[D] = j
                     D += 1
                     x += 1
-                    if rcy[j] == st[ST_PLANNED]:  # its reservation in the last planned cycle is gone
-                        zn = _zadd(zmark, zlist, zn, rnl, node_start[j], nodes[j])
+                    if rcy[j] >= 0:  # its reservation in the cycle of its record is gone
+                        _stamp(zstamp, rnl, node_start[j], nodes[j], planned + 1)
             window_end = _window_end(now, window, res)
             last = -1
             if bf_due and window_end > now:  # the backfill cycle (_SlurmShared._backfill)
@@ -640,10 +643,10 @@ def shared_slurm_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, m
                 c, g, m = cores[j], gpus[j], mem[j]
                 k = nodes[j]
                 f = node_start[j]
-                had = rcy[j] == planned - 1
+                had = rcy[j] >= 0
                 s = -1.0
-                if had and 2 * zn <= n_nodes:
-                    s = _recalled(PT, PC, PG, PM, PB, MX, now, k, d, c, g, m, rs[j], rnl, f, zmark, zlist, zn, pick)
+                if had:
+                    s = _recalled(PT, PC, PG, PM, PB, MX, now, k, d, c, g, m, rs[j], rcy[j], rnl, f, zstamp, pick)
                 if s < 0:
                     st[ST_FITS] += 1
                     s = _earliest_fit(PT, PC, PG, PM, PB, MX, now, k, d, c, g, m, pick, E, low)
@@ -657,7 +660,7 @@ def shared_slurm_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, m
                         for x in range(k):
                             same = same and pick[x] == rnl[f + x]
                         if not same:
-                            zn = _zadd(zmark, zlist, zn, rnl, f, k)
+                            _stamp(zstamp, rnl, f, k, planned)
                     rs[j] = s
                     rcy[j] = planned
                     for x in range(k):
@@ -703,9 +706,6 @@ def shared_slurm_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, m
                 reserved += 1
             if status == GROW:
                 break
-            for x in range(zn):  # the next cycle's Z: what changes from here
-                zmark[zlist[x]] = False
-            zn = 0
         for y in range(D):
             j = due[y]
             R, H = _launch(j, now, now + limit[j], begin, end, est, dur, nodes, re, rj, rn, R, hk, hj, H)
@@ -714,7 +714,6 @@ def shared_slurm_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, m
     _store_counts(st, sf, 0, R, H, Q, a, done, now)
     _store_clocks(st, sf, kbf, kfull, t0, next_bf, next_full)
     st[ST_CYCLE] = cycle
-    st[ST_ZN] = zn
     return status
 
 
@@ -790,7 +789,7 @@ def run_shared_slurm(submit, limit, nodes, dur, rank, request, machine, users, b
              np.empty(n_nodes),  # _earliest_all's k smallest starts
              np.empty((3, n_nodes), np.int64),  # most free cores, GPUs, KiB of each node before its last segment
              np.empty(n), np.full(n, -1, np.int64), np.empty(node_list.shape[0], np.int64),  # each job's last fit
-             np.zeros(n_nodes, np.bool_), np.empty(n_nodes, np.int64))  # the changed nodes Z
+             np.zeros(n_nodes, np.int64))  # the planned cycle in which each node last changed
     w = PROFILE_WIDTH
     profiles = [np.empty((n_nodes, w)), np.empty((n_nodes, w), np.int64), np.empty((n_nodes, w), np.int64),
                 np.empty((n_nodes, w), np.int64)]  # breakpoints; free cores, GPUs, KiB from each (widened)
