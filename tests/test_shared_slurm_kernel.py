@@ -191,6 +191,56 @@ def test_profiles_too_narrow_are_widened_where_the_cycle_stopped(monkeypatch, wi
     assert counters["widened_at_rebuild"] > 0 and counters["widened_at_test"] > 0
 
 
+@pytest.mark.parametrize("n_nodes,seed", [(4, 7), (4, 11), (8, 3), (8, 19)])
+def test_fits_recalled_from_earlier_cycles_give_the_reference_schedule(monkeypatch, n_nodes, seed):
+    """A tested job's earliest fit is taken from an earlier cycle (``_shared_slurm._recalled``)
+    where the nodes changed since (completions, reservations lost or moved, jobs the main
+    scheduler started) cannot have made it earlier: on busy queues most fits are recalled, and
+    the schedule is the reference's."""
+    from drevt_sweep.sim.kernel import _shared_slurm
+
+    jobs, part = _busy_shared_jobs(n=900, n_nodes=n_nodes, seed=seed)
+    machine = Machine("m", (part,))
+    ref = simulate_machine(jobs, jobs.actual_run_time, machine, backfill="slurm", kernel="reference")
+    counters: dict = {}
+    run = _shared_slurm.run_shared_slurm
+    monkeypatch.setattr(_shared_slurm, "run_shared_slurm", lambda *a, **kw: run(*a, counters=counters, **kw))
+    got = simulate_machine(jobs, jobs.actual_run_time, machine, backfill="slurm", kernel="fast")
+    assert np.array_equal(ref.begin, got.begin) and np.array_equal(ref.end, got.end)
+    assert counters["fits_recalled"] > counters["earliest_fits"] > 0
+
+
+def test_a_recalled_fit_on_a_changed_node_yields_to_a_lower_unchanged_one():
+    """A one-node job's fit was (10, node 0); node 0 changed since and no longer holds it by
+    then, node 2 (changed too) holds it at 10, and so does node 1, which did not change and is
+    lower: the recall must not answer node 2 (it leaves the fit to the search)."""
+    from drevt_sweep.sim.kernel._shared_slurm import _most_free, _recalled
+
+    n = 5
+    free_from = [100.0, 10.0, 10.0, 100.0, 100.0]  # nothing free before, 8 cores from then
+    PT = np.zeros((n, 4))
+    PC = np.zeros((n, 4), np.int64)
+    PG = np.zeros((n, 4), np.int64)
+    PM = np.zeros((n, 4), np.int64)
+    PB = np.full(n, 2, np.int64)
+    MX = np.zeros((3, n), np.int64)
+    for i, t in enumerate(free_from):
+        PT[i, :2] = (-np.inf, t)
+        PC[i, 1] = 8
+        _most_free(PT, PC, PG, PM, PB, i, MX)
+    zstamp = np.array([5, 0, 5, 0, 0], np.int64)  # nodes 0 and 2 changed after cycle 3
+    pick = np.zeros(1, np.int64)
+    s = _recalled.py_func(PT, PC, PG, PM, PB, MX, 0.0, 1, 5.0, 4, 0, 0, 10.0, 3, np.zeros(1, np.int64), 0,
+                             zstamp, pick)
+    assert s < 0
+    zstamp[0] = 0  # node 0 unchanged and still free at 10: its fit stands
+    PT[0, 1] = 10.0
+    _most_free(PT, PC, PG, PM, PB, 0, MX)
+    s = _recalled.py_func(PT, PC, PG, PM, PB, MX, 0.0, 1, 5.0, 4, 0, 0, 10.0, 3, np.zeros(1, np.int64), 0,
+                             zstamp, pick)
+    assert s == 10.0 and pick[0] == 0
+
+
 def test_what_the_kernel_does_not_cover_is_refused_by_fast_and_runs_on_the_reference():
     """A dynamic priority: ``kernel='fast'`` refuses it with one clear error; ``auto`` runs it
     on the reference. (Association limits: ``test_slurm_limits``.)"""
