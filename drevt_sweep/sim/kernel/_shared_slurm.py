@@ -24,10 +24,11 @@ What is reused rather than rewritten:
   overlaps): ``_Timeline`` holds one core more than the node has there, so nothing fits beside
   it; here the span becomes one segment of free amounts -1
   (``_block``: the same fits, and the breakpoints inside it go);
-* free resources, starts and the completions of an event from ``kernel.shared`` (``_take``,
-  ``_complete_due``), the event
-  loop's steps from ``_kernels`` (``_next_wake``, ``_launch``,
-  ``_enqueue_arrivals``) and ``_extended._compact`` (the started jobs leave the queue).
+* free resources and starts from ``kernel.shared`` (``_take``; an event's completions are
+  ``shared._complete_due``'s loop over ``_kernels._finish_next`` and ``shared._give_back``,
+  written out here to stamp the freed nodes), the event loop's steps from ``_kernels``
+  (``_next_wake``, ``_launch``, ``_enqueue_arrivals``) and ``_extended._compact`` (the started
+  jobs leave the queue).
 
 A job starting now goes where Slurm's cons_tres puts it (``_cons_tres_nodes``, step for step
 ``sim.shared.cons_tres_nodes``: best fit over runs of consecutive usable nodes, then the node
@@ -49,7 +50,11 @@ after it, in start order, as the reference's ``due`` list.
 Per-user counts of a cycle are stamped with the cycle's number instead of cleared
 (``_check_bf_usage`` does the same with ``last_sched``); with one partition
 ``bf_max_job_part`` and ``bf_max_job_test`` count the same jobs (the smaller one ends the
-cycle). ``tests/test_shared_slurm_kernel.py`` compares the schedules with the reference.
+cycle). A tested job's earliest fit is taken from the last cycle that searched it when the
+nodes changed since (stamped per node: completions, reservations lost or moved) cannot have
+moved it (``_recalled``; docs/kernel.md, "Slurm's cycles on shared nodes", has the argument):
+60 % of the fits of issue 26's growth benchmark. ``tests/test_shared_slurm_kernel.py`` compares
+the schedules with the reference.
 """
 
 from __future__ import annotations
@@ -502,7 +507,7 @@ def _recalled(PT, PC, PG, PM, PB, MX, now, k, L, c, g, m, s1, r, rnl, first, zst
 
     Z, the nodes changed since (``zstamp`` > r), are searched; on the others the cycle's
     profile before the job is at most cycle r's before it from ``now`` on (the argument is in
-    ``shared_slurm_steps``), so no k of them held the job at any time in [now, s1), and those
+    docs/kernel.md, "Slurm's cycles on shared nodes"), so no k of them held the job at any time in [now, s1), and those
     that hold it at s1 held it then. So if no node of Z holds it at or before s1 and its k
     nodes still hold it at s1, (s1, its nodes) is the fit; a one-node job also takes a node of
     Z that holds it earlier (or at s1 with a lower index: no node outside Z below its old node
@@ -593,7 +598,7 @@ def shared_slurm_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, m
             if not go:
                 status = 1
                 break
-            completed = False  # (shared._complete_due, the freed nodes into Z)
+            completed = False  # (shared._complete_due, the freed nodes stamped)
             while H > 0 and hk[0] <= now:
                 j, H, R = _finish_next(hk, hj, H, re, rj, rn, R, est)
                 _give_back(j, fc, fg, fm, node_start, node_list, cores, gpus, mem)
