@@ -1189,15 +1189,35 @@ def _node_earliest_without(PT, PC, PG, PM, PB, i, t, L, c, g, m, H, s0, s1):
 
 
 @njit(cache=True, inline="always")
-def _earliest_all(PT, PC, PG, PM, PB, now, k, L, c, g, m, H, pick, E, low):
+def _node_fit(PT, PC, PG, PM, PB, MX, i, t, L, c, g, m, H):
+    """``_node_earliest``; given MX (None: the conservative drivers), the most free cores, GPUs and
+    KiB of every segment but the last, which only the shared Slurm cycle keeps
+    (``_shared_slurm._most_free``), without scanning the segments when the request exceeds them:
+    it can start only in the last one, from its breakpoint on, if that holds it. (Half the node
+    searches of issue 26's 4-partition row end here; ~2 % of its time, ``benchmarks/RESULTS.md``,
+    "Twentieth session, helper ssl20".)"""
+    if MX is None:
+        return _node_earliest(PT, PC, PG, PM, PB, i, t, L, c, g, m, H)
+    if c > MX[0, i] or g > MX[1, i] or m > MX[2, i]:
+        b = PB[i] - 1
+        if PC[i, b] < c or PG[i, b] < g or PM[i, b] < m:
+            return np.inf
+        e = max(t, PT[i, b])
+        return e if e <= H else np.inf
+    return _node_earliest_from(PT, PC, PG, PM, PB, i, _seg(PT, PB, i, t), t, L, c, g, m, H)
+
+
+@njit(cache=True, inline="always")
+def _earliest_all(PT, PC, PG, PM, PB, MX, now, k, L, c, g, m, H, pick, E, low):
     """``_Timeline.earliest_fit`` on the profiles, searching starts up to H: the start (+inf if
-    none) and its k lowest-indexed nodes in pick[:k]. (Inlined: the shared Slurm kernel calls it
-    tens of millions of times, and the call itself showed, ~3%.) ``low``: k slots of scratch."""
+    none) and its k lowest-indexed nodes in pick[:k], each node asked through ``_node_fit`` (MX:
+    None, or the shared Slurm cycle's most free amounts). (Inlined: the shared Slurm kernel calls
+    it tens of millions of times, and the call itself showed, ~3%.) ``low``: k slots of scratch."""
     n_nodes = PB.shape[0]
     if k == 1:
         best = np.inf
         for i in range(n_nodes):
-            e = _node_earliest(PT, PC, PG, PM, PB, i, now, L, c, g, m, min(H, best))
+            e = _node_fit(PT, PC, PG, PM, PB, MX, i, now, L, c, g, m, min(H, best))
             if e < best:
                 best = e
                 pick[0] = i
@@ -1211,7 +1231,7 @@ def _earliest_all(PT, PC, PG, PM, PB, now, k, L, c, g, m, H, pick, E, low):
         at = 0  # nodes holding it from t: k of them end the search without the k-th smallest
         for i in range(n_nodes):
             if E[i] < t:  # (an earliest start >= the last t is still the earliest >= t)
-                E[i] = _node_earliest(PT, PC, PG, PM, PB, i, t, L, c, g, m, H)
+                E[i] = _node_fit(PT, PC, PG, PM, PB, MX, i, t, L, c, g, m, H)
             at += E[i] == t
         if at >= k:
             got = 0
@@ -1544,7 +1564,7 @@ def shared_conservative_profile_steps(submit, limit, nodes, dur, arrivals, rank,
                     c, g, m, lim = cores[j], gpus[j], mem[j], limit[j]
                     old = res[j]
                     if old != old:  # a new job: its earliest fit on the plan
-                        start = _earliest_all(PT, PC, PG, PM, PB, now, k, lim, c, g, m, np.inf, pick, E, low)
+                        start = _earliest_all(PT, PC, PG, PM, PB, None, now, k, lim, c, g, m, np.inf, pick, E, low)
                         if start == np.inf:
                             return -3
                         for y in range(k):
@@ -1673,7 +1693,7 @@ def shared_conservative_profile_steps(submit, limit, nodes, dur, arrivals, rank,
                             start = best
                             pick[0] = best_i
                     elif taken:
-                        start = _earliest_all(PT, PC, PG, PM, PB, lo, k, lim, c, g, m, old, pick, E, low)
+                        start = _earliest_all(PT, PC, PG, PM, PB, None, lo, k, lim, c, g, m, old, pick, E, low)
                     else:
                         start = _earliest_kept(PT, PC, PG, PM, PB, now, lo, k, lim, c, g, m, old, pick, E, low, ff_v,
                                                ff_t, ff_b, version, mark, -visit - 1)
