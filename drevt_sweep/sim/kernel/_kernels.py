@@ -348,9 +348,11 @@ def _seg_clear(tn, tl, leaf):
 
 
 @njit(cache=True, _nrt=False, inline="always")
-def _descend(tn, tl, size, p, free, timed, now, shadow, extra, strict, use_extra):
-    """Smallest rank >= p whose waiting job asks for at most ``free`` nodes and, if ``timed``,
-    passes EASY's backfill rule (:func:`_may_backfill`, ending at ``now + limit``), or -1.
+def _descend(tn, tg, tm, tl, size, p, free, maxg, maxm, timed, now, shadow, extra, strict, use_extra):
+    """Smallest rank >= p whose waiting job asks for at most ``free`` nodes (on shared nodes,
+    ``kernel.shared._next``: cores, and at most ``maxg`` GPUs and ``maxm`` KiB in the trees ``tg``,
+    ``tm``; None in a pool) and, if ``timed``, passes EASY's backfill rule (:func:`_may_backfill`,
+    ending at ``now + limit``), or -1.
 
     From leaf ``p`` it climbs right and descends, entering a subtree only if its minimum nodes
     and (``timed``) minimum limit could pass (a necessary condition; leaves are tested
@@ -363,7 +365,8 @@ def _descend(tn, tl, size, p, free, timed, now, shadow, extra, strict, use_extra
     i = p + size
     while True:
         mn = tn[i]
-        if mn <= free and (not timed or _may_backfill(now + tl[i], mn, shadow, extra, strict, use_extra)):
+        if (mn <= free and (tg is None or (tg[i] <= maxg and tm[i] <= maxm))
+                and (not timed or _may_backfill(now + tl[i], mn, shadow, extra, strict, use_extra))):
             if i >= size:
                 return i - size
             i = 2 * i
@@ -392,13 +395,13 @@ def _first_waiting(tn, tl, size, p):
 @njit(cache=True, _nrt=False)
 def _first_fit(tn, tl, size, p, free):
     """Smallest rank >= p whose waiting job asks for at most ``free`` nodes, or -1."""
-    return _descend(tn, tl, size, p, free, False, 0.0, 0.0, 0, False, False)
+    return _descend(tn, None, None, tl, size, p, free, 0, 0, False, 0.0, 0.0, 0, False, False)
 
 
 @njit(cache=True, _nrt=False)
 def _first_candidate(tn, tl, size, p, free, now, shadow, extra, strict, use_extra):
     """Smallest rank >= p whose waiting job EASY would backfill now, or -1."""
-    return _descend(tn, tl, size, p, free, True, now, shadow, extra, strict, use_extra)
+    return _descend(tn, None, None, tl, size, p, free, 0, 0, True, now, shadow, extra, strict, use_extra)
 
 
 # --- resumable drivers --------------------------------------------------------------------

@@ -32,9 +32,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ._kernels import (BIG, EV_NEXT, MODE_EASY, MODE_EASY_DREVT, MODE_NONE, _arrival, _before_shadow,
+from ._kernels import (BIG, EV_NEXT, MODE_EASY, MODE_EASY_DREVT, MODE_NONE, _arrival, _before_shadow, _descend,
                        _enqueue_arrivals, _finish_next, _heap_pop, _heap_push, _launch, _load_counts, _load_queue,
-                       _right_of, _run_insert, _slice_event, _store_counts, _store_queue)
+                       _run_insert, _slice_event, _store_counts, _store_queue)
 
 MODES = {"none": 0, "easy": 1, "easy_drevt": 2}
 
@@ -57,19 +57,9 @@ def _update(tc, tg, tm, tl, i):
 @njit(cache=True, _nrt=False)
 def _next(tc, size, p, maxc, maxg, maxm, tg, tm, tl, now, latest):
     """Smallest rank >= p whose waiting job asks for at most the largest free amounts and has
-    ``now + limit < latest`` (+inf: no time bound; empty leaves never pass), or -1."""
-    if p >= size:
-        return -1
-    i = p + size
-    while True:
-        if tc[i] <= maxc and tg[i] <= maxg and tm[i] <= maxm and now + tl[i] < latest:
-            if i >= size:
-                return i - size
-            i = 2 * i
-        else:
-            i = _right_of(i)
-            if i == 0:
-                return -1
+    ``now + limit < latest`` (+inf: no time bound; empty leaves never pass), or -1: the pool's
+    ``_descend`` with the time test of a strict EASY rule whose shadow time is ``latest``."""
+    return _descend(tc, tg, tm, tl, size, p, maxc, maxg, maxm, True, now, latest, 0, True, False)
 
 
 @njit(cache=True, _nrt=False)
