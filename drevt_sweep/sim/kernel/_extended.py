@@ -779,39 +779,27 @@ def _ft_place(d, n, by, pos, moving, fval, fac, kr, acct, two_levels, us, ur, si
     its right neighbour's factors are already those of their places (the first of no tie)."""
     p = pos[d]
     t = p
-    j = p - 1
     alone = True  # strictly between fixed neighbours, whatever T
-    while j >= 0:
-        k = by[j]
-        if moving[k] == 0:
-            c, exact = _leaf_order(d, k, kr, acct, two_levels, us, ur, sib, usage, plan, stack)
-            if c < 0 or (c == 0 and d < k):
-                t = j
-            else:
-                alone = alone and c > 0 and exact and j == p - 1
-                break
-        j -= 1
-    if t < p:
-        for i in range(p, t, -1):
-            k = by[i - 1]
-            by[i] = k
-            pos[k] = i
-    else:
-        j = p + 1
-        while j < n:
+    for s in (-1, 1):  # leftwards past the leaves it goes before; if none, rightwards past those before it
+        j = p + s
+        while 0 <= j < n:
             k = by[j]
             if moving[k] == 0:
-                c, exact = _leaf_order(k, d, kr, acct, two_levels, us, ur, sib, usage, plan, stack)
-                if c < 0 or (c == 0 and k < d):
+                x, y = (d, k) if s < 0 else (k, d)  # (the left one first)
+                c, exact = _leaf_order(x, y, kr, acct, two_levels, us, ur, sib, usage, plan, stack)
+                if c < 0 or (c == 0 and x < y):
                     t = j
                 else:
-                    alone = alone and c > 0 and exact and j == p + 1
+                    alone = alone and c > 0 and exact and j == p + s
                     break
-            j += 1
-        for i in range(p, t):
-            k = by[i + 1]
-            by[i] = k
-            pos[k] = i
+            j += s
+        if t != p:
+            break
+    s = -1 if t < p else 1
+    for i in range(p, t, s):
+        k = by[i + s]
+        by[i] = k
+        pos[k] = i
     by[t] = d
     pos[d] = t
     moving[d] = 0
