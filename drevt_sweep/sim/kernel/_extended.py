@@ -213,16 +213,9 @@ def extended_steps(submit, limit, nodes, dur, arrivals, rank, mode, estimate, sj
         if O > 0 and ok_[0] < now:
             now = ok_[0]
         if fairshare:
-            if Q > 0 and next_tick < now:
-                now = next_tick
-            if next_tick <= now:
-                if fair_tree:  # (the units about to gain usage: Fair Tree moves only them)
-                    _fair_tree_dirty(fti, active, n_active, acct, two_levels)
-                n_active, root, scale, tick_k, next_tick, ticks = _ticks(
-                    now, next_tick, tick_k, t0, period, decay, scale, root, n_active, active, is_active, acc, runn,
-                    usage, raw_acct, acct, n_acct)
-                due = True
-                stamp += ticks  # the fair-share factors change
+            now, n_active, root, scale, tick_k, next_tick, stamp, due = _advance(
+                now, Q, next_tick, tick_k, t0, period, decay, scale, root, n_active, active, is_active, acc, runn,
+                usage, raw_acct, acct, n_acct, fair_tree, fti, two_levels, stamp, due)
 
         # 1. completions, in (end, job) order
         changed = (H > 0 and hk[0] <= now) or (O > 0 and ok_[0] <= now) or (a < n_arr and submit[arrivals[a]] <= now)
@@ -264,14 +257,9 @@ def extended_steps(submit, limit, nodes, dur, arrivals, rank, mode, estimate, sj
                 if p < MIN_PLAN:
                     p = MIN_PLAN if MIN_PLAN < limit[j] else limit[j]
                 plan[j] = p
-            if dyn != DYN_NONE:
-                if fair_tree and fstamp[leaf[j]] != stamp:  # (all factors at once, once per tick)
-                    _fair_tree_update(usage, raw_acct, acct, sib, snorm, acct_share, two_levels, fplan, fstack, stamp,
-                                      fval, fstamp, ftk, fti, scale)
-                key[j] = _key(dyn, now, j, submit, a_arr, b_arr, leaf, acct, sib, snorm, usage, raw_acct,
-                              fval, fstamp, stamp, root, w_age, w_fs, max_age)
-            _insert_sorted(q, Q, j, key, rank)
-            Q += 1
+            Q = _arrive(j, dyn, q, Q, key, rank, now, submit, a_arr, b_arr, leaf, acct, sib, snorm, usage, raw_acct,
+                        fval, fstamp, stamp, root, w_age, w_fs, max_age, fair_tree, acct_share, two_levels, fplan,
+                        fstack, ftk, fti, scale)
             if sjbf:
                 _insert_sorted(sq, S, j, plan, rank)
                 S += 1
@@ -282,15 +270,9 @@ def extended_steps(submit, limit, nodes, dur, arrivals, rank, mode, estimate, sj
         # 2c. a dynamic priority re-orders the queue
         if dyn != DYN_NONE and (dyn != DYN_MULTIFACTOR or due):
             due = False
-            if dyn == DYN_MULTIFACTOR:
-                if fair_tree and fstamp[leaf[q[0]]] != stamp:
-                    _fair_tree_update(usage, raw_acct, acct, sib, snorm, acct_share, two_levels, fplan, fstack, stamp,
-                                      fval, fstamp, ftk, fti, scale)
-                _rekey_multifactor(q, Q, key, now, submit, a_arr, leaf, acct, sib, snorm, usage, raw_acct,
-                                   fval, fstamp, stamp, root, w_age, w_fs, max_age)
-            else:
-                _rekey_every_pass(dyn, q, Q, key, now, submit, a_arr, b_arr)
-            moved = _resort(q, Q, key, rank, tmp)
+            moved = _rekey(dyn, q, Q, key, rank, tmp, now, submit, a_arr, b_arr, leaf, acct, sib, snorm, usage,
+                           raw_acct, fval, fstamp, stamp, root, w_age, w_fs, max_age, fair_tree, acct_share, two_levels,
+                           fplan, fstack, ftk, fti, scale)
             if not (moved or changed) and R > 0 and re[0] > now:
                 # A tick that changed nothing: same queue, same order, same free nodes, no
                 # overdue job. The reference's pass starts nothing then (every job it tries
@@ -381,6 +363,26 @@ def _account_end(lf, nj, now, next_tick, runn, acc, charge_ended, began, period)
     acc[lf] -= nj * (next_tick - since)
 
 
+@njit(cache=True, _nrt=False, inline="always")
+def _advance(now, Q, next_tick, tick_k, t0, period, decay, scale, root, n_active, active, is_active, acc, runn, usage,
+             raw_acct, acct, n_acct, fair_tree, fti, two_levels, stamp, due):
+    """Multifactor at an event (``extended_steps``, ``shared_dynamic_steps``): while jobs wait, a
+    tick before ``now`` is an event of its own (``now`` becomes it); the ticks due are processed
+    (``_ticks``; first, under Fair Tree, the units about to gain usage are marked: it moves only
+    them), the fair-share factors change (``stamp``) and the keys are due. Returns (now, active
+    count, root usage, scale, tick index and time, stamp, due)."""
+    if Q > 0 and next_tick < now:
+        now = next_tick
+    if next_tick <= now:
+        if fair_tree:
+            _fair_tree_dirty(fti, active, n_active, acct, two_levels)
+        n_active, root, scale, tick_k, next_tick, ticks = _ticks(now, next_tick, tick_k, t0, period, decay, scale, root,
+                                                                 n_active, active, is_active, acc, runn, usage,
+                                                                 raw_acct, acct, n_acct)
+        return now, n_active, root, scale, tick_k, next_tick, stamp + ticks, True
+    return now, n_active, root, scale, tick_k, next_tick, stamp, due
+
+
 @njit(cache=True, _nrt=False)
 def _ticks(now, next_tick, tick_k, t0, period, decay, scale, root, n_active, active, is_active, acc, runn, usage,
            raw_acct, acct, n_acct):
@@ -449,6 +451,40 @@ def _activate(active, is_active, count, lf):
         p -= 1
     active[p] = lf
     return count + 1
+
+
+@njit(cache=True, _nrt=False)
+def _arrive(j, dyn, q, Q, key, rank, now, submit, a_arr, b_arr, leaf, acct, sib, snorm, usage, raw_acct, fval, fstamp,
+            stamp, root, w_age, w_fs, max_age, fair_tree, acct_share, two_levels, fplan, fstack, ftk, fti, scale):
+    """Job j, arriving at ``now``, into the queue ``q[:Q]`` sorted by (key, rank); the new count.
+    A dynamic priority ``dyn`` keys it first, Fair Tree's factors brought to this tick if its are
+    not (all at once, once per tick, as ``slurm_steps``). ``extended_steps``' and
+    ``shared_dynamic_steps``' step 2 (not inlined: numba's inliner takes at most 30 arguments)."""
+    if dyn != DYN_NONE:
+        if fair_tree and fstamp[leaf[j]] != stamp:
+            _fair_tree_update(usage, raw_acct, acct, sib, snorm, acct_share, two_levels, fplan, fstack, stamp, fval,
+                              fstamp, ftk, fti, scale)
+        key[j] = _key(dyn, now, j, submit, a_arr, b_arr, leaf, acct, sib, snorm, usage, raw_acct, fval, fstamp, stamp,
+                      root, w_age, w_fs, max_age)
+    _insert_sorted(q, Q, j, key, rank)
+    return Q + 1
+
+
+@njit(cache=True, _nrt=False)
+def _rekey(dyn, q, Q, key, rank, tmp, now, submit, a_arr, b_arr, leaf, acct, sib, snorm, usage, raw_acct, fval, fstamp,
+           stamp, root, w_age, w_fs, max_age, fair_tree, acct_share, two_levels, fplan, fstack, ftk, fti, scale):
+    """Step 2c of ``extended_steps`` and ``shared_dynamic_steps``: the waiting jobs ``q[:Q]`` keyed
+    again at ``now`` (multifactor at a tick, Fair Tree's factors first as in ``_arrive``; WFP3 and
+    UNICEF at every pass) and sorted again; whether any moved."""
+    if dyn == DYN_MULTIFACTOR:
+        if fair_tree and fstamp[leaf[q[0]]] != stamp:
+            _fair_tree_update(usage, raw_acct, acct, sib, snorm, acct_share, two_levels, fplan, fstack, stamp, fval,
+                              fstamp, ftk, fti, scale)
+        _rekey_multifactor(q, Q, key, now, submit, a_arr, leaf, acct, sib, snorm, usage, raw_acct, fval, fstamp, stamp,
+                           root, w_age, w_fs, max_age)
+    else:
+        _rekey_every_pass(dyn, q, Q, key, now, submit, a_arr, b_arr)
+    return _resort(q, Q, key, rank, tmp)
 
 
 @njit(cache=True, _nrt=False)
