@@ -34,24 +34,9 @@ from numba import njit
 
 from ._kernels import (BIG, EV_NEXT, MODE_EASY, MODE_EASY_DREVT, MODE_NONE, _arrival, _before_shadow, _descend,
                        _enqueue_arrivals, _finish_next, _heap_pop, _heap_push, _launch, _load_counts, _load_queue,
-                       _run_insert, _slice_event, _store_counts, _store_queue)
+                       _run_insert, _seg_clear, _seg_set, _slice_event, _store_counts, _store_queue)
 
 MODES = {"none": 0, "easy": 1, "easy_drevt": 2}
-
-
-@njit(cache=True, _nrt=False)
-def _update(tc, tg, tm, tl, i):
-    i >>= 1
-    while i >= 1:
-        a, b = 2 * i, 2 * i + 1
-        c = min(tc[a], tc[b])
-        g = min(tg[a], tg[b])
-        m = min(tm[a], tm[b])
-        lv = min(tl[a], tl[b])
-        if c == tc[i] and g == tg[i] and m == tm[i] and lv == tl[i]:
-            break
-        tc[i], tg[i], tm[i], tl[i] = c, g, m, lv
-        i >>= 1
 
 
 @njit(cache=True, _nrt=False)
@@ -183,7 +168,7 @@ def shared_queue_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, m
             j, a, Q, head = _arrival(submit, arrivals, a, now, rank, Q, head)
             if j < 0:
                 break
-            _set(tc, tg, tm, tl, rank[j] + size, cores[j], gpus[j], mem[j], limit[j])
+            _seg_set(tc, tg, tm, tl, rank[j] + size, cores[j], gpus[j], mem[j], limit[j])
         if Q == 0:
             continue
 
@@ -196,7 +181,7 @@ def shared_queue_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, m
             _take(j, pick, nodes, cores, gpus, mem, fc, fg, fm, node_start, node_list)
             R, H = _launch(j, now, now + limit[j], begin, end, est, dur, nodes, re, rj, rn, R, hk, hj, H)
             Q -= 1
-            _clear(tc, tg, tm, tl, h + size)
+            _seg_clear(tc, tg, tm, tl, h + size)
             h = _next(tc, size, h + 1, BIG, BIG, BIG, tg, tm, tl, now, np.inf)
         head = h if h >= 0 else size
         if h < 0 or mode == MODE_NONE:
@@ -233,7 +218,7 @@ def shared_queue_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, m
             _take(j, pick, nodes, cores, gpus, mem, fc, fg, fm, node_start, node_list)
             R, H = _launch(j, now, now + limit[j], begin, end, est, dur, nodes, re, rj, rn, R, hk, hj, H)
             Q -= 1
-            _clear(tc, tg, tm, tl, c + size)
+            _seg_clear(tc, tg, tm, tl, c + size)
             maxc, maxg, maxm = _maxima(fc, fg, fm)
             c += 1
     _store_queue(st, sf, 0, R, H, Q, a, done, head, now)
@@ -263,25 +248,6 @@ def _give_back(j, fc, fg, fm, node_start, node_list, cores, gpus, mem):
         fc[i] += cores[j]
         fg[i] += gpus[j]
         fm[i] += mem[j]
-
-
-@njit(cache=True, _nrt=False, inline="always")
-def _set(tc, tg, tm, tl, leaf, c, g, m, lim):
-    """A job asking for (c, g, m) per node with time limit ``lim`` waits at ``leaf``."""
-    tc[leaf] = c
-    tg[leaf] = g
-    tm[leaf] = m
-    tl[leaf] = lim
-    _update(tc, tg, tm, tl, leaf)
-
-
-@njit(cache=True, _nrt=False)
-def _clear(tc, tg, tm, tl, leaf):
-    tc[leaf] = BIG
-    tg[leaf] = BIG
-    tm[leaf] = BIG
-    tl[leaf] = np.inf
-    _update(tc, tg, tm, tl, leaf)
 
 
 @njit(cache=True, _nrt=False)
