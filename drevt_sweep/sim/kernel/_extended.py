@@ -196,6 +196,7 @@ def extended_steps(submit, limit, nodes, dur, arrivals, rank, mode, estimate, sj
     planning = estimate != EST_USER
     fairshare = dyn == DYN_MULTIFACTOR
     free, R, H, Q, a, done, now = _load_counts(st, sf)
+    ft = (acct_share, two_levels, fplan, fstack, ftk, fti)  # Fair Tree's arrays (_arrive, _rekey)
     O = st[ST_O]
     S = st[ST_S]
     n_active = st[ST_ACTIVE]  # (not ``_load_fairshare``: see there)
@@ -258,8 +259,7 @@ def extended_steps(submit, limit, nodes, dur, arrivals, rank, mode, estimate, sj
                     p = MIN_PLAN if MIN_PLAN < limit[j] else limit[j]
                 plan[j] = p
             Q = _arrive(j, dyn, q, Q, key, rank, now, submit, a_arr, b_arr, leaf, acct, sib, snorm, usage, raw_acct,
-                        fval, fstamp, stamp, root, w_age, w_fs, max_age, fair_tree, acct_share, two_levels, fplan,
-                        fstack, ftk, fti, scale)
+                        fval, fstamp, stamp, root, w_age, w_fs, max_age, fair_tree, ft, scale)
             if sjbf:
                 _insert_sorted(sq, S, j, plan, rank)
                 S += 1
@@ -271,8 +271,7 @@ def extended_steps(submit, limit, nodes, dur, arrivals, rank, mode, estimate, sj
         if dyn != DYN_NONE and (dyn != DYN_MULTIFACTOR or due):
             due = False
             moved = _rekey(dyn, q, Q, key, rank, tmp, now, submit, a_arr, b_arr, leaf, acct, sib, snorm, usage,
-                           raw_acct, fval, fstamp, stamp, root, w_age, w_fs, max_age, fair_tree, acct_share, two_levels,
-                           fplan, fstack, ftk, fti, scale)
+                           raw_acct, fval, fstamp, stamp, root, w_age, w_fs, max_age, fair_tree, ft, scale)
             if not (moved or changed) and R > 0 and re[0] > now:
                 # A tick that changed nothing: same queue, same order, same free nodes, no
                 # overdue job. The reference's pass starts nothing then (every job it tries
@@ -453,14 +452,17 @@ def _activate(active, is_active, count, lf):
     return count + 1
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, inline="always")
 def _arrive(j, dyn, q, Q, key, rank, now, submit, a_arr, b_arr, leaf, acct, sib, snorm, usage, raw_acct, fval, fstamp,
-            stamp, root, w_age, w_fs, max_age, fair_tree, acct_share, two_levels, fplan, fstack, ftk, fti, scale):
+            stamp, root, w_age, w_fs, max_age, fair_tree, ft, scale):
     """Job j, arriving at ``now``, into the queue ``q[:Q]`` sorted by (key, rank); the new count.
     A dynamic priority ``dyn`` keys it first, Fair Tree's factors brought to this tick if its are
     not (all at once, once per tick, as ``slurm_steps``). ``extended_steps``' and
-    ``shared_dynamic_steps``' step 2 (not inlined: numba's inliner takes at most 30 arguments)."""
+    ``shared_dynamic_steps``' step 2. Inlined (called, shared wfp3 ran +12-15 %), so its arrays
+    for Fair Tree come in one tuple ``ft``: numba inlines no call of more than 30 arguments
+    (CPython passes them as *args)."""
     if dyn != DYN_NONE:
+        acct_share, two_levels, fplan, fstack, ftk, fti = ft
         if fair_tree and fstamp[leaf[j]] != stamp:
             _fair_tree_update(usage, raw_acct, acct, sib, snorm, acct_share, two_levels, fplan, fstack, stamp, fval,
                               fstamp, ftk, fti, scale)
@@ -470,13 +472,14 @@ def _arrive(j, dyn, q, Q, key, rank, now, submit, a_arr, b_arr, leaf, acct, sib,
     return Q + 1
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, inline="always")
 def _rekey(dyn, q, Q, key, rank, tmp, now, submit, a_arr, b_arr, leaf, acct, sib, snorm, usage, raw_acct, fval, fstamp,
-           stamp, root, w_age, w_fs, max_age, fair_tree, acct_share, two_levels, fplan, fstack, ftk, fti, scale):
+           stamp, root, w_age, w_fs, max_age, fair_tree, ft, scale):
     """Step 2c of ``extended_steps`` and ``shared_dynamic_steps``: the waiting jobs ``q[:Q]`` keyed
     again at ``now`` (multifactor at a tick, Fair Tree's factors first as in ``_arrive``; WFP3 and
-    UNICEF at every pass) and sorted again; whether any moved."""
+    UNICEF at every pass) and sorted again; whether any moved. Inlined, as ``_arrive``."""
     if dyn == DYN_MULTIFACTOR:
+        acct_share, two_levels, fplan, fstack, ftk, fti = ft
         if fair_tree and fstamp[leaf[q[0]]] != stamp:
             _fair_tree_update(usage, raw_acct, acct, sib, snorm, acct_share, two_levels, fplan, fstack, stamp, fval,
                               fstamp, ftk, fti, scale)

@@ -39,6 +39,7 @@ def shared_dynamic_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus,
     use_extra = mode == MODE_EASY
     fairshare = dyn == DYN_MULTIFACTOR
     _, R, H, Q, a, done, now = _load_counts(st, sf)
+    ft = (acct_share, two_levels, fplan, fstack, ftk, fti)  # Fair Tree's arrays (_arrive, _rekey)
     n_active, stamp, tick_k, due, root, scale, next_tick = _load_fairshare(st, sf, ST_ACTIVE, SF_ROOT)
     n_arr = arrivals.shape[0]
     status = 0
@@ -64,8 +65,7 @@ def shared_dynamic_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus,
             j = arrivals[a]
             a += 1
             Q = _arrive(j, dyn, q, Q, key, rank, now, submit, a_arr, b_arr, leaf, acct, sib, snorm, usage, raw_acct,
-                        fval, fstamp, stamp, root, w_age, w_fs, max_age, fair_tree, acct_share, two_levels, fplan,
-                        fstack, ftk, fti, scale)
+                        fval, fstamp, stamp, root, w_age, w_fs, max_age, fair_tree, ft, scale)
         if Q == 0:
             continue
 
@@ -73,8 +73,7 @@ def shared_dynamic_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus,
         if dyn != DYN_NONE and (dyn != DYN_MULTIFACTOR or due):
             due = False
             _rekey(dyn, q, Q, key, rank, tmp, now, submit, a_arr, b_arr, leaf, acct, sib, snorm, usage, raw_acct,
-                   fval, fstamp, stamp, root, w_age, w_fs, max_age, fair_tree, acct_share, two_levels, fplan, fstack,
-                   ftk, fti, scale)
+                   fval, fstamp, stamp, root, w_age, w_fs, max_age, fair_tree, ft, scale)
 
         # 3. start jobs in priority order while they fit
         k = 0
