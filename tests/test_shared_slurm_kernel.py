@@ -113,12 +113,13 @@ def plain_earliest_all(PT, PC, PG, PM, PB, now, k, L, c, g, m):
 
 
 def test_the_slurm_drivers_earliest_fit_is_the_shared_kernels():
-    """One node's earliest fit (unsigned indices) against its definition, and ``_shared_slurm``'s
+    """One node's earliest fit (unsigned indices) against its definition, and the Slurm cycle's
     searches (an O(1) answer for a node whose profile has room for the request only in its last
-    segment, ``_node_fit`` after ``_most_free``; its own several-node search): on random
-    profiles of 4 nodes (jobs held on random windows, some reservations held whole), for
-    requests small and large (the O(1) answer both ways), several starts and bounds, they give
-    ``shared._node_earliest`` and ``shared._earliest_all`` (start and nodes) exactly."""
+    segment, ``shared._node_fit`` after ``_shared_slurm._most_free``; ``shared._earliest_all``
+    given those amounts): on random profiles of 4 nodes (jobs held on random windows, some
+    reservations held whole), for requests small and large (the O(1) answer both ways), several
+    starts and bounds, they give ``shared._node_earliest`` and ``_earliest_all`` without them (as
+    the conservative drivers call it; start and nodes) exactly."""
     from drevt_sweep.sim.kernel import _shared_slurm as ss, shared
 
     rng = np.random.default_rng(20)
@@ -153,16 +154,17 @@ def test_the_slurm_drivers_earliest_fit_is_the_shared_kernels():
                     for i in range(n):
                         want = shared._node_earliest(PT, PC, PG, PM, PB, i, t, L, c, g, m, H)
                         assert want == plain_earliest(PT, PC, PG, PM, PB, i, t, L, c, g, m, H)
-                        assert ss._node_fit(PT, PC, PG, PM, PB, MX, i, t, L, c, g, m, H) == want
+                        assert shared._node_fit(PT, PC, PG, PM, PB, MX, i, t, L, c, g, m, H) == want
                         if c > MX[0, i] or g > MX[1, i] or m > MX[2, i]:
                             shortcut += 1
                         else:
                             scanned += 1
                 for k in range(1, n + 1):
                     pick, want_pick = np.full(n, -1, np.int64), np.full(n, -1, np.int64)
-                    want = shared._earliest_all(PT, PC, PG, PM, PB, t, k, L, c, g, m, np.inf, want_pick,
+                    want = shared._earliest_all(PT, PC, PG, PM, PB, None, t, k, L, c, g, m, np.inf, want_pick,
                                                 np.empty(n), np.empty(n))
-                    got = ss._earliest_fit(PT, PC, PG, PM, PB, MX, t, k, L, c, g, m, pick, np.empty(n), np.empty(n))
+                    got = shared._earliest_all(PT, PC, PG, PM, PB, MX, t, k, L, c, g, m, np.inf, pick, np.empty(n),
+                                               np.empty(n))
                     plain, nodes = plain_earliest_all(PT, PC, PG, PM, PB, t, k, L, c, g, m)
                     assert want == plain and (want == np.inf or want_pick[:k].tolist() == nodes), (case, k)
                     assert got == want and (got == np.inf or np.array_equal(pick[:k], want_pick[:k])), (case, k)

@@ -196,6 +196,7 @@ def extended_steps(submit, limit, nodes, dur, arrivals, rank, mode, estimate, sj
     planning = estimate != EST_USER
     fairshare = dyn == DYN_MULTIFACTOR
     free, R, H, Q, a, done, now = _load_counts(st, sf)
+    ft = (acct_share, two_levels, fplan, fstack, ftk, fti)  # Fair Tree's arrays (_arrive, _rekey)
     O = st[ST_O]
     S = st[ST_S]
     n_active = st[ST_ACTIVE]  # (not ``_load_fairshare``: see there)
@@ -213,16 +214,9 @@ def extended_steps(submit, limit, nodes, dur, arrivals, rank, mode, estimate, sj
         if O > 0 and ok_[0] < now:
             now = ok_[0]
         if fairshare:
-            if Q > 0 and next_tick < now:
-                now = next_tick
-            if next_tick <= now:
-                if fair_tree:  # (the units about to gain usage: Fair Tree moves only them)
-                    _fair_tree_dirty(fti, active, n_active, acct, two_levels)
-                n_active, root, scale, tick_k, next_tick, ticks = _ticks(
-                    now, next_tick, tick_k, t0, period, decay, scale, root, n_active, active, is_active, acc, runn,
-                    usage, raw_acct, acct, n_acct)
-                due = True
-                stamp += ticks  # the fair-share factors change
+            now, n_active, root, scale, tick_k, next_tick, stamp, due = _advance(
+                now, Q, next_tick, tick_k, t0, period, decay, scale, root, n_active, active, is_active, acc, runn,
+                usage, raw_acct, acct, n_acct, fair_tree, fti, two_levels, stamp, due)
 
         # 1. completions, in (end, job) order
         changed = (H > 0 and hk[0] <= now) or (O > 0 and ok_[0] <= now) or (a < n_arr and submit[arrivals[a]] <= now)
@@ -264,14 +258,8 @@ def extended_steps(submit, limit, nodes, dur, arrivals, rank, mode, estimate, sj
                 if p < MIN_PLAN:
                     p = MIN_PLAN if MIN_PLAN < limit[j] else limit[j]
                 plan[j] = p
-            if dyn != DYN_NONE:
-                if fair_tree and fstamp[leaf[j]] != stamp:  # (all factors at once, once per tick)
-                    _fair_tree_update(usage, raw_acct, acct, sib, snorm, acct_share, two_levels, fplan, fstack, stamp,
-                                      fval, fstamp, ftk, fti, scale)
-                key[j] = _key(dyn, now, j, submit, a_arr, b_arr, leaf, acct, sib, snorm, usage, raw_acct,
-                              fval, fstamp, stamp, root, w_age, w_fs, max_age)
-            _insert_sorted(q, Q, j, key, rank)
-            Q += 1
+            Q = _arrive(j, dyn, q, Q, key, rank, now, submit, a_arr, b_arr, leaf, acct, sib, snorm, usage, raw_acct,
+                        fval, fstamp, stamp, root, w_age, w_fs, max_age, fair_tree, ft, scale)
             if sjbf:
                 _insert_sorted(sq, S, j, plan, rank)
                 S += 1
@@ -282,15 +270,8 @@ def extended_steps(submit, limit, nodes, dur, arrivals, rank, mode, estimate, sj
         # 2c. a dynamic priority re-orders the queue
         if dyn != DYN_NONE and (dyn != DYN_MULTIFACTOR or due):
             due = False
-            if dyn == DYN_MULTIFACTOR:
-                if fair_tree and fstamp[leaf[q[0]]] != stamp:
-                    _fair_tree_update(usage, raw_acct, acct, sib, snorm, acct_share, two_levels, fplan, fstack, stamp,
-                                      fval, fstamp, ftk, fti, scale)
-                _rekey_multifactor(q, Q, key, now, submit, a_arr, leaf, acct, sib, snorm, usage, raw_acct,
-                                   fval, fstamp, stamp, root, w_age, w_fs, max_age)
-            else:
-                _rekey_every_pass(dyn, q, Q, key, now, submit, a_arr, b_arr)
-            moved = _resort(q, Q, key, rank, tmp)
+            moved = _rekey(dyn, q, Q, key, rank, tmp, now, submit, a_arr, b_arr, leaf, acct, sib, snorm, usage,
+                           raw_acct, fval, fstamp, stamp, root, w_age, w_fs, max_age, fair_tree, ft, scale)
             if not (moved or changed) and R > 0 and re[0] > now:
                 # A tick that changed nothing: same queue, same order, same free nodes, no
                 # overdue job. The reference's pass starts nothing then (every job it tries
@@ -381,6 +362,26 @@ def _account_end(lf, nj, now, next_tick, runn, acc, charge_ended, began, period)
     acc[lf] -= nj * (next_tick - since)
 
 
+@njit(cache=True, _nrt=False, inline="always")
+def _advance(now, Q, next_tick, tick_k, t0, period, decay, scale, root, n_active, active, is_active, acc, runn, usage,
+             raw_acct, acct, n_acct, fair_tree, fti, two_levels, stamp, due):
+    """Multifactor at an event (``extended_steps``, ``shared_dynamic_steps``): while jobs wait, a
+    tick before ``now`` is an event of its own (``now`` becomes it); the ticks due are processed
+    (``_ticks``; first, under Fair Tree, the units about to gain usage are marked: it moves only
+    them), the fair-share factors change (``stamp``) and the keys are due. Returns (now, active
+    count, root usage, scale, tick index and time, stamp, due)."""
+    if Q > 0 and next_tick < now:
+        now = next_tick
+    if next_tick <= now:
+        if fair_tree:
+            _fair_tree_dirty(fti, active, n_active, acct, two_levels)
+        n_active, root, scale, tick_k, next_tick, ticks = _ticks(now, next_tick, tick_k, t0, period, decay, scale, root,
+                                                                 n_active, active, is_active, acc, runn, usage,
+                                                                 raw_acct, acct, n_acct)
+        return now, n_active, root, scale, tick_k, next_tick, stamp + ticks, True
+    return now, n_active, root, scale, tick_k, next_tick, stamp, due
+
+
 @njit(cache=True, _nrt=False)
 def _ticks(now, next_tick, tick_k, t0, period, decay, scale, root, n_active, active, is_active, acc, runn, usage,
            raw_acct, acct, n_acct):
@@ -449,6 +450,44 @@ def _activate(active, is_active, count, lf):
         p -= 1
     active[p] = lf
     return count + 1
+
+
+@njit(cache=True, _nrt=False, inline="always")
+def _arrive(j, dyn, q, Q, key, rank, now, submit, a_arr, b_arr, leaf, acct, sib, snorm, usage, raw_acct, fval, fstamp,
+            stamp, root, w_age, w_fs, max_age, fair_tree, ft, scale):
+    """Job j, arriving at ``now``, into the queue ``q[:Q]`` sorted by (key, rank); the new count.
+    A dynamic priority ``dyn`` keys it first, Fair Tree's factors brought to this tick if its are
+    not (all at once, once per tick, as ``slurm_steps``). ``extended_steps``' and
+    ``shared_dynamic_steps``' step 2. Inlined (called, shared wfp3 ran +12-15 %), so its arrays
+    for Fair Tree come in one tuple ``ft``: numba inlines no call of more than 30 arguments
+    (CPython passes them as *args)."""
+    if dyn != DYN_NONE:
+        acct_share, two_levels, fplan, fstack, ftk, fti = ft
+        if fair_tree and fstamp[leaf[j]] != stamp:
+            _fair_tree_update(usage, raw_acct, acct, sib, snorm, acct_share, two_levels, fplan, fstack, stamp, fval,
+                              fstamp, ftk, fti, scale)
+        key[j] = _key(dyn, now, j, submit, a_arr, b_arr, leaf, acct, sib, snorm, usage, raw_acct, fval, fstamp, stamp,
+                      root, w_age, w_fs, max_age)
+    _insert_sorted(q, Q, j, key, rank)
+    return Q + 1
+
+
+@njit(cache=True, _nrt=False, inline="always")
+def _rekey(dyn, q, Q, key, rank, tmp, now, submit, a_arr, b_arr, leaf, acct, sib, snorm, usage, raw_acct, fval, fstamp,
+           stamp, root, w_age, w_fs, max_age, fair_tree, ft, scale):
+    """Step 2c of ``extended_steps`` and ``shared_dynamic_steps``: the waiting jobs ``q[:Q]`` keyed
+    again at ``now`` (multifactor at a tick, Fair Tree's factors first as in ``_arrive``; WFP3 and
+    UNICEF at every pass) and sorted again; whether any moved. Inlined, as ``_arrive``."""
+    if dyn == DYN_MULTIFACTOR:
+        acct_share, two_levels, fplan, fstack, ftk, fti = ft
+        if fair_tree and fstamp[leaf[q[0]]] != stamp:
+            _fair_tree_update(usage, raw_acct, acct, sib, snorm, acct_share, two_levels, fplan, fstack, stamp, fval,
+                              fstamp, ftk, fti, scale)
+        _rekey_multifactor(q, Q, key, now, submit, a_arr, leaf, acct, sib, snorm, usage, raw_acct, fval, fstamp, stamp,
+                           root, w_age, w_fs, max_age)
+    else:
+        _rekey_every_pass(dyn, q, Q, key, now, submit, a_arr, b_arr)
+    return _resort(q, Q, key, rank, tmp)
 
 
 @njit(cache=True, _nrt=False)
@@ -779,39 +818,27 @@ def _ft_place(d, n, by, pos, moving, fval, fac, kr, acct, two_levels, us, ur, si
     its right neighbour's factors are already those of their places (the first of no tie)."""
     p = pos[d]
     t = p
-    j = p - 1
     alone = True  # strictly between fixed neighbours, whatever T
-    while j >= 0:
-        k = by[j]
-        if moving[k] == 0:
-            c, exact = _leaf_order(d, k, kr, acct, two_levels, us, ur, sib, usage, plan, stack)
-            if c < 0 or (c == 0 and d < k):
-                t = j
-            else:
-                alone = alone and c > 0 and exact and j == p - 1
-                break
-        j -= 1
-    if t < p:
-        for i in range(p, t, -1):
-            k = by[i - 1]
-            by[i] = k
-            pos[k] = i
-    else:
-        j = p + 1
-        while j < n:
+    for s in (-1, 1):  # leftwards past the leaves it goes before; if none, rightwards past those before it
+        j = p + s
+        while 0 <= j < n:
             k = by[j]
             if moving[k] == 0:
-                c, exact = _leaf_order(k, d, kr, acct, two_levels, us, ur, sib, usage, plan, stack)
-                if c < 0 or (c == 0 and k < d):
+                x, y = (d, k) if s < 0 else (k, d)  # (the left one first)
+                c, exact = _leaf_order(x, y, kr, acct, two_levels, us, ur, sib, usage, plan, stack)
+                if c < 0 or (c == 0 and x < y):
                     t = j
                 else:
-                    alone = alone and c > 0 and exact and j == p + 1
+                    alone = alone and c > 0 and exact and j == p + s
                     break
-            j += 1
-        for i in range(p, t):
-            k = by[i + 1]
-            by[i] = k
-            pos[k] = i
+            j += s
+        if t != p:
+            break
+    s = -1 if t < p else 1
+    for i in range(p, t, s):
+        k = by[i + s]
+        by[i] = k
+        pos[k] = i
     by[t] = d
     pos[d] = t
     moving[d] = 0

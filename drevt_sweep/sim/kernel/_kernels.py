@@ -314,8 +314,9 @@ def _store_queue(st, sf, free, R, H, Q, a, done, head, now):
 
 
 @njit(cache=True, _nrt=False)
-def _seg_update(tn, tl, i):
-    """Recompute the minima above leaf index ``i`` (stops as soon as nothing changes)."""
+def _seg_update(tn, tg, tm, tl, i):
+    """Recompute the minima above leaf index ``i`` (stops as soon as nothing changes); ``tg``,
+    ``tm``: on shared nodes the trees of GPUs and memory beside ``tn``'s cores (None in a pool)."""
     i >>= 1
     while i >= 1:
         a = tn[2 * i]
@@ -324,33 +325,45 @@ def _seg_update(tn, tl, i):
         x = tl[2 * i]
         y = tl[2 * i + 1]
         lv = x if x < y else y
-        if nv == tn[i] and lv == tl[i]:
-            break
+        if tg is None:
+            if nv == tn[i] and lv == tl[i]:
+                break
+        else:
+            g = min(tg[2 * i], tg[2 * i + 1])
+            m = min(tm[2 * i], tm[2 * i + 1])
+            if nv == tn[i] and g == tg[i] and m == tm[i] and lv == tl[i]:
+                break
+            tg[i] = g
+            tm[i] = m
         tn[i] = nv
         tl[i] = lv
         i >>= 1
 
 
 @njit(cache=True, _nrt=False, inline="always")
-def _seg_set(tn, tl, leaf, nj, lim):
-    """A job of ``nj`` nodes and time limit ``lim`` waits at ``leaf``."""
-    tn[leaf] = nj
+def _seg_set(tn, tg, tm, tl, leaf, n, g, m, lim):
+    """A job with time limit ``lim`` waits at ``leaf``, asking for ``n`` nodes (a pool) or for
+    (n, g, m) cores, GPUs and KiB per node (shared nodes)."""
+    tn[leaf] = n
+    if tg is not None:
+        tg[leaf] = g
+        tm[leaf] = m
     tl[leaf] = lim
-    _seg_update(tn, tl, leaf)
+    _seg_update(tn, tg, tm, tl, leaf)
 
 
 @njit(cache=True, _nrt=False, inline="always")
-def _seg_clear(tn, tl, leaf):
+def _seg_clear(tn, tg, tm, tl, leaf):
     """Nobody waits at ``leaf`` any more (its job started)."""
-    tn[leaf] = BIG
-    tl[leaf] = np.inf
-    _seg_update(tn, tl, leaf)
+    _seg_set(tn, tg, tm, tl, leaf, BIG, BIG, BIG, np.inf)
 
 
 @njit(cache=True, _nrt=False, inline="always")
-def _descend(tn, tl, size, p, free, timed, now, shadow, extra, strict, use_extra):
-    """Smallest rank >= p whose waiting job asks for at most ``free`` nodes and, if ``timed``,
-    passes EASY's backfill rule (:func:`_may_backfill`, ending at ``now + limit``), or -1.
+def _descend(tn, tg, tm, tl, size, p, free, maxg, maxm, timed, now, shadow, extra, strict, use_extra):
+    """Smallest rank >= p whose waiting job asks for at most ``free`` nodes (on shared nodes,
+    ``kernel.shared._next``: cores, and at most ``maxg`` GPUs and ``maxm`` KiB in the trees ``tg``,
+    ``tm``; None in a pool) and, if ``timed``, passes EASY's backfill rule (:func:`_may_backfill`,
+    ending at ``now + limit``), or -1.
 
     From leaf ``p`` it climbs right and descends, entering a subtree only if its minimum nodes
     and (``timed``) minimum limit could pass (a necessary condition; leaves are tested
@@ -363,7 +376,8 @@ def _descend(tn, tl, size, p, free, timed, now, shadow, extra, strict, use_extra
     i = p + size
     while True:
         mn = tn[i]
-        if mn <= free and (not timed or _may_backfill(now + tl[i], mn, shadow, extra, strict, use_extra)):
+        if (mn <= free and (tg is None or (tg[i] <= maxg and tm[i] <= maxm))
+                and (not timed or _may_backfill(now + tl[i], mn, shadow, extra, strict, use_extra))):
             if i >= size:
                 return i - size
             i = 2 * i
@@ -392,13 +406,13 @@ def _first_waiting(tn, tl, size, p):
 @njit(cache=True, _nrt=False)
 def _first_fit(tn, tl, size, p, free):
     """Smallest rank >= p whose waiting job asks for at most ``free`` nodes, or -1."""
-    return _descend(tn, tl, size, p, free, False, 0.0, 0.0, 0, False, False)
+    return _descend(tn, None, None, tl, size, p, free, 0, 0, False, 0.0, 0.0, 0, False, False)
 
 
 @njit(cache=True, _nrt=False)
 def _first_candidate(tn, tl, size, p, free, now, shadow, extra, strict, use_extra):
     """Smallest rank >= p whose waiting job EASY would backfill now, or -1."""
-    return _descend(tn, tl, size, p, free, True, now, shadow, extra, strict, use_extra)
+    return _descend(tn, None, None, tl, size, p, free, 0, 0, True, now, shadow, extra, strict, use_extra)
 
 
 # --- resumable drivers --------------------------------------------------------------------
@@ -462,7 +476,7 @@ def queue_policy_steps(submit, limit, nodes, dur, arrivals, rank, total, mode,
             j, a, Q, head = _arrival(submit, arrivals, a, now, rank, Q, head)
             if j < 0:
                 break
-            _seg_set(tn, tl, rank[j] + size, nodes[j], limit[j])
+            _seg_set(tn, None, None, tl, rank[j] + size, nodes[j], 0, 0, limit[j])
 
         if Q == 0:
             continue
@@ -476,7 +490,7 @@ def queue_policy_steps(submit, limit, nodes, dur, arrivals, rank, total, mode,
                 break
             R, H = _launch(j, now, now + limit[j], begin, end, est, dur, nodes, re, rj, rn, R, hk, hj, H)
             free -= nj
-            _seg_clear(tn, tl, h + size)
+            _seg_clear(tn, None, None, tl, h + size)
             Q -= 1
             h = _first_waiting(tn, tl, size, h + 1)
         head = h if h >= 0 else size
@@ -498,7 +512,7 @@ def queue_policy_steps(submit, limit, nodes, dur, arrivals, rank, total, mode,
                 extra -= nj  # admitted by the extra-nodes rule
             R, H = _launch(j, now, e, begin, end, est, dur, nodes, re, rj, rn, R, hk, hj, H)
             free -= nj
-            _seg_clear(tn, tl, c + size)
+            _seg_clear(tn, None, None, tl, c + size)
             Q -= 1
             if free == 0:
                 break

@@ -18,9 +18,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ._extended import (DYN_MULTIFACTOR, DYN_NONE, SF_ROOT, ST_ACTIVE, _account_end, _account_start, _compact,
-                        _fair_tree_dirty, _fair_tree_update, _insert_sorted, _key, _load_fairshare,
-                        _rekey_every_pass, _rekey_multifactor, _resort, _store_fairshare, _ticks)
+from ._extended import (DYN_MULTIFACTOR, DYN_NONE, SF_ROOT, ST_ACTIVE, _account_end, _account_start, _advance,
+                        _arrive, _compact, _load_fairshare, _rekey, _store_fairshare)
 from ._kernels import (EV_NEXT, MODE_EASY, MODE_EASY_DREVT, MODE_NONE, _finish_next, _launch, _load_counts,
                        _slice_event, _store_counts)
 from .shared import MODES, _easy_admits, _first_fit, _give_back, _maxima, _node_lists, _shadow_on_nodes, _take
@@ -40,6 +39,7 @@ def shared_dynamic_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus,
     use_extra = mode == MODE_EASY
     fairshare = dyn == DYN_MULTIFACTOR
     _, R, H, Q, a, done, now = _load_counts(st, sf)
+    ft = (acct_share, two_levels, fplan, fstack, ftk, fti)  # Fair Tree's arrays (_arrive, _rekey)
     n_active, stamp, tick_k, due, root, scale, next_tick = _load_fairshare(st, sf, ST_ACTIVE, SF_ROOT)
     n_arr = arrivals.shape[0]
     status = 0
@@ -47,17 +47,10 @@ def shared_dynamic_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus,
         status, now, budget = _slice_event(submit, arrivals, a, hk, H, now, budget)
         if status != EV_NEXT:
             break
-        if fairshare:
-            if Q > 0 and next_tick < now:
-                now = next_tick
-            if next_tick <= now:  # Multifactor.advance
-                if fair_tree:  # (the units about to gain usage: Fair Tree moves only them)
-                    _fair_tree_dirty(fti, active, n_active, acct, two_levels)
-                n_active, root, scale, tick_k, next_tick, ticks = _ticks(
-                    now, next_tick, tick_k, t0, period, decay, scale, root, n_active, active, is_active, acc, runn,
-                    usage, raw_acct, acct, n_acct)
-                due = True
-                stamp += ticks
+        if fairshare:  # Multifactor.advance
+            now, n_active, root, scale, tick_k, next_tick, stamp, due = _advance(
+                now, Q, next_tick, tick_k, t0, period, decay, scale, root, n_active, active, is_active, acc, runn,
+                usage, raw_acct, acct, n_acct, fair_tree, fti, two_levels, stamp, due)
 
         # 1. completions, in (end, job) order
         while H > 0 and hk[0] <= now:
@@ -71,28 +64,16 @@ def shared_dynamic_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus,
         while a < n_arr and submit[arrivals[a]] <= now:
             j = arrivals[a]
             a += 1
-            if fair_tree and fstamp[leaf[j]] != stamp:  # (all factors at once, once per tick)
-                _fair_tree_update(usage, raw_acct, acct, sib, snorm, acct_share, two_levels, fplan, fstack, stamp,
-                                  fval, fstamp, ftk, fti, scale)
-            key[j] = _key(dyn, now, j, submit, a_arr, b_arr, leaf, acct, sib, snorm, usage, raw_acct,
-                          fval, fstamp, stamp, root, w_age, w_fs, max_age)
-            _insert_sorted(q, Q, j, key, rank)
-            Q += 1
+            Q = _arrive(j, dyn, q, Q, key, rank, now, submit, a_arr, b_arr, leaf, acct, sib, snorm, usage, raw_acct,
+                        fval, fstamp, stamp, root, w_age, w_fs, max_age, fair_tree, ft, scale)
         if Q == 0:
             continue
 
         # 2c. the dynamic priority re-orders the queue
         if dyn != DYN_NONE and (dyn != DYN_MULTIFACTOR or due):
             due = False
-            if dyn == DYN_MULTIFACTOR:
-                if fair_tree and fstamp[leaf[q[0]]] != stamp:
-                    _fair_tree_update(usage, raw_acct, acct, sib, snorm, acct_share, two_levels, fplan, fstack, stamp,
-                                      fval, fstamp, ftk, fti, scale)
-                _rekey_multifactor(q, Q, key, now, submit, a_arr, leaf, acct, sib, snorm, usage, raw_acct,
-                                   fval, fstamp, stamp, root, w_age, w_fs, max_age)
-            else:
-                _rekey_every_pass(dyn, q, Q, key, now, submit, a_arr, b_arr)
-            _resort(q, Q, key, rank, tmp)
+            _rekey(dyn, q, Q, key, rank, tmp, now, submit, a_arr, b_arr, leaf, acct, sib, snorm, usage, raw_acct,
+                   fval, fstamp, stamp, root, w_age, w_fs, max_age, fair_tree, ft, scale)
 
         # 3. start jobs in priority order while they fit
         k = 0

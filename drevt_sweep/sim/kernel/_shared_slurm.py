@@ -10,10 +10,9 @@ What is reused rather than rewritten:
   ``t0 + k * step`` from the first pass, the ones passed while no job waits skipped) and the
   window end ``_slurm._window_end`` (``cycle_window_end``);
 * the per-node free profiles of the shared conservative kernel with limits enforced
-  (``kernel.shared``: ``_prof_take``, ``_room``, ``_seg``, one node's earliest fit
-  ``_node_earliest_from``, ``_kth_smallest``; ``_earliest_fit`` is ``_earliest_all`` with
-  ``_node_fit``'s shortcut, which only the cycle's ``_most_free`` keeps; the
-  comment above ``shared._seg`` says why it is ``_Timeline.earliest_fit``'s). ``_SlurmShared``
+  (``kernel.shared``: ``_prof_take``, ``_room``, ``_seg``, the earliest fit ``_earliest_all``,
+  given the most free amounts that only the cycle keeps, ``_most_free``, for ``_node_fit``'s
+  shortcut; the comment above ``shared._seg`` says why it is ``_Timeline.earliest_fit``'s). ``_SlurmShared``
   plans on a ``_Timeline`` of intervals, whose usage (``_Timeline._steps``) is that step
   function: a cycle holds each interval on its nodes as it goes (``_hold``), so a check reads a
   node's sorted segments in its window instead of re-gathering and summing every interval of
@@ -67,8 +66,8 @@ from ._kernels import BIG, _enqueue_arrivals, _finish_next, _launch, _load_count
 from ._slurm import (P_DEPTH, P_F_SIZE, P_I_SIZE, P_INTERVAL, P_MAX_TEST, P_MAX_USER, P_RES, P_RESERVE, P_SCHED,
                      P_WINDOW, SF_NEXT_BF, SF_NEXT_FULL, SF_T0, ST_CYCLE, ST_KFULL, _load_clocks, _pass_clocks,
                      _settings, _store_clocks, _window_end)
-from .shared import (GROW, _first_fit, _give_back, _kth_smallest, _maxima, _node_earliest_from, _node_lists,
-                     _prof_take, _room, _seg, _take, _widest)
+from .shared import (GROW, _earliest_all, _first_fit, _give_back, _maxima, _node_fit, _node_lists, _prof_take,
+                     _room, _seg, _take, _widest)
 
 # counters of the work done, for benchmarks (``run_shared_slurm``'s ``counters``)
 ST_PASSES = 10  # scheduling passes
@@ -315,23 +314,6 @@ def _rebuild(PT, PC, PG, PM, PB, now, window_end, re, rj, R, node_list, node_sta
     return most
 
 
-@njit(cache=True, inline="always")
-def _node_fit(PT, PC, PG, PM, PB, MX, i, t, L, c, g, m, H):
-    """``shared._node_earliest`` (the earliest start in [t, H] at which node i holds (c, g, m) throughout
-    L, or +inf), without scanning the segments when the request exceeds the most free cores,
-    GPUs or KiB of every segment but the last (``_most_free``): it can start only in the last
-    one, from its breakpoint on, if that holds it. (Half the node searches of issue 26's
-    4-partition row end here; ~2 % of its time, ``benchmarks/RESULTS.md``, "Twentieth session,
-    helper ssl20".)"""
-    if c > MX[0, i] or g > MX[1, i] or m > MX[2, i]:
-        b = PB[i] - 1
-        if PC[i, b] < c or PG[i, b] < g or PM[i, b] < m:
-            return np.inf
-        e = max(t, PT[i, b])
-        return e if e <= H else np.inf
-    return _node_earliest_from(PT, PC, PG, PM, PB, i, _seg(PT, PB, i, t), t, L, c, g, m, H)
-
-
 @njit(cache=True, _nrt=False)
 def _most_free(PT, PC, PG, PM, PB, i, MX):
     """The most free cores, GPUs and KiB of node i in any segment but its last, into MX[:, i]
@@ -344,45 +326,6 @@ def _most_free(PT, PC, PG, PM, PB, i, MX):
     MX[0, i] = mc
     MX[1, i] = mg
     MX[2, i] = mm
-
-
-@njit(cache=True, inline="always")
-def _earliest_fit(PT, PC, PG, PM, PB, MX, now, k, L, c, g, m, pick, E, low):
-    """``shared._earliest_all`` with no bound H (the same start and nodes): ``_Timeline.earliest_fit``
-    on the profiles, the start (+inf if none) and its k lowest-indexed nodes in pick[:k], with
-    ``_node_fit``; ``low``: k slots of scratch."""
-    n_nodes = PB.shape[0]
-    if k == 1:
-        best = np.inf
-        for i in range(n_nodes):
-            e = _node_fit(PT, PC, PG, PM, PB, MX, i, now, L, c, g, m, best)
-            if e < best:
-                best = e
-                pick[0] = i
-                if e == now:
-                    break
-        return best
-    t = now
-    for i in range(n_nodes):
-        E[i] = -np.inf
-    while True:
-        at = 0  # nodes holding it from t
-        for i in range(n_nodes):
-            if E[i] < t:  # (an earliest start >= the last t is still the earliest >= t)
-                E[i] = _node_fit(PT, PC, PG, PM, PB, MX, i, t, L, c, g, m, np.inf)
-            at += E[i] == t
-        if at >= k:
-            got = 0
-            for i in range(n_nodes):
-                if E[i] == t:
-                    pick[got] = i
-                    got += 1
-                    if got == k:
-                        break
-            return t
-        t = _kth_smallest(E, k, low)  # no k nodes fit together before it (after t: fewer than k hold it at t)
-        if t == np.inf:
-            return np.inf
 
 
 @njit(cache=True, _nrt=False)
@@ -684,7 +627,7 @@ def shared_slurm_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, m
                     s = _recalled(PT, PC, PG, PM, PB, MX, now, k, d, c, g, m, rs[j], rcy[j], rnl, f, zstamp, pick)
                 if s < 0:
                     st[ST_FITS] += 1
-                    s = _earliest_fit(PT, PC, PG, PM, PB, MX, now, k, d, c, g, m, pick, E, low)
+                    s = _earliest_all(PT, PC, PG, PM, PB, MX, now, k, d, c, g, m, np.inf, pick, E, low)
                     if s == np.inf:
                         return -3
                 else:

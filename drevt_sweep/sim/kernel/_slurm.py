@@ -336,7 +336,7 @@ def _cycle(now, free, total, limit, nodes, users, pf_, pi, begin, end, est, dur,
                 n_active = _account_start(leaf[j], nj, now, next_tick, runn, acc, active, is_active, n_active)
             free -= nj
             if not sorted_q:
-                _seg_clear(tn, tl, at)
+                _seg_clear(tn, None, None, tl, at)
             Q -= 1
             _prof_occupy_at(pt, pf, pb, ps, sm, sk, now, now + d, nj)
             last = _last_fitting(sorted_q, tn, size, order, qn, nodes, begin, free)
@@ -647,7 +647,7 @@ def slurm_steps(submit, limit, nodes, dur, arrivals, rank, users, total, pf_, pi
             else:
                 r = rank[j]
                 behind = behind and r > stop_at
-                _seg_set(tn, tl, r + size, nodes[j], limit[j])
+                _seg_set(tn, None, None, tl, r + size, nodes[j], 0, 0, limit[j])
                 if r < head:
                     head = r
             Q += 1
@@ -744,7 +744,7 @@ def slurm_steps(submit, limit, nodes, dur, arrivals, rank, users, total, pf_, pi
                     n_active = _account_start(leaf[j], nj, now, next_tick, runn, acc, active, is_active, n_active)
                 free -= nj
                 if not sorted_q:
-                    _seg_clear(tn, tl, h + size)
+                    _seg_clear(tn, None, None, tl, h + size)
                 Q -= 1
                 h = _next_waiting(sorted_q, tn, tl, size, qn, h + 1)
             head = h if h >= 0 else none_left

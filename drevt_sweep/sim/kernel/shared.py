@@ -32,44 +32,19 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ._kernels import (BIG, EV_NEXT, MODE_EASY, MODE_EASY_DREVT, MODE_NONE, _arrival, _before_shadow,
+from ._kernels import (BIG, EV_NEXT, MODE_EASY, MODE_EASY_DREVT, MODE_NONE, _arrival, _before_shadow, _descend,
                        _enqueue_arrivals, _finish_next, _heap_pop, _heap_push, _launch, _load_counts, _load_queue,
-                       _right_of, _run_insert, _slice_event, _store_counts, _store_queue)
+                       _run_insert, _seg_clear, _seg_set, _slice_event, _store_counts, _store_queue)
 
 MODES = {"none": 0, "easy": 1, "easy_drevt": 2}
 
 
 @njit(cache=True, _nrt=False)
-def _update(tc, tg, tm, tl, i):
-    i >>= 1
-    while i >= 1:
-        a, b = 2 * i, 2 * i + 1
-        c = min(tc[a], tc[b])
-        g = min(tg[a], tg[b])
-        m = min(tm[a], tm[b])
-        lv = min(tl[a], tl[b])
-        if c == tc[i] and g == tg[i] and m == tm[i] and lv == tl[i]:
-            break
-        tc[i], tg[i], tm[i], tl[i] = c, g, m, lv
-        i >>= 1
-
-
-@njit(cache=True, _nrt=False)
 def _next(tc, size, p, maxc, maxg, maxm, tg, tm, tl, now, latest):
     """Smallest rank >= p whose waiting job asks for at most the largest free amounts and has
-    ``now + limit < latest`` (+inf: no time bound; empty leaves never pass), or -1."""
-    if p >= size:
-        return -1
-    i = p + size
-    while True:
-        if tc[i] <= maxc and tg[i] <= maxg and tm[i] <= maxm and now + tl[i] < latest:
-            if i >= size:
-                return i - size
-            i = 2 * i
-        else:
-            i = _right_of(i)
-            if i == 0:
-                return -1
+    ``now + limit < latest`` (+inf: no time bound; empty leaves never pass), or -1: the pool's
+    ``_descend`` with the time test of a strict EASY rule whose shadow time is ``latest``."""
+    return _descend(tc, tg, tm, tl, size, p, maxc, maxg, maxm, True, now, latest, 0, True, False)
 
 
 @njit(cache=True, _nrt=False)
@@ -193,7 +168,7 @@ def shared_queue_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, m
             j, a, Q, head = _arrival(submit, arrivals, a, now, rank, Q, head)
             if j < 0:
                 break
-            _set(tc, tg, tm, tl, rank[j] + size, cores[j], gpus[j], mem[j], limit[j])
+            _seg_set(tc, tg, tm, tl, rank[j] + size, cores[j], gpus[j], mem[j], limit[j])
         if Q == 0:
             continue
 
@@ -206,7 +181,7 @@ def shared_queue_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, m
             _take(j, pick, nodes, cores, gpus, mem, fc, fg, fm, node_start, node_list)
             R, H = _launch(j, now, now + limit[j], begin, end, est, dur, nodes, re, rj, rn, R, hk, hj, H)
             Q -= 1
-            _clear(tc, tg, tm, tl, h + size)
+            _seg_clear(tc, tg, tm, tl, h + size)
             h = _next(tc, size, h + 1, BIG, BIG, BIG, tg, tm, tl, now, np.inf)
         head = h if h >= 0 else size
         if h < 0 or mode == MODE_NONE:
@@ -243,7 +218,7 @@ def shared_queue_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, m
             _take(j, pick, nodes, cores, gpus, mem, fc, fg, fm, node_start, node_list)
             R, H = _launch(j, now, now + limit[j], begin, end, est, dur, nodes, re, rj, rn, R, hk, hj, H)
             Q -= 1
-            _clear(tc, tg, tm, tl, c + size)
+            _seg_clear(tc, tg, tm, tl, c + size)
             maxc, maxg, maxm = _maxima(fc, fg, fm)
             c += 1
     _store_queue(st, sf, 0, R, H, Q, a, done, head, now)
@@ -273,25 +248,6 @@ def _give_back(j, fc, fg, fm, node_start, node_list, cores, gpus, mem):
         fc[i] += cores[j]
         fg[i] += gpus[j]
         fm[i] += mem[j]
-
-
-@njit(cache=True, _nrt=False, inline="always")
-def _set(tc, tg, tm, tl, leaf, c, g, m, lim):
-    """A job asking for (c, g, m) per node with time limit ``lim`` waits at ``leaf``."""
-    tc[leaf] = c
-    tg[leaf] = g
-    tm[leaf] = m
-    tl[leaf] = lim
-    _update(tc, tg, tm, tl, leaf)
-
-
-@njit(cache=True, _nrt=False)
-def _clear(tc, tg, tm, tl, leaf):
-    tc[leaf] = BIG
-    tg[leaf] = BIG
-    tm[leaf] = BIG
-    tl[leaf] = np.inf
-    _update(tc, tg, tm, tl, leaf)
 
 
 @njit(cache=True, _nrt=False)
@@ -1189,15 +1145,35 @@ def _node_earliest_without(PT, PC, PG, PM, PB, i, t, L, c, g, m, H, s0, s1):
 
 
 @njit(cache=True, inline="always")
-def _earliest_all(PT, PC, PG, PM, PB, now, k, L, c, g, m, H, pick, E, low):
+def _node_fit(PT, PC, PG, PM, PB, MX, i, t, L, c, g, m, H):
+    """``_node_earliest``; given MX (None: the conservative drivers), the most free cores, GPUs and
+    KiB of every segment but the last, which only the shared Slurm cycle keeps
+    (``_shared_slurm._most_free``), without scanning the segments when the request exceeds them:
+    it can start only in the last one, from its breakpoint on, if that holds it. (Half the node
+    searches of issue 26's 4-partition row end here; ~2 % of its time, ``benchmarks/RESULTS.md``,
+    "Twentieth session, helper ssl20".)"""
+    if MX is None:
+        return _node_earliest(PT, PC, PG, PM, PB, i, t, L, c, g, m, H)
+    if c > MX[0, i] or g > MX[1, i] or m > MX[2, i]:
+        b = PB[i] - 1
+        if PC[i, b] < c or PG[i, b] < g or PM[i, b] < m:
+            return np.inf
+        e = max(t, PT[i, b])
+        return e if e <= H else np.inf
+    return _node_earliest_from(PT, PC, PG, PM, PB, i, _seg(PT, PB, i, t), t, L, c, g, m, H)
+
+
+@njit(cache=True, inline="always")
+def _earliest_all(PT, PC, PG, PM, PB, MX, now, k, L, c, g, m, H, pick, E, low):
     """``_Timeline.earliest_fit`` on the profiles, searching starts up to H: the start (+inf if
-    none) and its k lowest-indexed nodes in pick[:k]. (Inlined: the shared Slurm kernel calls it
-    tens of millions of times, and the call itself showed, ~3%.) ``low``: k slots of scratch."""
+    none) and its k lowest-indexed nodes in pick[:k], each node asked through ``_node_fit`` (MX:
+    None, or the shared Slurm cycle's most free amounts). (Inlined: the shared Slurm kernel calls
+    it tens of millions of times, and the call itself showed, ~3%.) ``low``: k slots of scratch."""
     n_nodes = PB.shape[0]
     if k == 1:
         best = np.inf
         for i in range(n_nodes):
-            e = _node_earliest(PT, PC, PG, PM, PB, i, now, L, c, g, m, min(H, best))
+            e = _node_fit(PT, PC, PG, PM, PB, MX, i, now, L, c, g, m, min(H, best))
             if e < best:
                 best = e
                 pick[0] = i
@@ -1211,7 +1187,7 @@ def _earliest_all(PT, PC, PG, PM, PB, now, k, L, c, g, m, H, pick, E, low):
         at = 0  # nodes holding it from t: k of them end the search without the k-th smallest
         for i in range(n_nodes):
             if E[i] < t:  # (an earliest start >= the last t is still the earliest >= t)
-                E[i] = _node_earliest(PT, PC, PG, PM, PB, i, t, L, c, g, m, H)
+                E[i] = _node_fit(PT, PC, PG, PM, PB, MX, i, t, L, c, g, m, H)
             at += E[i] == t
         if at >= k:
             got = 0
@@ -1544,7 +1520,7 @@ def shared_conservative_profile_steps(submit, limit, nodes, dur, arrivals, rank,
                     c, g, m, lim = cores[j], gpus[j], mem[j], limit[j]
                     old = res[j]
                     if old != old:  # a new job: its earliest fit on the plan
-                        start = _earliest_all(PT, PC, PG, PM, PB, now, k, lim, c, g, m, np.inf, pick, E, low)
+                        start = _earliest_all(PT, PC, PG, PM, PB, None, now, k, lim, c, g, m, np.inf, pick, E, low)
                         if start == np.inf:
                             return -3
                         for y in range(k):
@@ -1673,7 +1649,7 @@ def shared_conservative_profile_steps(submit, limit, nodes, dur, arrivals, rank,
                             start = best
                             pick[0] = best_i
                     elif taken:
-                        start = _earliest_all(PT, PC, PG, PM, PB, lo, k, lim, c, g, m, old, pick, E, low)
+                        start = _earliest_all(PT, PC, PG, PM, PB, None, lo, k, lim, c, g, m, old, pick, E, low)
                     else:
                         start = _earliest_kept(PT, PC, PG, PM, PB, now, lo, k, lim, c, g, m, old, pick, E, low, ff_v,
                                                ff_t, ff_b, version, mark, -visit - 1)
