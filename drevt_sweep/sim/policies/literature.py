@@ -22,11 +22,9 @@ Ties always fall back to FCFS (submit time, then table row).
 
 from __future__ import annotations
 
-from functools import cached_property
-
 import numpy as np
 
-from .dynamic import EveryPass, PriorityInputs, take_params
+from .dynamic import EveryPass, PriorityInputs, lazy_list, take_params
 from .registry import register_dynamic_priority, register_priority
 
 
@@ -74,18 +72,9 @@ class WFP3(EveryPass):
         self._limit = np.asarray(inputs.time_limit, dtype=np.float64)
         self._nodes = inputs.num_nodes.astype(np.float64)
 
-    # the reference's per-job lists, made at its first key: a compiled run takes the arrays
-    @cached_property
-    def submit(self) -> list:
-        return self._submit.tolist()
-
-    @cached_property
-    def limit(self) -> list:
-        return self._limit.tolist()
-
-    @cached_property
-    def nodes(self) -> list:
-        return self._nodes.tolist()
+    submit = lazy_list("_submit")  # the reference's per-job lists
+    limit = lazy_list("_limit")
+    nodes = lazy_list("_nodes")
 
     def key(self, now: float, j: int) -> float:
         x = (now - self.submit[j]) / self.limit[j]
@@ -108,14 +97,8 @@ class Unicef(EveryPass):
         self._submit = inputs.submit
         self.den = np.log2(np.maximum(inputs.num_nodes, 2).astype(np.float64)) * inputs.time_limit
 
-    # the reference's per-job lists, made at its first key: a compiled run takes the arrays
-    @cached_property
-    def submit(self) -> list:
-        return self._submit.tolist()
-
-    @cached_property
-    def den_l(self) -> list:
-        return self.den.tolist()
+    submit = lazy_list("_submit")  # the reference's per-job lists
+    den_l = lazy_list("den")
 
     def key(self, now: float, j: int) -> float:
         return -((now - self.submit[j]) / self.den_l[j])

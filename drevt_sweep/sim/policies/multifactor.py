@@ -88,7 +88,7 @@ import numpy as np
 
 from ...errors import ConfigError
 from ...jobs import distinct_codes
-from .dynamic import PriorityInputs, number, take_params
+from .dynamic import PriorityInputs, lazy_list, number, take_params
 from .registry import register_dynamic_priority
 
 DAY = 86400.0
@@ -204,24 +204,11 @@ class Multifactor:
         self._due = False
         self._factors: dict[int, float] = {}
 
-    # Python lists of the per-job values for the reference engine's per-event calls, made at
-    # its first use: the compiled kernels take the arrays (``kernel_args``), and a sweep's many
-    # short compiled runs would pay for the lists every time (~0.6 ms on KTH-SP2).
-    @cached_property
-    def submit(self) -> list:
-        return self._submit.tolist()
-
-    @cached_property
-    def static_l(self) -> list:
-        return self.static.tolist()
-
-    @cached_property
-    def leaf_l(self) -> list:
-        return self.tree.leaf_of_job.tolist()
-
-    @cached_property
-    def nodes_l(self) -> list:
-        return self.charge.tolist()  # what a running job is charged per second
+    # the reference engine's per-job lists (``dynamic.lazy_list``)
+    submit = lazy_list("_submit")
+    static_l = lazy_list("static")
+    leaf_l = lazy_list("tree.leaf_of_job")
+    nodes_l = lazy_list("charge")  # what a running job is charged per second
 
     @cached_property
     def began(self) -> list:
