@@ -98,12 +98,20 @@ def test_what_the_select_priority_and_scheduler_keys_choose(tmp_path, text, expe
         assert set(conf.priority_params["weights"].values()) == {0.0}
 
 
+def test_multifactor_keys_under_priority_basic_are_listed_as_unused(tmp_path):
+    text = NODES + "SelectType=select/cons_tres\nPriorityWeightAge=1000\nPriorityFlags=SMALL_RELATIVE_TO_TIME\n"
+    conf = read_slurm_conf(write(tmp_path, text))
+    assert conf.priority == "fcfs" and conf.priority_params is None
+    assert conf.ignored == ("PriorityWeightAge (unused by priority/basic)", "PriorityFlags (unused by priority/basic)")
+
+
 @pytest.mark.parametrize("text, message", [
     ("NodeName=n[1-4] CPUs=8\nPartitionName=p Nodes=n[1-4]\nbogus line\n", ":3: bogus: expected Key=Value"),
     ("NodeName=n[1-4 CPUs=8\nPartitionName=p Nodes=n1\n", ":1: NodeName: '[' without ']'"),
     ("NodeName=n[1-4] CPUs=eight\nPartitionName=p Nodes=n1\n", ":1: CPUs: expected a whole number"),
     (NODES + "PriorityType=priority/multifactor\nPriorityWeightAge=-5\n", ":4: PriorityWeightAge: a priority weight cannot be negative"),
     (NODES + "PriorityType=priority/multifactor\nPriorityMaxAge=soon\n", ":4: PriorityMaxAge: expected a Slurm time"),
+    (NODES + "PriorityWeightAge=-5\n", ":3: PriorityWeightAge: a priority weight cannot be negative"),
     ("NodeName=n[1-4] CPUs=8\nPartitionName=p Nodes=n[1-5]\n", ":2: Nodes: node 'n5' has no NodeName line"),
     ("NodeName=a CPUs=8\nNodeName=b CPUs=16\nPartitionName=p Nodes=a,b\n", ":3: PartitionName=p: its nodes differ"),
     ("NodeName=a CPUs=8\n", "no PartitionName line"),

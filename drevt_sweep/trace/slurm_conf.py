@@ -20,7 +20,7 @@ Reads what the simulator models and maps it onto plain data (no simulator object
 * ``SelectType``: ``select/linear`` allocates whole nodes (exclusive pools);
   ``select/cons_tres``/``cons_res`` pack jobs by cores (and memory when
   ``SelectTypeParameters`` has ``Memory``) and GPUs (shared pools).
-* ``PriorityType=priority/multifactor`` (else FCFS, Slurm's ``priority/basic``),
+* ``PriorityType=priority/multifactor`` (else FCFS, Slurm's ``priority/basic``, which lists the keys below as unused),
   ``PriorityWeight{Age,Fairshare,JobSize,Partition,QOS}`` (Slurm's default 0 each),
   ``PriorityMaxAge``, ``PriorityDecayHalfLife`` (0: no decay), ``PriorityCalcPeriod``,
   ``PriorityFavorSmall``, ``PriorityFlags`` (Fair Tree unless ``NO_FAIR_TREE``).
@@ -59,6 +59,9 @@ PARTITION_KEYS = {"partitionname", "nodes", "default", "priorityjobfactor", "ove
 WEIGHTS = {"priorityweightage": "age", "priorityweightfairshare": "fairshare",
            "priorityweightjobsize": "job_size", "priorityweightpartition": "partition",
            "priorityweightqos": "qos"}
+# the keys only priority/multifactor reads (listed as unused under priority/basic)
+MULTIFACTOR_KEYS = (*WEIGHTS, "priorityweightassoc", "priorityweighttres", "priorityflags",
+                    "prioritydecayhalflife", "prioritymaxage", "prioritycalcperiod", "priorityfavorsmall")
 # SchedulerParameters the Slurm backfill models: name -> (least, most) as Slurm accepts them
 # (backfill.c _load_config, job_scheduler.c _schedule; None: no upper bound). bf_continue is a flag.
 SCHEDULER_PARAMETERS = {
@@ -403,10 +406,19 @@ class _Reader:
 
     def _priority(self) -> tuple[str, dict | None]:
         kind = self.value("prioritytype", "priority/basic")
-        if kind[1].lower() == "priority/basic":
-            return "fcfs", None
-        if kind[1].lower() != "priority/multifactor":
+        if kind[1].lower() not in ("priority/basic", "priority/multifactor"):
             raise self.error(kind[2], kind[0], f"{kind[1]!r} is not modelled (priority/basic, priority/multifactor)")
+        basic = kind[1].lower() == "priority/basic"
+        params = self._multifactor(note=not basic)  # read and checked even where basic leaves it unused
+        if basic:
+            for key in MULTIFACTOR_KEYS:
+                if key in self.globals:
+                    self.ignore(f"{self.globals[key][0]} (unused by priority/basic)")
+            return "fcfs", None
+        return "multifactor", params
+
+    def _multifactor(self, note: bool) -> dict:
+        """``priority/multifactor``'s settings; ``note``: list the ones it does not model."""
         weights = {}
         for key, name in WEIGHTS.items():
             written, value, line = self.value(key, "0")
@@ -415,13 +427,14 @@ class _Reader:
             if int(value) < 0:
                 raise self.error(line, written, f"a priority weight cannot be negative, got {value}")
             weights[name] = float(value)
-        for key in ("priorityweightassoc", "priorityweighttres"):
-            if key in self.globals:
-                self.ignore(self.globals[key][0])
         flags = [f.strip().upper() for f in self.value("priorityflags", "")[1].split(",") if f.strip()]
-        for flag in flags:
-            if flag != "NO_FAIR_TREE":
-                self.ignore(f"PriorityFlags {flag}")
+        if note:
+            for key in ("priorityweightassoc", "priorityweighttres"):
+                if key in self.globals:
+                    self.ignore(self.globals[key][0])
+            for flag in flags:
+                if flag != "NO_FAIR_TREE":
+                    self.ignore(f"PriorityFlags {flag}")
         half_life = self._time("prioritydecayhalflife", "7-0")
         favor = self.value("priorityfavorsmall", "NO")
         if favor[1].upper() not in ("YES", "NO"):
@@ -434,7 +447,7 @@ class _Reader:
             "favor_small": favor[1].upper() == "YES",
             "fairshare": "classic" if "NO_FAIR_TREE" in flags else "fair_tree",
         }
-        return "multifactor", params
+        return params
 
     def _scheduler(self) -> tuple[str, dict]:
         """``SchedulerType`` and the ``SchedulerParameters`` the Slurm backfill models
