@@ -134,9 +134,11 @@ def test_an_included_file_is_read_in_place(tmp_path):
 
 
 def test_drevt_sim_with_a_slurm_conf(tmp_path, capsys):
-    """Jobs in batch, debug and gpu and one in a partition the conf lacks (rejected, as Slurm
-    does); the priority is multifactor with Fair Tree, from the conf; what it does not model is
-    listed once on stderr. Whole nodes (select/linear) here; shared-node pools with multifactor:
+    """Jobs in batch, debug and gpu and one in a partition the conf lacks: the conf does not
+    describe the trace's cluster, exit 2 naming the job's line, unless the user chose to skip
+    (``--on_bad_row skip``: rejected, as Slurm does, and counted); the priority is multifactor
+    with Fair Tree, from the conf; what it does not model is listed once on stderr. Whole
+    nodes (select/linear) here; shared-node pools with multifactor:
     ``tests/test_shared_multifactor.py``."""
     linear = write(tmp_path, TINY.read_text().replace("select/cons_tres", "select/linear"))
     trace = tmp_path / "jobs.csv"
@@ -144,8 +146,12 @@ def test_drevt_sim_with_a_slurm_conf(tmp_path, capsys):
                      "0,2,batch,100,50,a,X\n1,4,gpu,100,50,b,Y\n2,1,debug,100,10,a,X\n"
                      "3,1,nosuch,100,10,b,Y\n")
     stats = tmp_path / "stats.json"
-    code = sim_main([str(trace), "--queues", "all", "--slurm-conf", str(linear), "--quiet",
-                     "--stats", str(stats)])
+    args = [str(trace), "--queues", "all", "--slurm-conf", str(linear), "--quiet", "--stats", str(stats)]
+    assert sim_main(args) == 2
+    err = capsys.readouterr().err
+    assert f"{trace}:5: job 4: partition 'nosuch' has no PartitionName line in {linear}; 1 of 4 jobs" in err
+    assert "--on_bad_row skip" in err and "Traceback" not in err and not stats.exists()
+    code = sim_main(args + ["--on_bad_row", "skip"])
     err = capsys.readouterr().err
     assert code == 0, err
     data = json.loads(stats.read_text())
@@ -157,7 +163,7 @@ def test_drevt_sim_with_a_slurm_conf(tmp_path, capsys):
     assert data["run"]["backfill_policy"] == "slurm"
     assert data["run"]["backfill_params"] == {"bf_window": 2880, "bf_max_job_test": 500}
     # the command line still wins over the conf
-    assert sim_main([str(trace), "--queues", "all", "--slurm-conf", str(TINY), "--quiet",
+    assert sim_main([str(trace), "--queues", "all", "--slurm-conf", str(TINY), "--quiet", "--on_bad_row", "skip",
                      "--priority_policy", "fcfs", "--stats", str(stats)]) == 0
     assert json.loads(stats.read_text())["run"]["priority_policy"] == "fcfs"
 
@@ -206,6 +212,36 @@ def test_a_sweep_with_system_slurm_and_policy_slurm(tmp_path):
         {"slurm.priority": "multifactor", "slurm.backfill": "none", "slurm.fairshare": "fair_tree"}]
     assert chosen[0]["config_hash"] != chosen[1]["config_hash"]
     assert chosen[0]["total_nodes"] == 16
+
+
+def test_a_sweep_refuses_jobs_in_partitions_its_slurm_conf_lacks_unless_told_to_skip(tmp_path):
+    """A real Hydra run: the trace's jobs are all in ``pbatch``, which the slurm.conf does not
+    define (and it has no Default=YES partition): the configuration fails with one line naming
+    the trace's line, the partition and the count; with ``format.on_bad_row=skip`` it runs and
+    the jobs are rejected, counted by reason."""
+    import os
+    import subprocess
+    import sys
+
+    from sweep_helpers import TINY as TRACE
+
+    conf = tmp_path / "other.conf"
+    conf.write_text("SelectType=select/linear\nNodeName=n[1-16]\nPartitionName=other Nodes=n[1-16]\n")
+    base = [sys.executable, "-m", "drevt_sweep", "system=slurm", f"system.slurm_conf={conf}", "trace=custom",
+            f"trace.path={TRACE}", "format=simple", "format.queues=[all]", "tracking.enabled=false",
+            "progress=false", f"paths.output_root={tmp_path / 'out'}"]
+    results = []
+    for extra, run_dir in (([], "refused"), (["format.on_bad_row=skip"], "skipped")):
+        subprocess.run(base + extra + [f"hydra.run.dir={tmp_path / run_dir}"], capture_output=True, text=True,
+                       timeout=600, env=dict(os.environ))
+        results.append(json.loads((tmp_path / run_dir / "result.json").read_text()))
+    refused, skipped = results
+    assert refused["status"] == "FAILED"
+    assert refused["error"].startswith(f"{TRACE}:2: job 1: partition 'pbatch' has no PartitionName line in "
+                                       f"system.slurm_conf {conf}; 10 of 10 jobs")
+    assert "format.on_bad_row=skip" in refused["error"]
+    assert skipped["status"] == "FINISHED", skipped.get("error")
+    assert skipped["metrics"]["rejected/no_partition"] == 10.0
 
 
 def test_the_documented_example_reads_as_lassens_two_pools():

@@ -977,6 +977,10 @@ def run(args: argparse.Namespace) -> int:
     from ..sim.partitioned import replay_machine, simulate_machine
 
     machine = _machine(args, total_nodes or DEFAULT_TOTAL_NODES)
+    if args.slurm is not None and args.on_bad_row == "error":
+        from ..sim.machine import check_partitions_defined
+
+        check_partitions_defined(jobs, machine, args.slurm_conf, "pass --on_bad_row skip")
     if args.slurm is not None and args.priority_params is not None and not any(
             p.startswith("partition_priority") for p in args.priority_param):
         # PriorityJobFactor of the partitions this trace has (multifactor refuses others)

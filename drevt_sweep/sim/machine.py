@@ -427,6 +427,35 @@ def _multi_partition(jobs: JobTable, index_of: dict[str, int]) -> np.ndarray:
     return (by_partition | by_queue) if len(jobs) else np.zeros(0, dtype=bool)
 
 
+def check_partitions_defined(jobs: JobTable, machine: Machine, source: str, skip_hint: str) -> None:
+    """Refuse (``ConfigError``) jobs whose partition ``source`` (a slurm.conf) does not define,
+    or that name none where it has no ``Default=YES``: the file does not describe the cluster
+    that ran the trace, which the user must fix, or choose to skip (``skip_hint``: how; then
+    ``place_jobs`` rejects the jobs and counts them by reason). One line: the first job's file
+    line, the names and how many jobs name each."""
+    placement = place_jobs(jobs, machine)
+    reasons = (1 + REJECT_REASONS.index("no_partition"), 1 + REJECT_REASONS.index("unknown_partition"))
+    rows = np.flatnonzero(np.isin(placement.reason, reasons))
+    if not rows.size:
+        return
+
+    def label(name) -> str:
+        return "(none)" if str(name) in UNSTATED else repr(str(name))
+
+    names, counts = np.unique(jobs.partition[rows].astype(str), return_counts=True)
+    order = np.argsort(-counts, kind="stable")
+    listed = ", ".join(f"{label(names[i])} ({counts[i]:,})" for i in order[:8])
+    more = f" and {len(names) - 8} more" if len(names) > 8 else ""
+    first = int(rows[0])
+    name = jobs.partition[first]
+    why = "names no partition, and no partition has Default=YES" if str(name) in UNSTATED else \
+        f"partition {label(name)} has no PartitionName line"
+    raise ConfigError(
+        f"{jobs.meta.path}:{int(jobs.source_line[first])}: job {jobs.job_id[first]}: {why} in {source}; "
+        f"{rows.size:,} of {len(jobs):,} jobs are in partitions it does not define: {listed}{more}. "
+        f"Add them to {source}, or {skip_hint} to reject these jobs (counted by reason)")
+
+
 def place_jobs(jobs: JobTable, machine: Machine) -> Placement:
     """Which partition serves each job, its resolved per-node request, and why rejected jobs
     are rejected (see the module docstring). Vectorised: a few whole-table operations."""

@@ -32,8 +32,8 @@ from omegaconf import DictConfig, OmegaConf
 from .. import __version__
 from .callback_policy import guard_hydra_callbacks
 from .grid import resolve_config as resolved  # (the config resolved, as plain data)
-from .slurm_system import (associations_of, backfill_params, identity_settings, slurm_conf_of, slurm_policy,
-                           with_association_priority)
+from .slurm_system import (associations_of, backfill_params, check_partitions, identity_settings, slurm_conf_of,
+                           slurm_policy, with_association_priority)
 from .config import register_configs
 from .interrupts import (end_idle_workers, end_workers, exit_code, ignore_late_signals, install_handlers,
                          signal_name)
@@ -532,6 +532,7 @@ def prepare_configuration(run: Configuration, load=None, finished: dict | None =
     # machine size after a job-size rescaling.
     (machine_nodes, queues, who), workload_report = _probe(jobs, wspec, int(view.seed))
     run.spec = spec = run_spec(view, machine_nodes, wspec, queues, who)
+    check_partitions(view, jobs, spec.machine)
     if view.policy.name == "slurm":  # what the slurm.conf chose (policy.priority is a placeholder)
         chosen = {"slurm.priority": spec.priority, "slurm.backfill": spec.backfill,
                   "slurm.fairshare": (spec.priority_params or {}).get("fairshare")}

@@ -543,8 +543,10 @@ class ProbeRunner:
 
         wspec = workload_spec(cfg.workload, cfg.system.total_nodes)
         probe, _, _ = apply_workload(self.jobs, wspec, int(cfg.seed))
-        return self.app.run_spec(cfg, probe.meta.machine_nodes, wspec, probe.queue_names,
+        spec = self.app.run_spec(cfg, probe.meta.machine_nodes, wspec, probe.queue_names,
                                  (probe.group_names, probe.user_names))
+        self.app.check_partitions(cfg, probe, spec.machine)
+        return spec
 
     def __call__(self, setting: Mapping[str, object], n_seeds: int) -> Measurement:
         from omegaconf import OmegaConf

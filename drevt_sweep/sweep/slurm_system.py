@@ -77,6 +77,17 @@ def associations_of(system) -> Associations | None:
     return _read_assoc[key]
 
 
+def check_partitions(cfg, jobs, machine) -> None:
+    """With ``system.slurm_conf``, every job's partition must be one the file defines, unless
+    ``format.on_bad_row=skip`` (then they are rejected and counted): ``machine.check_partitions_defined``."""
+    conf = slurm_conf_of(cfg.system)
+    if conf is None or machine is None or str(getattr(cfg.format.on_bad_row, "value", cfg.format.on_bad_row)) == "skip":
+        return
+    from ..sim.machine import check_partitions_defined
+
+    check_partitions_defined(jobs, machine, f"system.slurm_conf {cfg.system.slurm_conf}", "set format.on_bad_row=skip")
+
+
 def with_association_priority(params: dict | None, assoc: Associations | None, group_names, user_names,
                               explicit=()) -> dict | None:
     """Multifactor's parameters with the associations' shares and QOS factors, for the keys the
