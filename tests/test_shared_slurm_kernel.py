@@ -233,13 +233,13 @@ def test_a_recalled_fit_on_a_changed_node_yields_to_a_lower_unchanged_one():
     zstamp = np.array([5, 0, 5, 0, 0], np.int64)  # nodes 0 and 2 changed after cycle 3
     pick = np.zeros(1, np.int64)
     s = _recalled.py_func(PT, PC, PG, PM, PB, MX, 0.0, 1, 5.0, 4, 0, 0, 10.0, 3, np.zeros(1, np.int64), 0,
-                             zstamp, pick)
+                             zstamp, pick, np.empty(n, np.int64))
     assert s < 0
     zstamp[0] = 0  # node 0 unchanged and still free at 10: its fit stands
     PT[0, 1] = 10.0
     _most_free(PT, PC, PG, PM, PB, 0, MX)
     s = _recalled.py_func(PT, PC, PG, PM, PB, MX, 0.0, 1, 5.0, 4, 0, 0, 10.0, 3, np.zeros(1, np.int64), 0,
-                             zstamp, pick)
+                             zstamp, pick, np.empty(n, np.int64))
     assert s == 10.0 and pick[0] == 0
 
 

@@ -443,7 +443,7 @@ def _stamp(zstamp, where, first, k, when):
 
 
 @njit(cache=True, inline="always")
-def _recalled(PT, PC, PG, PM, PB, MX, now, k, L, c, g, m, s1, r, rnl, first, zstamp, pick):
+def _recalled(PT, PC, PG, PM, PB, MX, now, k, L, c, g, m, s1, r, rnl, first, zstamp, pick, Z):
     """The earliest fit (start, nodes into pick[:k]) of a job whose fit in planned cycle r was
     s1 on the nodes rnl[first:first + k], when it can be known without the search; -1 when
     not (the driver searches).
@@ -454,12 +454,16 @@ def _recalled(PT, PC, PG, PM, PB, MX, now, k, L, c, g, m, s1, r, rnl, first, zst
     that hold it at s1 held it then. So if no node of Z holds it at or before s1 and its k
     nodes still hold it at s1, (s1, its nodes) is the fit; a one-node job also takes a node of
     Z that holds it earlier (or at s1 with a lower index: no node outside Z below its old node
-    held it at s1). A Z of more than half the nodes is not tried."""
+    held it at s1). A Z of more than half the nodes is not tried. Z is listed in the scratch
+    ``Z`` (by index) in the pass that counts it, a store at every node and no branch: reading
+    every node's stamp again, with a mostly-not-taken branch per node, cost ~5 % of issue 26's
+    growth benchmark (``benchmarks/RESULTS.md``, "Twenty-second session, helper ssl22")."""
     n_nodes = PB.shape[0]
     if s1 < now:
         return -1.0
     zn = 0
-    for i in range(n_nodes):
+    for i in range(n_nodes):  # Z listed in Z[:zn], without a branch
+        Z[zn] = i
         zn += zstamp[i] > r
     if 2 * zn > n_nodes:
         return -1.0
@@ -473,13 +477,12 @@ def _recalled(PT, PC, PG, PM, PB, MX, now, k, L, c, g, m, s1, r, rnl, first, zst
                 return -1.0
             best = s1
             bi = p1
-        if zn:
-            for i in range(n_nodes):
-                if zstamp[i] > r:
-                    e = _node_fit(PT, PC, PG, PM, PB, MX, i, now, L, c, g, m, s1)
-                    if e < best or (e == best and i < bi):
-                        best = e
-                        bi = i
+        for y in range(zn):
+            i = Z[y]
+            e = _node_fit(PT, PC, PG, PM, PB, MX, i, now, L, c, g, m, s1)
+            if e < best or (e == best and i < bi):
+                best = e
+                bi = i
         if bi < 0 or (best == s1 and moved and bi > p1):  # (a node outside Z above p1 may hold it at s1)
             return -1.0
         pick[0] = bi
@@ -488,10 +491,9 @@ def _recalled(PT, PC, PG, PM, PB, MX, now, k, L, c, g, m, s1, r, rnl, first, zst
         i = rnl[first + x]
         if zstamp[i] > r or _node_fit(PT, PC, PG, PM, PB, MX, i, s1, L, c, g, m, s1) != s1:
             return -1.0
-    if zn:
-        for i in range(n_nodes):
-            if zstamp[i] > r and _node_fit(PT, PC, PG, PM, PB, MX, i, now, L, c, g, m, s1) <= s1:
-                return -1.0
+    for y in range(zn):
+        if _node_fit(PT, PC, PG, PM, PB, MX, Z[y], now, L, c, g, m, s1) <= s1:
+            return -1.0
     for x in range(k):
         pick[x] = rnl[first + x]
     return s1
@@ -624,7 +626,8 @@ def shared_slurm_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, m
                 had = rcy[j] >= 0
                 s = -1.0
                 if had:
-                    s = _recalled(PT, PC, PG, PM, PB, MX, now, k, d, c, g, m, rs[j], rcy[j], rnl, f, zstamp, pick)
+                    s = _recalled(PT, PC, PG, PM, PB, MX, now, k, d, c, g, m, rs[j], rcy[j], rnl, f, zstamp, pick,
+                                  runs[0])  # (cons_tres' scratch: free here)
                 if s < 0:
                     st[ST_FITS] += 1
                     s = _earliest_all(PT, PC, PG, PM, PB, MX, now, k, d, c, g, m, np.inf, pick, E, low)

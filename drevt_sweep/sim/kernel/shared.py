@@ -1155,7 +1155,7 @@ def _node_fit(PT, PC, PG, PM, PB, MX, i, t, L, c, g, m, H):
     if MX is None:
         return _node_earliest(PT, PC, PG, PM, PB, i, t, L, c, g, m, H)
     if c > MX[0, i] or g > MX[1, i] or m > MX[2, i]:
-        b = PB[i] - 1
+        b = np.uint64(PB[i] - 1)  # (unsigned: see _node_earliest_from)
         if PC[i, b] < c or PG[i, b] < g or PM[i, b] < m:
             return np.inf
         e = max(t, PT[i, b])
