@@ -1085,14 +1085,16 @@ def shared_conservative_profile_steps(submit, limit, nodes, dur, arrivals, rank,
                     over[w] = over[y]
                     w += 1
             O = w
-            seen[:] = 0  # two breakpoints per hold and per reservation in the past on a node, their log entries
-            need_l = Lc
+            seen[:] = 0  # per node, two breakpoints for each hold and each reservation in the past there
+            need_l = Lc  # (and the latter's log entries)
             for y in range(O + Q):
                 j = over[y] if y < O else q[y - O]
-                if y < O or res[j] < now:
-                    need_l += 0 if y < O else nodes[j]
-                    for z in range(node_start[j], node_start[j + 1]):
-                        seen[node_list[z]] += 2
+                if y >= O:
+                    if not res[j] < now:
+                        continue
+                    need_l += nodes[j]
+                for z in range(node_start[j], node_start[j + 1]):
+                    seen[node_list[z]] += 2
             need = 0
             for i in range(PB.shape[0]):
                 need = max(need, PB[i] + seen[i])
