@@ -234,21 +234,22 @@ def test_conservative_without_limits_is_the_reference_on_the_generated_shared_wo
     """The KTH-SP2-like generated shared-node workload of the benchmarks (64 nodes of 64 cores,
     ``bench_machine.shared_workload``, 2,000 jobs, load 0.9) with a tenth of its jobs running
     1-1.5 times their limits, limits not enforced: the kernel is the reference, node lists
-    too. (At 3,000 jobs and load 1.0 it found the rounding of ``_longest_run``'s bound, the
-    test above; 15 s of reference there.)"""
+    too. (At 3,000 jobs and load 1.0 it found the rounding of ``_longest_run``'s bound: the
+    test of that bound below; 15 s of reference there.)"""
+    import importlib.util
     from pathlib import Path
-    import sys
 
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
-    from bench_machine import SHARED_MACHINE_NODES, shared_workload
-
-    jobs = shared_workload(2000, load=0.9)
+    spec = importlib.util.spec_from_file_location(
+        "bench_machine", Path(__file__).resolve().parents[1] / "benchmarks" / "bench_machine.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    jobs = bench.shared_workload(2000, load=0.9)
     rng = np.random.default_rng(22)
     run = jobs.actual_run_time.copy()
     over = rng.random(len(jobs)) < 0.1
     run[over] = np.round(jobs.time_limit[over] * rng.uniform(1.0, 1.5, over.sum())) + 1.0
     jobs = jobs.replace(actual_run_time=run)
-    part = Partition("shared", SHARED_MACHINE_NODES, cores=64, gpus=4, memory=262144, sharing="shared")
+    part = Partition("shared", bench.SHARED_MACHINE_NODES, cores=64, gpus=4, memory=262144, sharing="shared")
     ref, fast = _reference_and_kernel(jobs, part, False, "fcfs")
     assert _same_schedule(ref, fast)
     assert np.nanmax(fast.begin - jobs.submit) > 3600
