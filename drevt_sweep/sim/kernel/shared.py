@@ -480,7 +480,8 @@ def _longer(arrays, need):
 # (PC, PG, PM)[i, b] for b < PB[i] (the last segment runs to +inf; PT[i, 0] = -inf). Every
 # running job holds its nodes until its estimated end (one past it, limits not enforced, until
 # nextafter(now) at a pass), every reserved job from its start to start + limit; adjacent
-# segments with equal free amounts are merged, so the profile is the canonical form of the usage that ``_Timeline`` sums from its intervals.
+# segments with equal free amounts are merged, so the profile is the canonical form of the
+# usage that ``_Timeline`` sums from its intervals.
 #
 # Why only a few reserved jobs are looked at (see ``shared_conservative_profile_steps``):
 # ``_Timeline.earliest_fit`` is a function of the usage alone. Its candidates are now and the
