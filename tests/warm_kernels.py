@@ -52,7 +52,7 @@ def warm(group: str) -> None:
         # the same kernel with a dynamic priority (multifactor's arrays: another signature)
         engine.simulate(jobs, rt, 4, priority="multifactor", backfill="slurm", kernel="fast")
         n = len(jobs)
-        # Slurm's backfill on shared nodes (kernel._shared_slurm, on the conservative timelines)
+        # Slurm's backfill on shared nodes (kernel._shared_slurm, on the conservative profiles' helpers)
         simulate_shared(jobs, rt, Partition("p", 4, cores=8, gpus=1, memory=1000, sharing="shared"),
                         np.full(n, 2), np.zeros(n, dtype=np.int64), np.full(n, 100.0), backfill="slurm", kernel="fast")
         return

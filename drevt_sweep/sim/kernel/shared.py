@@ -14,13 +14,13 @@ free cores, GPUs and KiB of memory (int64 arrays); placement is first fit by nod
   can hold the head's per-node request; the extra-resources test takes a candidate's request
   from that copy and checks the count (and gives it back if the head no longer fits).
 
-* ``conservative`` with limits enforced (:func:`shared_conservative_profile_steps`) keeps the
-  plan between passes as per-node profiles of free cores, GPUs and memory, logs where free
-  resources grew (early ends, vacated reservations) and places a waiting job again only when
-  such a growth could move it; the argument that this is the reference's schedule is in the
-  comment above ``_seg``. With limits not enforced (:func:`shared_conservative_steps`) the
-  per-node interval timelines are rebuilt and every job re-placed in priority order until
-  nothing moves, at every pass, as the reference does.
+* ``conservative`` (:func:`shared_conservative_profile_steps`) keeps the plan between passes
+  as per-node profiles of free cores, GPUs and memory, logs where free resources grew (early
+  ends, vacated reservations) and places a waiting job again only when such a growth could
+  move it; the argument that this is the reference's schedule is in the comment above
+  ``_seg``. With limits not enforced every pass replans, a job running past its limit holds
+  its nodes until just after now, and a reservation left in the past is placed anew: the
+  same driver, the adjustments before a pass written in its docstring.
 
 Integer resources and the reference's order of float operations (``now + limit``,
 ``now + dur``, ``nextafter``) make the schedules identical; ``tests/test_shared.py`` compares
@@ -34,7 +34,7 @@ from numba import njit
 
 from ._kernels import (BIG, EV_NEXT, MODE_EASY, MODE_EASY_DREVT, MODE_NONE, _arrival, _before_shadow, _descend,
                        _enqueue_arrivals, _finish_next, _heap_pop, _heap_push, _launch, _load_counts, _load_queue,
-                       _run_insert, _seg_clear, _seg_set, _slice_event, _store_counts, _store_queue)
+                       _seg_clear, _seg_set, _slice_event, _store_counts, _store_queue)
 
 MODES = {"none": 0, "easy": 1, "easy_drevt": 2}
 
@@ -280,27 +280,27 @@ def _begin(j, now, node_start, node_list, cores, gpus, mem, dur, limit, fc, fg, 
 
 @njit(cache=True, _nrt=False)
 def _start_due(q, Q, res, now, n_res, node_start, node_list, cores, gpus, mem, dur, limit, fc, fg, fm, begin, end,
-               est, re, rj, rn, R, hk, hj, H):
-    """The two conservative drivers' last step of a pass (``_Conservative.select``): every waiting
+               est, hk, hj, H, xk, xj, XH):
+    """The conservative driver's last step of a pass (``_Conservative.select``): every waiting
     job whose reservation is now starts on its nodes, in priority order, and leaves ``q[:Q]``
-    (the others keep their order); with ``R >= 0`` it joins the running jobs ``re``/``rj``/``rn``
-    too. Returns (waiting, reservations, running, heap); waiting -1 if a node lacks room for
-    one (over-commit)."""
+    (the others keep their order); one that will run past its limit (limits not enforced)
+    joins the heap ``xk``/``xj`` by estimated end too. Returns (waiting, reservations,
+    completion heap, that heap); waiting -1 if a node lacks room for one (over-commit)."""
     w = 0
     for x in range(Q):
         j = q[x]
         if res[j] == now:
             if not _begin(j, now, node_start, node_list, cores, gpus, mem, dur, limit, fc, fg, fm, begin, end, est):
-                return -1, n_res, R, H
-            if R >= 0:
-                R = _run_insert(re, rj, rn, R, est[j], j, 0)
+                return -1, n_res, H, XH
             H = _heap_push(hk, hj, H, end[j], j)
+            if end[j] > est[j]:
+                XH = _heap_push(xk, xj, XH, est[j], j)
             res[j] = np.nan
             n_res -= 1
         else:
             q[w] = j
             w += 1
-    return w, n_res, R, H
+    return w, n_res, H, XH
 
 
 def run_shared(submit, limit, nodes, dur, rank, request, machine, backfill, enforce_limits=True, progress=None):
@@ -323,9 +323,7 @@ def run_shared(submit, limit, nodes, dur, rank, request, machine, backfill, enfo
             np.ascontiguousarray(rank, dtype=np.int64), cores, gpus, mem)
     if backfill != "conservative":
         return _run_queue(args, machine, MODES[backfill], progress)
-    if enforce_limits:
-        return _run_conservative_profile(args, machine, progress)
-    return _run_conservative_timelines(args, machine, False, progress)
+    return _run_conservative_profile(args, machine, bool(enforce_limits), progress)
 
 
 def _node_lists(nodes):
@@ -342,11 +340,11 @@ _CONSERVATIVE_ERRORS = {-1: "conservative plan did not converge (shared-node ker
                         -4: "conservative kept a reservation in the past (shared-node kernel)"}
 
 
-def _run_conservative_profile(args, machine, progress, counters=None):
-    """conservative with limits enforced: the arrays of ``shared_conservative_profile_steps``
-    allocated here, the driver called in slices; the profiles and the growth log are made
-    longer whenever it asks (status ``GROW``) and it goes on. ``counters`` (a dict), if given,
-    gets the number of those stops added to it."""
+def _run_conservative_profile(args, machine, enforce, progress, counters=None):
+    """conservative (``enforce``: limits enforced): the arrays of
+    ``shared_conservative_profile_steps`` allocated here, the driver called in slices; the
+    profiles and the growth log are made longer whenever it asks (status ``GROW``) and it goes
+    on. ``counters`` (a dict), if given, gets the number of those stops added to it."""
     submit, limit, nodes = args[:3]
     n = int(submit.shape[0])
     n_nodes, cap_c, cap_g, cap_m = (int(x) for x in machine)
@@ -369,13 +367,17 @@ def _run_conservative_profile(args, machine, progress, counters=None):
               np.full((64, n_nodes), -1, np.int64), np.zeros((64, n_nodes)),  # first times with 2**q free
               np.zeros((64, n_nodes), np.int64))  # cores (``_earliest_kept``): version, time, segment
     queues = (np.empty(n + 1), np.empty(n + 1, np.int64), np.empty(max(n, 1), np.int64))  # completion heap, waiting
+    m = 1 if enforce else n + 1  # (with limits enforced no job runs past its limit)
+    overruns = (np.empty(m), np.empty(m, np.int64), np.empty(m, np.int64))  # heap (estimated end, job) of the
+    # started jobs that will run past their limits; those that do now
     w, length = PROFILE_WIDTH, LOG_LENGTH
     profile = [np.full((n_nodes, w), -np.inf), np.full((n_nodes, w), cap_c, np.int64),  # widened as the driver asks
                np.full((n_nodes, w), cap_g, np.int64), np.full((n_nodes, w), cap_m, np.int64)]
     log = [np.empty(length, np.int64), np.empty(length), np.empty(length),
            *(np.empty(length, np.int64) for _ in range(5))]
     breaks = np.ones(n_nodes, np.int64)  # breakpoints per node's profile
-    fixed = (*args, *per_job, node_start, node_list, *free, *scratch, *failed, *growth, *queues, breaks)
+    fixed = (*args, bool(enforce), *per_job, node_start, node_list, *free, *scratch, *failed, *growth, *queues,
+             *overruns, breaks)
 
     def longer(grown, st):
         """The profiles and the log as long as ``st`` says the stopped step needs."""
@@ -384,39 +386,8 @@ def _run_conservative_profile(args, machine, progress, counters=None):
     st = _drive(_widening(shared_conservative_profile_steps, fixed, profile + log, longer), (), progress,
                 _CONSERVATIVE_ERRORS, size=CP_SIZE, preset={CP_EVERY: int(STOP_EVERYWHERE)})
     if counters is not None:
-        counters["widened_at_completion"] = counters.get("widened_at_completion", 0) + int(st[CP_WIDENED])
-        counters["widened_in_round"] = counters.get("widened_in_round", 0) + int(st[CP_WIDENED + 1])
-    return per_job[0], per_job[1], node_start, node_list
-
-
-def _run_conservative_timelines(args, machine, enforce, progress, counters=None):
-    """conservative on timelines rebuilt at every pass (limits not enforced; ``enforce``: the
-    tests' check of the kept plan): the arrays of ``shared_conservative_steps`` allocated here,
-    the driver called in slices; the timelines are widened whenever it asks (status ``GROW``)
-    and it goes on. ``counters`` (a dict), if given, gets the number of those stops."""
-    submit, limit, nodes = args[:3]
-    n = int(submit.shape[0])
-    n_nodes, cap_c, cap_g, cap_m = (int(x) for x in machine)
-    node_start, node_list = _node_lists(nodes)
-    per_job = (np.full(n, np.nan), np.full(n, np.nan), np.full(n, np.nan),  # begin, end, estimated end
-               np.full(n, np.nan))  # reserved start (its nodes: node_list[node_start[j]:...])
-    free = (np.full(n_nodes, cap_c, np.int64), np.full(n_nodes, cap_g, np.int64), np.full(n_nodes, cap_m, np.int64))
-    rmax = min(n, n_nodes * cap_c) + 1  # running jobs (each holds at least one core)
-    running = (np.empty(rmax), np.empty(rmax, np.int64), np.empty(rmax, np.int64),  # by (estimated end, job)
-               np.empty(rmax), np.empty(rmax, np.int64))  # completion heap (real end, job)
-    fixed = (*args, np.int64(cap_c), np.int64(cap_g), np.int64(cap_m), bool(enforce), *per_job, node_start,
-             node_list, *free, np.empty(n_nodes, np.int64), *running, np.empty(max(n, 1), np.int64),
-             np.zeros(n_nodes, np.int64),  # intervals per node
-             np.empty(n + 16),  # every interval's end, sorted: one per job (running, reserved or just ended)
-             np.empty(n + 16, np.int64), np.empty(n_nodes), np.empty(n_nodes))  # _earliest_fit's scratch
-    w = TIMELINE_WIDTH
-    timelines = [np.empty((n_nodes, w)), np.empty((n_nodes, w)), np.empty((n_nodes, w), np.int64)]
-    st = _drive(_widening(shared_conservative_steps, fixed, timelines,
-                          lambda grown, st: _longer(grown, int(st[CT_NEED]))),
-                (), progress, _CONSERVATIVE_ERRORS, size=CT_SIZE, preset={CT_EVERY: int(STOP_EVERYWHERE)})
-    if counters is not None:
-        counters["widened_at_rebuild"] = counters.get("widened_at_rebuild", 0) + int(st[CT_WIDENED])
-        counters["widened_in_round"] = counters.get("widened_in_round", 0) + int(st[CT_WIDENED + 1])
+        for slot, name in enumerate(("widened_at_completion", "widened_in_round", "widened_before_pass")):
+            counters[name] = counters.get(name, 0) + int(st[CP_WIDENED + slot])
     return per_job[0], per_job[1], node_start, node_list
 
 
@@ -465,7 +436,6 @@ def _drive(step, state, progress, errors, head=0, size=0, preset=None):
     return st
 
 
-TIMELINE_WIDTH = 16  # intervals per node the conservative timelines start with (widened as needed)
 PROFILE_WIDTH = 32  # breakpoints per node the conservative profiles start with (made longer as needed)
 LOG_LENGTH = 256  # entries the growth log starts with (the same)
 STOP_EVERYWHERE = False  # tests: the drivers that stop for longer arrays stop wherever they may
@@ -490,7 +460,7 @@ def _widening(driver, fixed, grown, longer):
 
 def _longer(arrays, need):
     """Copies of ``arrays`` with at least ``need`` entries along their last axis (a node's
-    row of a profile or timeline, the growth log), the size doubled, contents kept; or the
+    row of a profile, the growth log), the size doubled, contents kept; or the
     arrays themselves if they have them."""
     size = arrays[0].shape[-1]
     if size >= need:
@@ -505,444 +475,13 @@ def _longer(arrays, need):
     return out
 
 
-# --- conservative: per-node timelines of intervals ------------------------------------------
-# Node i holds the intervals ts[i, :cnt[i]] .. te[i, :cnt[i]] of the jobs tj[i, :cnt[i]] (running
-# jobs from -inf, reservations from their start); ``ends[:E]`` is the sorted multiset of every
-# interval's end (the candidate start times). Sums are integers, so the order of the intervals
-# on a node does not matter.
-
-
-@njit(cache=True, _nrt=False)
-def _lower_bound(ends, E, e):
-    """First index of ends[:E] (sorted) whose value is >= e."""
-    a = 0
-    b = E
-    while a < b:
-        m = (a + b) >> 1
-        if ends[m] < e:
-            a = m + 1
-        else:
-            b = m
-    return a
-
-
-@njit(cache=True, _nrt=False)
-def _ends_insert(ends, E, e):
-    a = _lower_bound(ends, E, np.nextafter(e, np.inf))  # after the equal ends: adding in order moves none
-    for x in range(E, a, -1):
-        ends[x] = ends[x - 1]
-    ends[a] = e
-    return E + 1
-
-
-@njit(cache=True, _nrt=False)
-def _ends_remove(ends, E, e):
-    a = _lower_bound(ends, E, e)
-    for x in range(a, E - 1):
-        ends[x] = ends[x + 1]
-    return E - 1
-
-
-@njit(cache=True, _nrt=False)
-def _blocked_until(ts, te, tj, cnt, i, t0, t1, c, g, m, cores, gpus, mem, cap_c, cap_g, cap_m, near):
-    """``_Timeline._blocked_until``: -inf if node i holds (c, g, m) throughout [t0, t1) (the
-    usage at t0 and at every interval start inside the window, over the intervals overlapping
-    it, gathered into ``near`` first); else a time before which no window of that length
-    starting at t0 or later fits there: the next breakpoint of the node's usage after the
-    point that lacks room (the window of a later start still covers that point's stretch)."""
-    o = 0
-    for b in range(cnt[i]):
-        if ts[i, b] < t1 and te[i, b] > t0:
-            near[o] = b
-            o += 1
-    for a in range(-1, o):
-        if a < 0:
-            p = t0
-        else:
-            p = ts[i, near[a]]
-            if not (p > t0):
-                continue
-        uc = 0
-        ug = 0
-        um = 0
-        for x in range(o):
-            b = near[x]
-            if ts[i, b] <= p and p < te[i, b]:
-                j = tj[i, b]
-                uc += cores[j]
-                ug += gpus[j]
-                um += mem[j]
-        if cap_c - uc < c or cap_g - ug < g or cap_m - um < m:
-            return _room_again(ts, te, tj, cnt, i, p, c, g, m, cores, gpus, mem, cap_c, cap_g, cap_m)
-    return -np.inf
-
-
-@njit(cache=True, _nrt=False)
-def _room_again(ts, te, tj, cnt, i, p, c, g, m, cores, gpus, mem, cap_c, cap_g, cap_m):
-    """The first breakpoint of node i's usage after ``p`` (which lacks room for (c, g, m)) at
-    which it has room again, or inf: every start from ``p`` up to it lacks room at its own
-    time, and every earlier window covers ``p``. (Every start and end on the node is taken
-    as a breakpoint.)"""
-    while True:
-        after = np.inf
-        for b in range(cnt[i]):
-            if p < ts[i, b] < after:
-                after = ts[i, b]
-            if p < te[i, b] < after:
-                after = te[i, b]
-        if after == np.inf:
-            return after
-        uc = 0
-        ug = 0
-        um = 0
-        for b in range(cnt[i]):
-            if ts[i, b] <= after < te[i, b]:
-                j = tj[i, b]
-                uc += cores[j]
-                ug += gpus[j]
-                um += mem[j]
-        if cap_c - uc >= c and cap_g - ug >= g and cap_m - um >= m:
-            return after
-        p = after
-
-
-# ``shared_conservative_steps``' scalars between slices, in ``st`` beside the common counts.
-CT_NRES = 6  # waiting jobs with a reservation
-CT_ENDS = 7  # entries of ``ends``
-CT_STALE = 8  # 1 when the timelines hold an interval of a job that ended early
-CT_AT = 9  # an event stopped for wider timelines: AT_PASS (before its rebuild) or AT_ROUND (a round)
-CT_X = 10  # ... the round's place in the queue, its number, its flags (moved 1, replan 2)
-CT_ROUNDS = 11
-CT_FLAGS = 12
-CT_NEED = 13  # ... and the intervals a node must have room for
-CT_WIDENED = 14  # counters: events stopped before a rebuild, and in a round
-CT_EVERY = 16  # 1: stop at every place it may (tests of the resumption; the first after a resumption goes on)
-CT_SIZE = 17
-
-
-@njit(cache=True, _nrt=False)
-def shared_conservative_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, mem, cap_c, cap_g, cap_m,
-                              enforce, begin, end, est, res, node_start, node_list, fc, fg, fm, pick,
-                              re, rj, rn, hk, hj, q, cnt, ends, near, blocked, low, ts, te, tj, st, sf, budget):
-    """``sim.shared._Conservative`` compiled: the per-node interval timelines rebuilt and every
-    job re-placed in priority order until nothing moves, at every pass (limits not enforced;
-    the tests also run it with limits enforced against ``shared_conservative_profile_steps``).
-
-    Resumable: at most ``budget`` events from the state in ``st``/``sf`` and the arrays
-    (``shared._run_conservative_timelines`` allocates them); status 0 done, 1 budget used,
-    ``GROW`` the timelines must be wider, -1 a plan that did not converge, -2 an over-committed
-    node, -3 a job that fits nowhere. Without numba's runtime: the event stops, its place saved
-    (``CT_AT``...), before a rebuild or a job's placement (one interval more on a node) that the
-    timelines may not hold, and the caller widens them."""
-    n = submit.shape[0]
-    n_nodes = fc.shape[0]
-    max_rounds = 1000 + 100 * n
-    _, R, H, Q, a, done, now = _load_counts(st, sf)
-    n_res = st[CT_NRES]
-    E = st[CT_ENDS]
-    stale = st[CT_STALE] != 0
-    width = ts.shape[1]
-    at = st[CT_AT]  # an event stopped for wider timelines: go on there
-    st[CT_AT] = AT_NONE
-    replan = (st[CT_FLAGS] & 2) != 0
-    moved = (st[CT_FLAGS] & 1) != 0
-    x = st[CT_X]
-    rounds = st[CT_ROUNDS]
-    every = st[CT_EVERY] == 1
-    resumed = at != AT_NONE
-    need = 0
-    top = _widest(cnt)
-    while True:
-        if at == AT_NONE:
-            status, now, budget = _slice_event(submit, arrivals, a, hk, H, now, budget)
-            if status != EV_NEXT:
-                break
-            H, R, ended, freed_early = _complete_due(hk, hj, H, re, rj, rn, R, est, end, now, fc, fg, fm,
-                                                     node_start, node_list, cores, gpus, mem)
-            done += ended
-            stale = stale or freed_early  # an interval outlives its job: the timelines need rebuilding
-            Q, a = _enqueue_arrivals(q, Q, rank, submit, arrivals, a, now)
-            if Q == 0:
-                continue
-
-            replan = freed_early or not enforce
-            for x in range(Q):
-                j = q[x]
-                if res[j] < now:  # a reservation in the past (possible with limits not enforced)
-                    replan = True
-                    res[j] = np.nan
-                    n_res -= 1
-            if replan or n_res < Q:
-                at = AT_PASS if (replan or stale or not enforce) else AT_ROUND
-                if at == AT_ROUND:  # the previous plan's timelines hold: drop the ends in the past
-                    drop = 0
-                    while drop < E and ends[drop] <= now:
-                        drop += 1
-                    if drop:
-                        for x in range(drop, E):
-                            ends[x - drop] = ends[x]
-                        E -= drop
-                rounds = 1
-                moved = False
-                x = 0
-        if at == AT_PASS:  # rebuild: running jobs, then the reservations
-            for i in range(n_nodes):
-                cnt[i] = 0
-            for r in range(R):
-                j = rj[r]
-                for y in range(node_start[j], node_start[j] + nodes[j]):
-                    cnt[node_list[y]] += 1
-            for y in range(Q):
-                j = q[y]
-                if res[j] == res[j]:
-                    for z in range(node_start[j], node_start[j] + nodes[j]):
-                        cnt[node_list[z]] += 1
-            top = _widest(cnt)
-            if top + 1 > width or (every and not resumed):  # (and one more: a placement)
-                need = top + 1
-                break
-            resumed = False
-            stale = False
-            soon = np.nextafter(now, np.inf)
-            for i in range(n_nodes):
-                cnt[i] = 0
-            E = 0
-            for r in range(R):
-                j = rj[r]
-                e = re[r] if re[r] > now else soon
-                E = _tl_add(ts, te, tj, cnt, ends, E, j, -np.inf, e, node_list, node_start[j], nodes[j])
-            for y in range(Q):
-                j = q[y]
-                if res[j] == res[j]:
-                    E = _tl_add(ts, te, tj, cnt, ends, E, j, res[j], res[j] + limit[j], node_list,
-                                node_start[j], nodes[j])
-            at = AT_ROUND
-        if at == AT_ROUND:  # the pass's rounds, from place x of round ``rounds``
-            at = AT_NONE
-            while True:
-                while x < Q:
-                    j = q[x]
-                    old = res[j]
-                    had = old == old
-                    if had and not replan:
-                        x += 1
-                        continue
-                    if top + 1 > width:  # its placement adds an interval to some nodes
-                        top = _tl_compact(ts, te, tj, cnt, now)
-                    if top + 1 > width or (every and not resumed):
-                        need = top + 1
-                        at = AT_ROUND
-                        break
-                    resumed = False
-                    top += 1
-                    x += 1
-                    if had:
-                        E = _tl_remove(ts, te, tj, cnt, ends, E, j, node_list, node_start[j], nodes[j])
-                    start = _earliest_fit(ts, te, tj, cnt, ends, E, now, nodes[j], limit[j],
-                                          cores[j], gpus[j], mem[j], cores, gpus, mem,
-                                          cap_c, cap_g, cap_m, pick, near, blocked, low)
-                    if start == np.inf:
-                        return -3
-                    for y in range(nodes[j]):
-                        node_list[node_start[j] + y] = pick[y]
-                    E = _tl_add(ts, te, tj, cnt, ends, E, j, start, start + limit[j], node_list, node_start[j],
-                                nodes[j])
-                    res[j] = start
-                    if not had:
-                        n_res += 1
-                    elif start != old:
-                        moved = True
-                if at == AT_ROUND:
-                    break
-                if not (replan and moved):
-                    break
-                rounds += 1
-                if rounds > max_rounds:
-                    return -1
-                moved = False
-                x = 0
-            if at == AT_ROUND:
-                break
-
-        Q, n_res, R, H = _start_due(q, Q, res, now, n_res, node_start, node_list, cores, gpus, mem, dur, limit,
-                                    fc, fg, fm, begin, end, est, re, rj, rn, R, hk, hj, H)
-        if Q < 0:
-            return -2
-    if at != AT_NONE:  # where the event goes on
-        status = GROW
-        st[CT_AT] = at
-        st[CT_WIDENED + (1 if at == AT_ROUND else 0)] += 1
-        st[CT_FLAGS] = (2 if replan else 0) | (1 if moved else 0)
-        st[CT_X] = x
-        st[CT_ROUNDS] = rounds
-        st[CT_NEED] = need
-    _store_counts(st, sf, 0, R, H, Q, a, done, now)
-    st[CT_NRES] = n_res
-    st[CT_ENDS] = E
-    st[CT_STALE] = 1 if stale else 0
-    return status
-
-
-@njit(cache=True, _nrt=False)
-def _tl_compact(ts, te, tj, cnt, now):
-    """Drop the intervals that ended (on-time completions) from every node; the most left."""
-    top = 0
-    for i in range(cnt.shape[0]):
-        w = 0
-        for x in range(cnt[i]):
-            if te[i, x] > now:
-                ts[i, w] = ts[i, x]
-                te[i, w] = te[i, x]
-                tj[i, w] = tj[i, x]
-                w += 1
-        cnt[i] = w
-        if w > top:
-            top = w
-    return top
-
-
-@njit(cache=True, _nrt=False)
-def _tl_add(ts, te, tj, cnt, ends, E, j, s, e, node_list, first, k):
-    """Job j's interval [s, e) on its k nodes node_list[first:first + k] (there is room)."""
-    for y in range(k):
-        i = node_list[first + y]
-        c = cnt[i]
-        ts[i, c] = s
-        te[i, c] = e
-        tj[i, c] = j
-        cnt[i] = c + 1
-    return _ends_insert(ends, E, e)  # (ends holds one end per job at most: never full)
-
-
-@njit(cache=True, _nrt=False)
-def _tl_remove(ts, te, tj, cnt, ends, E, j, node_list, first, k):
-    stop = np.nan
-    for y in range(k):
-        i = node_list[first + y]
-        c = cnt[i]
-        for x in range(c):
-            if tj[i, x] == j:
-                stop = te[i, x]
-                ts[i, x] = ts[i, c - 1]
-                te[i, x] = te[i, c - 1]
-                tj[i, x] = tj[i, c - 1]
-                cnt[i] = c - 1
-                break
-    return _ends_remove(ends, E, stop)
-
-
-@njit(cache=True, _nrt=False)
-def _earliest_fit(ts, te, tj, cnt, ends, E, now, k, duration, c, g, m, cores, gpus, mem,
-                  cap_c, cap_g, cap_m, pick, near, blocked, low):
-    """``_Timeline.earliest_fit``: the first candidate (now, then every end after now) at which
-    k nodes each hold (c, g, m) for ``duration``; the nodes in pick[:k]. After a candidate that
-    fails, the next one looked at is the first not before the k-th smallest node bound
-    (``blocked``): before it fewer than k nodes can hold the job. ``near``, ``blocked``,
-    ``low``: scratch (an entry per interval of a node, per node, per node)."""
-    n_nodes = cnt.shape[0]
-    if k == 1:
-        return _earliest_on_one_node(ts, te, tj, cnt, now, duration, c, g, m, cores, gpus, mem,
-                                     cap_c, cap_g, cap_m, pick, near)
-    blocked[:] = -np.inf  # per node: no start before this fits
-    a = _lower_bound(ends, E, np.nextafter(now, np.inf))  # the first end after now
-    x = a - 1  # -1: the candidate now
-    last = np.nan
-    while x < E:
-        t = now if x < a else ends[x]
-        x += 1
-        if t == last or t == np.inf:
-            continue
-        last = t
-        got = 0
-        for i in range(n_nodes):
-            if blocked[i] > t:
-                continue
-            until = _blocked_until(ts, te, tj, cnt, i, t, t + duration, c, g, m, cores, gpus, mem,
-                                   cap_c, cap_g, cap_m, near)
-            if until == -np.inf:
-                pick[got] = i
-                got += 1
-                if got == k:
-                    return t
-            else:
-                blocked[i] = until
-        kth = _kth_smallest(blocked, k, low)
-        if kth > t:
-            x = max(x, _lower_bound(ends, E, kth))
-    return np.inf
-
-
-@njit(cache=True, inline="always")
-def _kth_smallest(values, k, low):
-    """The k-th smallest of ``values`` (``low``: k scratch slots, kept sorted), with unsigned
-    indices (see ``_node_earliest_from``; inlined: the several-node searches call it millions
-    of times)."""
-    zero = np.uint64(0)
-    n = zero
-    uk = np.uint64(k)
-    one = np.uint64(1)
-    last = uk - one
-    for v in values:
-        if n < uk:
-            y = n
-            n += one
-        elif v < low[last]:
-            y = last
-        else:
-            continue
-        while y > zero and low[y - one] > v:
-            low[y] = low[y - one]
-            y -= one
-        low[y] = v
-    return low[last]
-
-
-@njit(cache=True, _nrt=False)
-def _earliest_on_one_node(ts, te, tj, cnt, now, duration, c, g, m, cores, gpus, mem, cap_c, cap_g, cap_m,
-                          pick, near):
-    """``_earliest_fit`` for a job of one node, node by node (``_node_earliest_before``), the earliest
-    so far bounding the search on later nodes (a tie keeps the lower index), as the scan over
-    every candidate would pick."""
-    best = np.inf
-    best_i = cnt.shape[0]
-    for i in range(cnt.shape[0]):
-        t = _node_earliest_before(ts, te, tj, cnt, i, now, now, duration, c, g, m, cores, gpus, mem,
-                                  cap_c, cap_g, cap_m, near, best, best_i)
-        if t != np.inf:
-            best = t
-            best_i = i
-    pick[0] = best_i
-    return best
-
-
-@njit(cache=True, _nrt=False)
-def _node_earliest_before(ts, te, tj, cnt, i, t, now, duration, c, g, m, cores, gpus, mem, cap_c, cap_g, cap_m,
-                          near, best, best_i):
-    """Node i's earliest candidate start from ``t`` (now or one of its ends) for a one-node job
-    if it beats ``best`` on node ``best_i`` (earlier, or as early on a lower index), else inf.
-    A node that lacks room is looked at next from the first of *its own* interval ends at or
-    after the point where it is blocked (``_blocked_until``): no candidate in between fits
-    there, and a start that fits on a node still fits slid left to the last of its ends before
-    it (or to now: going left across a start, usage only drops)."""
-    while t < best or (t == best and i < best_i and t < np.inf):
-        until = _blocked_until(ts, te, tj, cnt, i, t, t + duration, c, g, m, cores, gpus, mem,
-                               cap_c, cap_g, cap_m, near)
-        if until == -np.inf:
-            return t
-        t = np.inf
-        for b in range(cnt[i]):
-            e = te[i, b]
-            if e >= until and e > now and e < t:
-                t = e
-    return np.inf
-
-
-# --- conservative with limits enforced: a persistent plan on per-node free profiles ---------
+# --- conservative: a persistent plan on per-node free profiles ---------------------------------
 # Node i's free (cores, GPUs, KiB) is a step function: on [PT[i, b], PT[i, b + 1]) it is
 # (PC, PG, PM)[i, b] for b < PB[i] (the last segment runs to +inf; PT[i, 0] = -inf). Every
-# running job holds its nodes until its estimated end, every reserved job from its start to
-# start + limit; adjacent segments with equal free amounts are merged, so the profile is the
-# canonical form of the usage that ``_Timeline`` sums from its intervals.
+# running job holds its nodes until its estimated end (one past it, limits not enforced, until
+# nextafter(now) at a pass), every reserved job from its start to start + limit; adjacent
+# segments with equal free amounts are merged, so the profile is the canonical form of the
+# usage that ``_Timeline`` sums from its intervals.
 #
 # Why only a few reserved jobs are looked at (see ``shared_conservative_profile_steps``):
 # ``_Timeline.earliest_fit`` is a function of the usage alone. Its candidates are now and the
@@ -1068,8 +607,7 @@ def _drop_past(PT, PC, PG, PM, PB, i, now):
 
 @njit(cache=True, _nrt=False, inline="always")
 def _widest(PB):
-    """The most entries any node's row holds (breakpoints of a profile, intervals of a
-    timeline: ``PB``, ``cnt``)."""
+    """The most entries any node's row holds (breakpoints of its profile: ``PB``)."""
     top = 0
     for i in range(PB.shape[0]):
         if PB[i] > top:
@@ -1161,6 +699,31 @@ def _node_fit(PT, PC, PG, PM, PB, MX, i, t, L, c, g, m, H):
         e = max(t, PT[i, b])
         return e if e <= H else np.inf
     return _node_earliest_from(PT, PC, PG, PM, PB, i, _seg(PT, PB, i, t), t, L, c, g, m, H)
+
+
+@njit(cache=True, inline="always")
+def _kth_smallest(values, k, low):
+    """The k-th smallest of ``values`` (``low``: k scratch slots, kept sorted), with unsigned
+    indices (see ``_node_earliest_from``; inlined: the several-node searches call it millions
+    of times)."""
+    zero = np.uint64(0)
+    n = zero
+    uk = np.uint64(k)
+    one = np.uint64(1)
+    last = uk - one
+    for v in values:
+        if n < uk:
+            y = n
+            n += one
+        elif v < low[last]:
+            y = last
+        else:
+            continue
+        while y > zero and low[y - one] > v:
+            low[y] = low[y - one]
+            y -= one
+        low[y] = v
+    return low[last]
 
 
 @njit(cache=True, inline="always")
@@ -1292,7 +855,12 @@ def _max_free(PT, PC, PG, PM, PB, i, now, g1):
 @njit(cache=True, _nrt=False)
 def _longest_run(PT, PC, PB, i, now, reach, c):
     """The longest time over which node i keeps at least c free cores, from a start in
-    [now, reach) (+inf: to the end of its profile)."""
+    [now, reach) (+inf: to the end of its profile), each run's length end - start made longer
+    by 2**-49 of the larger of their magnitudes: a window [t, t + L) fits in a run when the
+    float sum t + L does not pass its end, which holds for L a rounding longer than end - t
+    too (t = nextafter(now) after a hold past a limit, or any time with a fraction), and the
+    kept plan skips a job whose limit is longer than this bound. (Still no longer for a run
+    inside another: the bounds of ``_note_growth`` rely on it.)"""
     B = PB[i]
     b = _seg(PT, PB, i, now)
     best = 0.0
@@ -1308,8 +876,10 @@ def _longest_run(PT, PC, PB, i, now, reach, c):
             f += 1
         if f == B:
             return np.inf
-        if PT[i, f] - t > best:
-            best = PT[i, f] - t
+        e = PT[i, f]
+        run = (e - t) + max(abs(e), abs(t)) * 2.0 ** -49
+        if run > best:
+            best = run
         b = f + 1
     return best
 
@@ -1371,31 +941,60 @@ CP_BASE = 7  # sequence number of the growth log's first entry
 CP_LC = 8  # entries in the growth log
 CP_VISIT = 9  # number of the last growth scan (``mark``)
 CP_PASS = 10  # number of the last planning pass
-CP_AT = 11  # an event stopped for longer arrays: AT_COMPLETE (its completions), AT_ROUND (a pass's round)
-CP_X = 12  # ... the round's place in the queue, its number, and its flags (moved 1, changed 2,
-CP_ROUNDS = 13  # replan 4)
+CP_AT = 11  # an event stopped for longer arrays: AT_COMPLETE (its completions), AT_PREPARE (before a pass),
+CP_X = 12  # AT_ROUND (a pass's round); ... the round's place in the queue, its number, and its flags
+CP_ROUNDS = 13  # (moved 1, changed 2, replan 4)
 CP_FLAGS = 14
 CP_NEED_W = 15  # ... the breakpoints a node's profile must have room for, and the log's entries
 CP_NEED_L = 16
-CP_WIDENED = 17  # counters: events stopped at a completion, and in a round
-CP_EVERY = 19  # 1: stop at every place it may (tests of the resumption; the first after a resumption goes on)
-CP_SIZE = 20
+CP_WIDENED = 17  # counters: events stopped at a completion, in a round, before a pass (17, 18, 19)
+CP_EVERY = 20  # 1: stop at every place it may (tests of the resumption; the first after a resumption goes on)
+CP_XH = 21  # started jobs that will run past their limits, in their heap (limits not enforced)
+CP_OVER = 22  # ... and those running past them at the last pass
+CP_SIZE = 23
 AT_NONE = 0
 AT_COMPLETE = 1
 AT_PASS = 2  # (a new pass: never stopped at)
 AT_ROUND = 3
+AT_PREPARE = 4  # (limits not enforced: holds past the limits, reservations in the past dropped)
 
 
 @njit(cache=True, _nrt=False)
-def shared_conservative_profile_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, mem,
+def _growth(j, e, now, node_start, node_list, cores, gpus, mem, PT, PC, PG, PM, PB, version, gcount, AGG, AGR,
+            LN, L0, L1, LP, Lc):
+    """Job j's slot given back on [now, e) on each of its nodes (there is room): a growth, with
+    the nodes' versions and growth counts, the bounds and the log entries; the log's count."""
+    for y in range(node_start[j], node_start[j + 1]):
+        i = node_list[y]
+        _room(PT, PC, PG, PM, PB, i, now)  # (drops past segments)
+        _prof_take(PT, PC, PG, PM, PB, i, now, e, cores[j], gpus[j], mem[j], -1)
+        version[i] += 1
+        gcount[i] += 1
+        _note_growth(PT, PC, PG, PM, PB, i, now, e, AGG, AGR)
+        Lc = _log_add(LN, L0, L1, LP, Lc, i, now, e)
+    return Lc
+
+
+@njit(cache=True, _nrt=False)
+def shared_conservative_profile_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, mem, enforce,
                                       begin, end, est, res, stamp, node_start, node_list, fc, fg, fm,
                                       pick, old_nodes, E, low, mark, seen, reach, fail_p, fail_v, fail_c, fail_g,
                                       fail_m, fail_l, fail_h, gcount, own_g, AGG, AGR, run_p, run_v, run_r,
-                                      run_w, version, ff_v, ff_t, ff_b, hk, hj, q, PB, PT, PC, PG, PM,
-                                      LN, L0, L1, LP, LV, LC, LG, LM, st, sf, budget):
-    """``sim.shared._Conservative`` with limits enforced, on a plan kept between passes (see
-    the comment above ``_seg``): the reference's rounds, in which a reserved job is placed
-    again only when a growth logged since it was last placed could move it.
+                                      run_w, version, ff_v, ff_t, ff_b, hk, hj, q, xk, xj, over, PB, PT, PC, PG,
+                                      PM, LN, L0, L1, LP, LV, LC, LG, LM, st, sf, budget):
+    """``sim.shared._Conservative`` on a plan kept between passes (see the comment above
+    ``_seg``): the reference's rounds, in which a reserved job is placed again only when a
+    growth logged since it was last placed could move it.
+
+    With limits not enforced (``enforce`` False; ``_run_events``' ``freed_early or not
+    enforce``) every pass replans, and before it the profiles are made the usage the reference
+    rebuilds (``AT_PREPARE``): a running job whose estimated end is not after now (it runs past
+    its limit: ``over``, from the heap ``xk``/``xj`` of the started jobs that will) holds its
+    nodes on [now, nextafter(now)) too (dropped with the past at the next event), and a
+    reservation that fell into the past is given back from now (a growth) and placed anew in
+    its turn. A hold on [now, ...) can only take room from a reservation at now: in a pass with
+    such holds those are placed again from scratch in their turn (their slot given back as a
+    growth); every other kept placement still fits, so the argument above holds for it.
 
     Resumable: runs at most ``budget`` events from the state in ``st``/``sf`` and the arrays
     (``shared._run_conservative_profile`` allocates them); status 0 done, 1 budget used, 2
@@ -1413,6 +1012,7 @@ def shared_conservative_profile_steps(submit, limit, nodes, dur, arrivals, rank,
     max_rounds = 1000 + 100 * n
     _, _, H, Q, a, done, now = _load_counts(st, sf)
     n_res = st[CP_NRES]
+    XH, O = st[CP_XH], st[CP_OVER]
     base = st[CP_BASE]
     Lc = st[CP_LC]
     visit = st[CP_VISIT]
@@ -1458,14 +1058,8 @@ def shared_conservative_profile_steps(submit, limit, nodes, dur, arrivals, rank,
             done += 1
             if end[j] < est[j]:  # its nodes are free on [now, estimated end) from now on
                 freed_early = True
-                for y in range(node_start[j], node_start[j + 1]):
-                    i = node_list[y]
-                    _room(PT, PC, PG, PM, PB, i, now)  # (drops past segments)
-                    _prof_take(PT, PC, PG, PM, PB, i, now, est[j], cores[j], gpus[j], mem[j], -1)
-                    version[i] += 1
-                    gcount[i] += 1
-                    _note_growth(PT, PC, PG, PM, PB, i, now, est[j], AGG, AGR)
-                    Lc = _log_add(LN, L0, L1, LP, Lc, i, now, est[j])
+                Lc = _growth(j, est[j], now, node_start, node_list, cores, gpus, mem, PT, PC, PG, PM, PB, version,
+                             gcount, AGG, AGR, LN, L0, L1, LP, Lc)
         if stop:
             break
         if at == AT_COMPLETE:
@@ -1473,9 +1067,61 @@ def shared_conservative_profile_steps(submit, limit, nodes, dur, arrivals, rank,
             Q, a = _enqueue_arrivals(q, Q, rank, submit, arrivals, a, now)
             if Q == 0:
                 continue
-            replan = freed_early
-            if replan or n_res < Q:
+            replan = freed_early or not enforce
+            if not enforce:
+                at = AT_PREPARE
+            elif replan or n_res < Q:
                 at = AT_PASS
+
+        if at == AT_PREPARE:  # limits not enforced: the profiles made the reference's usage at now
+            while XH > 0 and xk[0] <= now:  # (a job past its limit holds its nodes until just after now)
+                j = xj[0]
+                XH = _heap_pop(xk, xj, XH)
+                if end[j] > now:
+                    over[O] = j
+                    O += 1
+            w = 0
+            for y in range(O):
+                if end[over[y]] > now:
+                    over[w] = over[y]
+                    w += 1
+            O = w
+            seen[:] = 0  # per node, two breakpoints for each hold and each reservation in the past there
+            need_l = Lc  # (and the latter's log entries)
+            for y in range(O + Q):
+                j = over[y] if y < O else q[y - O]
+                if y >= O:
+                    if not res[j] < now:
+                        continue
+                    need_l += nodes[j]
+                for z in range(node_start[j], node_start[j + 1]):
+                    seen[node_list[z]] += 2
+            need = 0
+            for i in range(PB.shape[0]):
+                need = max(need, PB[i] + seen[i])
+            if need > width or need_l > length or (every and not resumed):
+                stop = True
+                st[CP_NEED_W] = need
+                st[CP_NEED_L] = need_l
+                break
+            resumed = False
+            top = max(top, need)
+            soon = np.nextafter(now, np.inf)
+            for y in range(O):
+                j = over[y]
+                for z in range(node_start[j], node_start[j + 1]):
+                    i = node_list[z]
+                    _prof_take(PT, PC, PG, PM, PB, i, now, soon, cores[j], gpus[j], mem[j], 1)
+                    version[i] += 1
+            for y in range(Q):  # reservations in the past: given back, placed anew in their turn
+                j = q[y]
+                if res[j] < now:
+                    if res[j] + limit[j] > now:
+                        Lc = _growth(j, res[j] + limit[j], now, node_start, node_list, cores, gpus, mem, PT, PC,
+                                     PG, PM, PB, version, gcount, AGG, AGR, LN, L0, L1, LP, Lc)
+                    res[j] = np.nan
+                    n_res -= 1
+            at = AT_PASS
 
         if at == AT_PASS:  # a new pass
             pass_no += 1
@@ -1519,7 +1165,13 @@ def shared_conservative_profile_steps(submit, limit, nodes, dur, arrivals, rank,
                     x += 1
                     c, g, m, lim = cores[j], gpus[j], mem[j], limit[j]
                     old = res[j]
-                    if old != old:  # a new job: its earliest fit on the plan
+                    if O > 0 and old == now:  # a job past its limit may hold a node of its slot now
+                        Lc = _growth(j, now + lim, now, node_start, node_list, cores, gpus, mem, PT, PC, PG, PM,
+                                     PB, version, gcount, AGG, AGR, LN, L0, L1, LP, Lc)
+                        res[j] = np.nan
+                        n_res -= 1
+                        changed = True
+                    if res[j] != res[j]:  # a new job (or one placed anew): its earliest fit on the plan
                         start = _earliest_all(PT, PC, PG, PM, PB, None, now, k, lim, c, g, m, np.inf, pick, E, low)
                         if start == np.inf:
                             return -3
@@ -1533,6 +1185,8 @@ def shared_conservative_profile_steps(submit, limit, nodes, dur, arrivals, rank,
                         n_res += 1
                         stamp[j] = base + Lc
                         own_g[j] = _grown_sum(gcount, node_list, node_start[j], nodes[j])
+                        if start != old and old == old:
+                            moved = True
                         continue
                     if not replan:
                         continue
@@ -1699,21 +1353,23 @@ def shared_conservative_profile_steps(submit, limit, nodes, dur, arrivals, rank,
             if stop:
                 break
 
-        Q, n_res, _, H = _start_due(q, Q, res, now, n_res, node_start, node_list, cores, gpus, mem, dur, limit,
-                                    fc, fg, fm, begin, end, est, hk, hj, hj, -1, hk, hj, H)  # (no running list)
+        Q, n_res, H, XH = _start_due(q, Q, res, now, n_res, node_start, node_list, cores, gpus, mem, dur, limit,
+                                     fc, fg, fm, begin, end, est, hk, hj, H, xk, xj, XH)
         if Q < 0:
             return -2
     if stop:  # where the event goes on, and how long the arrays must be
         status = GROW
         st[CP_AT] = at
-        st[CP_WIDENED + (1 if at == AT_ROUND else 0)] += 1
+        st[CP_WIDENED + (1 if at == AT_ROUND else (2 if at == AT_PREPARE else 0))] += 1
         st[CP_FLAGS] = (4 if replan else 0) | (2 if changed else 0) | (1 if moved else 0)
         st[CP_X] = x
         st[CP_ROUNDS] = rounds
-        st[CP_NEED_W] = _widest(PB) + 4
-        st[CP_NEED_L] = Lc + nodes[j]  # (j: the job whose step could overflow them)
+        if at != AT_PREPARE:  # (which set its own)
+            st[CP_NEED_W] = _widest(PB) + 4
+            st[CP_NEED_L] = Lc + nodes[j]  # (j: the job whose step could overflow them)
     _store_counts(st, sf, 0, 0, H, Q, a, done, now)
     st[CP_NRES] = n_res
+    st[CP_XH], st[CP_OVER] = XH, O
     st[CP_BASE] = base
     st[CP_LC] = Lc
     st[CP_VISIT] = visit
