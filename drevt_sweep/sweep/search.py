@@ -539,13 +539,14 @@ class ProbeRunner:
 
     def spec_for(self, cfg) -> RunSpec:
         from ..sim.workload import apply_workload
+        from .slurm_system import check_partitions
         from .workload_config import workload_spec
 
         wspec = workload_spec(cfg.workload, cfg.system.total_nodes)
         probe, _, _ = apply_workload(self.jobs, wspec, int(cfg.seed))
         spec = self.app.run_spec(cfg, probe.meta.machine_nodes, wspec, probe.queue_names,
                                  (probe.group_names, probe.user_names))
-        self.app.check_partitions(cfg, probe, spec.machine)
+        check_partitions(cfg, probe, spec.machine)
         return spec
 
     def __call__(self, setting: Mapping[str, object], n_seeds: int) -> Measurement:
