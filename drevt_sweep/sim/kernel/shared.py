@@ -161,8 +161,8 @@ def shared_queue_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, m
         status, now, budget = _slice_event(submit, arrivals, a, hk, H, now, budget)
         if status != EV_NEXT:
             break
-        H, R, ended = _complete_due(hk, hj, H, re, rj, rn, R, est, end, now, fc, fg, fm, node_start, node_list,
-                                    cores, gpus, mem, False)
+        H, R, ended, _ = _complete_due(hk, hj, H, re, rj, rn, R, est, end, now, fc, fg, fm, node_start, node_list,
+                                       cores, gpus, mem)
         done += ended
         while True:
             j, a, Q, head = _arrival(submit, arrivals, a, now, rank, Q, head)
@@ -226,28 +226,18 @@ def shared_queue_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, m
 
 
 @njit(cache=True, _nrt=False, inline="always")
-def _complete_due(hk, hj, H, re, rj, rn, R, est, end, now, fc, fg, fm, node_start, node_list, cores, gpus, mem,
-                  early_ok):
+def _complete_due(hk, hj, H, re, rj, rn, R, est, end, now, fc, fg, fm, node_start, node_list, cores, gpus, mem):
     """Every running job whose end is ``now`` leaves the heap and the running list and gives
-    its resources back, in the heap's order; (heap size, running count, how many ended).
-    With ``re`` None (the conservative driver: no running list; pruned at compile time) a job
-    that ended before its estimated end stops the loop: before it (``early_ok`` False: the
-    driver first makes room for its growth), or right after it (True: it is at the top)."""
+    its resources back; (heap size, running count, how many ended, whether one of them ended
+    before its estimated end)."""
     ended = 0
+    early = False
     while H > 0 and hk[0] <= now:
-        j = hj[0]
-        if re is None:
-            if end[j] < est[j] and not early_ok:
-                break
-            H = _heap_pop(hk, hj, H)
-        else:
-            j, H, R = _finish_next(hk, hj, H, re, rj, rn, R, est)
+        j, H, R = _finish_next(hk, hj, H, re, rj, rn, R, est)
         _give_back(j, fc, fg, fm, node_start, node_list, cores, gpus, mem)
         ended += 1
-        if re is None:
-            if end[j] < est[j]:
-                break
-    return H, R, ended
+        early = early or end[j] < est[j]
+    return H, R, ended, early
 
 
 @njit(cache=True, _nrt=False)
@@ -1083,26 +1073,23 @@ def shared_conservative_profile_steps(submit, limit, nodes, dur, arrivals, rank,
             for i in range(PB.shape[0]):  # now in every node's first segment: most searches start there
                 if PB[i] > 1 and PT[i, 1] <= now:
                     _drop_past(PT, PC, PG, PM, PB, i, now)
-        while at == AT_COMPLETE:  # the completions up to the next early end, then it (if there is room)
-            H, _, ended = _complete_due(hk, hj, H, None, None, None, 0, est, end, now, fc, fg, fm, node_start,
-                                        node_list, cores, gpus, mem, False)
-            done += ended
-            if H == 0 or hk[0] > now:
-                break
-            j = hj[0]  # it ended early: room for two breakpoints and a log entry on each of its nodes
-            if top + 2 > width:
-                top = _widest(PB)
-            if top + 2 > width or Lc + nodes[j] > length or (every and not resumed):
-                stop = True
-                break
-            resumed = False
-            top += 2
-            H, _, ended = _complete_due(hk, hj, H, None, None, None, 0, est, end, now, fc, fg, fm, node_start,
-                                        node_list, cores, gpus, mem, True)
-            done += ended
-            freed_early = True  # its nodes are free on [now, estimated end) from now on
-            Lc = _growth(j, est[j], now, node_start, node_list, cores, gpus, mem, PT, PC, PG, PM, PB, version, gcount,
-                         AGG, AGR, LN, L0, L1, LP, Lc)
+        while at == AT_COMPLETE and H > 0 and hk[0] <= now:
+            j = hj[0]
+            if end[j] < est[j]:  # room for two breakpoints and a log entry on each of its nodes
+                if top + 2 > width:
+                    top = _widest(PB)
+                if top + 2 > width or Lc + nodes[j] > length or (every and not resumed):
+                    stop = True
+                    break
+                resumed = False
+                top += 2
+            H = _heap_pop(hk, hj, H)
+            _give_back(j, fc, fg, fm, node_start, node_list, cores, gpus, mem)
+            done += 1
+            if end[j] < est[j]:  # its nodes are free on [now, estimated end) from now on
+                freed_early = True
+                Lc = _growth(j, est[j], now, node_start, node_list, cores, gpus, mem, PT, PC, PG, PM, PB, version,
+                             gcount, AGG, AGR, LN, L0, L1, LP, Lc)
         if stop:
             break
         if at == AT_COMPLETE:
