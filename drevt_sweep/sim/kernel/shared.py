@@ -959,6 +959,40 @@ AT_ROUND = 3
 AT_PREPARE = 4  # (limits not enforced: holds past the limits, reservations in the past dropped)
 
 
+@njit(cache=True, _nrt=False, inline="always")
+def _room_take(PT, PC, PG, PM, PB, i, now, s, e, c, g, m, sign):
+    """Room made on node i (its past segments dropped if needed), then (c, g, m) taken on
+    [s, e) (sign 1) or given back (-1): every change of a profile the kept plan makes after a
+    pass's holds (``_prof_take``)."""
+    _room(PT, PC, PG, PM, PB, i, now)
+    _prof_take(PT, PC, PG, PM, PB, i, s, e, c, g, m, sign)
+
+
+@njit(cache=True, _nrt=False, inline="always")
+def _slot_on(PT, PC, PG, PM, PB, at, k, now, s, e, c, g, m, sign):
+    """A slot of (c, g, m) on [s, e) taken (sign 1) or given back (-1) on nodes at[0..k)."""
+    for y in range(k):
+        _room_take(PT, PC, PG, PM, PB, at[y], now, s, e, c, g, m, sign)
+
+
+@njit(cache=True, _nrt=False, inline="always")
+def _grew(i, now, g0, g1, PT, PC, PG, PM, PB, version, gcount, AGG, AGR, LN, L0, L1, LP, Lc):
+    """Node i's free resources grew on [g0, g1): its version and growth count, the bounds
+    from now (``_note_growth``) and a log entry (there is room); the log's count."""
+    version[i] += 1
+    gcount[i] += 1
+    _note_growth(PT, PC, PG, PM, PB, i, now, g1, AGG, AGR)
+    return _log_add(LN, L0, L1, LP, Lc, i, g0, g1)
+
+
+@njit(cache=True, _nrt=False, inline="always")
+def _placed(j, base, Lc, stamp, own_g, gcount, node_list, node_start, nodes):
+    """Where the growth log stood when job j was placed (or found to stay): its sequence
+    number, and the growth counts of j's nodes then."""
+    stamp[j] = base + Lc
+    own_g[j] = _grown_sum(gcount, node_list, node_start[j], nodes[j])
+
+
 @njit(cache=True, _nrt=False)
 def _growth(j, e, now, node_start, node_list, cores, gpus, mem, PT, PC, PG, PM, PB, version, gcount, AGG, AGR,
             LN, L0, L1, LP, Lc):
@@ -966,12 +1000,8 @@ def _growth(j, e, now, node_start, node_list, cores, gpus, mem, PT, PC, PG, PM, 
     the nodes' versions and growth counts, the bounds and the log entries; the log's count."""
     for y in range(node_start[j], node_start[j + 1]):
         i = node_list[y]
-        _room(PT, PC, PG, PM, PB, i, now)  # (drops past segments)
-        _prof_take(PT, PC, PG, PM, PB, i, now, e, cores[j], gpus[j], mem[j], -1)
-        version[i] += 1
-        gcount[i] += 1
-        _note_growth(PT, PC, PG, PM, PB, i, now, e, AGG, AGR)
-        Lc = _log_add(LN, L0, L1, LP, Lc, i, now, e)
+        _room_take(PT, PC, PG, PM, PB, i, now, now, e, cores[j], gpus[j], mem[j], -1)
+        Lc = _grew(i, now, now, e, PT, PC, PG, PM, PB, version, gcount, AGG, AGR, LN, L0, L1, LP, Lc)
     return Lc
 
 
@@ -1177,14 +1207,11 @@ def shared_conservative_profile_steps(submit, limit, nodes, dur, arrivals, rank,
                             return -3
                         for y in range(k):
                             node_list[node_start[j] + y] = pick[y]
-                            i = pick[y]
-                            _room(PT, PC, PG, PM, PB, i, now)
-                            _prof_take(PT, PC, PG, PM, PB, i, start, start + lim, c, g, m, 1)
-                            version[i] += 1
+                            version[pick[y]] += 1
+                        _slot_on(PT, PC, PG, PM, PB, pick, k, now, start, start + lim, c, g, m, 1)
                         res[j] = start
                         n_res += 1
-                        stamp[j] = base + Lc
-                        own_g[j] = _grown_sum(gcount, node_list, node_start[j], nodes[j])
+                        _placed(j, base, Lc, stamp, own_g, gcount, node_list, node_start, nodes)
                         if start != old and old == old:
                             moved = True
                         continue
@@ -1194,14 +1221,12 @@ def shared_conservative_profile_steps(submit, limit, nodes, dur, arrivals, rank,
                         return -4
                     first = node_start[j]
                     if c > AGG[0] or g > AGG[1] or m > AGG[2]:
-                        stamp[j] = base + Lc
-                        own_g[j] = _grown_sum(gcount, node_list, node_start[j], nodes[j])
+                        _placed(j, base, Lc, stamp, own_g, gcount, node_list, node_start, nodes)
                         continue  # no growth since the last quiet round has room for it
                     if c >= 1:
                         qc = _size_class(c)
                         if AGR[qc] < lim and own_g[j] == _grown_sum(gcount, node_list, first, k):
-                            stamp[j] = base + Lc
-                            own_g[j] = _grown_sum(gcount, node_list, node_start[j], nodes[j])
+                            _placed(j, base, Lc, stamp, own_g, gcount, node_list, node_start, nodes)
                             continue  # ... nor a long enough run of free cores (its own nodes
                             # did not grow: their runs would not count the job itself)
                     # which nodes grew, since j was placed, where j might fit now
@@ -1278,8 +1303,7 @@ def shared_conservative_profile_steps(submit, limit, nodes, dur, arrivals, rank,
                                 fail_m[i] = m
                                 fail_l[i] = lim
                                 fail_h[i] = h
-                    stamp[j] = base + Lc
-                    own_g[j] = _grown_sum(gcount, node_list, node_start[j], nodes[j])
+                    _placed(j, base, Lc, stamp, own_g, gcount, node_list, node_start, nodes)
                     i0 = node_list[first]
                     if k == 1 and not own and not (best < old or (best == old and best_i < i0)):
                         continue  # the reference places it again exactly where it is
@@ -1287,13 +1311,11 @@ def shared_conservative_profile_steps(submit, limit, nodes, dur, arrivals, rank,
                         continue
                     taken = k == 1 or c < 1  # its old slot given back before the search (else by it)
                     for y in range(k):
-                        i = node_list[first + y]
-                        old_nodes[y] = i
-                        if taken:
-                            _room(PT, PC, PG, PM, PB, i, now)
-                            _prof_take(PT, PC, PG, PM, PB, i, old, old + lim, c, g, m, -1)
-                        else:
-                            mark[i] = -visit - 1  # (its own nodes for _earliest_kept; seen ones are marked visit)
+                        old_nodes[y] = node_list[first + y]
+                        if not taken:
+                            mark[old_nodes[y]] = -visit - 1  # (its own nodes for _earliest_kept; seen ones: visit)
+                    if taken:
+                        _slot_on(PT, PC, PG, PM, PB, old_nodes, k, now, old, old + lim, c, g, m, -1)
                     if k == 1:  # its own node (if it did not grow, it still fits from old)
                         start = old
                         pick[0] = i0
@@ -1311,27 +1333,19 @@ def shared_conservative_profile_steps(submit, limit, nodes, dur, arrivals, rank,
                     for y in range(k):
                         same = same and pick[y] == old_nodes[y]
                     if not (taken or same):
-                        for y in range(k):
-                            i = old_nodes[y]
-                            _room(PT, PC, PG, PM, PB, i, now)
-                            _prof_take(PT, PC, PG, PM, PB, i, old, old + lim, c, g, m, -1)
+                        _slot_on(PT, PC, PG, PM, PB, old_nodes, k, now, old, old + lim, c, g, m, -1)
                     if taken or not same:
                         for y in range(k):
-                            i = pick[y]
-                            node_list[first + y] = i
-                            _room(PT, PC, PG, PM, PB, i, now)
-                            _prof_take(PT, PC, PG, PM, PB, i, start, start + lim, c, g, m, 1)
+                            node_list[first + y] = pick[y]
+                        _slot_on(PT, PC, PG, PM, PB, pick, k, now, start, start + lim, c, g, m, 1)
                     if not same:  # its old slot is free for the others
                         changed = True
                         for y in range(k):
-                            version[old_nodes[y]] += 1
                             version[pick[y]] += 1
-                            gcount[old_nodes[y]] += 1
-                            _note_growth(PT, PC, PG, PM, PB, old_nodes[y], now, old + lim, AGG, AGR)
-                            Lc = _log_add(LN, L0, L1, LP, Lc, old_nodes[y], old, old + lim)
+                            Lc = _grew(old_nodes[y], now, old, old + lim, PT, PC, PG, PM, PB, version, gcount, AGG,
+                                       AGR, LN, L0, L1, LP, Lc)
                         res[j] = start
-                        stamp[j] = base + Lc
-                        own_g[j] = _grown_sum(gcount, node_list, node_start[j], nodes[j])
+                        _placed(j, base, Lc, stamp, own_g, gcount, node_list, node_start, nodes)
                         if start != old:
                             moved = True
                 if stop:
