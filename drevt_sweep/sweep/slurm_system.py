@@ -77,15 +77,24 @@ def associations_of(system) -> Associations | None:
     return _read_assoc[key]
 
 
+_checked: set[tuple] = set()  # (trace, its jobs and names, slurm.conf read) that passed: once per process
+
+
 def check_partitions(cfg, jobs, machine) -> None:
     """With ``system.slurm_conf``, every job's partition must be one the file defines, unless
-    ``format.on_bad_row=skip`` (then they are rejected and counted): ``machine.check_partitions_defined``."""
+    ``format.on_bad_row=skip`` (then they are rejected and counted): ``machine.check_partitions_defined``,
+    once per trace and file in a process, whatever the number of configurations."""
     conf = slurm_conf_of(cfg.system)
     if conf is None or machine is None or str(getattr(cfg.format.on_bad_row, "value", cfg.format.on_bad_row)) == "skip":
+        return
+    key = (jobs.meta.checksum, len(jobs), tuple(jobs.partition_names), tuple(jobs.queue_names),
+           id(conf))  # (``_read`` keeps each file's reading alive)
+    if key in _checked:
         return
     from ..sim.machine import check_partitions_defined
 
     check_partitions_defined(jobs, machine, f"system.slurm_conf {cfg.system.slurm_conf}", "set format.on_bad_row=skip")
+    _checked.add(key)
 
 
 def with_association_priority(params: dict | None, assoc: Associations | None, group_names, user_names,
