@@ -116,7 +116,8 @@ def build_parser() -> argparse.ArgumentParser:
                          help="comma-separated queues to keep, or 'all' (default: the format's "
                          "own filter: pbatch, pall, pbatch0-3 for simple/lassen, all otherwise)")
     reading.add_argument("--on_bad_row", choices=("error", "skip"), default="error",
-                         help="stop at a bad row, or skip and count it (default: %(default)s)")
+                         help="stop at a bad row, or skip and count it; with --slurm-conf, also jobs in "
+                         "partitions the file does not define (default: %(default)s)")
     reading.add_argument("--rejects", metavar="CSV",
                          help="with --on_bad_row skip: write the skipped rows and reasons here")
     reading.add_argument("--swf_missing_time_limit", choices=("run_time", "drop", "fail"),
