@@ -13,8 +13,9 @@ Two parts, CPU time (``process_time``, best of ``REPEATS``; the largest sizes on
   nodes, gpu 16, bigmem 8, debug 16, 64 cores each, shared; ``shared_workload``'s jobs at core
   load 0.9 on each) for 125k, 250k, 500k and 1M jobs (or FIRST jobs, doubled up to MAX_JOBS) through
   ``sim.partitioned.simulate_machine``:
-  jobs/s (target >= 100,000 at 1M), cost per doubling (target <= 2.2x), peak RSS, and the
-  kernel's work counters (``_shared_slurm.COUNTERS``: where the time goes).
+  jobs/s (target >= 100,000 at 1M), cost per doubling (target <= 2.2x; each size is its own
+  draw, so the tested jobs per job are printed too, and the average over all doublings), peak
+  RSS, and the kernel's work counters (``_shared_slurm.COUNTERS``: where the time goes).
 
     PYTHONPATH=. python benchmarks/bench_shared_slurm.py small [JOBS [NODES [LOAD]]]  # 2000 16 0.9
     PYTHONPATH=. python benchmarks/bench_shared_slurm.py growth [MAX_JOBS [FIRST]]      # 1000000 125000
@@ -99,7 +100,7 @@ def growth(argv: list[str]) -> None:
           f"1-min load {os.getloadavg()[0]:.1f}", flush=True)
     jobs, machine = four_partitions(2000)
     simulate_machine(jobs, jobs.actual_run_time, machine, backfill="slurm", kernel="fast")  # (loads the kernel)
-    previous = None
+    previous = first = None
     for size in (s for s in sizes if s <= largest):
         jobs, machine = four_partitions(size)
         counters: dict = {}
@@ -112,11 +113,18 @@ def growth(argv: list[str]) -> None:
         print(f"  {size:>9,} jobs: CPU {best:7.2f} s {size / best:9,.0f} jobs/s, mean wait {wait:6.0f} s, "
               f"peak RSS {rss:,.0f} MiB{note}", flush=True)
         runs = 1 if size >= 500_000 else REPEATS
+        fits = max((counters['earliest_fits'] + counters.get('fits_recalled', 0)) // runs, 1)
         print("             per run: " + ", ".join(f"{k} {v // runs:,}" for k, v in counters.items())
-              + f"; {best / max((counters['earliest_fits'] + counters.get('fits_recalled', 0)) // runs, 1) * 1e6:.1f}"
-              " us of CPU per tested job (earliest fit searched or recalled)",
-              flush=True)
+              + f"; {best / fits * 1e6:.2f} us of CPU per tested job (earliest fit searched or recalled), "
+              f"{fits / size:.1f} tested per job", flush=True)
         previous = best
+        first = first or (size, best)
+    if first and first[0] < size:
+        # Each size is its own generated draw: a single doubling also follows how busy that draw's
+        # queues are (the tested jobs per job above), the span over all of them less so.
+        doublings = np.log2(size / first[0])
+        print(f"  {first[0]:,} -> {size:,} jobs: x{previous / first[1]:.2f} over {doublings:.0f} doublings, "
+              f"x{(previous / first[1]) ** (1 / doublings):.2f} per doubling on average")
     print(f"target at 1M: >= {TARGET_JOBS_PER_S:,} jobs/s; 1-min load after: {os.getloadavg()[0]:.1f}")
 
 
