@@ -304,9 +304,7 @@ def run_extended(*, submit, limit, nodes, dur, rejected, rank, total, backfill, 
     st = np.zeros(kernels.ST_SIZE, np.int64)
     sf = np.zeros(kernels.SF_SIZE)
     st[kernels.ST_FREE] = total
-    st[ext.ST_TICK] = 1
-    sf[ext.SF_SCALE] = 1.0
-    sf[ext.SF_TICK_AT] = _first_tick(kind, dyn_args)
+    ext.start_fairshare(st, sf, ext.ST_ACTIVE, ext.SF_ROOT, _first_tick(kind, dyn_args))
     _run_slices(kernels, ext.extended_steps, state, st, sf, progress, *_pool_errors(backfill))
     return begin, end
 
@@ -407,6 +405,7 @@ def run_slurm(*, submit, limit, nodes, dur, rejected, rank, total, users, backfi
     give its arrays; in slices like :func:`run_events`."""
     kernels = _kernels_for("slurm", SLURM_BACKFILLS)
     from ..policies.slurm_backfill import check_backfill_params
+    from . import _extended as ext
     from . import _slurm as sk
 
     n = int(submit.shape[0])
@@ -478,12 +477,9 @@ def run_slurm(*, submit, limit, nodes, dur, rejected, rank, total, users, backfi
     sf = np.zeros(max(kernels.SF_SIZE, sk.SF_SIZE))
     st[kernels.ST_FREE] = total
     st[kernels.ST_HEAD] = 0 if fs else size  # (the sorted queue starts at its place 0)
-    st[sk.ST_KFULL] = 1  # (SlurmBackfill.k: the first full pass is one interval after t0)
-    st[sk.ST_TICK] = 1
-    sf[sk.SF_T0] = np.nan
-    sf[sk.SF_WAKE] = sf[sk.SF_NEXT_BF] = sf[sk.SF_NEXT_FULL] = np.inf
-    sf[sk.SF_SCALE] = 1.0
-    sf[sk.SF_TICK_AT] = mf[sk.M_T0] + mf[sk.M_PERIOD] if kind == 1 else np.inf
+    sk.start_clocks(st, sf)
+    ext.start_fairshare(st, sf, sk.ST_ACTIVE, sk.SF_ROOT, mf[sk.M_T0] + mf[sk.M_PERIOD] if kind == 1 else np.inf)
+    sf[sk.SF_WAKE] = np.inf
     sf[sk.SF_HOLD] = -np.inf
     _run_slices(kernels, sk.slurm_steps, state, st, sf, progress, *_pool_errors("slurm"))
     return begin, end

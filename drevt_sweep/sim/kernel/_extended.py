@@ -172,6 +172,15 @@ def _store_fairshare(st, sf, s0, f0, n_active, stamp, tick_k, due, root, scale, 
     sf[f0 + 2] = next_tick
 
 
+def start_fairshare(st, sf, s0, f0, first_tick):
+    """The fair-share scalars before the first event, at ``_load_fairshare``'s slots (``s0``,
+    ``f0``; the rest stay 0): the next tick is number 1, at ``first_tick`` (inf for the
+    priorities without ticks), the usage scale 1."""
+    st[s0 + 2] = 1
+    sf[f0 + 1] = 1.0
+    sf[f0 + 2] = first_tick
+
+
 @njit(cache=True, _nrt=False)
 def extended_steps(submit, limit, nodes, dur, arrivals, rank, mode, estimate, sjbf, users,
                    dyn, a_arr, b_arr, leaf, acct, sib, snorm, n_acct, w_age, w_fs, max_age, period, decay, t0,

@@ -166,9 +166,7 @@ def run_shared_dynamic(submit, limit, nodes, dur, rank, request, machine, backfi
 
     st = np.zeros(kernels.ST_SIZE, np.int64)
     sf = np.zeros(kernels.SF_SIZE)
-    st[ext.ST_TICK] = 1
-    sf[ext.SF_SCALE] = 1.0
-    sf[ext.SF_TICK_AT] = _first_tick(kind, dyn_args)
+    ext.start_fairshare(st, sf, ext.ST_ACTIVE, ext.SF_ROOT, _first_tick(kind, dyn_args))
     _run_slices(kernels, shared_dynamic_steps, state, st, sf, progress,
                 {-3: "the head job never fits its partition (shared-node kernel)"},
                 "shared-node kernel stalled with {left} job(s) waiting")

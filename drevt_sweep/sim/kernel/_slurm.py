@@ -98,11 +98,29 @@ def _settings(pf_, pi):
 
 
 @njit(cache=True, _nrt=False, inline="always")
+def _multifactor(mf):
+    """Multifactor's settings from their array: (age weight, fair-share weight, max age, tick
+    period, decay per tick, first submission, Fair Tree?, two-level tree?, the dynamic priority
+    ``DYN_*``, ending jobs charged up to their end?)."""
+    return (mf[M_W_AGE], mf[M_W_FS], mf[M_MAX_AGE], mf[M_PERIOD], mf[M_DECAY], mf[M_T0], mf[M_FAIR_TREE] != 0.0,
+            mf[M_TWO_LEVELS] != 0.0, np.int64(mf[M_DYN]), mf[M_CHARGE_ENDED] != 0.0)
+
+
+@njit(cache=True, _nrt=False, inline="always")
 def _load_clocks(st, sf):
     """The clocks of the periodic passes carried between slices: (number of the next backfill
     cycle, of the next periodic full pass, the first pass's time, the next cycle, the next full
     pass)."""
     return st[ST_KBF], st[ST_KFULL], sf[SF_T0], sf[SF_NEXT_BF], sf[SF_NEXT_FULL]
+
+
+def start_clocks(st, sf):
+    """The clocks of the periodic passes before the first pass (``_load_clocks``' slots): the
+    first pass's time not known yet (NaN), no cycle or full pass due, the first full pass number
+    1 (``SlurmBackfill.k``: one interval after that time)."""
+    st[ST_KFULL] = 1
+    sf[SF_T0] = np.nan
+    sf[SF_NEXT_BF] = sf[SF_NEXT_FULL] = np.inf
 
 
 @njit(cache=True, _nrt=False, inline="always")
@@ -557,18 +575,9 @@ def slurm_steps(submit, limit, nodes, dur, arrivals, rank, users, total, pf_, pi
     interval, sched, window, res, _, _, _, depth = _settings(pf_, pi)
     sorted_q = fs  # a dynamic priority: the queue is ``q`` sorted by (key, rank); else the tree over ranks
     order = q if sorted_q else job_of_rank  # the job at each place of the priority order
-    w_age = mf[M_W_AGE]
-    w_fs = mf[M_W_FS]
-    max_age = mf[M_MAX_AGE]
-    period = mf[M_PERIOD]
-    decay = mf[M_DECAY]
-    fs_t0 = mf[M_T0]
-    fair_tree = mf[M_FAIR_TREE] != 0.0
-    dyn = np.int64(mf[M_DYN])
+    w_age, w_fs, max_age, period, decay, fs_t0, fair_tree, two_levels, dyn, charge_ended = _multifactor(mf)
     every_pass = fs and dyn != DYN_MULTIFACTOR  # wfp3/unicef: every waiting job re-keyed before every pass
     multifactor = fs and not every_pass
-    two_levels = mf[M_TWO_LEVELS] != 0.0
-    charge_ended = mf[M_CHARGE_ENDED] != 0.0
     n_acct = raw_acct.shape[0]
     skipping = st[ST_SKIP] == 1
     free, R, H, Q, a, done, head, now = _load_queue(st, sf)
