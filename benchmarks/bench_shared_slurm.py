@@ -113,7 +113,8 @@ def growth(argv: list[str]) -> None:
         print(f"  {size:>9,} jobs: CPU {best:7.2f} s {size / best:9,.0f} jobs/s, mean wait {wait:6.0f} s, "
               f"peak RSS {rss:,.0f} MiB{note}", flush=True)
         runs = 1 if size >= 500_000 else REPEATS
-        fits = max((counters['earliest_fits'] + counters.get('fits_recalled', 0)) // runs, 1)
+        fits = max((counters['earliest_fits'] + counters.get('fits_recalled', 0)
+                    + counters.get('fits_beyond_window', 0)) // runs, 1)
         print("             per run: " + ", ".join(f"{k} {v // runs:,}" for k, v in counters.items())
               + f"; {best / fits * 1e6:.2f} us of CPU per tested job (earliest fit searched or recalled), "
               f"{fits / size:.1f} tested per job", flush=True)

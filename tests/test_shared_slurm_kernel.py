@@ -212,10 +212,35 @@ def test_fits_recalled_from_earlier_cycles_give_the_reference_schedule(monkeypat
     assert counters["fits_recalled"] > counters["earliest_fits"] > 0
 
 
-def test_a_recalled_fit_on_a_changed_node_yields_to_a_lower_unchanged_one():
+@pytest.mark.parametrize("n_nodes,seed,window", [(4, 7, 60), (8, 3, 30), (8, 3, 120)])
+def test_fits_past_a_short_window_give_the_reference_schedule(monkeypatch, n_nodes, seed, window):
+    """With a backfill window of minutes on busy queues many tested jobs fit only at the window
+    end: a job asking at least as much as such an earlier job of the cycle is answered there
+    without a search (``_shared_slurm._beyond``), and a record past the window held no nodes,
+    so a later change of it stamps none; the schedule is the reference's."""
+    from drevt_sweep.sim.kernel import _shared_slurm
+
+    jobs, part = _busy_shared_jobs(n=900, n_nodes=n_nodes, seed=seed)
+    machine = Machine("m", (part,))
+    params = {"bf_window": window}
+    ref = simulate_machine(jobs, jobs.actual_run_time, machine, backfill="slurm", kernel="reference",
+                           backfill_params=params)
+    counters: dict = {}
+    run = _shared_slurm.run_shared_slurm
+    monkeypatch.setattr(_shared_slurm, "run_shared_slurm", lambda *a, **kw: run(*a, counters=counters, **kw))
+    got = simulate_machine(jobs, jobs.actual_run_time, machine, backfill="slurm", kernel="fast",
+                           backfill_params=params)
+    assert np.array_equal(ref.begin, got.begin) and np.array_equal(ref.end, got.end)
+    assert counters["fits_beyond_window"] > 0 and counters["fits_recalled"] > 0
+
+
+@pytest.mark.parametrize("r", [3, 4])
+def test_a_recalled_fit_on_a_changed_node_yields_to_a_lower_unchanged_one(r):
     """A one-node job's fit was (10, node 0); node 0 changed since and no longer holds it by
     then, node 2 (changed too) holds it at 10, and so does node 1, which did not change and is
-    lower: the recall must not answer node 2 (it leaves the fit to the search)."""
+    lower: the recall must not answer node 2 (it leaves the fit to the search). The changed
+    nodes read from every node's stamp (a record of cycle 3, two before the latest stamp 5) or
+    from the list of the nodes with the latest stamp (a record of cycle 4)."""
     from drevt_sweep.sim.kernel._shared_slurm import _most_free, _recalled
 
     n = 5
@@ -230,16 +255,18 @@ def test_a_recalled_fit_on_a_changed_node_yields_to_a_lower_unchanged_one():
         PT[i, :2] = (-np.inf, t)
         PC[i, 1] = 8
         _most_free(PT, PC, PG, PM, PB, i, MX)
-    zstamp = np.array([5, 0, 5, 0, 0], np.int64)  # nodes 0 and 2 changed after cycle 3
+    zstamp = np.array([5, 0, 5, 0, 0], np.int64)  # nodes 0 and 2 changed in cycle 5
+    zs = np.array([5, 2, 0, 2, 0, 0, 0], np.int64)  # the latest stamp, its count, its nodes
     pick = np.zeros(1, np.int64)
-    s = _recalled.py_func(PT, PC, PG, PM, PB, MX, 0.0, 1, 5.0, 4, 0, 0, 10.0, 3, np.zeros(1, np.int64), 0,
-                             zstamp, pick, np.empty(n, np.int64))
+    s = _recalled.py_func(PT, PC, PG, PM, PB, MX, 0.0, 1, 5.0, 4, 0, 0, 10.0, r, np.zeros(1, np.int64), 0,
+                             zstamp, zs, pick, np.empty(n, np.int64))
     assert s < 0
     zstamp[0] = 0  # node 0 unchanged and still free at 10: its fit stands
+    zs[1:4] = (1, 2, 0)
     PT[0, 1] = 10.0
     _most_free(PT, PC, PG, PM, PB, 0, MX)
-    s = _recalled.py_func(PT, PC, PG, PM, PB, MX, 0.0, 1, 5.0, 4, 0, 0, 10.0, 3, np.zeros(1, np.int64), 0,
-                             zstamp, pick, np.empty(n, np.int64))
+    s = _recalled.py_func(PT, PC, PG, PM, PB, MX, 0.0, 1, 5.0, 4, 0, 0, 10.0, r, np.zeros(1, np.int64), 0,
+                             zstamp, zs, pick, np.empty(n, np.int64))
     assert s == 10.0 and pick[0] == 0
 
 

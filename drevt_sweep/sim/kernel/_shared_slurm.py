@@ -52,8 +52,9 @@ Per-user counts of a cycle are stamped with the cycle's number instead of cleare
 cycle). A tested job's earliest fit is taken from the last cycle that searched it when the
 nodes changed since (stamped per node: completions, reservations lost or moved) cannot have
 moved it (``_recalled``; docs/kernel.md, "Slurm's cycles on shared nodes", has the argument):
-60 % of the fits of issue 26's growth benchmark. ``tests/test_shared_slurm_kernel.py`` compares
-the schedules with the reference.
+60 % of the fits of issue 26's growth benchmark. A job asking at least as much as one the
+cycle already found no room for before the window end fits at the window end (``_beyond``).
+``tests/test_shared_slurm_kernel.py`` compares the schedules with the reference.
 """
 
 from __future__ import annotations
@@ -83,13 +84,15 @@ ST_NEED = 19  # ... and the breakpoints a node's profile must have room for
 ST_WIDENED = 20  # counters: cycles stopped for wider profiles before the rebuild, and at a tested job
 ST_EVERY = 22  # 1: stop at every place it may (tests of the resumption; the first after a resumption goes on)
 ST_RECALLED = 23  # counter: earliest fits recalled from an earlier planned cycle instead of searched
-ST_SIZE = 24  # _kernels' counts, then _slurm's ST_KBF, ST_KFULL, ST_CYCLE (cycles run), the counters, ST_AT...
+ST_BEYOND = 24  # counter: fits known to be at the window end from an earlier job of the cycle (``_beyond``)
+ST_SIZE = 25  # _kernels' counts, then _slurm's ST_KBF, ST_KFULL, ST_CYCLE (cycles run), the counters, ST_AT...
 AT_NONE = 0  # (where a cycle stopped)
 AT_CYCLE = 1
 AT_TEST = 2
 PROFILE_WIDTH = 16  # breakpoints per node the profiles start with (widened as needed)
 COUNTERS = {"passes": ST_PASSES, "cycles": ST_CYCLE, "cycles_planned": ST_PLANNED, "running_planned": ST_RUNNING,
-            "earliest_fits": ST_FITS, "fits_recalled": ST_RECALLED, "widened_at_rebuild": ST_WIDENED, "widened_at_test": ST_WIDENED + 1}
+            "earliest_fits": ST_FITS, "fits_recalled": ST_RECALLED, "fits_beyond_window": ST_BEYOND,
+            "widened_at_rebuild": ST_WIDENED, "widened_at_test": ST_WIDENED + 1}
 SF_SIZE = 5  # SF_NOW, then _slurm's SF_T0, (SF_WAKE: unused), SF_NEXT_BF, SF_NEXT_FULL
 
 
@@ -345,7 +348,7 @@ def _fits_now(PT, PC, PG, PM, PB, MX, now, k, d, c, g, m, wit):
 
 @njit(cache=True, inline="always")
 def _cycle_end(PT, PC, PG, PM, PB, MX, now, tests, y, last, nodes, limit, cores, gpus, mem, wit, wmark, where, first,
-               k):
+               k, maxc, maxg, maxm):
     """Where a cycle ends after the job at its place ``y`` held the nodes where[first:first + k]:
     the last place (``last`` or before it, after y; y: none) whose job can still start now.
     The profiles only lose free resources within a cycle, so a job that cannot start now at
@@ -356,7 +359,10 @@ def _cycle_end(PT, PC, PG, PM, PB, MX, now, tests, y, last, nodes, limit, cores,
     below the lowest: every node above it that is not marked was found not to hold the job
     (``_fits_now`` scans from the top), which no later hold in the cycle can change. (So a
     job's witnesses cost at most one check per node in a cycle; rescanning from the top at
-    every hit on them did 47 M node checks at 125k jobs of issue 26's growth benchmark.)"""
+    every hit on them did 47 M node checks at 125k jobs of issue 26's growth benchmark.) The
+    walk down skips, without a node check, a job asking more cores, GPUs or KiB than any node
+    has free (``maxc``...: the free resources when the cycle's tests began, which only shrink
+    in it, and the profiles now are at most them): half of the walk's steps at 125k jobs."""
     hit = False
     for x in range(k):
         i = where[first + x]
@@ -393,7 +399,8 @@ def _cycle_end(PT, PC, PG, PM, PB, MX, now, tests, y, last, nodes, limit, cores,
     last -= 1
     while last > y:
         j = tests[last]
-        if _fits_now(PT, PC, PG, PM, PB, MX, now, nodes[j], limit[j], cores[j], gpus[j], mem[j], wit):
+        if (cores[j] <= maxc and gpus[j] <= maxg and mem[j] <= maxm
+                and _fits_now(PT, PC, PG, PM, PB, MX, now, nodes[j], limit[j], cores[j], gpus[j], mem[j], wit)):
             for x in range(nodes[j]):
                 wmark[wit[x]] = True
             return last
@@ -435,15 +442,55 @@ def _tested(q, x, Q, users, max_test, max_user, ucount, ustamp, cycle, tests, fc
 
 
 @njit(cache=True, inline="always")
-def _stamp(zstamp, where, first, k, when):
+def _stamp(zstamp, zs, where, first, k, when):
     """Nodes where[first:first + k] changed (in a way a recorded fit must be checked against)
-    in planned cycle ``when``."""
+    in planned cycle ``when``; ``zs``: the latest stamp, then how many nodes have it and those
+    nodes. Stamps come in planned-cycle order (completions and the main scheduler's starts stamp
+    the next planned cycle, a cycle's tested jobs the cycle itself), so the nodes with the latest
+    stamp are the ones changed since the planned cycle before it: ``_recalled``'s Z for a record
+    of that cycle, most records. (A stamp is never earlier than the latest; it would take the
+    latest, which only puts the node in more Zs.)"""
+    if when > zs[0]:
+        zs[0] = when
+        zs[1] = 0
     for x in range(k):
-        zstamp[where[first + x]] = when
+        i = where[first + x]
+        if zstamp[i] != zs[0]:
+            zstamp[i] = zs[0]
+            zs[2 + zs[1]] = i
+            zs[1] += 1
 
 
 @njit(cache=True, inline="always")
-def _recalled(PT, PC, PG, PM, PB, MX, now, k, L, c, g, m, s1, r, rnl, first, zstamp, pick, Z):
+def _beyond(front, nf, nodes, limit, cores, gpus, mem, k, L, c, g, m, n_nodes, cap_c, cap_g, cap_m):
+    """Whether a job of k nodes of (c, g, m) for L, tested in a cycle after the jobs
+    front[:nf], whose earliest fits were at the cycle's window end or later, asks at least as
+    much as one of them in every respect (and fits an empty node): its earliest fit is then the
+    window end too, on nodes 0..k-1.
+
+    Within a cycle the profiles only lose free resources (starts and reservations are held,
+    nothing is given back), so the profile a later job sees is at most the one an earlier job
+    saw, everywhere. If the later job held k nodes at some t before the window end, the first
+    k' <= k of those nodes would have held the earlier job's smaller request throughout its
+    shorter limit at t, earlier than its fit. At the window end every node is wholly free (the
+    running jobs, starts and reservations are cut there), so the search would answer that time
+    and its lowest-indexed k nodes. Such a fit makes no reservation (it is past the window) and
+    records the same fit as the search would: nothing else changes. In issue 26's 4-partition
+    row at 125k jobs this answers 0.51 M of 4.75 M fits, 0.39 M of them searches, all in the
+    small partitions (``benchmarks/RESULTS.md``, "Twenty-third session, helper ssl23").
+    ``front`` is kept an antichain: a job joining it drops the ones that ask at least as much as
+    it does."""
+    if k > n_nodes or c > cap_c or g > cap_g or m > cap_m:
+        return False
+    for x in range(nf):
+        o = front[x]
+        if nodes[o] <= k and cores[o] <= c and gpus[o] <= g and mem[o] <= m and limit[o] <= L:
+            return True
+    return False
+
+
+@njit(cache=True, inline="always")
+def _recalled(PT, PC, PG, PM, PB, MX, now, k, L, c, g, m, s1, r, rnl, first, zstamp, zs, pick, Z):
     """The earliest fit (start, nodes into pick[:k]) of a job whose fit in planned cycle r was
     s1 on the nodes rnl[first:first + k], when it can be known without the search; -1 when
     not (the driver searches).
@@ -454,17 +501,26 @@ def _recalled(PT, PC, PG, PM, PB, MX, now, k, L, c, g, m, s1, r, rnl, first, zst
     that hold it at s1 held it then. So if no node of Z holds it at or before s1 and its k
     nodes still hold it at s1, (s1, its nodes) is the fit; a one-node job also takes a node of
     Z that holds it earlier (or at s1 with a lower index: no node outside Z below its old node
-    held it at s1). A Z of more than half the nodes is not tried. Z is listed in the scratch
-    ``Z`` (by index) in the pass that counts it, a store at every node and no branch: reading
-    every node's stamp again, with a mostly-not-taken branch per node, cost ~5 % of issue 26's
-    growth benchmark (``benchmarks/RESULTS.md``, "Twenty-second session, helper ssl22")."""
+    held it at s1). A Z of more than half the nodes is not tried. For a record of the planned
+    cycle before the latest stamp Z is the list of the nodes with that stamp (``_stamp`` keeps
+    it in ``zs``), for a record of that stamp's cycle or later it is empty: 91 % of the recalls
+    tried in issue 26's 64-node partition at 250k jobs (``benchmarks/RESULTS.md``,
+    "Twenty-third session, helper ssl23"). Older records list Z in the scratch ``Z`` (by index)
+    in the pass that counts it, a store at every node and no branch (reading every node's stamp
+    again, with a mostly-not-taken branch per node, cost ~5 % of the growth benchmark:
+    "Twenty-second session, helper ssl22")."""
     n_nodes = PB.shape[0]
     if s1 < now:
         return -1.0
     zn = 0
-    for i in range(n_nodes):  # Z listed in Z[:zn], without a branch
-        Z[zn] = i
-        zn += zstamp[i] > r
+    if r == zs[0] - 1:  # the nodes with the latest stamp
+        zn = zs[1]
+        for y in range(zn):
+            Z[y] = zs[2 + y]
+    elif r < zs[0]:
+        for i in range(n_nodes):  # Z listed in Z[:zn], without a branch
+            Z[zn] = i
+            zn += zstamp[i] > r
     if 2 * zn > n_nodes:
         return -1.0
     if k == 1:
@@ -503,7 +559,7 @@ def _recalled(PT, PC, PG, PM, PB, MX, now, k, L, c, g, m, s1, r, rnl, first, zst
 def shared_slurm_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, mem, users, cap_c, cap_g, cap_m,
                        pf_, pi, begin, end, est, node_start, node_list, fc, fg, fm, pick, re, rj, rn, hk, hj,
                        q, due, tests, ucount, ustamp, PB, E, wit, wmark, usable, runs, low, MX, rs, rcy, rnl, zstamp,
-                       PT, PC, PG, PM, st, sf, budget):
+                       rheld, front, zs, PT, PC, PG, PM, st, sf, budget):
     """``sim.shared._run_events`` with ``_SlurmShared`` from the state in ``st``/``sf``, for at
     most ``budget`` events; status 0 done, 1 budget used, ``GROW`` the profiles need to be
     wider (``st[ST_NEED]`` breakpoints; the cycle goes on where it stopped), -3 a job that fits
@@ -529,6 +585,7 @@ def shared_slurm_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, m
     resumed = at != AT_NONE
     recall = max_user == 0 and reserve_cap == 0  # (else a job of the last cycle may not be tested again)
     planned = st[ST_PLANNED]
+    nf = 0  # the cycle's jobs in front[:nf] (none after a resumption: fewer answers, the same ones)
     while a < n_arr or H > 0 or (Q > 0 and _wake_at(interval, sched, next_bf, next_full) < np.inf) or at != AT_NONE:
         if at != AT_NONE:
             D = st[ST_D]
@@ -550,7 +607,7 @@ def shared_slurm_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, m
                 done += 1
                 completed = True
                 if recall:
-                    _stamp(zstamp, node_list, node_start[j], nodes[j], planned + 1)
+                    _stamp(zstamp, zs, node_list, node_start[j], nodes[j], planned + 1)
             a0 = a
             Q, a = _enqueue_arrivals(q, Q, rank, submit, arrivals, a, now)
             if Q == 0:
@@ -574,8 +631,8 @@ def shared_slurm_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, m
                     due[D] = j
                     D += 1
                     x += 1
-                    if rcy[j] >= 0:  # its reservation in the cycle of its record is gone
-                        _stamp(zstamp, rnl, node_start[j], nodes[j], planned + 1)
+                    if rcy[j] >= 0 and rheld[j]:  # its reservation in the cycle of its record is gone
+                        _stamp(zstamp, zs, rnl, node_start[j], nodes[j], planned + 1)
             window_end = _window_end(now, window, res)
             last = -1
             if bf_due and window_end > now:  # the backfill cycle (_SlurmShared._backfill)
@@ -606,10 +663,12 @@ def shared_slurm_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, m
             for x in range(nodes[j]):
                 wmark[wit[x]] = True
             reserved = 0
+            nf = 0
             y = -1
         at = AT_NONE
         if y >= -1:  # the cycle's tested jobs (from y + 1)
             top = _widest(PB)  # (at least the most breakpoints a node holds)
+            maxc, maxg, maxm = _maxima(fc, fg, fm)  # (no job the free resources cannot hold fits the profiles now)
             while y < last:
                 y += 1
                 if top + 2 > cap:  # this job may add two breakpoints to a node
@@ -625,25 +684,43 @@ def shared_slurm_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, m
                 f = node_start[j]
                 had = rcy[j] >= 0
                 s = -1.0
-                if had:
-                    s = _recalled(PT, PC, PG, PM, PB, MX, now, k, d, c, g, m, rs[j], rcy[j], rnl, f, zstamp, pick,
-                                  runs[0])  # (cons_tres' scratch: free here)
-                if s < 0:
-                    st[ST_FITS] += 1
-                    s = _earliest_all(PT, PC, PG, PM, PB, MX, now, k, d, c, g, m, np.inf, pick, E, low)
-                    if s == np.inf:
-                        return -3
+                if nf and _beyond(front, nf, nodes, limit, cores, gpus, mem, k, d, c, g, m, n_nodes, cap_c, cap_g,
+                                  cap_m):
+                    s = window_end  # on the lowest-indexed nodes, all wholly free from then on
+                    for x in range(k):
+                        pick[x] = x
+                    st[ST_BEYOND] += 1
                 else:
-                    st[ST_RECALLED] += 1
+                    if had:
+                        s = _recalled(PT, PC, PG, PM, PB, MX, now, k, d, c, g, m, rs[j], rcy[j], rnl, f, zstamp, zs,
+                                      pick, runs[0])  # (cons_tres' scratch: free here)
+                    if s < 0:
+                        st[ST_FITS] += 1
+                        s = _earliest_all(PT, PC, PG, PM, PB, MX, now, k, d, c, g, m, np.inf, pick, E, low)
+                        if s == np.inf:
+                            return -3
+                    else:
+                        st[ST_RECALLED] += 1
+                    if s >= window_end:  # j joins the front; the ones asking at least as much as j leave it
+                        w = 0
+                        for x in range(nf):
+                            o = front[x]
+                            if not (nodes[o] >= k and cores[o] >= c and gpus[o] >= g and mem[o] >= m
+                                    and limit[o] >= d):
+                                front[w] = o
+                                w += 1
+                        front[w] = j
+                        nf = w + 1
                 if recall:
-                    if had:  # the last cycle's reservation of it, if not made again, is gone: Z
+                    if had and rheld[j]:  # the last cycle's reservation of it, if not made again, is gone: Z
                         same = s == rs[j] and s > now
                         for x in range(k):
                             same = same and pick[x] == rnl[f + x]
                         if not same:
-                            _stamp(zstamp, rnl, f, k, planned)
+                            _stamp(zstamp, zs, rnl, f, k, planned)
                     rs[j] = s
                     rcy[j] = planned
+                    rheld[j] = now < s < window_end  # (a fit at or past the window end reserves nothing)
                     for x in range(k):
                         rnl[f + x] = pick[x]
                 if s == now:  # on the nodes cons_tres picks among those free of reservations then
@@ -662,7 +739,7 @@ def shared_slurm_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, m
                     top += 2
                     if y < last:
                         last = _cycle_end(PT, PC, PG, PM, PB, MX, now, tests, y, last, nodes, limit, cores, gpus, mem,
-                                          wit, wmark, node_list, node_start[j], nodes[j])
+                                          wit, wmark, node_list, node_start[j], nodes[j], maxc, maxg, maxm)
                     continue
                 if reserve_cap and reserved >= reserve_cap:
                     continue
@@ -683,7 +760,7 @@ def shared_slurm_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, m
                     top += 2
                     if y < last:
                         last = _cycle_end(PT, PC, PG, PM, PB, MX, now, tests, y, last, nodes, limit, cores, gpus, mem,
-                                          wit, wmark, pick, 0, nodes[j])
+                                          wit, wmark, pick, 0, nodes[j], maxc, maxg, maxm)
                 reserved += 1
             if status == GROW:
                 break
@@ -770,7 +847,10 @@ def run_shared_slurm(submit, limit, nodes, dur, rank, request, machine, users, b
              np.empty(n_nodes),  # _earliest_all's k smallest starts
              np.empty((3, n_nodes), np.int64),  # most free cores, GPUs, KiB of each node before its last segment
              np.empty(n), np.full(n, -1, np.int64), np.empty(node_list.shape[0], np.int64),  # each job's last fit
-             np.zeros(n_nodes, np.int64))  # the planned cycle in which each node last changed
+             np.zeros(n_nodes, np.int64),  # the planned cycle in which each node last changed
+             np.zeros(n, np.bool_),  # whether each job's last fit held its nodes (inside the window)
+             np.empty(n, np.int64),  # the cycle's jobs whose fit is at the window end (``_beyond``)
+             np.zeros(n_nodes + 2, np.int64))  # the latest stamp, how many nodes have it, those nodes
     w = PROFILE_WIDTH
     profiles = [np.empty((n_nodes, w)), np.empty((n_nodes, w), np.int64), np.empty((n_nodes, w), np.int64),
                 np.empty((n_nodes, w), np.int64)]  # breakpoints; free cores, GPUs, KiB from each (widened)
