@@ -65,8 +65,8 @@ from numba import njit
 from ._extended import _compact
 from ._kernels import BIG, _enqueue_arrivals, _finish_next, _launch, _load_counts, _next_wake, _store_counts
 from ._slurm import (P_DEPTH, P_F_SIZE, P_I_SIZE, P_INTERVAL, P_MAX_TEST, P_MAX_USER, P_RES, P_RESERVE, P_SCHED,
-                     P_WINDOW, SF_NEXT_BF, SF_NEXT_FULL, SF_T0, ST_CYCLE, ST_KFULL, _load_clocks, _pass_clocks,
-                     _settings, _store_clocks, _window_end)
+                     P_WINDOW, ST_CYCLE, _load_clocks, _pass_clocks, _settings, _store_clocks, _window_end,
+                     start_clocks)
 from .shared import (GROW, _earliest_all, _first_fit, _give_back, _maxima, _node_fit, _node_lists, _prof_take,
                      _room, _seg, _take, _widest)
 
@@ -856,9 +856,7 @@ def run_shared_slurm(submit, limit, nodes, dur, rank, request, machine, users, b
                 np.empty((n_nodes, w), np.int64)]  # breakpoints; free cores, GPUs, KiB from each (widened)
     st = np.zeros(max(kernels.ST_SIZE, ST_SIZE), np.int64)
     sf = np.zeros(max(kernels.SF_SIZE, SF_SIZE))
-    st[ST_KFULL] = 1  # (SlurmBackfill.k: the first full pass is one interval after t0)
-    sf[SF_T0] = np.nan
-    sf[SF_NEXT_BF] = sf[SF_NEXT_FULL] = np.inf
+    start_clocks(st, sf)
     st[ST_EVERY] = int(STOP_EVERYWHERE)
     _run_slices(kernels, _widening(shared_slurm_steps, fixed, profiles, lambda grown, st: _longer(grown, int(st[ST_NEED]))),
                 (), st, sf, progress,
