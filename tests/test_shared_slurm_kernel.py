@@ -193,7 +193,7 @@ def test_profiles_too_narrow_are_widened_where_the_cycle_stopped(monkeypatch, wi
     assert counters["widened_at_rebuild"] > 0 and counters["widened_at_test"] > 0
 
 
-@pytest.mark.parametrize("n_nodes,seed", [(4, 7), (4, 11), (8, 3), (8, 19)])
+@pytest.mark.parametrize("n_nodes,seed", [(4, 7), pytest.param(4, 11, marks=pytest.mark.slow), (8, 3), (8, 19)])
 def test_fits_recalled_from_earlier_cycles_give_the_reference_schedule(monkeypatch, n_nodes, seed):
     """A tested job's earliest fit is taken from an earlier cycle (``_shared_slurm._recalled``)
     where the nodes changed since (completions, reservations lost or moved, jobs the main
