@@ -11,6 +11,7 @@ from omegaconf.errors import MissingMandatoryValue
 
 from drevt_sweep.sweep.config import Backfill, Priority, RunTimeMode, TraceFormat, register_configs
 from drevt_sweep.sweep.app import run_spec
+from drevt_sweep.sweep.validate import check_config
 from drevt_sweep.trace.options import read_options, resolve_trace_path
 
 CONF = Path(__file__).resolve().parents[1] / "conf"
@@ -27,6 +28,23 @@ def hydra_compose():
         yield lambda *overrides: compose("config", overrides=list(overrides), return_hydra_config=True)
 
 
+# What an option needs beside it to compose (a custom machine's size, a custom trace's path).
+NEEDS = {("system", "custom"): ["system.total_nodes=64"], ("trace", "custom"): ["trace.path=/tmp/jobs.csv"]}
+
+
+@pytest.fixture(scope="module")
+def shipped(hydra_compose):
+    """Each shipped option composed once for the tests below (a composition costs ~70 ms, and
+    three tests read the ~60 options)."""
+    cache = {}
+
+    def get(group, name):
+        if (group, name) not in cache:
+            cache[group, name] = hydra_compose(f"{group}={name}", *NEEDS.get((group, name), []))
+        return cache[group, name]
+    return get
+
+
 def test_default_config_is_the_bundled_kth_trace_under_easy(hydra_compose):
     cfg = hydra_compose()
     assert cfg.trace.name == "kth_sp2"
@@ -39,35 +57,32 @@ def test_default_config_is_the_bundled_kth_trace_under_easy(hydra_compose):
 @pytest.mark.parametrize(
     "group", ["format", "timezone", "run_time", "policy", "system", "trace", "workload", "experiment"]
 )
-def test_every_option_of_every_group_composes(hydra_compose, group):
+def test_every_option_of_every_group_composes_and_passes_the_checks(shipped, group):
     names = options(group)
     assert names, f"conf/{group} is empty"
     for name in names:
-        extra = []
-        if group == "system" and name == "custom":
-            extra = ["system.total_nodes=64"]
-        if group == "trace" and name == "custom":
-            extra = ["trace.path=/tmp/jobs.csv"]
-        cfg = hydra_compose(f"{group}={name}", *extra)
+        cfg = shipped(group, name)
         if group != "experiment":
             assert cfg.hydra.runtime.choices[group] == name
             section = cfg[group]
             # timezone=trace leaves the zone to the trace (null)
             assert section.name is not None or (group, name) == ("timezone", "trace")
+        if group not in ("trace", "experiment"):  # (a custom trace's path is /tmp/jobs.csv: no file)
+            assert check_config(cfg) == [], (group, name)
 
 
-def test_policy_files_map_to_engine_names(hydra_compose):
+def test_policy_files_map_to_engine_names(shipped):
     from drevt_sweep.sim import engine
 
     for name in options("policy"):
-        cfg = hydra_compose(f"policy={name}")
+        cfg = shipped("policy", name)
         assert cfg.policy.priority.value in engine.PRIORITY_POLICIES
         assert cfg.policy.backfill.value in engine.BACKFILL_POLICIES
 
 
-def test_run_time_files_build_valid_models(hydra_compose):
+def test_run_time_files_build_valid_models(shipped):
     for name in options("run_time"):
-        cfg = hydra_compose(f"run_time={name}")
+        cfg = shipped("run_time", name)
         spec = run_spec(cfg, machine_nodes=100)
         assert spec.run_time.mode == cfg.run_time.mode.value
         assert spec.stochastic == (cfg.run_time.mode is RunTimeMode.distribution)
