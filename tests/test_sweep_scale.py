@@ -193,7 +193,7 @@ ODD_SWEEPS = [
     ("seed=-1,0,1", "replicates=0,1", "figures=auto,bad", "tracking.experiment=x,' '"),
     ("trace.path=tests/data/traces/sweep_tiny.csv", "paths.root=.,/tmp"),  # through interpolations
     ("resume=true,false", "tracking.enabled=true,false"),
-    ("timezone.name=UTC,Mars/Base", "policy=glob(*)"),
+    ("timezone.name=UTC,Mars/Base", "policy=glob(s*)"),  # (six of the policies: ~70 ms a job here)
     ("format.queues=[all],[]", "++system.total_nodes=3,0"),
     ("replicates=${oc.env:DREVT_TEST_UNSET_VARIABLE}", "policy=fcfs,easy"),  # unresolvable
     ("system.total_nodes=${seed},4", "seed=0,1"),  # a swept interpolation: job by job
