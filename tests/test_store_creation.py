@@ -89,15 +89,27 @@ def test_a_copied_store_is_the_store_mlflow_builds(tmp_path: Path, monkeypatch):
     assert default[0][2] == str(tmp_path / "copied" / "mlruns" / "0")
 
 
+@pytest.fixture(scope="module")
+def mlflows_store(tmp_path_factory) -> Path:
+    """A store MLflow built (~2-4 s): opened again from another working folder, MLflow computes
+    the Default experiment's place there as it does when it creates a store there
+    (``SqlAlchemyStore._get_artifact_location(0)`` from the root it resolves at opening)."""
+    path = tmp_path_factory.mktemp("mlflows") / "mlflow.db"
+    with store._store_at(path):
+        pass
+    return path
+
+
 @pytest.mark.parametrize("folder", ["plain", "with space", "ünïcode-ß", "a.b_c-d"])
-def test_the_default_experiments_place_is_mlflows_without_mlflow(tmp_path, monkeypatch, folder):
+def test_the_default_experiments_place_is_mlflows_without_mlflow(tmp_path, monkeypatch, mlflows_store, folder):
     """``store.default_artifact_location`` (a new store's Default experiment, without importing
     MLflow) is what MLflow's store gives in the same working folder."""
     where = tmp_path / folder
     where.mkdir()
     monkeypatch.chdir(where)
-    with store._store_at(tmp_path / f"{len(folder)}.db") as mlflows:
+    with store._store_at(mlflows_store) as mlflows:
         expected = str(mlflows._get_artifact_location(0))
+    assert expected.startswith(str(where))  # (this folder's, not the one the store was built in)
     assert store.default_artifact_location() == expected
     monkeypatch.setenv("_MLFLOW_SERVER_ARTIFACT_ROOT", "s3://bucket/root")  # a server's: MLflow's call
     assert store.default_artifact_location() is None
