@@ -186,8 +186,13 @@ def _slurm_fit(fc, fg, fm, k, c, g, m, pick, usable, rf, rl, rc, rn):
     """``_Nodes.slurm_fit``: the nodes a job starting now gets, into pick[:k], among those
     marked in ``usable`` that hold (c, g, m) now (first fit for a job of no cores); whether
     there are k."""
+    got = 0
     for i in range(fc.shape[0]):
-        usable[i] = usable[i] and fc[i] >= c and fg[i] >= g and fm[i] >= m
+        u = usable[i] and fc[i] >= c and fg[i] >= g and fm[i] >= m
+        usable[i] = u
+        got += u
+    if got < k:  # (the main scheduler's head fails here at most events: no runs to build)
+        return False
     if c < 1:
         got = 0
         for i in range(fc.shape[0]):
@@ -390,7 +395,7 @@ def _cycle_end(PT, PC, PG, PM, PB, MX, now, tests, y, last, nodes, limit, cores,
     d, c, g, m = limit[j], cores[j], gpus[j], mem[j]
     for x in range(k):
         i = where[first + x]
-        if wmark[i] and _node_fit(PT, PC, PG, PM, PB, MX, i, now, d, c, g, m, now) != now:
+        if wmark[i] and _node_fit(PT, PC, PG, PM, PB, MX, np.uint64(i), now, d, c, g, m, now) != now:
             wmark[i] = False
     got = 0
     low = PB.shape[0]
@@ -498,7 +503,7 @@ def _beyond(front, nf, nodes, limit, cores, gpus, mem, k, L, c, g, m, n_nodes, c
     if k > n_nodes or c > cap_c or g > cap_g or m > cap_m:
         return False
     for x in range(nf):
-        o = front[x]
+        o = np.uint64(front[x])  # (unsigned: no test for a negative index at each read)
         if nodes[o] <= k and cores[o] <= c and gpus[o] <= g and mem[o] <= m and limit[o] <= L:
             return True
     return False
@@ -540,17 +545,18 @@ def _recalled(PT, PC, PG, PM, PB, MX, now, k, L, c, g, m, s1, r, rnl, first, zst
         return -1.0
     if k == 1:
         p1 = rnl[first]
+        u = np.uint64(p1)  # (unsigned node indices here: see _beyond)
         best = np.inf
         bi = -1
-        moved = zstamp[p1] > r
+        moved = zstamp[u] > r
         if not moved:
-            if _node_fit(PT, PC, PG, PM, PB, MX, p1, s1, L, c, g, m, s1) != s1:
+            if _node_fit(PT, PC, PG, PM, PB, MX, u, s1, L, c, g, m, s1) != s1:
                 return -1.0
             best = s1
             bi = p1
         for y in range(zn):
             i = Z[y]
-            e = _node_fit(PT, PC, PG, PM, PB, MX, i, now, L, c, g, m, s1)
+            e = _node_fit(PT, PC, PG, PM, PB, MX, np.uint64(i), now, L, c, g, m, s1)
             if e < best or (e == best and i < bi):
                 best = e
                 bi = i
@@ -559,11 +565,11 @@ def _recalled(PT, PC, PG, PM, PB, MX, now, k, L, c, g, m, s1, r, rnl, first, zst
         pick[0] = bi
         return best
     for x in range(k):
-        i = rnl[first + x]
-        if zstamp[i] > r or _node_fit(PT, PC, PG, PM, PB, MX, i, s1, L, c, g, m, s1) != s1:
+        u = np.uint64(rnl[first + x])
+        if zstamp[u] > r or _node_fit(PT, PC, PG, PM, PB, MX, u, s1, L, c, g, m, s1) != s1:
             return -1.0
     for y in range(zn):
-        if _node_fit(PT, PC, PG, PM, PB, MX, Z[y], now, L, c, g, m, s1) <= s1:
+        if _node_fit(PT, PC, PG, PM, PB, MX, np.uint64(Z[y]), now, L, c, g, m, s1) <= s1:
             return -1.0
     for x in range(k):
         pick[x] = rnl[first + x]
@@ -693,11 +699,12 @@ def shared_slurm_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, m
                     break
                 resumed = False
                 j = tests[y]
-                d = limit[j]
-                c, g, m = cores[j], gpus[j], mem[j]
-                k = nodes[j]
-                f = node_start[j]
-                had = rcy[j] >= 0
+                ju = np.uint64(j)  # (unsigned: no test for a negative index at each read)
+                d = limit[ju]
+                c, g, m = cores[ju], gpus[ju], mem[ju]
+                k = nodes[ju]
+                f = node_start[ju]
+                had = rcy[ju] >= 0
                 s = -1.0
                 if nf and _beyond(front, nf, nodes, limit, cores, gpus, mem, k, d, c, g, m, n_nodes, cap_c, cap_g,
                                   cap_m):
@@ -707,7 +714,7 @@ def shared_slurm_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, m
                     st[ST_BEYOND] += 1
                 else:
                     if had:
-                        s = _recalled(PT, PC, PG, PM, PB, MX, now, k, d, c, g, m, rs[j], rcy[j], rnl, f, zstamp, zs,
+                        s = _recalled(PT, PC, PG, PM, PB, MX, now, k, d, c, g, m, rs[ju], rcy[ju], rnl, f, zstamp, zs,
                                       pick, runs[0])  # (cons_tres' scratch: free here)
                     if s < 0:
                         st[ST_FITS] += 1
@@ -727,15 +734,15 @@ def shared_slurm_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, m
                         front[w] = j
                         nf = w + 1
                 if recall:
-                    if had and rheld[j]:  # the last cycle's reservation of it, if not made again, is gone: Z
-                        same = s == rs[j] and s > now
+                    if had and rheld[ju]:  # the last cycle's reservation of it, if not made again, is gone: Z
+                        same = s == rs[ju] and s > now
                         for x in range(k):
                             same = same and pick[x] == rnl[f + x]
                         if not same:
                             _stamp(zstamp, zs, rnl, f, k, planned)
-                    rs[j] = s
-                    rcy[j] = planned
-                    rheld[j] = now < s < window_end  # (a fit at or past the window end reserves nothing)
+                    rs[ju] = s
+                    rcy[ju] = planned
+                    rheld[ju] = now < s < window_end  # (a fit at or past the window end reserves nothing)
                     for x in range(k):
                         rnl[f + x] = pick[x]
                 if s == now:  # on the nodes cons_tres picks among those free of reservations then
@@ -768,7 +775,7 @@ def shared_slurm_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, m
                 hi = min(hi, window_end)
                 if hi > lo:  # held whole
                     for x in range(nodes[j]):
-                        i = pick[x]
+                        i = np.uint64(pick[x])  # (unsigned: see _beyond)
                         _room(PT, PC, PG, PM, PB, i, now)  # (drops past segments)
                         _block(PT, PC, PG, PM, PB, i, lo, hi)
                         _most_free(PT, PC, PG, PM, PB, i, MX)
