@@ -351,7 +351,7 @@ def _most_free(PT, PC, PG, PM, PB, i, MX):
     MX[2, i] = mm
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, inline="always")
 def _fits_now(PT, PC, PG, PM, PB, MX, now, k, d, c, g, m, wit):
     """Whether k nodes hold (c, g, m) throughout [now, now + d) on the profiles (the job can
     start now); the k highest-indexed into wit[:k] (the ones reservations, lowest indices
