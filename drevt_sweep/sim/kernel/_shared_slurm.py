@@ -746,8 +746,9 @@ def shared_slurm_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, m
                     for x in range(k):
                         rnl[f + x] = pick[x]
                 if s == now:  # on the nodes cons_tres picks among those free of reservations then
-                    for i in range(n_nodes):
-                        usable[i] = _node_fit(PT, PC, PG, PM, PB, MX, i, now, d, c, g, m, now) == now
+                    for i in range(n_nodes):  # (_slurm_fit needs the free resources too: no fit asked without them)
+                        usable[i] = (fc[i] >= c and fg[i] >= g and fm[i] >= m
+                                     and _node_fit(PT, PC, PG, PM, PB, MX, i, now, d, c, g, m, now) == now)
                     if not _slurm_fit(fc, fg, fm, nodes[j], c, g, m, pick, usable, runs[0], runs[1], runs[2],
                                       runs[3]):
                         return -3  # (cannot be: k nodes hold it on the profiles now)
