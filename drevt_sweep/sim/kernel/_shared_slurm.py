@@ -185,9 +185,15 @@ def _cons_tres_nodes(usable, fc, k, c, chosen, rf, rl, rc, rn):
 def _slurm_fit(fc, fg, fm, k, c, g, m, pick, usable, rf, rl, rc, rn):
     """``_Nodes.slurm_fit``: the nodes a job starting now gets, into pick[:k], among those
     marked in ``usable`` that hold (c, g, m) now (first fit for a job of no cores); whether
-    there are k."""
+    there are k. Fewer than k such nodes fail before cons_tres' runs are built (the main
+    scheduler's head often does: -1 to -2 % of issue 26's growth benchmark)."""
+    got = 0
     for i in range(fc.shape[0]):
-        usable[i] = usable[i] and fc[i] >= c and fg[i] >= g and fm[i] >= m
+        u = usable[i] and fc[i] >= c and fg[i] >= g and fm[i] >= m
+        usable[i] = u
+        got += u
+    if got < k:
+        return False
     if c < 1:
         got = 0
         for i in range(fc.shape[0]):
@@ -262,40 +268,38 @@ def _block(PT, PC, PG, PM, PB, i, lo, hi):
 
 
 @njit(cache=True, _nrt=False)
-def _rebuild(PT, PC, PG, PM, PB, now, window_end, re, rj, R, node_list, node_start, nodes, cores, gpus, mem, cap_c,
-             cap_g, cap_m, extra):
+def _rebuild(PT, PC, PG, PM, PB, now, window_end, re, rj, R, node_list, node_start, nodes, cores, gpus, mem, fc, fg,
+             fm, due, D, MX, extra):
     """The profiles of the running jobs alone, each holding its nodes until its estimated end
-    (right after now if it is overdue), cut at ``window_end``; returns them (grown if needed).
+    (right after now if it is overdue), cut at ``window_end``, and their most free amounts
+    before the last segment (``MX``); returns the most breakpoints a node has (or needs).
     The running jobs come by estimated end, so a node's breakpoints are appended in order, no
-    shifting (``_hold`` would shift them): its free amounts before the first end, then one step
-    up per end. A job asking for nothing leaves no breakpoint, and equal ends share one: the
-    same canonical profile as ``_prof_take`` builds. Returns the most breakpoints a node
-    needs, and builds the profiles only if that plus ``extra`` fits their width (else the
-    driver widens them and calls again)."""
+    shifting (``_hold`` would shift them): its free amounts before the first end (the free
+    resources now with the main scheduler's starts ``due[:D]``, not running yet, given back),
+    then one step up per end. A job asking for nothing leaves no breakpoint, and equal ends
+    share one: the same canonical profile as ``_prof_take`` builds. The amounts only grow
+    along a profile, so the most free before the last segment are the next to last one's (no
+    pass over the segments: ``_most_free``). One pass; a node that would not keep ``extra``
+    breakpoints of room stops it, and the most any node could need is returned (the driver
+    widens the profiles and calls again). (A first pass counting them cost ~40 % of this.)"""
     n_nodes = PB.shape[0]
     for i in range(n_nodes):
         PB[i] = 1
         PT[i, 0] = -np.inf
-        PC[i, 0] = cap_c
-        PG[i, 0] = cap_g
-        PM[i, 0] = cap_m
-    most = 1
-    for r in range(R):  # (unsigned job and node indices: see shared._node_earliest_from)
-        j = np.uint64(rj[r])
-        for y in range(node_start[j], node_start[j] + nodes[j]):
-            i = np.uint64(node_list[y])
-            PC[i, 0] -= cores[j]
-            PG[i, 0] -= gpus[j]
-            PM[i, 0] -= mem[j]
-            PB[i] += 1  # (counts the breakpoints needed)
-            if PB[i] > most:
-                most = PB[i]
-    if most + extra > PT.shape[1]:
-        return most
-    PB[:] = 1
+        PC[i, 0] = fc[i]
+        PG[i, 0] = fg[i]
+        PM[i, 0] = fm[i]
+    for y in range(D):
+        j = due[y]
+        for x in range(node_start[j], node_start[j] + nodes[j]):
+            i = node_list[x]
+            PC[i, 0] += cores[j]
+            PG[i, 0] += gpus[j]
+            PM[i, 0] += mem[j]
+    room = np.int64(PT.shape[1] - extra)  # breakpoints a node may have
     soon = np.nextafter(now, np.inf)
     one = np.uint64(1)
-    for r in range(R):
+    for r in range(R):  # (unsigned job and node indices: see shared._node_earliest_from)
         j = np.uint64(rj[r])
         c, g, m = cores[j], gpus[j], mem[j]
         if c == 0 and g == 0 and m == 0:
@@ -308,12 +312,29 @@ def _rebuild(PT, PC, PG, PM, PB, now, window_end, re, rj, R, node_list, node_sta
                 PC[i, b] += c
                 PG[i, b] += g
                 PM[i, b] += m
-            else:
+            elif PB[i] < room:
                 PT[i, b + one] = stop
                 PC[i, b + one] = PC[i, b] + c
                 PG[i, b + one] = PG[i, b] + g
                 PM[i, b + one] = PM[i, b] + m
                 PB[i] += 1
+            else:  # too narrow: a node needs at most one breakpoint per running job on it, plus one
+                PB[:] = 1
+                for r2 in range(R):
+                    j2 = rj[r2]
+                    for y2 in range(node_start[j2], node_start[j2] + nodes[j2]):
+                        PB[node_list[y2]] += 1
+                return _widest(PB)
+    most = 1
+    for i in range(n_nodes):
+        B = PB[i]
+        most = max(most, B)
+        if B >= 2:
+            MX[0, i] = PC[i, B - 2]
+            MX[1, i] = PG[i, B - 2]
+            MX[2, i] = PM[i, B - 2]
+        else:
+            MX[0, i] = MX[1, i] = MX[2, i] = -1
     return most
 
 
@@ -331,11 +352,12 @@ def _most_free(PT, PC, PG, PM, PB, i, MX):
     MX[2, i] = mm
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, inline="always")
 def _fits_now(PT, PC, PG, PM, PB, MX, now, k, d, c, g, m, wit):
     """Whether k nodes hold (c, g, m) throughout [now, now + d) on the profiles (the job can
     start now); the k highest-indexed into wit[:k] (the ones reservations, lowest indices
-    first, take last)."""
+    first, take last). (Inlined: ``_cycle_end``'s walk asks it about 1.2 M jobs at 125k jobs of
+    issue 26's growth benchmark, nearly one per search, and the calls cost ~2 %.)"""
     got = 0
     for i in range(PB.shape[0] - 1, -1, -1):
         if _node_fit(PT, PC, PG, PM, PB, MX, i, now, d, c, g, m, now) == now:
@@ -375,7 +397,7 @@ def _cycle_end(PT, PC, PG, PM, PB, MX, now, tests, y, last, nodes, limit, cores,
     d, c, g, m = limit[j], cores[j], gpus[j], mem[j]
     for x in range(k):
         i = where[first + x]
-        if wmark[i] and _node_fit(PT, PC, PG, PM, PB, MX, i, now, d, c, g, m, now) != now:
+        if wmark[i] and _node_fit(PT, PC, PG, PM, PB, MX, np.uint64(i), now, d, c, g, m, now) != now:
             wmark[i] = False
     got = 0
     low = PB.shape[0]
@@ -483,7 +505,7 @@ def _beyond(front, nf, nodes, limit, cores, gpus, mem, k, L, c, g, m, n_nodes, c
     if k > n_nodes or c > cap_c or g > cap_g or m > cap_m:
         return False
     for x in range(nf):
-        o = front[x]
+        o = np.uint64(front[x])  # (unsigned: no test for a negative index at each read)
         if nodes[o] <= k and cores[o] <= c and gpus[o] <= g and mem[o] <= m and limit[o] <= L:
             return True
     return False
@@ -525,17 +547,18 @@ def _recalled(PT, PC, PG, PM, PB, MX, now, k, L, c, g, m, s1, r, rnl, first, zst
         return -1.0
     if k == 1:
         p1 = rnl[first]
+        u = np.uint64(p1)  # (unsigned node indices here: see _beyond)
         best = np.inf
         bi = -1
-        moved = zstamp[p1] > r
+        moved = zstamp[u] > r
         if not moved:
-            if _node_fit(PT, PC, PG, PM, PB, MX, p1, s1, L, c, g, m, s1) != s1:
+            if _node_fit(PT, PC, PG, PM, PB, MX, u, s1, L, c, g, m, s1) != s1:
                 return -1.0
             best = s1
             bi = p1
         for y in range(zn):
             i = Z[y]
-            e = _node_fit(PT, PC, PG, PM, PB, MX, i, now, L, c, g, m, s1)
+            e = _node_fit(PT, PC, PG, PM, PB, MX, np.uint64(i), now, L, c, g, m, s1)
             if e < best or (e == best and i < bi):
                 best = e
                 bi = i
@@ -544,11 +567,11 @@ def _recalled(PT, PC, PG, PM, PB, MX, now, k, L, c, g, m, s1, r, rnl, first, zst
         pick[0] = bi
         return best
     for x in range(k):
-        i = rnl[first + x]
-        if zstamp[i] > r or _node_fit(PT, PC, PG, PM, PB, MX, i, s1, L, c, g, m, s1) != s1:
+        u = np.uint64(rnl[first + x])
+        if zstamp[u] > r or _node_fit(PT, PC, PG, PM, PB, MX, u, s1, L, c, g, m, s1) != s1:
             return -1.0
     for y in range(zn):
-        if _node_fit(PT, PC, PG, PM, PB, MX, Z[y], now, L, c, g, m, s1) <= s1:
+        if _node_fit(PT, PC, PG, PM, PB, MX, np.uint64(Z[y]), now, L, c, g, m, s1) <= s1:
             return -1.0
     for x in range(k):
         pick[x] = rnl[first + x]
@@ -643,7 +666,7 @@ def shared_slurm_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, m
             at = AT_CYCLE if last >= 0 else AT_NONE
         if at == AT_CYCLE:  # profiles of the running jobs and the main scheduler's starts
             need = _rebuild(PT, PC, PG, PM, PB, now, window_end, re, rj, R, node_list, node_start, nodes, cores,
-                            gpus, mem, cap_c, cap_g, cap_m, 2 + 2 * D)
+                            gpus, mem, fc, fg, fm, due, D, MX, 2 + 2 * D)
             if need + 2 + 2 * D > cap or (every and not resumed):
                 status = _widen(st, AT_CYCLE, need + 2 + 2 * D, D, last, 0, 0)
                 break
@@ -655,8 +678,8 @@ def shared_slurm_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, m
                 j = due[y]
                 _hold(PT, PC, PG, PM, PB, node_list, node_start[j], nodes[j], now, min(now + limit[j], window_end),
                       cores[j], gpus[j], mem[j], now)
-            for i in range(n_nodes):
-                _most_free(PT, PC, PG, PM, PB, i, MX)
+                for x in range(nodes[j]):
+                    _most_free(PT, PC, PG, PM, PB, node_list[node_start[j] + x], MX)
             wmark[:] = False  # the nodes on which the cycle's last possible start fits now
             j = tests[last]
             _fits_now(PT, PC, PG, PM, PB, MX, now, nodes[j], limit[j], cores[j], gpus[j], mem[j], wit)  # (it does)
@@ -678,11 +701,12 @@ def shared_slurm_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, m
                     break
                 resumed = False
                 j = tests[y]
-                d = limit[j]
-                c, g, m = cores[j], gpus[j], mem[j]
-                k = nodes[j]
-                f = node_start[j]
-                had = rcy[j] >= 0
+                ju = np.uint64(j)  # (unsigned: no test for a negative index at each read)
+                d = limit[ju]
+                c, g, m = cores[ju], gpus[ju], mem[ju]
+                k = nodes[ju]
+                f = node_start[ju]
+                had = rcy[ju] >= 0
                 s = -1.0
                 if nf and _beyond(front, nf, nodes, limit, cores, gpus, mem, k, d, c, g, m, n_nodes, cap_c, cap_g,
                                   cap_m):
@@ -692,7 +716,7 @@ def shared_slurm_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, m
                     st[ST_BEYOND] += 1
                 else:
                     if had:
-                        s = _recalled(PT, PC, PG, PM, PB, MX, now, k, d, c, g, m, rs[j], rcy[j], rnl, f, zstamp, zs,
+                        s = _recalled(PT, PC, PG, PM, PB, MX, now, k, d, c, g, m, rs[ju], rcy[ju], rnl, f, zstamp, zs,
                                       pick, runs[0])  # (cons_tres' scratch: free here)
                     if s < 0:
                         st[ST_FITS] += 1
@@ -712,20 +736,21 @@ def shared_slurm_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, m
                         front[w] = j
                         nf = w + 1
                 if recall:
-                    if had and rheld[j]:  # the last cycle's reservation of it, if not made again, is gone: Z
-                        same = s == rs[j] and s > now
+                    if had and rheld[ju]:  # the last cycle's reservation of it, if not made again, is gone: Z
+                        same = s == rs[ju] and s > now
                         for x in range(k):
                             same = same and pick[x] == rnl[f + x]
                         if not same:
                             _stamp(zstamp, zs, rnl, f, k, planned)
-                    rs[j] = s
-                    rcy[j] = planned
-                    rheld[j] = now < s < window_end  # (a fit at or past the window end reserves nothing)
+                    rs[ju] = s
+                    rcy[ju] = planned
+                    rheld[ju] = now < s < window_end  # (a fit at or past the window end reserves nothing)
                     for x in range(k):
                         rnl[f + x] = pick[x]
                 if s == now:  # on the nodes cons_tres picks among those free of reservations then
-                    for i in range(n_nodes):
-                        usable[i] = _node_fit(PT, PC, PG, PM, PB, MX, i, now, d, c, g, m, now) == now
+                    for i in range(n_nodes):  # (_slurm_fit needs the free resources too: no fit asked without them)
+                        usable[i] = (fc[i] >= c and fg[i] >= g and fm[i] >= m
+                                     and _node_fit(PT, PC, PG, PM, PB, MX, i, now, d, c, g, m, now) == now)
                     if not _slurm_fit(fc, fg, fm, nodes[j], c, g, m, pick, usable, runs[0], runs[1], runs[2],
                                       runs[3]):
                         return -3  # (cannot be: k nodes hold it on the profiles now)
@@ -753,7 +778,7 @@ def shared_slurm_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, m
                 hi = min(hi, window_end)
                 if hi > lo:  # held whole
                     for x in range(nodes[j]):
-                        i = pick[x]
+                        i = np.uint64(pick[x])  # (unsigned: see _beyond)
                         _room(PT, PC, PG, PM, PB, i, now)  # (drops past segments)
                         _block(PT, PC, PG, PM, PB, i, lo, hi)
                         _most_free(PT, PC, PG, PM, PB, i, MX)
