@@ -159,17 +159,12 @@ def simulate_shared(jobs: JobTable, run_time: np.ndarray, partition: Partition, 
             begin, end, node_start, node_list = run_shared_slurm(
                 submit, limit, nodes, dur, rank, request, machine, jobs.user_code, backfill_params,
                 progress=progress)
-        elif dynamic is not None:
-            from .kernel._shared_dynamic import run_shared_dynamic
-
-            begin, end, node_start, node_list = run_shared_dynamic(
-                submit, limit, nodes, dur, rank, request, machine, backfill, dynamic, progress=progress)
-        else:
+        else:  # (a dynamic priority: none / easy / easy_drevt, ``_use_kernel``)
             from .kernel import shared as fast
 
             begin, end, node_start, node_list = fast.run_shared(
                 submit, limit, nodes, dur, rank, request, machine, backfill, bool(enforce_limits),
-                progress=progress)
+                progress=progress, dynamic=dynamic)
     else:
         gate = _LimitGate(limits, rank.tolist()) if limits is not None else None
         begin, end, placed = _run_events(submit.tolist(), limit.tolist(), nodes.tolist(), dur.tolist(),
