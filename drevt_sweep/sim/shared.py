@@ -1,8 +1,8 @@
 """Shared nodes: jobs packed onto a partition's nodes by cores, GPUs and memory.
 
 The reference implementation (pure Python; ``sim.kernel.shared`` is the compiled version, bit
-for bit the same; with a dynamic priority ``sim.kernel._shared_dynamic``, except under
-``conservative`` and ``slurm``, which run here; ``slurm`` with static priorities
+for bit the same; a dynamic priority runs there too except under ``conservative`` and
+``slurm``, which run it here; ``slurm`` with static priorities
 ``sim.kernel._shared_slurm``, unless association limits keep it here). A job asks for ``k``
 nodes, each with ``c`` cores, ``g`` GPUs and ``m`` MiB; it runs on ``k`` distinct nodes that
 each have that

@@ -3,11 +3,15 @@
 Imported only through ``sim.shared`` once numba is loaded (``kernel.load``). State per node:
 free cores, GPUs and KiB of memory (int64 arrays); placement is first fit by node index.
 
-* The waiting queue is a segment tree over the static priority ranks holding, per subtree,
-  the minimum cores, GPUs, memory and time limit of the waiting jobs: a backfill candidate must
-  ask for no more than the largest free amount on any node (and, for ``easy_drevt``, end before
-  the shadow time), so whole ranges of jobs that cannot start are skipped; leaves are checked
-  exactly by first fit.
+* none / easy / easy_drevt (:func:`shared_queue_steps`, one loop for static and dynamic
+  priorities). With a static priority the waiting queue is a segment tree over the ranks
+  holding, per subtree, the minimum cores, GPUs, memory and time limit of the waiting jobs: a
+  backfill candidate must ask for no more than the largest free amount on any node (and, for
+  ``easy_drevt``, end before the shadow time), so whole ranges of jobs that cannot start are
+  skipped; leaves are checked exactly by first fit. With a dynamic one (multifactor, classic or
+  Fair Tree; wfp3; unicef) it is ``_extended``'s array sorted by (key, FCFS rank), re-keyed at
+  multifactor's ticks (every pass for wfp3/unicef) with its fair-share steps, each job charged
+  the CPUs it holds, and scanned linearly with the same tests (``_scan``: the order moves).
 * Running jobs are kept sorted by (estimated end, job), completions in a binary heap (the
   helpers of ``_kernels``). EASY's shadow time releases running jobs in that order, group by
   group of equal times, onto a copy of the free resources, keeping a count of the nodes that
@@ -218,16 +222,15 @@ def shared_queue_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, m
                    fval, fstamp, stamp, root, w_age, w_fs, max_age, fair_tree, ft, scale)
 
         # 3. start jobs in priority order while they fit; p: a rank (static) or a place in q,
-        # -1 past the last (q keeps its started jobs until the end of the pass)
+        # -1 past the last (q keeps its started jobs until the end of the pass: R > R0 then)
         p = head if dp is None else 0
-        started = False
+        R0 = R
         while p >= 0:
             j = job_of_rank[p] if dp is None else q[p]
             if not _first_fit(fc, fg, fm, nodes[j], cores[j], gpus[j], mem[j], pick):
                 break
             _take(j, pick, nodes, cores, gpus, mem, fc, fg, fm, node_start, node_list)
             R, H = _launch(j, now, now + limit[j], begin, end, est, dur, nodes, re, rj, rn, R, hk, hj, H)
-            started = True
             if dp is None:
                 Q -= 1
                 _seg_clear(tc, tg, tm, tl, p + size)
@@ -273,7 +276,6 @@ def shared_queue_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, m
                         continue
                     _take(j, pick, nodes, cores, gpus, mem, fc, fg, fm, node_start, node_list)
                     R, H = _launch(j, now, now + limit[j], begin, end, est, dur, nodes, re, rj, rn, R, hk, hj, H)
-                    started = True
                     if dp is None:
                         Q -= 1
                         _seg_clear(tc, tg, tm, tl, c - 1 + size)
@@ -281,7 +283,7 @@ def shared_queue_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, m
                         n_active = _account_start(leaf[j], charge[j], now, next_tick, runn, acc, active, is_active,
                                                   n_active)
                     maxc, maxg, maxm = _maxima(fc, fg, fm)
-        if dp is not None and started:
+        if dp is not None and R > R0:
             Q = _compact(q, Q, begin)
     _store_queue(st, sf, 0, R, H, Q, a, done, head, now)
     if dp is not None:
@@ -460,7 +462,7 @@ def _run_queue(args, machine, mode, progress, dynamic=None):
     ``kernel.run_extended`` allocates it), the driver called in slices."""
     from . import _dynamic_state, _extended as ext, _first_tick
 
-    submit, limit, nodes, dur, arrivals, rank, cores = args[:7]
+    submit, limit, nodes, dur, arrivals, rank = args[:6]
     n = int(submit.shape[0])
     n_nodes, cap_c, cap_g, cap_m = (int(x) for x in machine)
     begin = np.full(n, np.nan)
@@ -472,30 +474,27 @@ def _run_queue(args, machine, mode, progress, dynamic=None):
     rmax = n + 1  # running jobs (a job may ask for no cores)
     running = (np.empty(rmax), np.empty(rmax, np.int64), np.empty(rmax, np.int64),  # by (estimated end, job)
                np.empty(rmax), np.empty(rmax, np.int64))  # completion heap (real end, job)
-    dp = None
-    head = 0
-    seg = (np.zeros(1, np.int64), np.full(2, BIG, np.int64), np.full(2, BIG, np.int64), np.full(2, BIG, np.int64),
-           np.full(2, np.inf))  # (a dynamic priority: unused)
+    def tree(leaves):  # per subtree: fewest cores, GPUs, KiB, shortest limit waiting
+        return (*(np.full(2 * leaves, BIG, np.int64) for _ in range(3)), np.full(2 * leaves, np.inf))
+
     if dynamic is None:
         job_of_rank = np.empty(n, np.int64)
         job_of_rank[rank] = np.arange(n)
         head = size = 1 << max(n - 1, 0).bit_length()  # segment tree leaves (>= n, a power of two)
-        seg = (job_of_rank, np.full(2 * size, BIG, np.int64), np.full(2 * size, BIG, np.int64),
-               np.full(2 * size, BIG, np.int64), np.full(2 * size, np.inf))  # per subtree: fewest cores,
-        # GPUs, KiB, shortest limit waiting
+        seg, dp, start = (job_of_rank, *tree(size)), None, None
     else:
         # what fair-share charges a running job per second (multifactor; wfp3/unicef charge nothing)
         charge = np.ascontiguousarray(getattr(dynamic, "charge", nodes), dtype=np.int64)
         kind, dyn_args, fairshare, fair_tree_state = _dynamic_state(dynamic, n)
+        head, seg = 0, (np.zeros(1, np.int64), *tree(1))  # (unused)
         dp = (charge, *dyn_args, rank.astype(np.float64),  # sort keys
               np.empty(n, np.int64), np.empty(n, np.int64),  # the queue, a sort buffer
               *fairshare, *fair_tree_state)
+
+        def start(st, sf):  # multifactor's scalars at the driver's slots, its first tick
+            ext.start_fairshare(st, sf, ext.ST_ACTIVE, ext.SF_ROOT, _first_tick(kind, dyn_args))
     state = (*args, np.int64(mode), begin, end, est, node_start, node_list, *free, *at_shadow,
              np.empty(n_nodes, np.int64), *running, seg, dp)
-    start = None
-    if dynamic is not None:
-        def start(st, sf):
-            ext.start_fairshare(st, sf, ext.ST_ACTIVE, ext.SF_ROOT, _first_tick(kind, dyn_args))
     _drive(shared_queue_steps, state, progress, {-3: "the head job never fits its partition (shared-node kernel)"},
            head=head, start=start)
     return begin, end, node_start, node_list
