@@ -93,6 +93,12 @@ def _maxima(fc, fg, fm):
     return a, b, d
 
 
+# the same, inlined by numba: the form the queue driver uses with a dynamic priority (called
+# there, shared multifactor EASY ran 15 % slower; inlined with a static one, 13 % slower: LLVM's
+# choices in the two compiled loops differ)
+_maxima_inlined = njit(cache=True, _nrt=False, inline="always")(_maxima.py_func)
+
+
 @njit(cache=True, _nrt=False)
 def _shadow_on_nodes(now, kh, ch, gh, mh, fc, fg, fm, Fc, Fg, Fm, re, rj, R, node_start, node_list, cores, gpus,
                      mem):
@@ -156,39 +162,41 @@ def _easy_admits(j, now, shadow, strict, use_extra, fits, kh, ch, gh, mh, pick, 
 # dynamic one); ``sf[SF_NOW]`` the simulated time. Everything else lives in the caller's arrays.
 @njit(cache=True, _nrt=False)
 def shared_queue_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, mem, mode,
-                       begin, end, est, node_start, node_list, fc, fg, fm, Fc, Fg, Fm, pick, re, rj, rn, hk, hj,
-                       seg, dp, st, sf, budget):
+                       begin, end, est, node_start, node_list, job_of_rank, tc, tg, tm, tl,
+                       fc, fg, fm, Fc, Fg, Fm, pick, re, rj, rn, hk, hj,
+                       charge, dyn, a_arr, b_arr, leaf, acct, sib, snorm, n_acct, w_age, w_fs, max_age, period, decay,
+                       t0, charge_ended, key, q, tmp, usage, acc, runn, raw_acct, fval, fstamp, active, is_active,
+                       fair_tree, two_levels, acct_share, ftk, fti, fplan, fstack, st, sf, budget):
     """none / easy / easy_drevt on shared nodes from state ``st``/``sf``, for at most ``budget``
     events. Status: 0 done, 1 budget used (call again), -3 the head job never fits.
 
     One loop for static and dynamic priorities, which differ only in how the queue is kept and
-    scanned and in fair-share's accounting. Static: ``dp`` is None and ``seg`` the segment tree
-    (``job_of_rank``, the trees of cores, GPUs, memory, limits; ``_next``). Dynamic: ``dp``
-    holds the priority's arguments (``_run_queue``): ``_extended``'s queue ``q`` sorted by (key,
-    FCFS rank), keys, ticks and accounting (each job charged ``charge[j]``, the CPUs it holds),
-    scanned linearly (``_scan``: the order moves); ``seg`` one-element arrays, unused. numba
-    compiles the two apart: with ``dp`` None it drops the dynamic branches before typing, with
-    a tuple ``dp is None`` is a constant False that LLVM drops (a branch is pruned before
-    typing only where its argument is None, so every test here is on ``dp``)."""
+    scanned and in fair-share's accounting. Static: ``job_of_rank`` and the trees of cores,
+    GPUs, memory and limits over the ranks (``_next``); the arguments from ``charge`` to
+    ``fstack`` are None. Dynamic (``dyn``, ``_extended.DYN_*``): ``_extended``'s queue ``q``
+    sorted by (key, FCFS rank), keys, ticks and accounting (each job charged ``charge[j]``, the
+    CPUs it holds), scanned linearly (``_scan``: the order moves); the tree is one-element
+    arrays, unused. numba compiles the two apart: with ``dyn`` None it drops the dynamic
+    branches before typing; with an integer ``dyn is None`` is a constant False that LLVM
+    drops (numba prunes a branch before typing only when the argument tested is None, so every
+    test here is on ``dyn``). Measured, static EASY (``benchmarks/RESULTS.md``, "Twenty-fourth
+    session, helper kdup24"): the tree's arrays placed after ``hj`` instead of before ``fc`` (or
+    passed in a tuple there), the same body ran 10 % slower; the backfill loop stepping ``c``
+    before its tests instead of after, 10 % too: LLVM's register choices in the hot loop."""
     strict = mode == MODE_EASY_DREVT
     use_extra = mode == MODE_EASY
     _, R, H, Q, a, done, head, now = _load_queue(st, sf)
-    job_of_rank, tc, tg, tm, tl = seg
     size = tc.shape[0] // 2
-    if dp is not None:
-        (charge, dyn, a_arr, b_arr, leaf, acct, sib, snorm, n_acct, w_age, w_fs, max_age, period, decay, t0,
-         charge_ended, key, q, tmp, usage, acc, runn, raw_acct, fval, fstamp, active, is_active,
-         fair_tree, two_levels, acct_share, ftk, fti, fplan, fstack) = dp
+    if dyn is not None:
         fairshare = dyn == DYN_MULTIFACTOR
         ft = (acct_share, two_levels, fplan, fstack, ftk, fti)  # Fair Tree's arrays (_arrive, _rekey)
         n_active, stamp, tick_k, due, root, scale, next_tick = _load_fairshare(st, sf, ST_ACTIVE, SF_ROOT)
         n_arr = arrivals.shape[0]
-    status = 0
     while True:
         status, now, budget = _slice_event(submit, arrivals, a, hk, H, now, budget)
         if status != EV_NEXT:
             break
-        if dp is not None and fairshare:  # Multifactor.advance
+        if dyn is not None and fairshare:  # Multifactor.advance
             now, n_active, root, scale, tick_k, next_tick, stamp, due = _advance(
                 now, Q, next_tick, tick_k, t0, period, decay, scale, root, n_active, active, is_active, acc, runn,
                 usage, raw_acct, acct, n_acct, fair_tree, fti, two_levels, stamp, due)
@@ -198,11 +206,11 @@ def shared_queue_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, m
             j, H, R = _finish_next(hk, hj, H, re, rj, rn, R, est)
             _give_back(j, fc, fg, fm, node_start, node_list, cores, gpus, mem)
             done += 1
-            if dp is not None and fairshare:
+            if dyn is not None and fairshare:
                 _account_end(leaf[j], charge[j], now, next_tick, runn, acc, charge_ended, begin[j], period)
 
         # 2. arrivals: a leaf of the tree each, or keyed now into the sorted queue
-        if dp is None:
+        if dyn is None:
             while True:
                 j, a, Q, head = _arrival(submit, arrivals, a, now, rank, Q, head)
                 if j < 0:
@@ -216,22 +224,22 @@ def shared_queue_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, m
                             raw_acct, fval, fstamp, stamp, root, w_age, w_fs, max_age, fair_tree, ft, scale)
         if Q == 0:
             continue
-        if dp is not None and dyn != DYN_NONE and (dyn != DYN_MULTIFACTOR or due):  # the order moves
+        if dyn is not None and dyn != DYN_NONE and (dyn != DYN_MULTIFACTOR or due):  # the order moves
             due = False
             _rekey(dyn, q, Q, key, rank, tmp, now, submit, a_arr, b_arr, leaf, acct, sib, snorm, usage, raw_acct,
                    fval, fstamp, stamp, root, w_age, w_fs, max_age, fair_tree, ft, scale)
 
         # 3. start jobs in priority order while they fit; p: a rank (static) or a place in q,
         # -1 past the last (q keeps its started jobs until the end of the pass: R > R0 then)
-        p = head if dp is None else 0
+        p = head if dyn is None else 0
         R0 = R
         while p >= 0:
-            j = job_of_rank[p] if dp is None else q[p]
+            j = job_of_rank[p] if dyn is None else q[p]
             if not _first_fit(fc, fg, fm, nodes[j], cores[j], gpus[j], mem[j], pick):
                 break
             _take(j, pick, nodes, cores, gpus, mem, fc, fg, fm, node_start, node_list)
             R, H = _launch(j, now, now + limit[j], begin, end, est, dur, nodes, re, rj, rn, R, hk, hj, H)
-            if dp is None:
+            if dyn is None:
                 Q -= 1
                 _seg_clear(tc, tg, tm, tl, p + size)
                 p = _next(tc, size, p + 1, BIG, BIG, BIG, tg, tm, tl, now, np.inf)
@@ -240,18 +248,18 @@ def shared_queue_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, m
                     n_active = _account_start(leaf[j], charge[j], now, next_tick, runn, acc, active, is_active,
                                               n_active)
                 p = p + 1 if p + 1 < Q else -1
-        if dp is None:
+        if dyn is None:
             head = p if p >= 0 else size
         if p >= 0 and mode != MODE_NONE:
             # 4. is there a later job that could start now (no larger than a node's free resources)?
-            maxc, maxg, maxm = _maxima(fc, fg, fm)
-            if dp is None:
+            maxc, maxg, maxm = _maxima(fc, fg, fm) if dyn is None else _maxima_inlined(fc, fg, fm)
+            if dyn is None:
                 c = _next(tc, size, p + 1, maxc, maxg, maxm, tg, tm, tl, now, np.inf)
             else:
                 c = _scan(q, Q, p + 1, maxc, maxg, maxm, now, np.inf, strict, limit, cores, gpus, mem)
             if c >= 0:
                 # 5. then the head's shadow time and the free resources then
-                h = job_of_rank[p] if dp is None else q[p]
+                h = job_of_rank[p] if dyn is None else q[p]
                 kh, ch, gh, mh = nodes[h], cores[h], gpus[h], mem[h]
                 shadow, fits = _shadow_on_nodes(now, kh, ch, gh, mh, fc, fg, fm, Fc, Fg, Fm, re, rj, R, node_start,
                                                 node_list, cores, gpus, mem)
@@ -260,35 +268,40 @@ def shared_queue_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, m
                     break
                 # 6. backfill later jobs (easy_drevt: only those ending before the shadow time)
                 while True:
-                    if dp is None:
+                    if dyn is None:
                         c = _next(tc, size, c, maxc, maxg, maxm, tg, tm, tl, now, shadow if strict else np.inf)
                     else:
                         c = _scan(q, Q, c, maxc, maxg, maxm, now, shadow, strict, limit, cores, gpus, mem)
                     if c < 0:
                         break
-                    j = job_of_rank[c] if dp is None else q[c]
-                    c += 1
+                    j = job_of_rank[c] if dyn is None else q[c]
                     if not _first_fit(fc, fg, fm, nodes[j], cores[j], gpus[j], mem[j], pick):
+                        c += 1
                         continue
                     admitted, fits = _easy_admits(j, now, shadow, strict, use_extra, fits, kh, ch, gh, mh, pick, Fc,
                                                   Fg, Fm, limit, nodes, cores, gpus, mem)
                     if not admitted:
+                        c += 1
                         continue
                     _take(j, pick, nodes, cores, gpus, mem, fc, fg, fm, node_start, node_list)
                     R, H = _launch(j, now, now + limit[j], begin, end, est, dur, nodes, re, rj, rn, R, hk, hj, H)
-                    if dp is None:
+                    if dyn is None:
                         Q -= 1
-                        _seg_clear(tc, tg, tm, tl, c - 1 + size)
+                        _seg_clear(tc, tg, tm, tl, c + size)
                     elif fairshare:
                         n_active = _account_start(leaf[j], charge[j], now, next_tick, runn, acc, active, is_active,
                                                   n_active)
-                    maxc, maxg, maxm = _maxima(fc, fg, fm)
-        if dp is not None and R > R0:
+                    maxc, maxg, maxm = _maxima(fc, fg, fm) if dyn is None else _maxima_inlined(fc, fg, fm)
+                    c += 1
+        if dyn is not None and R > R0:
             Q = _compact(q, Q, begin)
     _store_queue(st, sf, 0, R, H, Q, a, done, head, now)
-    if dp is not None:
+    if dyn is not None:
         _store_fairshare(st, sf, ST_ACTIVE, SF_ROOT, n_active, stamp, tick_k, due, root, scale, next_tick)
     return status
+
+
+DYNAMIC_ARGS = 34  # shared_queue_steps' arguments from charge to fstack (None with a static priority)
 
 
 @njit(cache=True, _nrt=False, inline="always")
@@ -302,6 +315,7 @@ def _scan(q, Q, i, maxc, maxg, maxm, now, latest, strict, limit, cores, gpus, me
             return i
         i += 1
     return -1
+
 
 
 @njit(cache=True, _nrt=False)
@@ -481,7 +495,7 @@ def _run_queue(args, machine, mode, progress, dynamic=None):
         job_of_rank = np.empty(n, np.int64)
         job_of_rank[rank] = np.arange(n)
         head = size = 1 << max(n - 1, 0).bit_length()  # segment tree leaves (>= n, a power of two)
-        seg, dp, start = (job_of_rank, *tree(size)), None, None
+        seg, dp, start = (job_of_rank, *tree(size)), (None,) * DYNAMIC_ARGS, None
     else:
         # what fair-share charges a running job per second (multifactor; wfp3/unicef charge nothing)
         charge = np.ascontiguousarray(getattr(dynamic, "charge", nodes), dtype=np.int64)
@@ -493,8 +507,8 @@ def _run_queue(args, machine, mode, progress, dynamic=None):
 
         def start(st, sf):  # multifactor's scalars at the driver's slots, its first tick
             ext.start_fairshare(st, sf, ext.ST_ACTIVE, ext.SF_ROOT, _first_tick(kind, dyn_args))
-    state = (*args, np.int64(mode), begin, end, est, node_start, node_list, *free, *at_shadow,
-             np.empty(n_nodes, np.int64), *running, seg, dp)
+    state = (*args, np.int64(mode), begin, end, est, node_start, node_list, *seg, *free, *at_shadow,
+             np.empty(n_nodes, np.int64), *running, *dp)
     _drive(shared_queue_steps, state, progress, {-3: "the head job never fits its partition (shared-node kernel)"},
            head=head, start=start)
     return begin, end, node_start, node_list
