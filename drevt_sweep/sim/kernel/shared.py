@@ -237,8 +237,8 @@ def shared_queue_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, m
             j = job_of_rank[p] if dyn is None else q[p]
             if not _first_fit(fc, fg, fm, nodes[j], cores[j], gpus[j], mem[j], pick):
                 break
-            _take(j, pick, nodes, cores, gpus, mem, fc, fg, fm, node_start, node_list)
-            R, H = _launch(j, now, now + limit[j], begin, end, est, dur, nodes, re, rj, rn, R, hk, hj, H)
+            R, H = _start_now(j, now, pick, nodes, cores, gpus, mem, fc, fg, fm, node_start, node_list, limit, dur,
+                              begin, end, est, re, rj, rn, R, hk, hj, H)
             if dyn is None:
                 Q -= 1
                 _seg_clear(tc, tg, tm, tl, p + size)
@@ -283,8 +283,8 @@ def shared_queue_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, m
                     if not admitted:
                         c += 1
                         continue
-                    _take(j, pick, nodes, cores, gpus, mem, fc, fg, fm, node_start, node_list)
-                    R, H = _launch(j, now, now + limit[j], begin, end, est, dur, nodes, re, rj, rn, R, hk, hj, H)
+                    R, H = _start_now(j, now, pick, nodes, cores, gpus, mem, fc, fg, fm, node_start, node_list, limit,
+                                      dur, begin, end, est, re, rj, rn, R, hk, hj, H)
                     if dyn is None:
                         Q -= 1
                         _seg_clear(tc, tg, tm, tl, c + size)
@@ -316,6 +316,15 @@ def _scan(q, Q, i, maxc, maxg, maxm, now, latest, strict, limit, cores, gpus, me
         i += 1
     return -1
 
+
+
+@njit(cache=True, _nrt=False, inline="always")
+def _start_now(j, now, pick, nodes, cores, gpus, mem, fc, fg, fm, node_start, node_list, limit, dur, begin, end, est,
+               re, rj, rn, R, hk, hj, H):
+    """Job j starts now on the nodes ``pick[:nodes[j]]`` (``_take``), planned to end at its
+    limit (``_launch``); (running, heap)."""
+    _take(j, pick, nodes, cores, gpus, mem, fc, fg, fm, node_start, node_list)
+    return _launch(j, now, now + limit[j], begin, end, est, dur, nodes, re, rj, rn, R, hk, hj, H)
 
 
 @njit(cache=True, _nrt=False)
