@@ -56,6 +56,19 @@ def test_first_fit_by_node_index_over_several_nodes():
     assert [s.nodes_of(j) for j in range(4)] == [[0], [1, 2], [0], [1, 2]]
 
 
+@pytest.mark.parametrize("priority", ["fcfs", "wfp3"])
+def test_jobs_asking_for_no_cores_all_run_at_once_on_the_compiled_kernel(priority):
+    # 50 jobs of 0 cores on one 1-core node run together: more running jobs than cores (the
+    # compiled queue driver once sized its running list by cores and wrote past its end)
+    part = Partition("p", 1, cores=1, memory=1000, sharing="shared")
+    n = 50
+    jobs = make_jobs([0] * n, [1] * n, [100] * n, [50] * n)
+    for kernel in ("reference", "fast"):
+        s = simulate_shared(jobs, jobs.actual_run_time, part, np.zeros(n, np.int64), np.zeros(n, np.int64),
+                            np.full(n, 1.0), priority=priority, backfill="easy", kernel=kernel)
+        assert s.begin.tolist() == [0.0] * n, kernel
+
+
 def test_gpu_job_blocked_while_cores_are_free():
     # One node: 8 cores, 1 GPU. A: 1 core + the GPU, 0..10. B (t=1): 1 core + 1 GPU: seven cores
     # are free but no GPU: B waits for A (10). C (t=2): 1 core, no GPU, limit 100: under none it

@@ -67,8 +67,8 @@ def warm(group: str) -> None:
     for backfill in ("easy", "conservative", "none"):
         simulate_shared(jobs, rt, part, np.full(n, 2), np.zeros(n, dtype=np.int64), np.full(n, 100.0),
                         backfill=backfill, kernel="fast")
-    # shared nodes with a dynamic priority (kernel._shared_dynamic, ~3 s: here, the two groups
-    # then take 33 and 26 s of CPU to compile from cold, against 36 and 23 s)
+    # shared nodes with a dynamic priority (kernel.shared's queue driver compiled for it, ~3 s:
+    # here, the two groups then take 33 and 26 s of CPU to compile from cold, against 36 and 23 s)
     simulate_shared(jobs, rt, part, np.full(n, 2), np.zeros(n, dtype=np.int64), np.full(n, 100.0),
                     priority="multifactor", backfill="easy", kernel="fast")
 

@@ -1,8 +1,8 @@
 """Shared nodes: jobs packed onto a partition's nodes by cores, GPUs and memory.
 
 The reference implementation (pure Python; ``sim.kernel.shared`` is the compiled version, bit
-for bit the same; with a dynamic priority ``sim.kernel._shared_dynamic``, except under
-``conservative`` and ``slurm``, which run here; ``slurm`` with static priorities
+for bit the same; a dynamic priority runs there too except under ``conservative`` and
+``slurm``, which run it here; ``slurm`` with static priorities
 ``sim.kernel._shared_slurm``, unless association limits keep it here). A job asks for ``k``
 nodes, each with ``c`` cores, ``g`` GPUs and ``m`` MiB; it runs on ``k`` distinct nodes that
 each have that
@@ -158,17 +158,12 @@ def simulate_shared(jobs: JobTable, run_time: np.ndarray, partition: Partition, 
             begin, end, node_start, node_list = run_shared_slurm(
                 submit, limit, nodes, dur, rank, request, machine, jobs.user_code, backfill_params,
                 progress=progress)
-        elif dynamic is not None:
-            from .kernel._shared_dynamic import run_shared_dynamic
-
-            begin, end, node_start, node_list = run_shared_dynamic(
-                submit, limit, nodes, dur, rank, request, machine, backfill, dynamic, progress=progress)
-        else:
+        else:  # (a dynamic priority: none / easy / easy_drevt, ``_use_kernel``)
             from .kernel import shared as fast
 
             begin, end, node_start, node_list = fast.run_shared(
                 submit, limit, nodes, dur, rank, request, machine, backfill, bool(enforce_limits),
-                progress=progress)
+                progress=progress, dynamic=dynamic)
     else:
         if slurm is not None:
             slurm.limit, slurm.nodes = limit.tolist(), nodes.tolist()

@@ -374,7 +374,7 @@ def _account_end(lf, nj, now, next_tick, runn, acc, charge_ended, began, period)
 @njit(cache=True, _nrt=False, inline="always")
 def _advance(now, Q, next_tick, tick_k, t0, period, decay, scale, root, n_active, active, is_active, acc, runn, usage,
              raw_acct, acct, n_acct, fair_tree, fti, two_levels, stamp, due):
-    """Multifactor at an event (``extended_steps``, ``shared_dynamic_steps``): while jobs wait, a
+    """Multifactor at an event (``extended_steps``, ``shared.shared_queue_steps``): while jobs wait, a
     tick before ``now`` is an event of its own (``now`` becomes it); the ticks due are processed
     (``_ticks``; first, under Fair Tree, the units about to gain usage are marked: it moves only
     them), the fair-share factors change (``stamp``) and the keys are due. Returns (now, active
@@ -467,7 +467,7 @@ def _arrive(j, dyn, q, Q, key, rank, now, submit, a_arr, b_arr, leaf, acct, sib,
     """Job j, arriving at ``now``, into the queue ``q[:Q]`` sorted by (key, rank); the new count.
     A dynamic priority ``dyn`` keys it first, Fair Tree's factors brought to this tick if its are
     not (all at once, once per tick, as ``slurm_steps``). ``extended_steps``' and
-    ``shared_dynamic_steps``' step 2. Inlined (called, shared wfp3 ran +12-15 %), so its arrays
+    ``shared.shared_queue_steps``' step 2. Inlined (called, shared wfp3 ran +12-15 %), so its arrays
     for Fair Tree come in one tuple ``ft``: numba inlines no call of more than 30 arguments
     (CPython passes them as *args)."""
     if dyn != DYN_NONE:
@@ -484,7 +484,7 @@ def _arrive(j, dyn, q, Q, key, rank, now, submit, a_arr, b_arr, leaf, acct, sib,
 @njit(cache=True, _nrt=False, inline="always")
 def _rekey(dyn, q, Q, key, rank, tmp, now, submit, a_arr, b_arr, leaf, acct, sib, snorm, usage, raw_acct, fval, fstamp,
            stamp, root, w_age, w_fs, max_age, fair_tree, ft, scale):
-    """Step 2c of ``extended_steps`` and ``shared_dynamic_steps``: the waiting jobs ``q[:Q]`` keyed
+    """Step 2c of ``extended_steps`` and ``shared.shared_queue_steps``: the waiting jobs ``q[:Q]`` keyed
     again at ``now`` (multifactor at a tick, Fair Tree's factors first as in ``_arrive``; WFP3 and
     UNICEF at every pass) and sorted again; whether any moved. Inlined, as ``_arrive``."""
     if dyn == DYN_MULTIFACTOR:

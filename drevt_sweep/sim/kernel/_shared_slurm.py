@@ -24,8 +24,8 @@ What is reused rather than rewritten:
   it; here the span becomes one segment of free amounts -1
   (``_block``: the same fits, and the breakpoints inside it go);
 * free resources and starts from ``kernel.shared`` (``_take``; an event's completions are
-  ``shared._complete_due``'s loop over ``_kernels._finish_next`` and ``shared._give_back``,
-  written out here to stamp the freed nodes), the event loop's steps from ``_kernels``
+  the queue driver's loop over ``_kernels._finish_next`` and ``shared._give_back``, here
+  stamping the freed nodes), the event loop's steps from ``_kernels``
   (``_next_wake``, ``_launch``, ``_enqueue_arrivals``) and ``_extended._compact`` (the started
   jobs leave the queue).
 
@@ -623,7 +623,7 @@ def shared_slurm_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, m
             if not go:
                 status = 1
                 break
-            completed = False  # (shared._complete_due, the freed nodes stamped)
+            completed = False  # (as shared_queue_steps, the freed nodes stamped)
             while H > 0 and hk[0] <= now:
                 j, H, R = _finish_next(hk, hj, H, re, rj, rn, R, est)
                 _give_back(j, fc, fg, fm, node_start, node_list, cores, gpus, mem)

@@ -3,9 +3,8 @@
 numba keys a function's cached machine code on the stamp (modification time and size) of the
 file that defines it, and on the function's own bytecode -- not on the helpers it inlined from
 other files. ``shared.py``, ``_extended.py`` and ``_slurm.py`` inline helpers of ``_kernels.py``
-(the event loop's steps written once), and ``_slurm.py`` those of ``_extended.py`` (dynamic
-priorities' keys, ticks and accounting), ``_shared_dynamic.py`` and ``_shared_slurm.py`` those of
-``shared.py``, so after a change to ``_kernels.py`` alone -- an upgrade, a ``git
+(the event loop's steps written once), ``_slurm.py`` and ``shared.py`` those of ``_extended.py``
+(dynamic priorities' keys, ticks and accounting), ``_shared_slurm.py`` those of ``shared.py``, so after a change to ``_kernels.py`` alone -- an upgrade, a ``git
 pull``, a fix -- they would go on loading code compiled from the old helpers, silently. Here a
 digest of every kernel source is kept beside the cache; when it differs, the kernels' cached code
 is dropped and numba compiles afresh (once; later processes load the new code).
@@ -17,9 +16,9 @@ import hashlib
 import os
 from pathlib import Path
 
-# the files whose @njit code inlines (or links in) each other's: ``_shared_dynamic.py`` and
-# ``_shared_slurm.py`` call ``shared.py``'s helpers, ``_shared_slurm.py`` ``_slurm.py``'s too
-SOURCES = ("_kernels.py", "_extended.py", "shared.py", "_slurm.py", "_shared_dynamic.py", "_shared_slurm.py")
+# the files whose @njit code inlines (or links in) each other's: ``_shared_slurm.py`` calls
+# ``shared.py``'s helpers and ``_slurm.py``'s
+SOURCES = ("_kernels.py", "_extended.py", "shared.py", "_slurm.py", "_shared_slurm.py")
 DIGEST_FILE = "drevt_kernel_sources.sha256"
 
 

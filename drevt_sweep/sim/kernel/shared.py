@@ -3,11 +3,15 @@
 Imported only through ``sim.shared`` once numba is loaded (``kernel.load``). State per node:
 free cores, GPUs and KiB of memory (int64 arrays); placement is first fit by node index.
 
-* The waiting queue is a segment tree over the static priority ranks holding, per subtree,
-  the minimum cores, GPUs, memory and time limit of the waiting jobs: a backfill candidate must
-  ask for no more than the largest free amount on any node (and, for ``easy_drevt``, end before
-  the shadow time), so whole ranges of jobs that cannot start are skipped; leaves are checked
-  exactly by first fit.
+* none / easy / easy_drevt (:func:`shared_queue_steps`, one loop for static and dynamic
+  priorities). With a static priority the waiting queue is a segment tree over the ranks
+  holding, per subtree, the minimum cores, GPUs, memory and time limit of the waiting jobs: a
+  backfill candidate must ask for no more than the largest free amount on any node (and, for
+  ``easy_drevt``, end before the shadow time), so whole ranges of jobs that cannot start are
+  skipped; leaves are checked exactly by first fit. With a dynamic one (multifactor, classic or
+  Fair Tree; wfp3; unicef) it is ``_extended``'s array sorted by (key, FCFS rank), re-keyed at
+  multifactor's ticks (every pass for wfp3/unicef) with its fair-share steps, each job charged
+  the CPUs it holds, and scanned linearly with the same tests (``_scan``: the order moves).
 * Running jobs are kept sorted by (estimated end, job), completions in a binary heap (the
   helpers of ``_kernels``). EASY's shadow time releases running jobs in that order, group by
   group of equal times, onto a copy of the free resources, keeping a count of the nodes that
@@ -32,6 +36,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from ._extended import (DYN_MULTIFACTOR, DYN_NONE, SF_ROOT, ST_ACTIVE, _account_end, _account_start, _advance,
+                        _arrive, _compact, _load_fairshare, _rekey, _store_fairshare)
 from ._kernels import (BIG, EV_NEXT, MODE_EASY, MODE_EASY_DREVT, MODE_NONE, _arrival, _before_shadow, _descend,
                        _enqueue_arrivals, _finish_next, _heap_pop, _heap_push, _launch, _load_counts, _load_queue,
                        _seg_clear, _seg_set, _slice_event, _store_counts, _store_queue)
@@ -85,6 +91,12 @@ def _maxima(fc, fg, fm):
         if fm[i] > d:
             d = fm[i]
     return a, b, d
+
+
+# the same, inlined by numba: the form the queue driver uses with a dynamic priority (called
+# there, shared multifactor EASY ran 15 % slower; inlined with a static one, 13 % slower: LLVM's
+# choices in the two compiled loops differ)
+_maxima_inlined = njit(cache=True, _nrt=False, inline="always")(_maxima.py_func)
 
 
 @njit(cache=True, _nrt=False)
@@ -145,99 +157,174 @@ def _easy_admits(j, now, shadow, strict, use_extra, fits, kh, ch, gh, mh, pick, 
 
 
 # The queue driver's state between slices: ``_kernels``' counts (``st``: running, heap, waiting,
-# next arrival, jobs done; the free-node count is unused here) and ``ST_HEAD``, the smallest
-# waiting rank; ``sf[SF_NOW]`` the simulated time. Everything else lives in the caller's arrays.
+# next arrival, jobs done; the free-node count is unused here), ``ST_HEAD`` (the smallest waiting
+# rank: static priorities) and multifactor's scalars (``_extended.ST_ACTIVE``, ``SF_ROOT`` on: a
+# dynamic one); ``sf[SF_NOW]`` the simulated time. Everything else lives in the caller's arrays.
 @njit(cache=True, _nrt=False)
 def shared_queue_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, mem, mode,
                        begin, end, est, node_start, node_list, job_of_rank, tc, tg, tm, tl,
-                       fc, fg, fm, Fc, Fg, Fm, pick, re, rj, rn, hk, hj, st, sf, budget):
-    """none / easy / easy_drevt on shared nodes from state ``st``/``sf``, for at most
-    ``budget`` events. Status: 0 done, 1 budget used (call again), -3 the head job never fits."""
-    size = tc.shape[0] // 2
+                       fc, fg, fm, Fc, Fg, Fm, pick, re, rj, rn, hk, hj,
+                       charge, dyn, a_arr, b_arr, leaf, acct, sib, snorm, n_acct, w_age, w_fs, max_age, period, decay,
+                       t0, charge_ended, key, q, tmp, usage, acc, runn, raw_acct, fval, fstamp, active, is_active,
+                       fair_tree, two_levels, acct_share, ftk, fti, fplan, fstack, st, sf, budget):
+    """none / easy / easy_drevt on shared nodes from state ``st``/``sf``, for at most ``budget``
+    events. Status: 0 done, 1 budget used (call again), -3 the head job never fits.
+
+    One loop for static and dynamic priorities, which differ only in how the queue is kept and
+    scanned and in fair-share's accounting. Static: ``job_of_rank`` and the trees of cores,
+    GPUs, memory and limits over the ranks (``_next``); the arguments from ``charge`` to
+    ``fstack`` are None. Dynamic (``dyn``, ``_extended.DYN_*``): ``_extended``'s queue ``q``
+    sorted by (key, FCFS rank), keys, ticks and accounting (each job charged ``charge[j]``, the
+    CPUs it holds), scanned linearly (``_scan``: the order moves); the tree is one-element
+    arrays, unused. numba compiles the two apart: with ``dyn`` None it drops the dynamic
+    branches before typing; with an integer ``dyn is None`` is a constant False that LLVM
+    drops (numba prunes a branch before typing only when the argument tested is None, so every
+    test here is on ``dyn``). Measured, static EASY (``benchmarks/RESULTS.md``, "Twenty-fourth
+    session, helper kdup24"): the tree's arrays placed after ``hj`` instead of before ``fc`` (or
+    passed in a tuple there), the same body ran 10 % slower; the backfill loop stepping ``c``
+    before its tests instead of after, 10 % too: LLVM's register choices in the hot loop."""
     strict = mode == MODE_EASY_DREVT
     use_extra = mode == MODE_EASY
     _, R, H, Q, a, done, head, now = _load_queue(st, sf)
+    size = tc.shape[0] // 2
+    if dyn is not None:
+        fairshare = dyn == DYN_MULTIFACTOR
+        ft = (acct_share, two_levels, fplan, fstack, ftk, fti)  # Fair Tree's arrays (_arrive, _rekey)
+        n_active, stamp, tick_k, due, root, scale, next_tick = _load_fairshare(st, sf, ST_ACTIVE, SF_ROOT)
+        n_arr = arrivals.shape[0]
     while True:
         status, now, budget = _slice_event(submit, arrivals, a, hk, H, now, budget)
         if status != EV_NEXT:
             break
-        H, R, ended, _ = _complete_due(hk, hj, H, re, rj, rn, R, est, end, now, fc, fg, fm, node_start, node_list,
-                                       cores, gpus, mem)
-        done += ended
-        while True:
-            j, a, Q, head = _arrival(submit, arrivals, a, now, rank, Q, head)
-            if j < 0:
-                break
-            _seg_set(tc, tg, tm, tl, rank[j] + size, cores[j], gpus[j], mem[j], limit[j])
+        if dyn is not None and fairshare:  # Multifactor.advance
+            now, n_active, root, scale, tick_k, next_tick, stamp, due = _advance(
+                now, Q, next_tick, tick_k, t0, period, decay, scale, root, n_active, active, is_active, acc, runn,
+                usage, raw_acct, acct, n_acct, fair_tree, fti, two_levels, stamp, due)
+
+        # 1. completions, in (end, job) order
+        while H > 0 and hk[0] <= now:
+            j, H, R = _finish_next(hk, hj, H, re, rj, rn, R, est)
+            _give_back(j, fc, fg, fm, node_start, node_list, cores, gpus, mem)
+            done += 1
+            if dyn is not None and fairshare:
+                _account_end(leaf[j], charge[j], now, next_tick, runn, acc, charge_ended, begin[j], period)
+
+        # 2. arrivals: a leaf of the tree each, or keyed now into the sorted queue
+        if dyn is None:
+            while True:
+                j, a, Q, head = _arrival(submit, arrivals, a, now, rank, Q, head)
+                if j < 0:
+                    break
+                _seg_set(tc, tg, tm, tl, rank[j] + size, cores[j], gpus[j], mem[j], limit[j])
+        else:
+            while a < n_arr and submit[arrivals[a]] <= now:
+                j = arrivals[a]
+                a += 1
+                Q = _arrive(j, dyn, q, Q, key, rank, now, submit, a_arr, b_arr, leaf, acct, sib, snorm, usage,
+                            raw_acct, fval, fstamp, stamp, root, w_age, w_fs, max_age, fair_tree, ft, scale)
         if Q == 0:
             continue
+        if dyn is not None and dyn != DYN_NONE and (dyn != DYN_MULTIFACTOR or due):  # the order moves
+            due = False
+            _rekey(dyn, q, Q, key, rank, tmp, now, submit, a_arr, b_arr, leaf, acct, sib, snorm, usage, raw_acct,
+                   fval, fstamp, stamp, root, w_age, w_fs, max_age, fair_tree, ft, scale)
 
-        # 1. start jobs in priority order while they fit
-        h = head
-        while h >= 0:
-            j = job_of_rank[h]
+        # 3. start jobs in priority order while they fit; p: a rank (static) or a place in q,
+        # -1 past the last (q keeps its started jobs until the end of the pass: R > R0 then)
+        p = head if dyn is None else 0
+        R0 = R
+        while p >= 0:
+            j = job_of_rank[p] if dyn is None else q[p]
             if not _first_fit(fc, fg, fm, nodes[j], cores[j], gpus[j], mem[j], pick):
                 break
-            _take(j, pick, nodes, cores, gpus, mem, fc, fg, fm, node_start, node_list)
-            R, H = _launch(j, now, now + limit[j], begin, end, est, dur, nodes, re, rj, rn, R, hk, hj, H)
-            Q -= 1
-            _seg_clear(tc, tg, tm, tl, h + size)
-            h = _next(tc, size, h + 1, BIG, BIG, BIG, tg, tm, tl, now, np.inf)
-        head = h if h >= 0 else size
-        if h < 0 or mode == MODE_NONE:
-            continue
-        maxc, maxg, maxm = _maxima(fc, fg, fm)
-        c = _next(tc, size, h + 1, maxc, maxg, maxm, tg, tm, tl, now, np.inf)
-        if c < 0:
-            continue  # no later job could start now: no reservation needed
-
-        # 2. the head's shadow time and the free resources then
-        hj_ = job_of_rank[h]
-        kh, ch, gh, mh = nodes[hj_], cores[hj_], gpus[hj_], mem[hj_]
-        shadow, fits = _shadow_on_nodes(now, kh, ch, gh, mh, fc, fg, fm, Fc, Fg, Fm, re, rj, R, node_start,
-                                        node_list, cores, gpus, mem)
-        if shadow == np.inf:
-            status = -3
-            break
-
-        # 3. backfill later jobs
-        while True:
-            # easy_drevt backfills only jobs ending before the shadow time (strict)
-            c = _next(tc, size, c, maxc, maxg, maxm, tg, tm, tl, now, shadow if strict else np.inf)
-            if c < 0:
-                break
-            j = job_of_rank[c]
-            if not _first_fit(fc, fg, fm, nodes[j], cores[j], gpus[j], mem[j], pick):
-                c += 1
-                continue
-            admitted, fits = _easy_admits(j, now, shadow, strict, use_extra, fits, kh, ch, gh, mh, pick, Fc, Fg, Fm,
-                                          limit, nodes, cores, gpus, mem)
-            if not admitted:
-                c += 1
-                continue
-            _take(j, pick, nodes, cores, gpus, mem, fc, fg, fm, node_start, node_list)
-            R, H = _launch(j, now, now + limit[j], begin, end, est, dur, nodes, re, rj, rn, R, hk, hj, H)
-            Q -= 1
-            _seg_clear(tc, tg, tm, tl, c + size)
-            maxc, maxg, maxm = _maxima(fc, fg, fm)
-            c += 1
+            R, H = _start_now(j, now, pick, nodes, cores, gpus, mem, fc, fg, fm, node_start, node_list, limit, dur,
+                              begin, end, est, re, rj, rn, R, hk, hj, H)
+            if dyn is None:
+                Q -= 1
+                _seg_clear(tc, tg, tm, tl, p + size)
+                p = _next(tc, size, p + 1, BIG, BIG, BIG, tg, tm, tl, now, np.inf)
+            else:
+                if fairshare:
+                    n_active = _account_start(leaf[j], charge[j], now, next_tick, runn, acc, active, is_active,
+                                              n_active)
+                p = p + 1 if p + 1 < Q else -1
+        if dyn is None:
+            head = p if p >= 0 else size
+        if p >= 0 and mode != MODE_NONE:
+            # 4. is there a later job that could start now (no larger than a node's free resources)?
+            maxc, maxg, maxm = _maxima(fc, fg, fm) if dyn is None else _maxima_inlined(fc, fg, fm)
+            if dyn is None:
+                c = _next(tc, size, p + 1, maxc, maxg, maxm, tg, tm, tl, now, np.inf)
+            else:
+                c = _scan(q, Q, p + 1, maxc, maxg, maxm, now, np.inf, strict, limit, cores, gpus, mem)
+            if c >= 0:
+                # 5. then the head's shadow time and the free resources then
+                h = job_of_rank[p] if dyn is None else q[p]
+                kh, ch, gh, mh = nodes[h], cores[h], gpus[h], mem[h]
+                shadow, fits = _shadow_on_nodes(now, kh, ch, gh, mh, fc, fg, fm, Fc, Fg, Fm, re, rj, R, node_start,
+                                                node_list, cores, gpus, mem)
+                if shadow == np.inf:
+                    status = -3
+                    break
+                # 6. backfill later jobs (easy_drevt: only those ending before the shadow time)
+                while True:
+                    if dyn is None:
+                        c = _next(tc, size, c, maxc, maxg, maxm, tg, tm, tl, now, shadow if strict else np.inf)
+                    else:
+                        c = _scan(q, Q, c, maxc, maxg, maxm, now, shadow, strict, limit, cores, gpus, mem)
+                    if c < 0:
+                        break
+                    j = job_of_rank[c] if dyn is None else q[c]
+                    if not _first_fit(fc, fg, fm, nodes[j], cores[j], gpus[j], mem[j], pick):
+                        c += 1
+                        continue
+                    admitted, fits = _easy_admits(j, now, shadow, strict, use_extra, fits, kh, ch, gh, mh, pick, Fc,
+                                                  Fg, Fm, limit, nodes, cores, gpus, mem)
+                    if not admitted:
+                        c += 1
+                        continue
+                    R, H = _start_now(j, now, pick, nodes, cores, gpus, mem, fc, fg, fm, node_start, node_list, limit,
+                                      dur, begin, end, est, re, rj, rn, R, hk, hj, H)
+                    if dyn is None:
+                        Q -= 1
+                        _seg_clear(tc, tg, tm, tl, c + size)
+                    elif fairshare:
+                        n_active = _account_start(leaf[j], charge[j], now, next_tick, runn, acc, active, is_active,
+                                                  n_active)
+                    maxc, maxg, maxm = _maxima(fc, fg, fm) if dyn is None else _maxima_inlined(fc, fg, fm)
+                    c += 1
+        if dyn is not None and R > R0:
+            Q = _compact(q, Q, begin)
     _store_queue(st, sf, 0, R, H, Q, a, done, head, now)
+    if dyn is not None:
+        _store_fairshare(st, sf, ST_ACTIVE, SF_ROOT, n_active, stamp, tick_k, due, root, scale, next_tick)
     return status
 
 
+DYNAMIC_ARGS = 34  # shared_queue_steps' arguments from charge to fstack (None with a static priority)
+
+
 @njit(cache=True, _nrt=False, inline="always")
-def _complete_due(hk, hj, H, re, rj, rn, R, est, end, now, fc, fg, fm, node_start, node_list, cores, gpus, mem):
-    """Every running job whose end is ``now`` leaves the heap and the running list and gives
-    its resources back; (heap size, running count, how many ended, whether one of them ended
-    before its estimated end)."""
-    ended = 0
-    early = False
-    while H > 0 and hk[0] <= now:
-        j, H, R = _finish_next(hk, hj, H, re, rj, rn, R, est)
-        _give_back(j, fc, fg, fm, node_start, node_list, cores, gpus, mem)
-        ended += 1
-        early = early or end[j] < est[j]
-    return H, R, ended, early
+def _scan(q, Q, i, maxc, maxg, maxm, now, latest, strict, limit, cores, gpus, mem):
+    """``_next`` over the sorted queue ``q[:Q]`` of a dynamic priority: the first place >= i whose
+    job asks for at most the largest free amounts and, if ``strict``, has ``now + limit <
+    latest``, or -1."""
+    while i < Q:
+        j = q[i]
+        if cores[j] <= maxc and gpus[j] <= maxg and mem[j] <= maxm and not (strict and not now + limit[j] < latest):
+            return i
+        i += 1
+    return -1
+
+
+
+@njit(cache=True, _nrt=False, inline="always")
+def _start_now(j, now, pick, nodes, cores, gpus, mem, fc, fg, fm, node_start, node_list, limit, dur, begin, end, est,
+               re, rj, rn, R, hk, hj, H):
+    """Job j starts now on the nodes ``pick[:nodes[j]]`` (``_take``), planned to end at its
+    limit (``_launch``); (running, heap)."""
+    _take(j, pick, nodes, cores, gpus, mem, fc, fg, fm, node_start, node_list)
+    return _launch(j, now, now + limit[j], begin, end, est, dur, nodes, re, rj, rn, R, hk, hj, H)
 
 
 @njit(cache=True, _nrt=False)
@@ -303,10 +390,11 @@ def _start_due(q, Q, res, now, n_res, node_start, node_list, cores, gpus, mem, d
     return w, n_res, H, XH
 
 
-def run_shared(submit, limit, nodes, dur, rank, request, machine, backfill, enforce_limits=True, progress=None):
+def run_shared(submit, limit, nodes, dur, rank, request, machine, backfill, enforce_limits=True, progress=None,
+               dynamic=None):
     """Begin, end, node_start, node_list as ``sim.shared._run_events``; ``machine`` is the
-    partition's (node count, cores, GPUs, KiB of memory) per node (``sim.shared.node_resources``).
-    (A dynamic priority: ``_shared_dynamic.run_shared_dynamic``.)
+    partition's (node count, cores, GPUs, KiB of memory) per node (``sim.shared.node_resources``);
+    ``dynamic``: a dynamic priority (the reference's policy object; none / easy / easy_drevt).
 
     The queue policies run in slices of ``kernel.STEP_BUDGET`` events (``kernel._run_slices``):
     ``progress(now, jobs_done)`` is called between them (if given), and a ``KeyboardInterrupt``
@@ -322,7 +410,7 @@ def run_shared(submit, limit, nodes, dur, rank, request, machine, backfill, enfo
             np.ascontiguousarray(dur, dtype=np.float64), np.ascontiguousarray(order, dtype=np.int64),
             np.ascontiguousarray(rank, dtype=np.int64), cores, gpus, mem)
     if backfill != "conservative":
-        return _run_queue(args, machine, MODES[backfill], progress)
+        return _run_queue(args, machine, MODES[backfill], progress, dynamic)
     return _run_conservative_profile(args, machine, bool(enforce_limits), progress)
 
 
@@ -391,9 +479,12 @@ def _run_conservative_profile(args, machine, enforce, progress, counters=None):
     return per_job[0], per_job[1], node_start, node_list
 
 
-def _run_queue(args, machine, mode, progress):
-    """none / easy / easy_drevt: every array of ``shared_queue_steps`` allocated here, the
-    driver called in slices."""
+def _run_queue(args, machine, mode, progress, dynamic=None):
+    """none / easy / easy_drevt: every array of ``shared_queue_steps`` allocated here (with a
+    dynamic priority, ``dynamic`` the reference's policy object, its state as
+    ``kernel.run_extended`` allocates it), the driver called in slices."""
+    from . import _dynamic_state, _extended as ext, _first_tick
+
     submit, limit, nodes, dur, arrivals, rank = args[:6]
     n = int(submit.shape[0])
     n_nodes, cap_c, cap_g, cap_m = (int(x) for x in machine)
@@ -401,29 +492,43 @@ def _run_queue(args, machine, mode, progress):
     end = np.full(n, np.nan)
     est = np.full(n, np.nan)  # estimated end of each started job
     node_start, node_list = _node_lists(nodes)
-    job_of_rank = np.empty(n, np.int64)
-    job_of_rank[rank] = np.arange(n)
-    size = 1 << max(n - 1, 0).bit_length()  # segment tree leaves (>= n, a power of two)
-    tree = (np.full(2 * size, BIG, np.int64), np.full(2 * size, BIG, np.int64), np.full(2 * size, BIG, np.int64),
-            np.full(2 * size, np.inf))  # per subtree: fewest cores, GPUs, KiB, shortest limit waiting
     free = (np.full(n_nodes, cap_c, np.int64), np.full(n_nodes, cap_g, np.int64), np.full(n_nodes, cap_m, np.int64))
     at_shadow = tuple(np.empty(n_nodes, np.int64) for _ in range(3))  # free resources at the shadow time
-    rmax = min(n, n_nodes * cap_c) + 1  # running jobs (each holds at least one core)
+    rmax = n + 1  # running jobs (a job may ask for no cores)
     running = (np.empty(rmax), np.empty(rmax, np.int64), np.empty(rmax, np.int64),  # by (estimated end, job)
                np.empty(rmax), np.empty(rmax, np.int64))  # completion heap (real end, job)
-    state = (*args, np.int64(mode), begin, end, est, node_start, node_list, job_of_rank, *tree, *free, *at_shadow,
-             np.empty(n_nodes, np.int64), *running)
+    def tree(leaves):  # per subtree: fewest cores, GPUs, KiB, shortest limit waiting
+        return (*(np.full(2 * leaves, BIG, np.int64) for _ in range(3)), np.full(2 * leaves, np.inf))
+
+    if dynamic is None:
+        job_of_rank = np.empty(n, np.int64)
+        job_of_rank[rank] = np.arange(n)
+        head = size = 1 << max(n - 1, 0).bit_length()  # segment tree leaves (>= n, a power of two)
+        seg, dp, start = (job_of_rank, *tree(size)), (None,) * DYNAMIC_ARGS, None
+    else:
+        # what fair-share charges a running job per second (multifactor; wfp3/unicef charge nothing)
+        charge = np.ascontiguousarray(getattr(dynamic, "charge", nodes), dtype=np.int64)
+        kind, dyn_args, fairshare, fair_tree_state = _dynamic_state(dynamic, n)
+        head, seg = 0, (np.zeros(1, np.int64), *tree(1))  # (unused)
+        dp = (charge, *dyn_args, rank.astype(np.float64),  # sort keys
+              np.empty(n, np.int64), np.empty(n, np.int64),  # the queue, a sort buffer
+              *fairshare, *fair_tree_state)
+
+        def start(st, sf):  # multifactor's scalars at the driver's slots, its first tick
+            ext.start_fairshare(st, sf, ext.ST_ACTIVE, ext.SF_ROOT, _first_tick(kind, dyn_args))
+    state = (*args, np.int64(mode), begin, end, est, node_start, node_list, *seg, *free, *at_shadow,
+             np.empty(n_nodes, np.int64), *running, *dp)
     _drive(shared_queue_steps, state, progress, {-3: "the head job never fits its partition (shared-node kernel)"},
-           head=size)
+           head=head, start=start)
     return begin, end, node_start, node_list
 
 
-def _drive(step, state, progress, errors, head=0, size=0, preset=None):
+def _drive(step, state, progress, errors, head=0, size=0, preset=None, start=None):
     """``step(*state, st, sf, budget)`` from the initial state in slices (``kernel._run_slices``:
     ``progress`` and Ctrl-C between them, a failure status raised with its message in
     ``errors``); ``head``: the queue driver's ``st[ST_HEAD]`` (the conservative drivers' slot
     there starts at 0 too); ``size``: slots of ``st`` the driver needs, ``preset`` (slot:
-    value) its settings. Returns ``st``."""
+    value) its settings; ``start(st, sf)``, if given, sets more. Returns ``st``."""
     from . import _kernels as kernels, _run_slices
 
     st = np.zeros(max(kernels.ST_SIZE, size), np.int64)
@@ -431,6 +536,8 @@ def _drive(step, state, progress, errors, head=0, size=0, preset=None):
     st[kernels.ST_HEAD] = head
     for slot, value in (preset or {}).items():
         st[slot] = value
+    if start is not None:
+        start(st, sf)
     _run_slices(kernels, step, state, st, sf, progress, errors,
                 "shared-node kernel stalled with {left} job(s) waiting")
     return st
