@@ -374,6 +374,11 @@ def _fits_now(fc, fg, fm, FB, now, k, d, c, g, m, wit):
     not fit: reading each node's profile segments for it was ~4 % of the run.)"""
     t1 = now + d
     got = 0
+    for i in range(fc.shape[0]):  # (counted first, without a branch: most do not fit)
+        got += (fc[i] >= c) & (fg[i] >= g) & (fm[i] >= m) & (FB[i] >= t1)
+    if got < k:
+        return False
+    got = 0
     for i in range(fc.shape[0] - 1, -1, -1):
         if _holds_now(fc, fg, fm, FB, i, t1, c, g, m):
             wit[got] = i
