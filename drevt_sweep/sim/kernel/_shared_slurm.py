@@ -353,14 +353,34 @@ def _most_free(PT, PC, PG, PM, PB, i, MX):
 
 
 @njit(cache=True, inline="always")
-def _fits_now(PT, PC, PG, PM, PB, MX, now, k, d, c, g, m, wit):
+def _holds_now(fc, fg, fm, FB, i, t1, c, g, m):
+    """Whether node i holds (c, g, m) on the cycle's profile throughout [now, t1): without
+    reading the profile. Within a cycle a node's profile from now on is its free resources
+    now (``fc``...: the rebuild gives the main scheduler's starts back and holds them again
+    from now, and each start of the cycle takes from both), then only steps up (running jobs
+    end, held starts end, all cut at the window end), except where a reservation holds it
+    whole (``_block``: amounts -1, from ``FB[i]``, the earliest such start in the cycle). So it
+    holds the job from now for a limit > 0 (the inputs' check) iff the free resources do and no
+    reservation starts before t1: ``_node_fit(..., now, L, ...) == now`` with t1 = now + L."""
+    return fc[i] >= c and fg[i] >= g and fm[i] >= m and FB[i] >= t1
+
+
+@njit(cache=True, inline="always")
+def _fits_now(fc, fg, fm, FB, now, k, d, c, g, m, wit):
     """Whether k nodes hold (c, g, m) throughout [now, now + d) on the profiles (the job can
     start now); the k highest-indexed into wit[:k] (the ones reservations, lowest indices
-    first, take last). (Inlined: ``_cycle_end``'s walk asks it about 1.2 M jobs at 125k jobs of
-    issue 26's growth benchmark, nearly one per search, and the calls cost ~2 %.)"""
+    first, take last). (``_holds_now`` per node; ``_cycle_end``'s walk asks it about 1.2 M
+    jobs at 125k jobs of issue 26's growth benchmark, nearly one per search, 97 % of which do
+    not fit: reading each node's profile segments for it was ~4 % of the run.)"""
+    t1 = now + d
     got = 0
-    for i in range(PB.shape[0] - 1, -1, -1):
-        if _node_fit(PT, PC, PG, PM, PB, MX, i, now, d, c, g, m, now) == now:
+    for i in range(fc.shape[0]):  # (counted first, without a branch: most do not fit)
+        got += (fc[i] >= c) & (fg[i] >= g) & (fm[i] >= m) & (FB[i] >= t1)
+    if got < k:
+        return False
+    got = 0
+    for i in range(fc.shape[0] - 1, -1, -1):
+        if _holds_now(fc, fg, fm, FB, i, t1, c, g, m):
             wit[got] = i
             got += 1
             if got == k:
@@ -369,8 +389,8 @@ def _fits_now(PT, PC, PG, PM, PB, MX, now, k, d, c, g, m, wit):
 
 
 @njit(cache=True, inline="always")
-def _cycle_end(PT, PC, PG, PM, PB, MX, now, tests, y, last, nodes, limit, cores, gpus, mem, wit, wmark, where, first,
-               k, maxc, maxg, maxm):
+def _cycle_end(fc, fg, fm, FB, now, tests, y, last, nodes, limit, cores, gpus, mem, wit, wmark, where, first, k, maxc,
+               maxg, maxm):
     """Where a cycle ends after the job at its place ``y`` held the nodes where[first:first + k]:
     the last place (``last`` or before it, after y; y: none) whose job can still start now.
     The profiles only lose free resources within a cycle, so a job that cannot start now at
@@ -394,13 +414,13 @@ def _cycle_end(PT, PC, PG, PM, PB, MX, now, tests, y, last, nodes, limit, cores,
         return last
     j = tests[last]
     kl = nodes[j]
-    d, c, g, m = limit[j], cores[j], gpus[j], mem[j]
+    t1, c, g, m = now + limit[j], cores[j], gpus[j], mem[j]
     for x in range(k):
         i = where[first + x]
-        if wmark[i] and _node_fit(PT, PC, PG, PM, PB, MX, np.uint64(i), now, d, c, g, m, now) != now:
+        if wmark[i] and not _holds_now(fc, fg, fm, FB, np.uint64(i), t1, c, g, m):
             wmark[i] = False
     got = 0
-    low = PB.shape[0]
+    low = fc.shape[0]
     for x in range(kl):
         i = wit[x]
         low = min(low, i)
@@ -410,7 +430,7 @@ def _cycle_end(PT, PC, PG, PM, PB, MX, now, tests, y, last, nodes, limit, cores,
     if got == kl:
         return last
     for i in range(low - 1, -1, -1):
-        if _node_fit(PT, PC, PG, PM, PB, MX, i, now, d, c, g, m, now) == now:
+        if _holds_now(fc, fg, fm, FB, i, t1, c, g, m):
             wit[got] = i
             wmark[i] = True
             got += 1
@@ -422,7 +442,7 @@ def _cycle_end(PT, PC, PG, PM, PB, MX, now, tests, y, last, nodes, limit, cores,
     while last > y:
         j = tests[last]
         if (cores[j] <= maxc and gpus[j] <= maxg and mem[j] <= maxm
-                and _fits_now(PT, PC, PG, PM, PB, MX, now, nodes[j], limit[j], cores[j], gpus[j], mem[j], wit)):
+                and _fits_now(fc, fg, fm, FB, now, nodes[j], limit[j], cores[j], gpus[j], mem[j], wit)):
             for x in range(nodes[j]):
                 wmark[wit[x]] = True
             return last
@@ -582,7 +602,7 @@ def _recalled(PT, PC, PG, PM, PB, MX, now, k, L, c, g, m, s1, r, rnl, first, zst
 def shared_slurm_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, mem, users, cap_c, cap_g, cap_m,
                        pf_, pi, begin, end, est, node_start, node_list, fc, fg, fm, pick, re, rj, rn, hk, hj,
                        q, due, tests, ucount, ustamp, PB, E, wit, wmark, usable, runs, low, MX, rs, rcy, rnl, zstamp,
-                       rheld, front, zs, PT, PC, PG, PM, st, sf, budget):
+                       rheld, front, zs, FB, PT, PC, PG, PM, st, sf, budget):
     """``sim.shared._run_events`` with ``_SlurmShared`` from the state in ``st``/``sf``, for at
     most ``budget`` events; status 0 done, 1 budget used, ``GROW`` the profiles need to be
     wider (``st[ST_NEED]`` breakpoints; the cycle goes on where it stopped), -3 a job that fits
@@ -680,9 +700,10 @@ def shared_slurm_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, m
                       cores[j], gpus[j], mem[j], now)
                 for x in range(nodes[j]):
                     _most_free(PT, PC, PG, PM, PB, node_list[node_start[j] + x], MX)
+            FB[:] = np.inf  # no reservation yet
             wmark[:] = False  # the nodes on which the cycle's last possible start fits now
             j = tests[last]
-            _fits_now(PT, PC, PG, PM, PB, MX, now, nodes[j], limit[j], cores[j], gpus[j], mem[j], wit)  # (it does)
+            _fits_now(fc, fg, fm, FB, now, nodes[j], limit[j], cores[j], gpus[j], mem[j], wit)  # (it does)
             for x in range(nodes[j]):
                 wmark[wit[x]] = True
             reserved = 0
@@ -748,9 +769,9 @@ def shared_slurm_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, m
                     for x in range(k):
                         rnl[f + x] = pick[x]
                 if s == now:  # on the nodes cons_tres picks among those free of reservations then
-                    for i in range(n_nodes):  # (_slurm_fit needs the free resources too: no fit asked without them)
-                        usable[i] = (fc[i] >= c and fg[i] >= g and fm[i] >= m
-                                     and _node_fit(PT, PC, PG, PM, PB, MX, i, now, d, c, g, m, now) == now)
+                    t1 = now + d
+                    for i in range(n_nodes):
+                        usable[i] = _holds_now(fc, fg, fm, FB, i, t1, c, g, m)
                     if not _slurm_fit(fc, fg, fm, nodes[j], c, g, m, pick, usable, runs[0], runs[1], runs[2],
                                       runs[3]):
                         return -3  # (cannot be: k nodes hold it on the profiles now)
@@ -763,7 +784,7 @@ def shared_slurm_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, m
                         _most_free(PT, PC, PG, PM, PB, node_list[node_start[j] + x], MX)
                     top += 2
                     if y < last:
-                        last = _cycle_end(PT, PC, PG, PM, PB, MX, now, tests, y, last, nodes, limit, cores, gpus, mem,
+                        last = _cycle_end(fc, fg, fm, FB, now, tests, y, last, nodes, limit, cores, gpus, mem,
                                           wit, wmark, node_list, node_start[j], nodes[j], maxc, maxg, maxm)
                     continue
                 if reserve_cap and reserved >= reserve_cap:
@@ -782,9 +803,10 @@ def shared_slurm_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, m
                         _room(PT, PC, PG, PM, PB, i, now)  # (drops past segments)
                         _block(PT, PC, PG, PM, PB, i, lo, hi)
                         _most_free(PT, PC, PG, PM, PB, i, MX)
+                        FB[i] = min(FB[i], lo)
                     top += 2
                     if y < last:
-                        last = _cycle_end(PT, PC, PG, PM, PB, MX, now, tests, y, last, nodes, limit, cores, gpus, mem,
+                        last = _cycle_end(fc, fg, fm, FB, now, tests, y, last, nodes, limit, cores, gpus, mem,
                                           wit, wmark, pick, 0, nodes[j], maxc, maxg, maxm)
                 reserved += 1
             if status == GROW:
@@ -875,7 +897,8 @@ def run_shared_slurm(submit, limit, nodes, dur, rank, request, machine, users, b
              np.zeros(n_nodes, np.int64),  # the planned cycle in which each node last changed
              np.zeros(n, np.bool_),  # whether each job's last fit held its nodes (inside the window)
              np.empty(n, np.int64),  # the cycle's jobs whose fit is at the window end (``_beyond``)
-             np.zeros(n_nodes + 2, np.int64))  # the latest stamp, how many nodes have it, those nodes
+             np.zeros(n_nodes + 2, np.int64),  # the latest stamp, how many nodes have it, those nodes
+             np.full(n_nodes, np.inf))  # each node's earliest reservation start in the cycle (``_holds_now``)
     w = PROFILE_WIDTH
     profiles = [np.empty((n_nodes, w)), np.empty((n_nodes, w), np.int64), np.empty((n_nodes, w), np.int64),
                 np.empty((n_nodes, w), np.int64)]  # breakpoints; free cores, GPUs, KiB from each (widened)
