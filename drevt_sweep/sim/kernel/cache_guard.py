@@ -4,10 +4,11 @@ numba keys a function's cached machine code on the stamp (modification time and 
 file that defines it, and on the function's own bytecode -- not on the helpers it inlined from
 other files. ``shared.py``, ``_extended.py`` and ``_slurm.py`` inline helpers of ``_kernels.py``
 (the event loop's steps written once), ``_slurm.py`` and ``shared.py`` those of ``_extended.py``
-(dynamic priorities' keys, ticks and accounting), ``_shared_slurm.py`` those of ``shared.py``, so after a change to ``_kernels.py`` alone -- an upgrade, a ``git
-pull``, a fix -- they would go on loading code compiled from the old helpers, silently. Here a
-digest of every kernel source is kept beside the cache; when it differs, the kernels' cached code
-is dropped and numba compiles afresh (once; later processes load the new code).
+(dynamic priorities' keys, ticks and accounting), ``_shared_slurm.py`` those of ``shared.py``,
+so after a change to ``_kernels.py`` alone -- an upgrade, a ``git pull``, a fix -- they would go
+on loading code compiled from the old helpers, silently. Here a digest of every kernel source
+is kept beside the cache; when it differs, the kernels' cached code is dropped and numba
+compiles afresh (once; later processes load the new code).
 """
 
 from __future__ import annotations
