@@ -862,7 +862,7 @@ def run_shared_slurm(submit, limit, nodes, dur, rank, request, machine, users, b
     ``kernel.STEP_BUDGET`` events (``progress`` and Ctrl-C between them); the profiles are
     widened whenever it asks (status ``GROW``) and it goes on. ``counters`` (a dict), if given,
     gets the work done added to it (``COUNTERS``)."""
-    from . import _kernels as kernels, _run_slices
+    from . import _kernels as kernels, _run_slices, _running_arrays
     from .shared import STOP_EVERYWHERE, _longer, _widening
 
     cores, gpus, mem = (np.ascontiguousarray(r, dtype=np.int64) for r in request)
@@ -877,15 +877,13 @@ def run_shared_slurm(submit, limit, nodes, dur, rank, request, machine, users, b
     n_users = int(user_index.max()) + 1
     n_nodes, cap_c, cap_g, cap_m = (int(x) for x in machine)
     node_start, node_list = _node_lists(nodes)
-    rmax = n + 1  # running jobs (a job may ask for no cores: no bound below n)
     fixed = (submit, np.ascontiguousarray(limit, dtype=np.float64), nodes, np.ascontiguousarray(dur, dtype=np.float64),
              arrivals, np.ascontiguousarray(rank, dtype=np.int64), cores, gpus, mem,
              np.ascontiguousarray(user_index, dtype=np.int64), np.int64(cap_c), np.int64(cap_g), np.int64(cap_m),
              pf_, pi, np.full(n, np.nan), np.full(n, np.nan), np.full(n, np.nan),  # begin, end, estimated end
              node_start, node_list, np.full(n_nodes, cap_c, np.int64), np.full(n_nodes, cap_g, np.int64),
              np.full(n_nodes, cap_m, np.int64), np.empty(n_nodes, np.int64),  # free resources, picked nodes
-             np.empty(rmax), np.empty(rmax, np.int64), np.empty(rmax, np.int64),  # running, by (estimated end, job)
-             np.empty(rmax), np.empty(rmax, np.int64),  # completion heap (real end, job)
+             *_running_arrays(n + 1),  # running, completion heap (a job may ask for no cores: no bound below n)
              np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n, np.int64),  # queue, started, tested
              np.zeros(n_users, np.int64), np.zeros(n_users, np.int64),  # per-user tested count, its cycle
              np.zeros(n_nodes, np.int64), np.empty(n_nodes),  # segments per node; earliest start per node

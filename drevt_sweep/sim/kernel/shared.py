@@ -483,7 +483,7 @@ def _run_queue(args, machine, mode, progress, dynamic=None):
     """none / easy / easy_drevt: every array of ``shared_queue_steps`` allocated here (with a
     dynamic priority, ``dynamic`` the reference's policy object, its state as
     ``kernel.run_extended`` allocates it), the driver called in slices."""
-    from . import _dynamic_state, _extended as ext, _first_tick
+    from . import _dynamic_state, _extended as ext, _first_tick, _running_arrays
 
     submit, limit, nodes, dur, arrivals, rank = args[:6]
     n = int(submit.shape[0])
@@ -494,9 +494,7 @@ def _run_queue(args, machine, mode, progress, dynamic=None):
     node_start, node_list = _node_lists(nodes)
     free = (np.full(n_nodes, cap_c, np.int64), np.full(n_nodes, cap_g, np.int64), np.full(n_nodes, cap_m, np.int64))
     at_shadow = tuple(np.empty(n_nodes, np.int64) for _ in range(3))  # free resources at the shadow time
-    rmax = n + 1  # running jobs (a job may ask for no cores)
-    running = (np.empty(rmax), np.empty(rmax, np.int64), np.empty(rmax, np.int64),  # by (estimated end, job)
-               np.empty(rmax), np.empty(rmax, np.int64))  # completion heap (real end, job)
+    running = _running_arrays(n + 1)  # (a job may ask for no cores: no bound below n)
     def tree(leaves):  # per subtree: fewest cores, GPUs, KiB, shortest limit waiting
         return (*(np.full(2 * leaves, BIG, np.int64) for _ in range(3)), np.full(2 * leaves, np.inf))
 
