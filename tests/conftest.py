@@ -115,6 +115,9 @@ def dask_cluster():
     distributed = pytest.importorskip("dask.distributed")
     cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                        host="127.0.0.1", dashboard_address=None)
+    # Both workers registered before any test uses them: the cluster can come back with one still
+    # joining (seen under a 1-minute load of 7), and a broadcast then reaches only the first.
+    cluster.wait_for_workers(2, timeout=120)
     try:
         yield cluster
     finally:
