@@ -339,14 +339,30 @@ def _rebuild(PT, PC, PG, PM, PB, now, window_end, re, rj, R, node_list, node_sta
 
 
 @njit(cache=True, _nrt=False)
-def _most_free(PT, PC, PG, PM, PB, i, MX):
+def _most_free(PT, PC, PG, PM, PB, i, MX, now=np.inf):
     """The most free cores, GPUs and KiB of node i in any segment but its last, into MX[:, i]
-    (-1: it has one segment); called whenever the cycle changes the node's profile."""
+    (-1: it has one segment); called whenever the cycle changes the node's profile. Within a
+    cycle the amounts from now on only grow, except where a reservation holds the node whole
+    (-1; ``_holds_now``), so the most among the segments from now's on are the last one's not
+    held whole: only the segments up to now's and that one are read (without ``now``: all). (A
+    pass over every segment right after ``_block``'s stores was ~7 % of the 8- and 16-node
+    partitions' samples.)"""
     mc = mg = mm = -1
-    for b in range(PB[i] - 1):
+    last = PB[i] - 2  # the next to last segment
+    b = 0
+    while b <= last:  # the segments up to now's (those before now may hold more)
         mc = max(mc, PC[i, b])
         mg = max(mg, PG[i, b])
         mm = max(mm, PM[i, b])
+        if PT[i, b + 1] > now:
+            break
+        b += 1
+    while last > b and PC[i, last] < 0:
+        last -= 1
+    if last > b:
+        mc = max(mc, PC[i, last])
+        mg = max(mg, PG[i, last])
+        mm = max(mm, PM[i, last])
     MX[0, i] = mc
     MX[1, i] = mg
     MX[2, i] = mm
@@ -702,7 +718,7 @@ def shared_slurm_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, m
                 _hold(PT, PC, PG, PM, PB, node_list, node_start[j], nodes[j], now, min(now + limit[j], window_end),
                       cores[j], gpus[j], mem[j], now)
                 for x in range(nodes[j]):
-                    _most_free(PT, PC, PG, PM, PB, node_list[node_start[j] + x], MX)
+                    _most_free(PT, PC, PG, PM, PB, node_list[node_start[j] + x], MX, now)
             FB[0, :] = np.inf  # no reservation yet
             FB[1, :] = -np.inf  # (and none ends)
             wmark[:] = False  # the nodes on which the cycle's last possible start fits now
@@ -785,7 +801,7 @@ def shared_slurm_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, m
                     _hold(PT, PC, PG, PM, PB, node_list, node_start[j], nodes[j], now, min(now + d, window_end),
                           c, g, m, now)
                     for x in range(nodes[j]):
-                        _most_free(PT, PC, PG, PM, PB, node_list[node_start[j] + x], MX)
+                        _most_free(PT, PC, PG, PM, PB, node_list[node_start[j] + x], MX, now)
                     top += 2
                     if y < last:
                         last = _cycle_end(fc, fg, fm, FB, now, tests, y, last, nodes, limit, cores, gpus, mem,
@@ -806,7 +822,7 @@ def shared_slurm_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, m
                         i = np.uint64(pick[x])  # (unsigned: see _beyond)
                         _room(PT, PC, PG, PM, PB, i, now)  # (drops past segments)
                         _block(PT, PC, PG, PM, PB, i, lo, hi)
-                        _most_free(PT, PC, PG, PM, PB, i, MX)
+                        _most_free(PT, PC, PG, PM, PB, i, MX, now)
                         FB[0, i] = min(FB[0, i], lo)
                         FB[1, i] = max(FB[1, i], hi)
                     top += 2

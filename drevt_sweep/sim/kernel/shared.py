@@ -814,7 +814,7 @@ def _node_fit(PT, PC, PG, PM, PB, MX, i, t, L, c, g, m, H, FB=None):
     one = np.uint64(1)
     while PC[i, f] < c or PG[i, f] < g or PM[i, f] < m:  # the first segment from t that holds it
         f += one
-        if f == B:
+        if f == B or PT[i, f] > H:
             return np.inf
     s = max(t, PT[i, f])
     while s <= H:
