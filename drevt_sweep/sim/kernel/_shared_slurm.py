@@ -597,7 +597,7 @@ def _recalled(PT, PC, PG, PM, PB, MX, now, k, L, c, g, m, s1, r, rnl, first, zst
             bi = p1
         for y in range(zn):
             i = Z[y]
-            e = _node_fit(PT, PC, PG, PM, PB, MX, np.uint64(i), now, L, c, g, m, s1, FB)
+            e = _node_fit(PT, PC, PG, PM, PB, MX, np.uint64(i), now, L, c, g, m, min(s1, best), FB)
             if e < best or (e == best and i < bi):
                 best = e
                 bi = i
