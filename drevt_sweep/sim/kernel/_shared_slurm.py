@@ -339,14 +339,30 @@ def _rebuild(PT, PC, PG, PM, PB, now, window_end, re, rj, R, node_list, node_sta
 
 
 @njit(cache=True, _nrt=False)
-def _most_free(PT, PC, PG, PM, PB, i, MX):
+def _most_free(PT, PC, PG, PM, PB, i, MX, now=np.inf):
     """The most free cores, GPUs and KiB of node i in any segment but its last, into MX[:, i]
-    (-1: it has one segment); called whenever the cycle changes the node's profile."""
+    (-1: it has one segment); called whenever the cycle changes the node's profile. Within a
+    cycle the amounts from now on only grow, except where a reservation holds the node whole
+    (-1; ``_holds_now``), so the most among the segments from now's on are the last one's not
+    held whole: only the segments up to now's and that one are read (without ``now``: all). (A
+    pass over every segment right after ``_block``'s stores was ~7 % of the 8- and 16-node
+    partitions' samples.)"""
     mc = mg = mm = -1
-    for b in range(PB[i] - 1):
+    last = PB[i] - 2  # the next to last segment
+    b = 0
+    while b <= last:  # the segments up to now's (those before now may hold more)
         mc = max(mc, PC[i, b])
         mg = max(mg, PG[i, b])
         mm = max(mm, PM[i, b])
+        if PT[i, b + 1] > now:
+            break
+        b += 1
+    while last > b and PC[i, last] < 0:
+        last -= 1
+    if last > b:
+        mc = max(mc, PC[i, last])
+        mg = max(mg, PG[i, last])
+        mm = max(mm, PM[i, last])
     MX[0, i] = mc
     MX[1, i] = mg
     MX[2, i] = mm
@@ -359,10 +375,12 @@ def _holds_now(fc, fg, fm, FB, i, t1, c, g, m):
     now (``fc``...: the rebuild gives the main scheduler's starts back and holds them again
     from now, and each start of the cycle takes from both), then only steps up (running jobs
     end, held starts end, all cut at the window end), except where a reservation holds it
-    whole (``_block``: amounts -1, from ``FB[i]``, the earliest such start in the cycle). So it
-    holds the job from now for a limit > 0 (the inputs' check) iff the free resources do and no
-    reservation starts before t1: ``_node_fit(..., now, L, ...) == now`` with t1 = now + L."""
-    return fc[i] >= c and fg[i] >= g and fm[i] >= m and FB[i] >= t1
+    whole (``_block``: amounts -1, from ``FB[0, i]``, the earliest such start in the cycle, to
+    ``FB[1, i]`` at the latest). So it holds the job from now for a limit > 0 (the inputs' check)
+    iff the free resources do and no reservation starts before t1: ``_node_fit(..., now, L, ...)
+    == now`` with t1 = now + L. (``shared._node_fit`` reads the profile's reservations only, past
+    the first segment that holds a request, on the same argument.)"""
+    return fc[i] >= c and fg[i] >= g and fm[i] >= m and FB[0, i] >= t1
 
 
 @njit(cache=True, inline="always")
@@ -375,7 +393,7 @@ def _fits_now(fc, fg, fm, FB, now, k, d, c, g, m, wit):
     t1 = now + d
     got = 0
     for i in range(fc.shape[0]):  # (counted first, without a branch: most do not fit)
-        got += (fc[i] >= c) & (fg[i] >= g) & (fm[i] >= m) & (FB[i] >= t1)
+        got += (fc[i] >= c) & (fg[i] >= g) & (fm[i] >= m) & (FB[0, i] >= t1)
     if got < k:
         return False
     got = 0
@@ -532,7 +550,7 @@ def _beyond(front, nf, nodes, limit, cores, gpus, mem, k, L, c, g, m, n_nodes, c
 
 
 @njit(cache=True, inline="always")
-def _recalled(PT, PC, PG, PM, PB, MX, now, k, L, c, g, m, s1, r, rnl, first, zstamp, zs, pick, Z):
+def _recalled(PT, PC, PG, PM, PB, MX, now, k, L, c, g, m, s1, r, rnl, first, zstamp, zs, pick, Z, FB=None):
     """The earliest fit (start, nodes into pick[:k]) of a job whose fit in planned cycle r was
     s1 on the nodes rnl[first:first + k], when it can be known without the search; -1 when
     not (the driver searches).
@@ -550,7 +568,8 @@ def _recalled(PT, PC, PG, PM, PB, MX, now, k, L, c, g, m, s1, r, rnl, first, zst
     "Twenty-third session, helper ssl23"). Older records list Z in the scratch ``Z`` (by index)
     in the pass that counts it, a store at every node and no branch (reading every node's stamp
     again, with a mostly-not-taken branch per node, cost ~5 % of the growth benchmark:
-    "Twenty-second session, helper ssl22")."""
+    "Twenty-second session, helper ssl22"). ``FB``: the cycle's reservations per node, for
+    ``shared._node_fit`` (``_holds_now``)."""
     n_nodes = PB.shape[0]
     if s1 < now:
         return -1.0
@@ -572,13 +591,13 @@ def _recalled(PT, PC, PG, PM, PB, MX, now, k, L, c, g, m, s1, r, rnl, first, zst
         bi = -1
         moved = zstamp[u] > r
         if not moved:
-            if _node_fit(PT, PC, PG, PM, PB, MX, u, s1, L, c, g, m, s1) != s1:
+            if _node_fit(PT, PC, PG, PM, PB, MX, u, s1, L, c, g, m, s1, FB) != s1:
                 return -1.0
             best = s1
             bi = p1
         for y in range(zn):
             i = Z[y]
-            e = _node_fit(PT, PC, PG, PM, PB, MX, np.uint64(i), now, L, c, g, m, s1)
+            e = _node_fit(PT, PC, PG, PM, PB, MX, np.uint64(i), now, L, c, g, m, min(s1, best), FB)
             if e < best or (e == best and i < bi):
                 best = e
                 bi = i
@@ -588,10 +607,10 @@ def _recalled(PT, PC, PG, PM, PB, MX, now, k, L, c, g, m, s1, r, rnl, first, zst
         return best
     for x in range(k):
         u = np.uint64(rnl[first + x])
-        if zstamp[u] > r or _node_fit(PT, PC, PG, PM, PB, MX, u, s1, L, c, g, m, s1) != s1:
+        if zstamp[u] > r or _node_fit(PT, PC, PG, PM, PB, MX, u, s1, L, c, g, m, s1, FB) != s1:
             return -1.0
     for y in range(zn):
-        if _node_fit(PT, PC, PG, PM, PB, MX, np.uint64(Z[y]), now, L, c, g, m, s1) <= s1:
+        if _node_fit(PT, PC, PG, PM, PB, MX, np.uint64(Z[y]), now, L, c, g, m, s1, FB) <= s1:
             return -1.0
     for x in range(k):
         pick[x] = rnl[first + x]
@@ -699,8 +718,9 @@ def shared_slurm_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, m
                 _hold(PT, PC, PG, PM, PB, node_list, node_start[j], nodes[j], now, min(now + limit[j], window_end),
                       cores[j], gpus[j], mem[j], now)
                 for x in range(nodes[j]):
-                    _most_free(PT, PC, PG, PM, PB, node_list[node_start[j] + x], MX)
-            FB[:] = np.inf  # no reservation yet
+                    _most_free(PT, PC, PG, PM, PB, node_list[node_start[j] + x], MX, now)
+            FB[0, :] = np.inf  # no reservation yet
+            FB[1, :] = -np.inf  # (and none ends)
             wmark[:] = False  # the nodes on which the cycle's last possible start fits now
             j = tests[last]
             _fits_now(fc, fg, fm, FB, now, nodes[j], limit[j], cores[j], gpus[j], mem[j], wit)  # (it does)
@@ -738,10 +758,10 @@ def shared_slurm_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, m
                 else:
                     if had:
                         s = _recalled(PT, PC, PG, PM, PB, MX, now, k, d, c, g, m, rs[ju], rcy[ju], rnl, f, zstamp, zs,
-                                      pick, runs[0])  # (cons_tres' scratch: free here)
+                                      pick, runs[0], FB)  # (cons_tres' scratch: free here)
                     if s < 0:
                         st[ST_FITS] += 1
-                        s = _earliest_all(PT, PC, PG, PM, PB, MX, now, k, d, c, g, m, np.inf, pick, E, low)
+                        s = _earliest_all(PT, PC, PG, PM, PB, MX, now, k, d, c, g, m, np.inf, pick, E, low, FB)
                         if s == np.inf:
                             return -3
                     else:
@@ -781,7 +801,7 @@ def shared_slurm_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, m
                     _hold(PT, PC, PG, PM, PB, node_list, node_start[j], nodes[j], now, min(now + d, window_end),
                           c, g, m, now)
                     for x in range(nodes[j]):
-                        _most_free(PT, PC, PG, PM, PB, node_list[node_start[j] + x], MX)
+                        _most_free(PT, PC, PG, PM, PB, node_list[node_start[j] + x], MX, now)
                     top += 2
                     if y < last:
                         last = _cycle_end(fc, fg, fm, FB, now, tests, y, last, nodes, limit, cores, gpus, mem,
@@ -802,8 +822,9 @@ def shared_slurm_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, m
                         i = np.uint64(pick[x])  # (unsigned: see _beyond)
                         _room(PT, PC, PG, PM, PB, i, now)  # (drops past segments)
                         _block(PT, PC, PG, PM, PB, i, lo, hi)
-                        _most_free(PT, PC, PG, PM, PB, i, MX)
-                        FB[i] = min(FB[i], lo)
+                        _most_free(PT, PC, PG, PM, PB, i, MX, now)
+                        FB[0, i] = min(FB[0, i], lo)
+                        FB[1, i] = max(FB[1, i], hi)
                     top += 2
                     if y < last:
                         last = _cycle_end(fc, fg, fm, FB, now, tests, y, last, nodes, limit, cores, gpus, mem,
@@ -896,7 +917,7 @@ def run_shared_slurm(submit, limit, nodes, dur, rank, request, machine, users, b
              np.zeros(n, np.bool_),  # whether each job's last fit held its nodes (inside the window)
              np.empty(n, np.int64),  # the cycle's jobs whose fit is at the window end (``_beyond``)
              np.zeros(n_nodes + 2, np.int64),  # the latest stamp, how many nodes have it, those nodes
-             np.full(n_nodes, np.inf))  # each node's earliest reservation start in the cycle (``_holds_now``)
+             np.full((2, n_nodes), np.inf))  # each node's reservations in the cycle: earliest start, latest end
     w = PROFILE_WIDTH
     profiles = [np.empty((n_nodes, w)), np.empty((n_nodes, w), np.int64), np.empty((n_nodes, w), np.int64),
                 np.empty((n_nodes, w), np.int64)]  # breakpoints; free cores, GPUs, KiB from each (widened)

@@ -788,13 +788,17 @@ def _node_earliest_without(PT, PC, PG, PM, PB, i, t, L, c, g, m, H, s0, s1):
 
 
 @njit(cache=True, inline="always")
-def _node_fit(PT, PC, PG, PM, PB, MX, i, t, L, c, g, m, H):
+def _node_fit(PT, PC, PG, PM, PB, MX, i, t, L, c, g, m, H, FB=None):
     """``_node_earliest``; given MX (None: the conservative drivers), the most free cores, GPUs and
     KiB of every segment but the last, which only the shared Slurm cycle keeps
     (``_shared_slurm._most_free``), without scanning the segments when the request exceeds them:
     it can start only in the last one, from its breakpoint on, if that holds it. (Half the node
     searches of issue 26's 4-partition row end here; ~2 % of its time, ``benchmarks/RESULTS.md``,
-    "Twentieth session, helper ssl20".)"""
+    "Twentieth session, helper ssl20".) Given FB too (the Slurm cycle's earliest reservation
+    start and latest end per node, ``_shared_slurm._holds_now``): in a cycle a profile from now on
+    only steps up outside its reservations (held whole, amounts -1), so every segment after one
+    that holds the request holds it too unless reserved; the window from there is then looked at
+    for reservations only, and not at all when none can be in it."""
     if MX is None:
         return _node_earliest(PT, PC, PG, PM, PB, i, t, L, c, g, m, H)
     if c > MX[0, i] or g > MX[1, i] or m > MX[2, i]:
@@ -803,7 +807,30 @@ def _node_fit(PT, PC, PG, PM, PB, MX, i, t, L, c, g, m, H):
             return np.inf
         e = max(t, PT[i, b])
         return e if e <= H else np.inf
-    return _node_earliest_from(PT, PC, PG, PM, PB, i, _seg(PT, PB, i, t), t, L, c, g, m, H)
+    if FB is None:
+        return _node_earliest_from(PT, PC, PG, PM, PB, i, _seg(PT, PB, i, t), t, L, c, g, m, H)
+    B = np.uint64(PB[i])
+    f = np.uint64(_seg(PT, PB, i, t))
+    one = np.uint64(1)
+    while PC[i, f] < c or PG[i, f] < g or PM[i, f] < m:  # the first segment from t that holds it
+        f += one
+        if f == B or PT[i, f] > H:
+            return np.inf
+    s = max(t, PT[i, f])
+    while s <= H:
+        t1 = s + L
+        if t1 <= FB[0, i] or s >= FB[1, i]:  # no reservation in [s, t1)
+            return s
+        f += one
+        while f < B and PT[i, f] < t1 and PC[i, f] >= 0:  # (the segments after f hold it unless reserved)
+            f += one
+        if f == B or PT[i, f] >= t1:
+            return s
+        f += one  # after the reservation (merged with any it touches): the amounts only grew
+        if f == B:
+            return np.inf
+        s = PT[i, f]
+    return np.inf
 
 
 @njit(cache=True, inline="always")
@@ -832,7 +859,7 @@ def _kth_smallest(values, k, low):
 
 
 @njit(cache=True, inline="always")
-def _earliest_all(PT, PC, PG, PM, PB, MX, now, k, L, c, g, m, H, pick, E, low):
+def _earliest_all(PT, PC, PG, PM, PB, MX, now, k, L, c, g, m, H, pick, E, low, FB=None):
     """``_Timeline.earliest_fit`` on the profiles, searching starts up to H: the start (+inf if
     none) and its k lowest-indexed nodes in pick[:k], each node asked through ``_node_fit`` (MX:
     None, or the shared Slurm cycle's most free amounts). (Inlined: the shared Slurm kernel calls
@@ -841,7 +868,7 @@ def _earliest_all(PT, PC, PG, PM, PB, MX, now, k, L, c, g, m, H, pick, E, low):
     if k == 1:
         best = np.inf
         for i in range(n_nodes):
-            e = _node_fit(PT, PC, PG, PM, PB, MX, i, now, L, c, g, m, min(H, best))
+            e = _node_fit(PT, PC, PG, PM, PB, MX, i, now, L, c, g, m, min(H, best), FB)
             if e < best:
                 best = e
                 pick[0] = i
@@ -855,7 +882,7 @@ def _earliest_all(PT, PC, PG, PM, PB, MX, now, k, L, c, g, m, H, pick, E, low):
         at = 0  # nodes holding it from t: k of them end the search without the k-th smallest
         for i in range(n_nodes):
             if E[i] < t:  # (an earliest start >= the last t is still the earliest >= t)
-                E[i] = _node_fit(PT, PC, PG, PM, PB, MX, i, t, L, c, g, m, H)
+                E[i] = _node_fit(PT, PC, PG, PM, PB, MX, i, t, L, c, g, m, H, FB)
             at += E[i] == t
         if at >= k:
             got = 0
