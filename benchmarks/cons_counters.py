@@ -1,11 +1,14 @@
 """Work counters of the pool conservative kernel (``conservative_steps``) on KTH-SP2 x a load factor.
 
     python benchmarks/cons_counters.py [--load-factor 1.4] [--compression compress_first]
+    python benchmarks/cons_counters.py --resampled 125000   # gen_resampled.py's LANL-CM5 mix instead
 
 The counters say where a compression pass spends its work, which the kernel's timings alone do
 not: planning passes and rounds, waiting jobs visited in the rounds, those passed over without
 a search (the O(1) test), bounded earliest-fit searches (in the first round or a later one), moves, and inside the searches the profile's runs found anew,
-run ends found anew and cached runs read (the run cache, ``_rc_fit``). They are compiled into a
+run ends found anew and cached runs read (the run cache, ``_rc_fit``), the profile's size at the
+searches (breakpoints, chunks), the queue at the passes, the chunks the run scans step over and
+the locates of the run-cache search. They are compiled into a
 copy of ``_kernels.py`` in a temporary folder (anchor lines patched with ``st`` counters; the
 product's kernel has none), so the run is ~2x slower than the product's and the figures, not
 its time, are what to read. A patch whose anchor is gone fails loudly: update the anchors with
@@ -30,7 +33,10 @@ C = 64  # first counter slot of ``st`` in the copy
 NAMES = ("planning passes with compression", "rounds", "visits (reserved jobs, limits enforced)",
          "passed over by the O(1) test", "searches",
          "searches in the first round", "searches in later rounds", "moves",
-         "runs found anew", "run ends found anew", "cached runs read")
+         "runs found anew", "run ends found anew", "cached runs read",
+         "breakpoints at the searches (sum; / searches = mean P)", "chunks at the searches (sum)",
+         "waiting jobs at the compression passes (sum)", "chunks passed by the start scans",
+         "chunks passed by the end scans", "locates in the run-cache search")
 
 # (anchor, text inserted after it): each anchor must occur exactly once
 PATCHES = (
@@ -50,6 +56,17 @@ PATCHES = (
      "            st[C + 9] += 1\n"),
     ("        a = rc_a[s, u]\n", "        st[C + 10] += 1\n"),  # (the runs whose end is known)
     ("        a = rc_a[s, i]\n", "        st[C + 10] += 1\n"),
+    ("                            before = old if old < grown else grown\n",
+     "                            st[C + 11] += ps[PS_P]\n                            st[C + 12] += ps[PS_M1] - ps[PS_M0]\n"),
+    ("                if compress:\n                    st[C + 0] += 1\n", "                    st[C + 13] += Q\n"),
+    ("                m, k = _prof_locate(pt, pb, ps, rc_next[s])\n",
+     "                st[C + 16] += 1\n            mb = m\n"),
+    ("            a, m, k = _prof_at_least_from(pt, pf, pb, ps, m, k, need, np.inf)\n", "            st[C + 14] += m - mb\n"),
+    ("                m, k = _prof_locate(pt, pb, ps, b)\n", "                st[C + 16] += 1\n"),
+    ("            if m < ps[PS_M1] and pt[ps[PS_CO + m], k] == b:  # the end is after b\n"
+     "                m, k = _prof_step(pb, ps, m, k)\n", "            mb = m\n"),
+    ("            b, complete, m, k = _prof_below_from(pt, pf, pb, ps, m, k, need, stop)\n",
+     "            st[C + 15] += m - mb\n"),
 )
 
 
@@ -75,6 +92,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--load-factor", type=float, default=1.4)
     ap.add_argument("--compression", default="compress_first")
+    ap.add_argument("--resampled", type=int, default=0,
+                    help="instead of KTH-SP2: gen_resampled.py's LANL-CM5 mix, this many jobs (1,024 nodes)")
     args = ap.parse_args(argv)
     sys.path.insert(0, str(HERE))
     from bench_conservative import _kth
@@ -97,11 +116,16 @@ def main(argv: list[str] | None = None) -> int:
         kernel.np = type(sys)("np_counting")
         kernel.np.__dict__.update(np.__dict__)
         kernel.np.zeros = keep_st
-        jobs = _kth(args.load_factor)
-        simulate(jobs, jobs.actual_run_time, 100, backfill="conservative", kernel="fast",
+        if args.resampled:
+            from gen_resampled import NODES, generate
+
+            jobs, nodes, label = generate(args.resampled), NODES, "LANL-resampled load 0.95"
+        else:
+            jobs, nodes, label = _kth(args.load_factor), 100, f"KTH-SP2 x{args.load_factor}"
+        simulate(jobs, jobs.actual_run_time, nodes, backfill="conservative", kernel="fast",
                  compression=args.compression)
     st = states[-1]
-    print(f"KTH-SP2 x{args.load_factor}, {len(jobs):,} jobs, {args.compression}")
+    print(f"{label}, {len(jobs):,} jobs, {args.compression}")
     for k, name in enumerate(NAMES):
         print(f"  {name:45s} {int(st[C + k]):>13,}")
     return 0
