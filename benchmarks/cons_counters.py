@@ -45,8 +45,9 @@ PATCHES = (
     ("                    rounds += 1\n", "                    st[C + 1] += 1\n"),
     ("                        if enforce and old == old:  # a reserved job: the hot path, inline\n",
      "                            st[C + 2] += 1\n"),
-    ("                            if not exact and (old <= now or grown <= now or nodes[j] > F):\n",
+    ("                            if not exact and (old <= now or grown <= now):\n",
      "                                st[C + 3] += 1\n"),
+    ("                                if nodes[j] > F:\n", "                                    st[C + 3] += 1\n"),
     ("                            start = _rc_fit(pt, pf, pb, ps, st, rc_i, rc_a, rc_b, rc_next, height_slot, "
      "active,\n                                            now, nodes[j], limit[j], old, before)\n",
      "                            st[C + 4] += 1\n                            st[C + (5 if rounds == 1 else 6)] += 1\n"

@@ -1341,6 +1341,7 @@ def conservative_steps(submit, limit, nodes, dur, arrivals, rank, total, enforce
         if plan:
             grown_seen = np.nan
             F = np.int64(0)
+            stale = False  # a job moved since F was found (F may be too low; too high is safe)
             if compress:  # compression rounds over the queue (interleaved) or the placed jobs
                 while True:
                     while i < Q:
@@ -1358,16 +1359,24 @@ def conservative_steps(submit, limit, nodes, dur, arrivals, rank, total, enforce
                         i += 1
                         if order != ORDER_INTERLEAVED and placed[j] == 0:
                             continue
-                        if enforce and sf[SF_GROWN] != grown_seen:  # F after every change
+                        if enforce and sf[SF_GROWN] != grown_seen:  # F after every change of grown
                             grown_seen = sf[SF_GROWN]
                             F = _prof_max_before(pt, pf, pb, ps, grown_seen)
+                            stale = False
                             work += ps[PS_P] >> 4  # a scan of the profile
                         work += 1
                         old = res[j]
                         if enforce and old == old:  # a reserved job: the hot path, inline
                             grown = sf[SF_GROWN]
-                            if not exact and (old <= now or grown <= now or nodes[j] > F):
+                            if not exact and (old <= now or grown <= now):
                                 continue  # provably cannot move (the O(1) test; see above)
+                            if not exact and nodes[j] > F:
+                                if stale:  # found again only when it would pass the job over
+                                    F = _prof_max_before(pt, pf, pb, ps, grown_seen)
+                                    stale = False
+                                    work += ps[PS_P] >> 4
+                                if nodes[j] > F:
+                                    continue
                             before = old if old < grown else grown
                             if before <= now:
                                 continue
@@ -1377,7 +1386,7 @@ def conservative_steps(submit, limit, nodes, dur, arrivals, rank, total, enforce
                                 _cons_move(pt, pf, pb, ps, st, sf, rc_b, rc_i, rc_next, active, j, start, now,
                                            nodes, limit, res)
                                 last_move = i - 1
-                                grown_seen = np.nan
+                                stale = True
                             continue
                         if _cons_visit(pt, pf, pb, ps, st, sf, rc_i, rc_a, rc_b, rc_next, height_slot, active,
                                        j, now, nodes, limit, res, enforce):
