@@ -36,7 +36,8 @@ NAMES = ("planning passes with compression", "rounds", "visits (reserved jobs, l
          "runs found anew", "run ends found anew", "cached runs read",
          "breakpoints at the searches (sum; / searches = mean P)", "chunks at the searches (sum)",
          "waiting jobs at the compression passes (sum)", "chunks passed by the start scans",
-         "chunks passed by the end scans", "locates in the run-cache search")
+         "chunks passed by the end scans", "locates in the run-cache search",
+         "F found (a scan of the profile up to grown)")
 
 # (anchor, text inserted after it): each anchor must occur exactly once
 PATCHES = (
@@ -48,6 +49,9 @@ PATCHES = (
     ("                            if not exact and (old <= now or grown <= now):\n",
      "                                st[C + 3] += 1\n"),
     ("                                if nodes[j] > F:\n", "                                    st[C + 3] += 1\n"),
+    ("                            grown_seen = sf[SF_GROWN]\n", "                            st[C + 17] += 1\n"),
+    ("                                if stale:  # found again only when it would pass the job over\n",
+     "                                    st[C + 17] += 1\n"),
     ("                            start = _rc_fit(pt, pf, pb, ps, st, rc_i, rc_a, rc_b, rc_next, height_slot, "
      "active,\n                                            now, nodes[j], limit[j], old, before)\n",
      "                            st[C + 4] += 1\n                            st[C + (5 if rounds == 1 else 6)] += 1\n"
