@@ -37,7 +37,9 @@ NAMES = ("planning passes with compression", "rounds", "visits (reserved jobs, l
          "breakpoints at the searches (sum; / searches = mean P)", "chunks at the searches (sum)",
          "waiting jobs at the compression passes (sum)", "chunks passed by the start scans",
          "chunks passed by the end scans", "locates in the run-cache search",
-         "F found (a scan of the profile up to grown)")
+         "F found (a scan of the profile up to grown)",
+         "passed over by the versions test (a later round)",
+         "blocks of the queue passed over whole", "... places in them")
 
 # (anchor, text inserted after it): each anchor must occur exactly once
 PATCHES = (
@@ -50,6 +52,9 @@ PATCHES = (
      "                                st[C + 3] += 1\n"),
     ("                                if nodes[j] > F:\n", "                                    st[C + 3] += 1\n"),
     ("                            grown_seen = sf[SF_GROWN]\n", "                            st[C + 17] += 1\n"),
+    ("                            if g0 >= old:\n", "                                st[C + 18] += 1\n"),
+    ("                                bm = bmax[i >> BLOCK_BITS]\n",
+     "                                st[C + 19] += 1\n                                st[C + 20] += min(nb, Q) - i\n"),
     ("                                if stale:  # found again only when it would pass the job over\n",
      "                                    st[C + 17] += 1\n"),
     ("                            start = _rc_fit(pt, pf, pb, ps, st, rc_i, rc_a, rc_b, rc_next, height_slot, "

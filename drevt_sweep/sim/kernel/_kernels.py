@@ -441,7 +441,14 @@ ST_LAST_MOVE = 13
 ST_ROUNDS = 14
 ST_EXACT = 15
 ST_PHASE = 16  # ... and where: PHASE_COMPRESS (a compression round) or PHASE_PLACE (placing arrivals)
-ST_SIZE = 17
+ST_VERSION = 17  # the versions test (``_vt_*``): moves logged so far, over all passes
+ST_VBASE = 18  # ... the version at the start of the pass (the log's place 0)
+ST_VLO = 19  # ... blocks whose version is >= this one are tested (BIG: none)
+ST_VHI = 20  # ... the version at the start of this round
+ST_VBLOCK = 21  # ... the version at the start of the current block
+ST_LOG = 22  # ... 1 while the pass's moves are logged (0 once the log is full)
+ST_TRACK = 23  # ... 1 while this round logs its moves and its blocks' versions
+ST_SIZE = 24
 PHASE_COMPRESS = 0
 PHASE_PLACE = 1
 EV_NEXT = 2  # ``_slice_event``: an event to process (0 and 1 are the driver's statuses)
@@ -449,7 +456,10 @@ SF_NOW = 0  # simulated time reached
 SF_EARLIEST = 1  # earliest reservation
 SF_GROWN = 2  # end of the region where the profile grew since the last fixpoint
 SF_WAKE = 3  # conservative one_pass: an event at the earliest reservation (ConservativeBackfill.wake_at)
-SF_SIZE = 4
+SF_GMIN = 4  # the versions test: the earliest growth start of this round's moves so far
+SF_GMAX = 5  # ... and the latest growth end
+SF_S1 = 6  # ... the latest growth end in the log's suffix from the current block's version (inf: no test)
+SF_SIZE = 7
 
 
 @njit(cache=True, _nrt=False)
@@ -1175,6 +1185,113 @@ def _rc_fit(pt, pf, pb, ps, st, rc_i, rc_a, rc_b, rc_next, height_slot, active, 
         i += 1
 
 
+# The versions test of the compression rounds (``conservative_steps``). A job that a round looks at
+# and does not move has no fit before its reservation at that moment (its search failed or a
+# test proved it); if it moved, none before its new one. Within a pass the profile grows only on
+# the moved jobs' old slots minus their new ones. So a job can move later only if a move since
+# grew the profile at an instant before its reservation (where it lacked nodes then): it is
+# passed over if every growth since starts at or after its reservation, and otherwise searched
+# only before the latest growth end. Per block of BLOCK queue places: the version (moves logged
+# in the pass so far) when a round began to look at it whole, and the latest reservation in it
+# (reservations only move earlier within a pass); a block whose latest reservation is at or
+# before every growth since its version is passed over whole, without a look at its jobs. A
+# round logs each move's growth; when it ends, the suffix minima of the growth starts and maxima
+# of the ends over its moves answer "since a version of that round" in O(1) in the next round
+# (with that round's own running minimum and maximum). Only from round VERSIONS_FROM - 1 on (the
+# first rounds of a pass pay for it without a later round to use it).
+VERSIONS_FROM = 2
+BLOCK_BITS = 4  # blocks of 16 places
+BLOCK = 1 << BLOCK_BITS
+GL_MOVES = 1 << 15  # moves logged per pass; past them the test is off for the rest of the pass
+GL_START = 0  # rows of the log: each move's growth start and end, per round suffix min and max
+GL_END = 1
+GL_MIN = 2
+GL_MAX = 3
+
+
+def versions_arrays(n: int):
+    """The versions test's arrays for a queue of at most ``n`` jobs: each block's version and
+    latest reservation, the pass's growth log."""
+    blocks = (n >> BLOCK_BITS) + 1
+    return np.full(blocks, -1, np.int64), np.empty(blocks), np.empty((4, GL_MOVES))
+
+
+@njit(cache=True, _nrt=False)
+def _vt_pass(st, sf):
+    """A pass starts: an empty log; no block's version (all from earlier passes) is tested."""
+    st[ST_VERSION] += 1
+    st[ST_VBASE] = st[ST_VERSION]
+    st[ST_VLO] = BIG
+    st[ST_VHI] = st[ST_VERSION]
+    st[ST_LOG] = 1
+    sf[SF_GMIN] = np.inf
+    sf[SF_GMAX] = -np.inf
+    sf[SF_S1] = np.inf
+
+
+@njit(cache=True, _nrt=False)
+def _vt_round_end(st, sf, gl):
+    """A round ends: the suffix minima and maxima of its moves' growths (if it logged them),
+    so that the next round tests the blocks whose version is in it."""
+    base = st[ST_VBASE]
+    st[ST_VLO] = BIG
+    if st[ST_TRACK] == 1:
+        lo = np.inf
+        hi = -np.inf
+        for k in range(st[ST_VERSION] - base - 1, st[ST_VHI] - base - 1, -1):
+            lo = min(lo, gl[GL_START, k])
+            hi = max(hi, gl[GL_END, k])
+            gl[GL_MIN, k] = lo
+            gl[GL_MAX, k] = hi
+        st[ST_VLO] = st[ST_VHI]
+    st[ST_VHI] = st[ST_VERSION]
+    sf[SF_GMIN] = np.inf
+    sf[SF_GMAX] = -np.inf
+    sf[SF_S1] = np.inf
+
+
+@njit(cache=True, _nrt=False)
+def _vt_move(st, sf, gl, gs, ge):
+    """Log a move's growth [gs, ge); False when the log is full (no test for the rest of the pass)."""
+    k = st[ST_VERSION] - st[ST_VBASE]
+    if k >= GL_MOVES:
+        st[ST_LOG] = 0
+        st[ST_TRACK] = 0
+        st[ST_VLO] = BIG
+        sf[SF_S1] = np.inf
+        return False
+    gl[GL_START, k] = gs
+    gl[GL_END, k] = ge
+    sf[SF_GMIN] = min(sf[SF_GMIN], gs)
+    sf[SF_GMAX] = max(sf[SF_GMAX], ge)
+    st[ST_VERSION] += 1
+    return True
+
+
+@njit(cache=True, _nrt=False)
+def _vt_block(st, sf, gl, bv, bmax, i, bm):
+    """Block ``i >> BLOCK_BITS`` starts (the one before it was looked at whole in this round,
+    its latest reservation ``bm``): the earliest growth start since its version (-inf: not
+    known), and whether no job of the block can move."""
+    b = i >> BLOCK_BITS
+    if i > 0:
+        bv[b - 1] = st[ST_VBLOCK]
+        bmax[b - 1] = bm
+    st[ST_VBLOCK] = st[ST_VERSION]
+    sf[SF_S1] = np.inf
+    v = bv[b]
+    if v < st[ST_VLO]:
+        return -np.inf, False
+    s0 = np.inf
+    s1 = -np.inf
+    if v < st[ST_VHI]:
+        s0 = gl[GL_MIN, v - st[ST_VBASE]]
+        s1 = gl[GL_MAX, v - st[ST_VBASE]]
+    sf[SF_S1] = s1
+    g0 = min(s0, sf[SF_GMIN])
+    return g0, g0 >= bmax[b]
+
+
 ORDER_COMPRESS_FIRST = 0
 ORDER_INTERLEAVED = 1
 ORDER_ONE_PASS = 2
@@ -1233,7 +1350,7 @@ def _cons_move(pt, pf, pb, ps, st, sf, rc_b, rc_i, rc_next, active, j, start, no
 @njit(cache=True, _nrt=False)
 def conservative_steps(submit, limit, nodes, dur, arrivals, rank, total, enforce, order,
                        begin, end, est, res, placed, re, rj, rn, hk, hj, q, pt, pf, pb, ps,
-                       rc_i, rc_a, rc_b, rc_next, height_slot, active, st, sf, budget):
+                       rc_i, rc_a, rc_b, rc_next, height_slot, active, bv, bmax, gl, st, sf, budget):
     """Conservative backfilling (``ConservativeBackfill``) from state ``st``/``sf``, for about
     ``budget`` units of work (an event, or a waiting job looked at).
 
@@ -1283,6 +1400,8 @@ def conservative_steps(submit, limit, nodes, dur, arrivals, rank, total, enforce
             last_move = st[ST_LAST_MOVE]
             rounds = st[ST_ROUNDS]
             st[ST_PASS_AT] = -1
+            nb = BIG  # (no block of this round is looked at whole: none gets a version)
+            sf[SF_S1] = np.inf
         else:
             go, now, work = _next_wake(submit, arrivals, a, hk, H, now, wake, work, budget)
             if not go:
@@ -1326,6 +1445,7 @@ def conservative_steps(submit, limit, nodes, dur, arrivals, rank, total, enforce
             exact = False
             if plan:
                 _rc_new_pass(rc_i, st)
+                _vt_pass(st, sf)
                 if (not enforce) or earliest < now:
                     for i in range(Q):
                         j = q[i]
@@ -1342,7 +1462,11 @@ def conservative_steps(submit, limit, nodes, dur, arrivals, rank, total, enforce
             last_move = -1
             rounds = 1
             place_from = 0
+            st[ST_TRACK] = 1 if enforce and VERSIONS_FROM <= 2 else 0
+            nb = 0 if st[ST_TRACK] == 1 else BIG  # the next block start (BIG: no block test)
         if plan:
+            g0 = -np.inf  # the earliest growth start since the current block's version (-inf: unknown)
+            bm = -np.inf  # the latest reservation in the current block
             grown_seen = np.nan
             F = np.int64(0)
             stale = False  # a job moved since F was found (F may be too low; too high is safe)
@@ -1359,6 +1483,15 @@ def conservative_steps(submit, limit, nodes, dur, arrivals, rank, total, enforce
                             st[ST_EXACT] = 1 if exact else 0
                             st[ST_PHASE] = PHASE_COMPRESS
                             break
+                        if i >= nb:  # a block starts (the versions test)
+                            g0, skip = _vt_block(st, sf, gl, bv, bmax, i, bm)
+                            nb = i + BLOCK
+                            bm = -np.inf
+                            if skip:  # no job of the block can move: pass it over whole
+                                bm = bmax[i >> BLOCK_BITS]
+                                i = min(nb, Q)
+                                work += 1
+                                continue
                         j = q[i]
                         i += 1
                         if order != ORDER_INTERLEAVED and placed[j] == 0:
@@ -1371,9 +1504,12 @@ def conservative_steps(submit, limit, nodes, dur, arrivals, rank, total, enforce
                         work += 1
                         old = res[j]
                         if enforce and old == old:  # a reserved job: the hot path, inline
+                            bm = max(bm, old)
                             grown = sf[SF_GROWN]
                             if not exact and (old <= now or grown <= now):
                                 continue  # provably cannot move (the O(1) test; see above)
+                            if g0 >= old:
+                                continue  # nothing grew before its reservation since its block's version
                             if not exact and nodes[j] > F:
                                 if stale:  # found again only when it would pass the job over
                                     F = _prof_max_before(pt, pf, pb, ps, grown_seen)
@@ -1382,7 +1518,8 @@ def conservative_steps(submit, limit, nodes, dur, arrivals, rank, total, enforce
                                 if nodes[j] > F:
                                     continue
                             before = old if old < grown else grown
-                            if before <= now:
+                            before = min(before, max(sf[SF_S1], sf[SF_GMAX]))  # a fit starts before the
+                            if before <= now:  # latest growth end since its block's version
                                 continue
                             start = _rc_fit(pt, pf, pb, ps, st, rc_i, rc_a, rc_b, rc_next, height_slot, active,
                                             now, nodes[j], limit[j], old, before)
@@ -1391,19 +1528,34 @@ def conservative_steps(submit, limit, nodes, dur, arrivals, rank, total, enforce
                                            nodes, limit, res)
                                 last_move = i - 1
                                 stale = True
+                                if st[ST_TRACK] == 1:  # log the growth: the old slot minus the new one
+                                    gs = max(old, start + limit[j])
+                                    if _vt_move(st, sf, gl, gs, old + limit[j]):
+                                        g0 = min(g0, gs)
+                                    else:
+                                        g0 = -np.inf
+                                        nb = BIG
                             continue
                         if _cons_visit(pt, pf, pb, ps, st, sf, rc_i, rc_a, rc_b, rc_next, height_slot, active,
                                        j, now, nodes, limit, res, enforce):
                             last_move = i - 1
                             grown_seen = np.nan
+                        bm = max(bm, res[j])
                     if st[ST_PASS_AT] >= 0:
                         break
+                    if nb != BIG and i >= Q:  # the last block was looked at whole too
+                        bv[(Q - 1) >> BLOCK_BITS] = st[ST_VBLOCK]
+                        bmax[(Q - 1) >> BLOCK_BITS] = bm
                     if last_move < 0 or (order == ORDER_ONE_PASS):
                         break
                     scan_to = last_move
                     last_move = -1
                     i = 0
                     rounds += 1
+                    _vt_round_end(st, sf, gl)
+                    st[ST_TRACK] = 1 if enforce and st[ST_LOG] == 1 and rounds >= VERSIONS_FROM - 1 else 0
+                    nb = 0 if st[ST_TRACK] == 1 else BIG
+                    g0 = -np.inf
                     if rounds > max_rounds:
                         return -1
                 if st[ST_PASS_AT] >= 0:
