@@ -1368,9 +1368,11 @@ def conservative_steps(submit, limit, nodes, dur, arrivals, rank, total, enforce
     for them before min(s, grown). F is found again when ``grown`` changes, but after a move
     only when a job asks for more nodes than the stale F (which may be too low or too high: a
     job it would pass over is tested against F found again, one it lets through is searched,
-    exactly); a scan after every move was 6 % of the LANL-resampled row's time. Skipped jobs
-    are exactly those the reference re-places at their old start, so the schedule and the
-    reference's round structure are unchanged.
+    exactly); a scan after every move was 6 % of the LANL-resampled row's time. The versions
+    test (``_vt_*``, above) passes over a job, or a whole block of the queue, that no move since
+    it was last looked at can help, and bounds the other searches by the latest growth end since.
+    Skipped jobs are exactly those the reference re-places at their old start, so the schedule
+    and the reference's round structure are unchanged.
     With limits not enforced the profile is rebuilt and every job re-placed at every pass, as
     the reference does (overdue jobs release "right after now", which moves with ``now``).
 
