@@ -9,6 +9,7 @@ and exactly as wide as it needs. Notation as in ``test_engine_scenarios.py``.
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from drevt_sweep.sim.engine import simulate
@@ -45,3 +46,20 @@ def test_one_pass_moves_it_at_the_next_end_instead():
     for kernel in ("reference", "fast"):
         s = simulate(jobs, jobs.actual_run_time, 2, backfill="conservative", compression="one_pass", kernel=kernel)
         assert s.begin.tolist() == BEGIN
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_long_queue_many_rounds_as_the_reference(seed):
+    """Long queues with many compression rounds per pass (jobs end long before their limits):
+    the rounds' tests that pass over jobs or whole blocks of the queue (the versions test of
+    ``conservative_steps``) must leave the schedule the reference computes."""
+    rng = np.random.default_rng(seed)
+    n = 400
+    submit = np.sort(rng.integers(0, 4000, n)).astype(float)
+    nodes = rng.choice([1, 2, 3, 4, 6, 8], n)
+    limit = rng.choice([50.0, 100.0, 200.0, 400.0], n)
+    run = np.maximum(1.0, np.round(limit * rng.uniform(0.05, 1.0, n)))
+    jobs = make_jobs(submit.tolist(), nodes.tolist(), limit.tolist(), run.tolist())
+    ref, fast = (simulate(jobs, jobs.actual_run_time, 8, backfill="conservative", kernel=k)
+                 for k in ("reference", "fast"))
+    assert fast.begin.tolist() == ref.begin.tolist()

@@ -1272,7 +1272,10 @@ def _vt_move(st, sf, gl, gs, ge):
 def _vt_block(st, sf, gl, bv, bmax, i, bm):
     """Block ``i >> BLOCK_BITS`` starts (the one before it was looked at whole in this round,
     its latest reservation ``bm``): the earliest growth start since its version (-inf: not
-    known), and whether no job of the block can move."""
+    known), and whether no job of the block can move. The block's own moves need not lower it:
+    a job moves only through a growth since its last look that starts before its reservation,
+    and its own growth starts at or after that reservation; so a growth of the block's moves
+    starting before a later job's reservation implies one from before the block that does."""
     b = i >> BLOCK_BITS
     if i > 0:
         bv[b - 1] = st[ST_VBLOCK]
@@ -1531,11 +1534,8 @@ def conservative_steps(submit, limit, nodes, dur, arrivals, rank, total, enforce
                                 last_move = i - 1
                                 stale = True
                                 if st[ST_TRACK] == 1:  # log the growth: the old slot minus the new one
-                                    gs = max(old, start + limit[j])
-                                    if _vt_move(st, sf, gl, gs, old + limit[j]):
-                                        g0 = min(g0, gs)
-                                    else:
-                                        g0 = -np.inf
+                                    if not _vt_move(st, sf, gl, max(old, start + limit[j]), old + limit[j]):
+                                        g0 = -np.inf  # the log is full
                                         nb = BIG
                             continue
                         if _cons_visit(pt, pf, pb, ps, st, sf, rc_i, rc_a, rc_b, rc_next, height_slot, active,
