@@ -4,7 +4,7 @@
 without it, each worker compiles each kernel it needs itself (numba's cache is per process until
 a compile has finished and been written), so on a fresh clone the two workers of ``make test``
 both paid the minutes of compiling. ``python tests/warm_kernels.py GROUP`` compiles one group
-(``conservative`` or ``other``); the conftest runs the groups side by side, one process each.
+(see ``GROUPS``); the conftest runs the groups side by side, one process each.
 Everything goes through the public entry points on tiny problems, so it compiles exactly the
 signatures the suite uses, whatever the kernels look like inside. With a warm cache a group
 takes about a second (loading the machine code).
@@ -25,11 +25,12 @@ from drevt_sweep.sim import engine  # noqa: E402
 from drevt_sweep.sim.machine import Partition  # noqa: E402
 from drevt_sweep.sim.shared import simulate_shared  # noqa: E402
 
-# Compiling conservative backfilling's pool kernel was most of the work (110 s of the 126 s on
-# the 2-core development machine, c990017); since its profile helpers are no longer inlined at
-# every call site it takes ~10 s of CPU and the other group (~40 s) is the longer one. The two
-# groups still compile side by side, one process each.
-GROUPS = ("conservative", "other")
+# Cold compiles in CPU seconds (2-core development VM, 2026-12-06, one process, in this order):
+# pool conservative 14, pool Slurm backfill 18.5 (its multifactor signature then 0), shared-node
+# Slurm backfill 33, shared-node conservative 17.6, everything else ~11. The session waits for
+# the longest group, so the groups are cut to about a third of the work each: with two groups
+# (66 and 38 s) the wait was the first's 66 s; three processes share the two cores (~50 s).
+GROUPS = ("pool", "shared_slurm", "other")
 
 
 def _jobs(n: int = 40, seed: int = 1):
@@ -46,15 +47,21 @@ def _jobs(n: int = 40, seed: int = 1):
 def warm(group: str) -> None:
     jobs = _jobs()
     rt = jobs.actual_run_time
-    if group == "conservative":
+    n = len(jobs)
+    part = Partition("p", 4, cores=8, gpus=1, memory=1000, sharing="shared")
+
+    def shared(**kwargs):
+        simulate_shared(jobs, rt, part, np.full(n, 2), np.zeros(n, dtype=np.int64), np.full(n, 100.0),
+                        kernel="fast", **kwargs)
+
+    if group == "pool":
         engine.simulate(jobs, rt, 4, backfill="conservative", kernel="fast")
         engine.simulate(jobs, rt, 4, backfill="slurm", kernel="fast")  # (on the same profile helpers)
         # the same kernel with a dynamic priority (multifactor's arrays: another signature)
         engine.simulate(jobs, rt, 4, priority="multifactor", backfill="slurm", kernel="fast")
-        n = len(jobs)
-        # Slurm's backfill on shared nodes (kernel._shared_slurm, on the conservative profiles' helpers)
-        simulate_shared(jobs, rt, Partition("p", 4, cores=8, gpus=1, memory=1000, sharing="shared"),
-                        np.full(n, 2), np.zeros(n, dtype=np.int64), np.full(n, 100.0), backfill="slurm", kernel="fast")
+        return
+    if group == "shared_slurm":  # Slurm's backfill on shared nodes (kernel._shared_slurm)
+        shared(backfill="slurm")
         return
     for backfill in ("easy", "easy_drevt", "none"):
         engine.simulate(jobs, rt, 4, backfill=backfill, kernel="fast")
@@ -62,15 +69,10 @@ def warm(group: str) -> None:
                                       ("wfp3", "actual", "fcfs")):
         engine.simulate(jobs, rt, 4, priority=priority, backfill="easy", estimate=estimate,
                         backfill_order=order, kernel="fast")
-    part = Partition("p", 4, cores=8, gpus=1, memory=1000, sharing="shared")
-    n = len(jobs)
     for backfill in ("easy", "conservative", "none"):
-        simulate_shared(jobs, rt, part, np.full(n, 2), np.zeros(n, dtype=np.int64), np.full(n, 100.0),
-                        backfill=backfill, kernel="fast")
-    # shared nodes with a dynamic priority (kernel.shared's queue driver compiled for it, ~3 s:
-    # here, the two groups then take 33 and 26 s of CPU to compile from cold, against 36 and 23 s)
-    simulate_shared(jobs, rt, part, np.full(n, 2), np.zeros(n, dtype=np.int64), np.full(n, 100.0),
-                    priority="multifactor", backfill="easy", kernel="fast")
+        shared(backfill=backfill)
+    # shared nodes with a dynamic priority (kernel.shared's queue driver compiled for it, ~3 s)
+    shared(priority="multifactor", backfill="easy")
 
 
 if __name__ == "__main__":
