@@ -288,7 +288,11 @@ def test_real_slurm_shared_nodes_start_times_and_nodes_match_policy_slurm(cluste
     assert real["S2"]["real"] < real["S1"]["real"] - TOLERANCE, report  # job size by CPUs
     assert real["T"]["real"] >= real["Q1"]["real"] + 8 - TOLERANCE, report  # bf_max_job_test
     assert abs(real["T"]["real"] - real["Q6"]["real"]) <= TOLERANCE, report  # KNOWN: T waits for Q6
-    assert real["T"]["sim"] <= real["S1"]["sim"] + BF_INTERVAL, report  # ... here only for S1
+    # ... here only for S1 to start (T is tested then) and for Hp to end (S1 and Hp hold all of
+    # n1's memory): Hp's end comes from its sacct elapsed time, 7 s, or 8 on a loaded machine
+    hp = [names[int(j)] for j in jobs.job_id.tolist()].index("Hp")
+    hp_end = float(schedule.end[hp] - np.min(jobs.submit))
+    assert real["T"]["sim"] <= max(real["S1"]["sim"], hp_end) + BF_INTERVAL, report
     off = {r["job"]: r["diff"] for r in rows if abs(r["diff"]) > ASSERTED and r["job"] not in KNOWN}
     assert not off, f"unexplained disagreements {off}\n{report}"
     swapped = [pair for pair in discordant_pairs(rows, ASSERTED) if not set(pair) & set(KNOWN)]
