@@ -74,8 +74,9 @@ ui: $(STAMP) ## serve the MLflow UI for the embedded store on 127.0.0.1:$(UI_POR
 # (tests/conftest.py, which also starts the waiting and slow modules first:
 # --no-loadscope-reorder, else xdist hands out the grouped modules largest first).
 # make test-fast has no waiting tests (the real-Slurm and other end-to-end ones are `slow`), so
-# extra workers only add their start-up, collection and fixtures: one per core (FAST_WORKERS=N;
-# 2 cores beside other work: 292 s of CPU and 331 s of wall against 325 s and 377 s with four).
+# extra workers only add their start-up, collection and fixtures: one per core (FAST_WORKERS=N).
+# 2 cores, idle: 2 min 40 s and 304 s of CPU (four workers: 2 min 39-48 s, 313-330 s); beside
+# other work 331 s of wall and 292 s of CPU against 377 s and 325 s with four.
 TEST_WORKERS ?= $(shell echo $$(( $$(nproc 2>/dev/null || echo 1) + 2 )))
 FAST_WORKERS ?= $(shell nproc 2>/dev/null || echo 1)
 PYTEST := $(BIN)/python -m pytest -q --dist loadgroup --no-loadscope-reorder
