@@ -1197,9 +1197,8 @@ def _rc_fit(pt, pf, pb, ps, st, rc_i, rc_a, rc_b, rc_next, height_slot, active, 
 # before every growth since its version is passed over whole, without a look at its jobs. A
 # round logs each move's growth; when it ends, the suffix minima of the growth starts and maxima
 # of the ends over its moves answer "since a version of that round" in O(1) in the next round
-# (with that round's own running minimum and maximum). Only from round VERSIONS_FROM - 1 on (the
-# first rounds of a pass pay for it without a later round to use it).
-VERSIONS_FROM = 2
+# (with that round's own running minimum and maximum). Every round of a pass logs, the first
+# too: with the state in st/sf it costs KTH x1.4 nothing measurable (RESULTS.md, cons26).
 BLOCK_BITS = 4  # blocks of 16 places
 BLOCK = 1 << BLOCK_BITS
 GL_MOVES = 1 << 15  # moves logged per pass; past them the test is off for the rest of the pass
@@ -1467,7 +1466,7 @@ def conservative_steps(submit, limit, nodes, dur, arrivals, rank, total, enforce
             last_move = -1
             rounds = 1
             place_from = 0
-            st[ST_TRACK] = 1 if enforce and VERSIONS_FROM <= 2 else 0
+            st[ST_TRACK] = 1 if enforce else 0
             nb = 0 if st[ST_TRACK] == 1 else BIG  # the next block start (BIG: no block test)
         if plan:
             g0 = -np.inf  # the earliest growth start since the current block's version (-inf: unknown)
@@ -1555,7 +1554,7 @@ def conservative_steps(submit, limit, nodes, dur, arrivals, rank, total, enforce
                     i = 0
                     rounds += 1
                     _vt_round_end(st, sf, gl)
-                    st[ST_TRACK] = 1 if enforce and st[ST_LOG] == 1 and rounds >= VERSIONS_FROM - 1 else 0
+                    st[ST_TRACK] = 1 if enforce and st[ST_LOG] == 1 else 0
                     nb = 0 if st[ST_TRACK] == 1 else BIG
                     g0 = -np.inf
                     if rounds > max_rounds:
