@@ -72,6 +72,12 @@ def _before(t, j, u, k):
     return t < u or (t == u and j < k)
 
 
+@njit(cache=True, _nrt=False, inline="always")
+def _heap_put(hk, hj, i, t, j):
+    hk[i] = t
+    hj[i] = j
+
+
 @njit(cache=True, _nrt=False)
 def _heap_push(hk, hj, size, t, j):
     i = size
@@ -79,11 +85,9 @@ def _heap_push(hk, hj, size, t, j):
         p = (i - 1) >> 1
         if not _before(t, j, hk[p], hj[p]):
             break
-        hk[i] = hk[p]
-        hj[i] = hj[p]
+        _heap_put(hk, hj, i, hk[p], hj[p])
         i = p
-    hk[i] = t
-    hj[i] = j
+    _heap_put(hk, hj, i, t, j)
     return size + 1
 
 
@@ -104,11 +108,9 @@ def _heap_pop(hk, hj, size):
             c += 1
         if not _before(hk[c], hj[c], t, j):
             break
-        hk[i] = hk[c]
-        hj[i] = hj[c]
+        _heap_put(hk, hj, i, hk[c], hj[c])
         i = c
-    hk[i] = t
-    hj[i] = j
+    _heap_put(hk, hj, i, t, j)
     return size
 
 

@@ -114,6 +114,16 @@ def _load_clocks(st, sf):
     return st[ST_KBF], st[ST_KFULL], sf[SF_T0], sf[SF_NEXT_BF], sf[SF_NEXT_FULL]
 
 
+@njit(cache=True, _nrt=False, inline="always")
+def _store_clocks(st, sf, kbf, kfull, t0, next_bf, next_full):
+    """Keep the clocks for the next slice (``_load_clocks``' slots)."""
+    st[ST_KBF] = kbf
+    st[ST_KFULL] = kfull
+    sf[SF_T0] = t0
+    sf[SF_NEXT_BF] = next_bf
+    sf[SF_NEXT_FULL] = next_full
+
+
 def start_clocks(st, sf):
     """The clocks of the periodic passes before the first pass (``_load_clocks``' slots): the
     first pass's time not known yet (NaN), no cycle or full pass due, the first full pass number
@@ -121,15 +131,6 @@ def start_clocks(st, sf):
     st[ST_KFULL] = 1
     sf[SF_T0] = np.nan
     sf[SF_NEXT_BF] = sf[SF_NEXT_FULL] = np.inf
-
-
-@njit(cache=True, _nrt=False, inline="always")
-def _store_clocks(st, sf, kbf, kfull, t0, next_bf, next_full):
-    st[ST_KBF] = kbf
-    st[ST_KFULL] = kfull
-    sf[SF_T0] = t0
-    sf[SF_NEXT_BF] = next_bf
-    sf[SF_NEXT_FULL] = next_full
 
 
 @njit(cache=True, _nrt=False, inline="always")
