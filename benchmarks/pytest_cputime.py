@@ -32,7 +32,7 @@ def _cpu_seconds() -> float:
 
 def pytest_addoption(parser):
     parser.addoption("--cputime-out", default=None,
-                     help="append one JSON line per test (nodeid, cpu_s, wall_s, worker) to this file")
+                     help="append one JSON line per test (nodeid, cpu_s, wall_s, start, worker) to this file")
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -41,10 +41,10 @@ def pytest_runtest_protocol(item, nextitem):
     if not out:
         yield
         return
-    cpu0, wall0 = _cpu_seconds(), time.perf_counter()
+    cpu0, wall0, start = _cpu_seconds(), time.perf_counter(), time.time()
     yield
     line = {"nodeid": item.nodeid, "cpu_s": round(_cpu_seconds() - cpu0, 3),
-            "wall_s": round(time.perf_counter() - wall0, 3),
+            "wall_s": round(time.perf_counter() - wall0, 3), "start": round(start, 3),
             "worker": os.environ.get("PYTEST_XDIST_WORKER", "main")}
     with open(out, "a", encoding="utf-8") as handle:
         handle.write(json.dumps(line) + "\n")
