@@ -459,7 +459,11 @@ SF_WAKE = 3  # conservative one_pass: an event at the earliest reservation (Cons
 SF_GMIN = 4  # the versions test: the earliest growth start of this round's moves so far
 SF_GMAX = 5  # ... and the latest growth end
 SF_S1 = 6  # ... the latest growth end in the log's suffix from the current block's version (inf: no test)
-SF_SIZE = 7
+SF_FH = 7  # the last failed search since the profile last changed: its nodes, limit, reservation, bound
+SF_FL = 8
+SF_FO = 9
+SF_FB = 10  # (-inf: none)
+SF_SIZE = 11
 
 
 @njit(cache=True, _nrt=False)
@@ -1226,6 +1230,7 @@ def _vt_pass(st, sf):
     sf[SF_GMIN] = np.inf
     sf[SF_GMAX] = -np.inf
     sf[SF_S1] = np.inf
+    sf[SF_FB] = -np.inf
 
 
 @njit(cache=True, _nrt=False)
@@ -1292,6 +1297,16 @@ def _vt_block(st, sf, gl, bv, bmax, i, bm):
     sf[SF_S1] = s1
     g0 = min(s0, sf[SF_GMIN])
     return g0, g0 >= bmax[b]
+
+
+@njit(cache=True, _nrt=False)
+def _note_failure(sf, h, lim, own, before):
+    """Keep a failed search: until the profile changes, a job that needs at least as many nodes
+    for at least as long, reserved no earlier, searched before no later, fails too."""
+    sf[SF_FH] = h
+    sf[SF_FL] = lim
+    sf[SF_FO] = own
+    sf[SF_FB] = before
 
 
 ORDER_COMPRESS_FIRST = 0
@@ -1525,9 +1540,15 @@ def conservative_steps(submit, limit, nodes, dur, arrivals, rank, total, enforce
                             before = min(before, max(sf[SF_S1], sf[SF_GMAX]))  # a fit starts before the
                             if before <= now:  # latest growth end since its block's version
                                 continue
+                            if (before <= sf[SF_FB] and old >= sf[SF_FO] and limit[j] >= sf[SF_FL]
+                                    and nodes[j] >= sf[SF_FH]):
+                                continue  # the last failed search's job needed less: this one fails too
                             start = _rc_fit(pt, pf, pb, ps, st, rc_i, rc_a, rc_b, rc_next, height_slot, active,
                                             now, nodes[j], limit[j], old, before)
-                            if start != np.inf:
+                            if start == np.inf:
+                                _note_failure(sf, nodes[j], limit[j], old, before)
+                            else:
+                                sf[SF_FB] = -np.inf
                                 _cons_move(pt, pf, pb, ps, st, sf, rc_b, rc_i, rc_next, active, j, start, now,
                                            nodes, limit, res)
                                 last_move = i - 1
@@ -1541,6 +1562,7 @@ def conservative_steps(submit, limit, nodes, dur, arrivals, rank, total, enforce
                                        j, now, nodes, limit, res, enforce):
                             last_move = i - 1
                             grown_seen = np.nan
+                            sf[SF_FB] = -np.inf
                         bm = max(bm, res[j])
                     if st[ST_PASS_AT] >= 0:
                         break
