@@ -1080,6 +1080,8 @@ RC_HEIGHT = 0
 RC_STAMP = 1
 RC_COUNT = 2
 RC_PARTIAL = 3  # 1 when the last cached run's end is not known yet
+RC_LONGEST = RC_RUNS  # rc_a[s, RC_LONGEST + u]: the longest of runs 0..u, rounded up (``_rc_fit``)
+EPS = 2.0 ** -40  # ... by EPS times the times' sizes: far more than any rounding of them
 
 
 @njit(cache=True, _nrt=False, inline="always")
@@ -1136,6 +1138,10 @@ def _rc_new_pass(rc_i, st):
 def _rc_fit(pt, pf, pb, ps, st, rc_i, rc_a, rc_b, rc_next, height_slot, active, now, need, duration, own, before):
     """``_prof_fit`` from ``now`` through the run cache of size ``need`` (same answer)."""
     s = _rc_slot(rc_i, rc_next, height_slot, active, st, need, now)
+    n = rc_i[s, RC_COUNT]  # the runs cached reach ``before``, all those before it shorter than the
+    if (n >= 2 and rc_a[s, n - 1] >= before and rc_b[s, n - 2] < own  # limit and ending before
+            and rc_a[s, RC_LONGEST + n - 2] < duration - EPS * duration):  # ``own``: no fit, no walk
+        return np.inf
     known = np.uint64(rc_i[s, RC_COUNT] - rc_i[s, RC_PARTIAL])  # cached runs whose end is known: a
     u = np.uint64(0)  # tight loop (no stores, so the bounds stay in registers; ~8 runs a search)
     while u < known:
@@ -1184,6 +1190,8 @@ def _rc_fit(pt, pf, pb, ps, st, rc_i, rc_a, rc_b, rc_next, height_slot, active, 
             if complete:
                 rc_i[s, RC_PARTIAL] = 0
                 rc_next[s] = b
+                longest = b - a + EPS * (abs(a) + abs(b))  # (b - a < the limit then means b < a + limit)
+                rc_a[s, RC_LONGEST + i] = max(longest, rc_a[s, RC_LONGEST + i - 1]) if i > 0 else longest
         if b >= stop:
             return a
         i += 1
