@@ -4,12 +4,9 @@ makes the suite run on pytest-xdist workers (``make test``: ``-n auto --dist loa
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -19,7 +16,6 @@ REPO = Path(__file__).resolve().parents[1]
 BUNDLED_KTH = REPO / "drevt_sweep" / "data" / "traces" / "KTH-SP2-1996-2.1-cln.swf.gz"
 SHARED_TRACES = REPO.parent / "shared" / "traces"
 WARM_KERNELS = Path(__file__).with_name("warm_kernels.py")
-WARM_DONE = "DREVT_WARM_DONE"  # the file the warm-up writes when it is over (its summary line)
 
 
 @pytest.fixture(scope="session")
@@ -48,54 +44,29 @@ def pytest_configure(config):
 
 
 def pytest_sessionstart(session):
-    """Under xdist, fill numba's on-disk cache while the workers start (``warm_kernels.py``, its
-    groups in parallel): otherwise every worker compiles every kernel it needs itself, and on a
-    fresh clone that is minutes of CPU paid twice. The workers collect meanwhile; each test but
-    the waiting ones (``WAITING_MODULES``) waits for the cache first (``pytest_runtest_setup``),
-    so the real Slurm's first sleep jobs run during the ~50 s of compiling. With a warm cache this
-    takes a second or two. Only the controller does it (``numprocesses`` set, not a worker);
-    ``DREVT_NO_WARM=1`` turns it off."""
+    """Under xdist, fill numba's on-disk cache before the workers start (``warm_kernels.py``,
+    its groups in parallel): otherwise every worker compiles every kernel it needs itself, and
+    on a fresh clone that is minutes of CPU paid twice. With a warm cache this takes a second or
+    two. Only the controller does it (``numprocesses`` set, not a worker); ``DREVT_NO_WARM=1``
+    turns it off."""
     config = session.config
     if (os.environ.get("DREVT_NO_WARM") or hasattr(config, "workerinput")
             or not getattr(config.option, "numprocesses", None)):
         return
     from warm_kernels import GROUPS
 
-    done = Path(tempfile.mkdtemp(prefix="drevt-warm-")) / "done"
-    os.environ[WARM_DONE] = str(done)  # (the workers, started after this hook, inherit it)
     started = time.perf_counter()
     procs = [subprocess.Popen([sys.executable, str(WARM_KERNELS), group], stdin=subprocess.DEVNULL,
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
              for group in GROUPS]
-
-    def wait() -> None:
-        failed = [out for proc in procs for out in [proc.communicate()[0]] if proc.returncode]
-        # Not fatal: a kernel that did not compile here is compiled (or fails) in the test using it.
-        message = f"numba kernels compiled or loaded from the cache in {time.perf_counter() - started:.0f} s"
-        if failed:
-            message += f"; warm_kernels.py failed:\n{failed[0][-2000:]}"
-        done.write_text(message)
-
-    threading.Thread(target=wait, name="warm_kernels", daemon=True).start()
-
-
-def pytest_runtest_setup(item):
-    """On a worker, wait for the controller's warm-up before a test that may need a kernel."""
-    path = os.environ.get(WARM_DONE)
-    if not path or item.module.__name__.rsplit(".", 1)[-1] in WAITING_MODULES:
-        return
-    deadline = time.monotonic() + 1800  # a warm-up that never ends: the test compiles what it needs
-    while not os.path.exists(path) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    os.environ.pop(WARM_DONE, None)  # (once per worker)
-
-
-def pytest_terminal_summary(terminalreporter, config):
-    path = os.environ.get(WARM_DONE)
-    if path and not hasattr(config, "workerinput"):
-        done = Path(path)
-        terminalreporter.write_line(done.read_text() if done.exists() else "numba's warm-up did not finish")
-        shutil.rmtree(done.parent, ignore_errors=True)
+    failed = [out for proc in procs for out in [proc.communicate()[0]] if proc.returncode]
+    # Not fatal: a kernel that did not compile here is compiled (or fails) in the test using it.
+    message = f"numba kernels compiled or loaded from the cache in {time.perf_counter() - started:.0f} s"
+    if failed:
+        message += f"; warm_kernels.py failed:\n{failed[0][-2000:]}"
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        reporter.write_line(message)
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook turns the marks into groups
