@@ -1409,8 +1409,9 @@ def conservative_steps(submit, limit, nodes, dur, arrivals, rank, total, enforce
     it was last looked at can help, and bounds the other searches by the latest growth end since.
     A search that the last failed one since the profile changed dominates (``_note_failure``:
     as many nodes or more, as long or longer, reserved no earlier, bounded no later) is not
-    made: half of the LANL-resampled row's searches. Skipped jobs are exactly those the reference re-places at their old start, so the schedule
-    and the reference's round structure are unchanged.
+    made: half of the LANL-resampled row's searches. Skipped jobs are exactly those the
+    reference re-places at their old start, so the schedule and the reference's round structure
+    are unchanged.
     With limits not enforced the profile is rebuilt and every job re-placed at every pass, as
     the reference does (overdue jobs release "right after now", which moves with ``now``).
 
