@@ -68,4 +68,7 @@ def summarise(path: str) -> None:
 
 
 if __name__ == "__main__":
+    import signal
+
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `| head` ends the listing quietly
     summarise(sys.argv[1])
