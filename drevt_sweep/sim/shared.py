@@ -814,21 +814,13 @@ class _SlurmShared:
     """
 
     def __init__(self, partition, params, hook) -> None:
-        from .policies.slurm_backfill import check_backfill_params
+        from .policies.slurm_backfill import check_backfill_params, take_backfill_params
 
         p = check_backfill_params(params)
         self.partition = partition
         self.limit = self.nodes = self.request = self.users = None  # (plan_jobs)
         self.hook = hook
-        self.interval = p["bf_interval"]
-        self.max_test = p["bf_max_job_test"]
-        self.window = p["bf_window"] * 60.0
-        self.resolution = p["bf_resolution"]
-        self.max_user = p["bf_max_job_user"]
-        self.max_part = p["bf_max_job_part"]
-        self.reserve_cap = p["bf_job_part_count_reserve"]
-        self.depth = p["default_queue_depth"]
-        self.sched_interval = p["sched_interval"]
+        take_backfill_params(self, p)
         if p.get("limits") is not None:
             raise ConfigError("association limits go to simulate_shared's 'limits', not backfill_params")
         self.tier = p.get("tier")

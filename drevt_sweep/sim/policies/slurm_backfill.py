@@ -122,6 +122,20 @@ def check_backfill_params(params) -> dict:
     return {**p, **extra}
 
 
+def take_backfill_params(scheduler, p: dict) -> None:
+    """Set the checked settings ``p`` as the attributes both Slurm references (the pool's here and
+    ``sim.shared``'s for shared nodes) read, so that the two cannot read them differently."""
+    scheduler.interval = p["bf_interval"]
+    scheduler.max_test = p["bf_max_job_test"]
+    scheduler.window = p["bf_window"] * 60.0  # (minutes in slurm.conf)
+    scheduler.resolution = p["bf_resolution"]
+    scheduler.max_user = p["bf_max_job_user"]
+    scheduler.max_part = p["bf_max_job_part"]
+    scheduler.reserve_cap = p["bf_job_part_count_reserve"]
+    scheduler.depth = p["default_queue_depth"]
+    scheduler.sched_interval = p["sched_interval"]
+
+
 def cycle_window_end(now: float, window: float, resolution: float) -> float:
     """The end of a backfill cycle's plan: ``now + bf_window``, floored to ``bf_resolution``
     (``_attempt_backfill``); no cycle when it is not after ``now``."""
@@ -181,15 +195,7 @@ class SlurmBackfill:
         self.users = ctx.users
         self.hook = ctx.on_reservation
         self.total = ctx.capacity.total
-        self.interval = p["bf_interval"]
-        self.max_test = p["bf_max_job_test"]
-        self.window = p["bf_window"] * 60.0
-        self.resolution = p["bf_resolution"]
-        self.max_user = p["bf_max_job_user"]
-        self.max_part = p["bf_max_job_part"]
-        self.reserve_cap = p["bf_job_part_count_reserve"]
-        self.depth = p["default_queue_depth"]
-        self.sched_interval = p["sched_interval"]
+        take_backfill_params(self, p)
         self.limits = p.get("limits")  # association/QOS limits (sim.limits.LimitState), or None
         self.fcfs = ctx.fcfs_rank
         self.refused: list[int] = []  # jobs refused at submission (the engine drops them)
