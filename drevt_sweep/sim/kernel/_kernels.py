@@ -1373,10 +1373,12 @@ def _cons_move(pt, pf, pb, ps, st, sf, rc_b, rc_i, rc_next, active, j, start, no
     nj = nodes[j]
     lj = limit[j]
     old = res[j]
-    m, k = _prof_locate(pt, pb, ps, old)  # (``_prof_occupy`` with the locate inlined: the moves are hot)
-    _prof_occupy_at(pt, pf, pb, ps, m, k, old, old + lj, -nj)
+    mid = min(start + lj, old)  # the new slot less the old one, then the old less the new: where the
+    back = max(start + lj, old)  # two overlap nothing changes, and the walks do not go there
+    m, k = _prof_locate(pt, pb, ps, back)  # (``_prof_occupy`` with the locate inlined: the moves are hot)
+    _prof_occupy_at(pt, pf, pb, ps, m, k, back, old + lj, -nj)
     m, k = _prof_locate(pt, pb, ps, start)
-    _prof_occupy_at(pt, pf, pb, ps, m, k, start, start + lj, nj)
+    _prof_occupy_at(pt, pf, pb, ps, m, k, start, mid, nj)
     _rc_changed(rc_i, rc_b, rc_next, active, st, start, now)
     res[j] = start
     if old + lj > sf[SF_GROWN]:
