@@ -61,7 +61,7 @@ PATCHES = (
      "active,\n                                            now, nodes[j], limit[j], old, before)\n",
      "                            st[C + 4] += 1\n                            st[C + (5 if rounds == 1 else 6)] += 1\n"
      "                            if start != np.inf:\n                                st[C + 7] += 1\n"),
-    ("            a, m, k = _prof_at_least_from(pt, pf, pb, ps, m, k, need, np.inf)\n", "            st[C + 8] += 1\n"),
+    ("            a, m, k = _prof_at_least_from(pt, pf, pb, ps, m, k, need)\n", "            st[C + 8] += 1\n"),
     ("            b, complete, m, k = _prof_below_from(pt, pf, pb, ps, m, k, need, stop)\n",
      "            st[C + 9] += 1\n"),
     ("        a = rc_a[s, u]\n", "        st[C + 10] += 1\n"),  # (the runs whose end is known)
@@ -71,7 +71,7 @@ PATCHES = (
     ("                if compress:\n                    st[C + 0] += 1\n", "                    st[C + 13] += Q\n"),
     ("                m, k = _prof_locate(pt, pb, ps, rc_next[s])\n",
      "                st[C + 16] += 1\n            mb = m\n"),
-    ("            a, m, k = _prof_at_least_from(pt, pf, pb, ps, m, k, need, np.inf)\n", "            st[C + 14] += m - mb\n"),
+    ("            a, m, k = _prof_at_least_from(pt, pf, pb, ps, m, k, need)\n", "            st[C + 14] += m - mb\n"),
     ("                m, k = _prof_locate(pt, pb, ps, b)\n", "                st[C + 16] += 1\n"),
     ("            if m < ps[PS_M1] and pt[ps[PS_CO + m], k] == b:  # the end is after b\n"
      "                m, k = _prof_step(pb, ps, m, k)\n", "            mb = m\n"),

@@ -860,54 +860,59 @@ def _prof_step(pb, ps, m, k):
 
 
 @njit(cache=True, _nrt=False, inline="always")
-def _prof_at_least_from(pt, pf, pb, ps, m, k, need, before):
+def _prof_at_least_from(pt, pf, pb, ps, m, k, need):
     """``(time, m, k)`` of the first breakpoint at or after position (m, k) with ``need`` nodes
-    free, if it is before ``before``; else ``(+inf, m, k)``."""
-    m1 = ps[PS_M1]
-    while m < m1:
-        c = ps[PS_CO + m]
-        if pt[c, k] >= before:
-            return np.inf, m, k
-        if k == 0 and pb[c, PB_MAX] < need:  # no breakpoint in this chunk has enough
-            m += 1
+    free; ``(+inf, m1, 0)`` if none. (Unsigned indices, the chunk's too: numba tests every signed
+    one for a wrap from the end.)"""
+    one = np.uint64(1)
+    zero = np.uint64(0)
+    um = np.uint64(m)
+    uk = np.uint64(k)
+    top = np.uint64(ps[PS_M1])
+    co = np.uint64(PS_CO)
+    while um < top:
+        c = np.uint64(ps[co + um])
+        if uk == zero and pb[c, PB_MAX] < need:  # no breakpoint in this chunk has enough
+            um += one
             continue
         th = need - pb[c, PB_ADD]
         n = np.uint64(pb[c, PB_N])
-        u = np.uint64(k)  # an unsigned index: numba adds no wrap-around of negative indices
-        while u < n:
-            if pf[c, u] >= th:
-                k = np.int64(u)
-                t = pt[c, k]
-                return (t if t < before else np.inf), m, k
-            u += np.uint64(1)
-        m += 1
-        k = 0
-    return np.inf, m, k
+        while uk < n:
+            if pf[c, uk] >= th:
+                return pt[c, uk], np.int64(um), np.int64(uk)
+            uk += one
+        um += one
+        uk = zero
+    return np.inf, np.int64(um), np.int64(uk)
 
 
 @njit(cache=True, _nrt=False, inline="always")
 def _prof_below_from(pt, pf, pb, ps, m, k, need, until):
     """``(time, complete, m, k)``: the first breakpoint at or after position (m, k) with fewer
     than ``need`` nodes free (+inf if none), looking no further than the first breakpoint at or
-    after ``until`` (``complete`` False if the search stopped there)."""
-    m1 = ps[PS_M1]
-    while m < m1:
-        c = ps[PS_CO + m]
-        n = pb[c, PB_N]
-        if k == 0 and pb[c, PB_MIN] >= need and pt[c, n - 1] < until:  # nothing here stops it
-            m += 1
+    after ``until`` (``complete`` False if the search stopped there). (Unsigned indices.)"""
+    one = np.uint64(1)
+    zero = np.uint64(0)
+    um = np.uint64(m)
+    uk = np.uint64(k)
+    top = np.uint64(ps[PS_M1])
+    co = np.uint64(PS_CO)
+    while um < top:
+        c = np.uint64(ps[co + um])
+        n = np.uint64(pb[c, PB_N])
+        if uk == zero and pb[c, PB_MIN] >= need and pt[c, n - one] < until:  # nothing here stops it
+            um += one
             continue
         th = need - pb[c, PB_ADD]
-        u = np.uint64(k)  # (unsigned: no wrap-around of negative indices)
-        while u < np.uint64(n):
-            if pf[c, u] < th:
-                return pt[c, u], True, m, np.int64(u)
-            if pt[c, u] >= until:
-                return pt[c, u], False, m, np.int64(u)
-            u += np.uint64(1)
-        m += 1
-        k = 0
-    return np.inf, True, m, k
+        while uk < n:
+            if pf[c, uk] < th:
+                return pt[c, uk], True, np.int64(um), np.int64(uk)
+            if pt[c, uk] >= until:
+                return pt[c, uk], False, np.int64(um), np.int64(uk)
+            uk += one
+        um += one
+        uk = zero
+    return np.inf, True, np.int64(um), np.int64(uk)
 
 
 @njit(cache=True, _nrt=False)
@@ -1166,7 +1171,7 @@ def _rc_fit(pt, pf, pb, ps, st, rc_i, rc_a, rc_b, rc_next, height_slot, active, 
                 return _prof_fit(pt, pf, pb, ps, rc_b[s, i - 1], need, duration, own, before)
             if m < 0 or rc_next[s] != at:
                 m, k = _prof_locate(pt, pb, ps, rc_next[s])
-            a, m, k = _prof_at_least_from(pt, pf, pb, ps, m, k, need, np.inf)
+            a, m, k = _prof_at_least_from(pt, pf, pb, ps, m, k, need)
             at = a
             if a == np.inf:
                 return np.inf  # (cannot happen: the last run lasts forever)
