@@ -1540,9 +1540,10 @@ def conservative_steps(submit, limit, nodes, dur, arrivals, rank, total, enforce
                                 i = min(nb, Q)
                                 work += 1
                                 continue
-                        j = q[i]
+                        j = q[np.uint64(i)]
+                        ju = np.uint64(j)  # (unsigned: numba tests every signed index for a wrap from the end)
                         i += 1
-                        if order != ORDER_INTERLEAVED and placed[j] == 0:
+                        if order != ORDER_INTERLEAVED and placed[ju] == 0:
                             continue
                         if enforce and sf[SF_GROWN] != grown_seen:  # F after every change of grown
                             grown_seen = sf[SF_GROWN]
@@ -1550,7 +1551,7 @@ def conservative_steps(submit, limit, nodes, dur, arrivals, rank, total, enforce
                             stale = False
                             work += ps[PS_P] >> 4  # a scan of the profile
                         work += 1
-                        old = res[j]
+                        old = res[ju]
                         if enforce and old == old:  # a reserved job: the hot path, inline
                             bm = max(bm, old)
                             grown = sf[SF_GROWN]
@@ -1558,24 +1559,24 @@ def conservative_steps(submit, limit, nodes, dur, arrivals, rank, total, enforce
                                 continue  # provably cannot move (the O(1) test; see above)
                             if g0 >= old:
                                 continue  # nothing grew before its reservation since its block's version
-                            if not exact and nodes[j] > F:
+                            if not exact and nodes[ju] > F:
                                 if stale:  # found again only when it would pass the job over
                                     F = _prof_max_before(pt, pf, pb, ps, grown_seen)
                                     stale = False
                                     work += ps[PS_P] >> 4
-                                if nodes[j] > F:
+                                if nodes[ju] > F:
                                     continue
                             before = old if old < grown else grown
                             before = min(before, max(sf[SF_S1], sf[SF_GMAX]))  # a fit starts before the
                             if before <= now:  # latest growth end since its block's version
                                 continue
-                            if (before <= sf[SF_FB] and old >= sf[SF_FO] and limit[j] >= sf[SF_FL]
-                                    and nodes[j] >= sf[SF_FH]):
+                            if (before <= sf[SF_FB] and old >= sf[SF_FO] and limit[ju] >= sf[SF_FL]
+                                    and nodes[ju] >= sf[SF_FH]):
                                 continue  # the last failed search's job needed less: this one fails too
                             start = _rc_fit(pt, pf, pb, ps, st, rc_i, rc_a, rc_b, rc_next, height_slot, active,
-                                            now, nodes[j], limit[j], old, before)
+                                            now, nodes[ju], limit[ju], old, before)
                             if start == np.inf:
-                                _note_failure(sf, nodes[j], limit[j], old, before)
+                                _note_failure(sf, nodes[ju], limit[ju], old, before)
                             else:
                                 sf[SF_FB] = -np.inf
                                 _cons_move(pt, pf, pb, ps, st, sf, rc_b, rc_i, rc_next, active, j, start, now,
