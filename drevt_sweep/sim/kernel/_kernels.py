@@ -1095,7 +1095,7 @@ EPS = 2.0 ** -40  # ... by EPS times the times' sizes: far more than any roundin
 def _rc_slot(rc_i, rc_next, height_slot, active, st, h, now):
     """The cache slot of size ``h`` for this pass (emptied if it is from an earlier one)."""
     stamp = st[ST_STAMP]
-    s = height_slot[h]
+    s = height_slot[np.uint64(h)]  # (unsigned indices where hot: numba tests every signed one for a wrap)
     if s < 0:
         s = st[ST_VICTIM]
         st[ST_VICTIM] = (s + 1) % RC_SLOTS
@@ -1107,7 +1107,7 @@ def _rc_slot(rc_i, rc_next, height_slot, active, st, h, now):
             rc_i[s, RC_COUNT] = 0
             rc_i[s, RC_PARTIAL] = 0
             rc_next[s] = now
-    if rc_i[s, RC_STAMP] != stamp:
+    if rc_i[np.uint64(s), RC_STAMP] != stamp:
         rc_i[s, RC_STAMP] = stamp
         rc_i[s, RC_COUNT] = 0
         rc_i[s, RC_PARTIAL] = 0
@@ -1144,13 +1144,15 @@ def _rc_new_pass(rc_i, st):
 @njit(cache=True, _nrt=False, inline="always")
 def _rc_fit(pt, pf, pb, ps, st, rc_i, rc_a, rc_b, rc_next, height_slot, active, now, need, duration, own, before):
     """``_prof_fit`` from ``now`` through the run cache of size ``need`` (same answer)."""
-    s = _rc_slot(rc_i, rc_next, height_slot, active, st, need, now)
-    n = rc_i[s, RC_COUNT]  # the runs cached reach ``before``, all those before it shorter than the
-    if (n >= 2 and rc_a[s, n - 1] >= before and rc_b[s, n - 2] < own  # limit and ending before
-            and rc_a[s, RC_LONGEST + n - 2] < duration - EPS * duration):  # ``own``: no fit, no walk
+    s = np.uint64(_rc_slot(rc_i, rc_next, height_slot, active, st, need, now))  # (unsigned indices)
+    one = np.uint64(1)
+    two = np.uint64(2)
+    n = np.uint64(rc_i[s, RC_COUNT])  # the runs cached reach ``before``, all those before it shorter than the
+    if (n >= two and rc_a[s, n - one] >= before and rc_b[s, n - two] < own  # limit and ending before
+            and rc_a[s, np.uint64(RC_LONGEST) + n - two] < duration - EPS * duration):  # ``own``: no fit, no walk
         return np.inf
-    known = np.uint64(rc_i[s, RC_COUNT] - rc_i[s, RC_PARTIAL])  # cached runs whose end is known: a
-    u = np.uint64(0)  # tight loop (no stores, so the bounds stay in registers; ~8 runs a search)
+    known = n - np.uint64(rc_i[s, RC_PARTIAL])  # cached runs whose end is known: a tight loop (no
+    u = np.uint64(0)  # stores, so the bounds stay in registers; ~8 runs a search)
     while u < known:
         a = rc_a[s, u]
         if a >= before:
