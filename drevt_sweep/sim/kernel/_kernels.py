@@ -1162,15 +1162,16 @@ def _rc_fit(pt, pf, pb, ps, st, rc_i, rc_a, rc_b, rc_next, height_slot, active, 
             stop = own
         if rc_b[s, u] >= stop:
             return a
-        u += np.uint64(1)
-    i = np.int64(u)
+        u += one
+    i = u  # (unsigned, as above)
     m = np.int64(-1)  # (m, k): the position of the breakpoint at ``at`` (m < 0: none yet), where
     k = np.int64(0)  # the scan that found a run's start or end stopped, so that the next scan
     at = np.inf  # (its end; the next run's start) goes on from there without locating it
+    longest_at = np.uint64(RC_LONGEST)
     while True:
-        if i == rc_i[s, RC_COUNT]:
-            if i == RC_RUNS:  # cache full: go on searching the profile after the last cached run
-                return _prof_fit(pt, pf, pb, ps, rc_b[s, i - 1], need, duration, own, before)
+        if i == np.uint64(rc_i[s, RC_COUNT]):
+            if i == np.uint64(RC_RUNS):  # cache full: go on searching the profile after the last cached run
+                return _prof_fit(pt, pf, pb, ps, rc_b[s, i - one], need, duration, own, before)
             if m < 0 or rc_next[s] != at:
                 m, k = _prof_locate(pt, pb, ps, rc_next[s])
             a, m, k = _prof_at_least_from(pt, pf, pb, ps, m, k, need)
@@ -1179,7 +1180,7 @@ def _rc_fit(pt, pf, pb, ps, st, rc_i, rc_a, rc_b, rc_next, height_slot, active, 
                 return np.inf  # (cannot happen: the last run lasts forever)
             rc_a[s, i] = a
             rc_b[s, i] = a
-            rc_i[s, RC_COUNT] = i + 1
+            rc_i[s, RC_COUNT] = np.int64(i + one)
             rc_i[s, RC_PARTIAL] = 1
         a = rc_a[s, i]
         if a >= before:
@@ -1188,7 +1189,7 @@ def _rc_fit(pt, pf, pb, ps, st, rc_i, rc_a, rc_b, rc_next, height_slot, active, 
         stop = a + duration
         if own < stop:
             stop = own
-        if b < stop and i == rc_i[s, RC_COUNT] - 1 and rc_i[s, RC_PARTIAL] == 1:
+        if b < stop and i + one == np.uint64(rc_i[s, RC_COUNT]) and rc_i[s, RC_PARTIAL] == 1:
             if m < 0 or b != at:
                 m, k = _prof_locate(pt, pb, ps, b)
             if m < ps[PS_M1] and pt[ps[PS_CO + m], k] == b:  # the end is after b
@@ -1200,10 +1201,12 @@ def _rc_fit(pt, pf, pb, ps, st, rc_i, rc_a, rc_b, rc_next, height_slot, active, 
                 rc_i[s, RC_PARTIAL] = 0
                 rc_next[s] = b
                 longest = b - a + EPS * (abs(a) + abs(b))  # (b - a < the limit then means b < a + limit)
-                rc_a[s, RC_LONGEST + i] = max(longest, rc_a[s, RC_LONGEST + i - 1]) if i > 0 else longest
+                if i > np.uint64(0):
+                    longest = max(longest, rc_a[s, longest_at + i - one])
+                rc_a[s, longest_at + i] = longest
         if b >= stop:
             return a
-        i += 1
+        i += one
 
 
 # The versions test of the compression rounds (``conservative_steps``). A job that a round looks at
