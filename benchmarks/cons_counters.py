@@ -50,7 +50,7 @@ PATCHES = (
      "                            st[C + 2] += 1\n"),
     ("                            if not exact and (old <= now or grown <= now):\n",
      "                                st[C + 3] += 1\n"),
-    ("                                if nodes[j] > F:\n", "                                    st[C + 3] += 1\n"),
+    ("                                if nodes[ju] > F:\n", "                                    st[C + 3] += 1\n"),
     ("                            grown_seen = sf[SF_GROWN]\n", "                            st[C + 17] += 1\n"),
     ("                            if g0 >= old:\n", "                                st[C + 18] += 1\n"),
     ("                                bm = bmax[i >> BLOCK_BITS]\n",
