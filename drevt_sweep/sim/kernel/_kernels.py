@@ -860,16 +860,20 @@ def _prof_step(pb, ps, m, k):
 
 
 @njit(cache=True, _nrt=False, inline="always")
+def _prof_upos(ps, m, k):
+    """A scan's position (m, k), the chunk order's end and its offset in ``ps`` as unsigned
+    indices: numba tests every signed index for a wrap from the end (``sar``, ``and``, ``add``
+    before each load)."""
+    return np.uint64(m), np.uint64(k), np.uint64(ps[PS_M1]), np.uint64(PS_CO)
+
+
+@njit(cache=True, _nrt=False, inline="always")
 def _prof_at_least_from(pt, pf, pb, ps, m, k, need):
     """``(time, m, k)`` of the first breakpoint at or after position (m, k) with ``need`` nodes
-    free; ``(+inf, m1, 0)`` if none. (Unsigned indices, the chunk's too: numba tests every signed
-    one for a wrap from the end.)"""
+    free; ``(+inf, m1, 0)`` if none. (Unsigned indices: ``_prof_upos``.)"""
+    um, uk, top, co = _prof_upos(ps, m, k)
     one = np.uint64(1)
     zero = np.uint64(0)
-    um = np.uint64(m)
-    uk = np.uint64(k)
-    top = np.uint64(ps[PS_M1])
-    co = np.uint64(PS_CO)
     while um < top:
         c = np.uint64(ps[co + um])
         if uk == zero and pb[c, PB_MAX] < need:  # no breakpoint in this chunk has enough
@@ -891,12 +895,9 @@ def _prof_below_from(pt, pf, pb, ps, m, k, need, until):
     """``(time, complete, m, k)``: the first breakpoint at or after position (m, k) with fewer
     than ``need`` nodes free (+inf if none), looking no further than the first breakpoint at or
     after ``until`` (``complete`` False if the search stopped there). (Unsigned indices.)"""
+    um, uk, top, co = _prof_upos(ps, m, k)
     one = np.uint64(1)
     zero = np.uint64(0)
-    um = np.uint64(m)
-    uk = np.uint64(k)
-    top = np.uint64(ps[PS_M1])
-    co = np.uint64(PS_CO)
     while um < top:
         c = np.uint64(ps[co + um])
         n = np.uint64(pb[c, PB_N])
