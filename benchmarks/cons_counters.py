@@ -50,7 +50,7 @@ PATCHES = (
      "                            st[C + 2] += 1\n"),
     ("                            if not exact and (old <= now or grown <= now):\n",
      "                                st[C + 3] += 1\n"),
-    ("                                if nodes[j] > F:\n", "                                    st[C + 3] += 1\n"),
+    ("                                if nodes[ju] > F:\n", "                                    st[C + 3] += 1\n"),
     ("                            grown_seen = sf[SF_GROWN]\n", "                            st[C + 17] += 1\n"),
     ("                            if g0 >= old:\n", "                                st[C + 18] += 1\n"),
     ("                                bm = bmax[i >> BLOCK_BITS]\n",
@@ -58,10 +58,10 @@ PATCHES = (
     ("                                if stale:  # found again only when it would pass the job over\n",
      "                                    st[C + 17] += 1\n"),
     ("                            start = _rc_fit(pt, pf, pb, ps, st, rc_i, rc_a, rc_b, rc_next, height_slot, "
-     "active,\n                                            now, nodes[j], limit[j], old, before)\n",
+     "active,\n                                            now, nodes[ju], limit[ju], old, before)\n",
      "                            st[C + 4] += 1\n                            st[C + (5 if rounds == 1 else 6)] += 1\n"
      "                            if start != np.inf:\n                                st[C + 7] += 1\n"),
-    ("            a, m, k = _prof_at_least_from(pt, pf, pb, ps, m, k, need, np.inf)\n", "            st[C + 8] += 1\n"),
+    ("            a, m, k = _prof_at_least_from(pt, pf, pb, ps, m, k, need)\n", "            st[C + 8] += 1\n"),
     ("            b, complete, m, k = _prof_below_from(pt, pf, pb, ps, m, k, need, stop)\n",
      "            st[C + 9] += 1\n"),
     ("        a = rc_a[s, u]\n", "        st[C + 10] += 1\n"),  # (the runs whose end is known)
@@ -71,7 +71,7 @@ PATCHES = (
     ("                if compress:\n                    st[C + 0] += 1\n", "                    st[C + 13] += Q\n"),
     ("                m, k = _prof_locate(pt, pb, ps, rc_next[s])\n",
      "                st[C + 16] += 1\n            mb = m\n"),
-    ("            a, m, k = _prof_at_least_from(pt, pf, pb, ps, m, k, need, np.inf)\n", "            st[C + 14] += m - mb\n"),
+    ("            a, m, k = _prof_at_least_from(pt, pf, pb, ps, m, k, need)\n", "            st[C + 14] += m - mb\n"),
     ("                m, k = _prof_locate(pt, pb, ps, b)\n", "                st[C + 16] += 1\n"),
     ("            if m < ps[PS_M1] and pt[ps[PS_CO + m], k] == b:  # the end is after b\n"
      "                m, k = _prof_step(pb, ps, m, k)\n", "            mb = m\n"),

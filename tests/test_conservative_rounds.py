@@ -63,3 +63,16 @@ def test_long_queue_many_rounds_as_the_reference(seed):
     ref, fast = (simulate(jobs, jobs.actual_run_time, 8, backfill="conservative", kernel=k)
                  for k in ("reference", "fast"))
     assert fast.begin.tolist() == ref.begin.tolist()
+
+
+# 1 node; fcfs. X (limit 30) starts at 0 and ends at 10. A (limit L) and B (limit 20) arrive at 1:
+# A is reserved at X's estimated end, 30, and B after A. At 10 A moves to 10: with L = 50 its new
+# slot [10, 60) overlaps its old one [30, 80) (the move changes the profile only on [10, 30) and
+# [60, 80)), with L = 15 they are apart ([10, 25) and [30, 45)). B then moves to A's new end.
+@pytest.mark.parametrize("kernel", ["reference", "fast"])
+@pytest.mark.parametrize("a_limit, b_begin", [(50, 60), (15, 25)])
+def test_a_move_within_its_old_slot_and_apart_from_it(kernel, a_limit, b_begin):
+    jobs = make_jobs([0, 1, 1], [1, 1, 1], [30, a_limit, 20], [10, a_limit, 20])
+    s = simulate(jobs, jobs.actual_run_time, 1, backfill="conservative", kernel=kernel)
+    assert s.begin.tolist() == [0, 10, b_begin]
+    assert s.end.tolist() == [10, 10 + a_limit, b_begin + 20]

@@ -860,54 +860,60 @@ def _prof_step(pb, ps, m, k):
 
 
 @njit(cache=True, _nrt=False, inline="always")
-def _prof_at_least_from(pt, pf, pb, ps, m, k, need, before):
+def _prof_upos(ps, m, k):
+    """A scan's position (m, k), the chunk order's end and its offset in ``ps`` as unsigned
+    indices: numba tests every signed index for a wrap from the end (``sar``, ``and``, ``add``
+    before each load)."""
+    return np.uint64(m), np.uint64(k), np.uint64(ps[PS_M1]), np.uint64(PS_CO)
+
+
+@njit(cache=True, _nrt=False, inline="always")
+def _prof_at_least_from(pt, pf, pb, ps, m, k, need):
     """``(time, m, k)`` of the first breakpoint at or after position (m, k) with ``need`` nodes
-    free, if it is before ``before``; else ``(+inf, m, k)``."""
-    m1 = ps[PS_M1]
-    while m < m1:
-        c = ps[PS_CO + m]
-        if pt[c, k] >= before:
-            return np.inf, m, k
-        if k == 0 and pb[c, PB_MAX] < need:  # no breakpoint in this chunk has enough
-            m += 1
+    free; ``(+inf, m1, 0)`` if none. (Unsigned indices: ``_prof_upos``.)"""
+    um, uk, top, co = _prof_upos(ps, m, k)
+    one = np.uint64(1)
+    zero = np.uint64(0)
+    while um < top:
+        c = np.uint64(ps[co + um])
+        if uk == zero and pb[c, PB_MAX] < need:  # no breakpoint in this chunk has enough
+            um += one
             continue
         th = need - pb[c, PB_ADD]
         n = np.uint64(pb[c, PB_N])
-        u = np.uint64(k)  # an unsigned index: numba adds no wrap-around of negative indices
-        while u < n:
-            if pf[c, u] >= th:
-                k = np.int64(u)
-                t = pt[c, k]
-                return (t if t < before else np.inf), m, k
-            u += np.uint64(1)
-        m += 1
-        k = 0
-    return np.inf, m, k
+        while uk < n:
+            if pf[c, uk] >= th:
+                return pt[c, uk], np.int64(um), np.int64(uk)
+            uk += one
+        um += one
+        uk = zero
+    return np.inf, np.int64(um), np.int64(uk)
 
 
 @njit(cache=True, _nrt=False, inline="always")
 def _prof_below_from(pt, pf, pb, ps, m, k, need, until):
     """``(time, complete, m, k)``: the first breakpoint at or after position (m, k) with fewer
     than ``need`` nodes free (+inf if none), looking no further than the first breakpoint at or
-    after ``until`` (``complete`` False if the search stopped there)."""
-    m1 = ps[PS_M1]
-    while m < m1:
-        c = ps[PS_CO + m]
-        n = pb[c, PB_N]
-        if k == 0 and pb[c, PB_MIN] >= need and pt[c, n - 1] < until:  # nothing here stops it
-            m += 1
+    after ``until`` (``complete`` False if the search stopped there). (Unsigned indices.)"""
+    um, uk, top, co = _prof_upos(ps, m, k)
+    one = np.uint64(1)
+    zero = np.uint64(0)
+    while um < top:
+        c = np.uint64(ps[co + um])
+        n = np.uint64(pb[c, PB_N])
+        if uk == zero and pb[c, PB_MIN] >= need and pt[c, n - one] < until:  # nothing here stops it
+            um += one
             continue
         th = need - pb[c, PB_ADD]
-        u = np.uint64(k)  # (unsigned: no wrap-around of negative indices)
-        while u < np.uint64(n):
-            if pf[c, u] < th:
-                return pt[c, u], True, m, np.int64(u)
-            if pt[c, u] >= until:
-                return pt[c, u], False, m, np.int64(u)
-            u += np.uint64(1)
-        m += 1
-        k = 0
-    return np.inf, True, m, k
+        while uk < n:
+            if pf[c, uk] < th:
+                return pt[c, uk], True, np.int64(um), np.int64(uk)
+            if pt[c, uk] >= until:
+                return pt[c, uk], False, np.int64(um), np.int64(uk)
+            uk += one
+        um += one
+        uk = zero
+    return np.inf, True, np.int64(um), np.int64(uk)
 
 
 @njit(cache=True, _nrt=False)
@@ -1090,7 +1096,7 @@ EPS = 2.0 ** -40  # ... by EPS times the times' sizes: far more than any roundin
 def _rc_slot(rc_i, rc_next, height_slot, active, st, h, now):
     """The cache slot of size ``h`` for this pass (emptied if it is from an earlier one)."""
     stamp = st[ST_STAMP]
-    s = height_slot[h]
+    s = height_slot[np.uint64(h)]  # (unsigned indices where hot: numba tests every signed one for a wrap)
     if s < 0:
         s = st[ST_VICTIM]
         st[ST_VICTIM] = (s + 1) % RC_SLOTS
@@ -1102,7 +1108,7 @@ def _rc_slot(rc_i, rc_next, height_slot, active, st, h, now):
             rc_i[s, RC_COUNT] = 0
             rc_i[s, RC_PARTIAL] = 0
             rc_next[s] = now
-    if rc_i[s, RC_STAMP] != stamp:
+    if rc_i[np.uint64(s), RC_STAMP] != stamp:
         rc_i[s, RC_STAMP] = stamp
         rc_i[s, RC_COUNT] = 0
         rc_i[s, RC_PARTIAL] = 0
@@ -1139,13 +1145,15 @@ def _rc_new_pass(rc_i, st):
 @njit(cache=True, _nrt=False, inline="always")
 def _rc_fit(pt, pf, pb, ps, st, rc_i, rc_a, rc_b, rc_next, height_slot, active, now, need, duration, own, before):
     """``_prof_fit`` from ``now`` through the run cache of size ``need`` (same answer)."""
-    s = _rc_slot(rc_i, rc_next, height_slot, active, st, need, now)
-    n = rc_i[s, RC_COUNT]  # the runs cached reach ``before``, all those before it shorter than the
-    if (n >= 2 and rc_a[s, n - 1] >= before and rc_b[s, n - 2] < own  # limit and ending before
-            and rc_a[s, RC_LONGEST + n - 2] < duration - EPS * duration):  # ``own``: no fit, no walk
+    s = np.uint64(_rc_slot(rc_i, rc_next, height_slot, active, st, need, now))  # (unsigned indices)
+    one = np.uint64(1)
+    two = np.uint64(2)
+    n = np.uint64(rc_i[s, RC_COUNT])  # the runs cached reach ``before``, all those before it shorter than the
+    if (n >= two and rc_a[s, n - one] >= before and rc_b[s, n - two] < own  # limit and ending before
+            and rc_a[s, np.uint64(RC_LONGEST) + n - two] < duration - EPS * duration):  # ``own``: no fit, no walk
         return np.inf
-    known = np.uint64(rc_i[s, RC_COUNT] - rc_i[s, RC_PARTIAL])  # cached runs whose end is known: a
-    u = np.uint64(0)  # tight loop (no stores, so the bounds stay in registers; ~8 runs a search)
+    known = n - np.uint64(rc_i[s, RC_PARTIAL])  # cached runs whose end is known: a tight loop (no
+    u = np.uint64(0)  # stores, so the bounds stay in registers; ~8 runs a search)
     while u < known:
         a = rc_a[s, u]
         if a >= before:
@@ -1155,24 +1163,25 @@ def _rc_fit(pt, pf, pb, ps, st, rc_i, rc_a, rc_b, rc_next, height_slot, active, 
             stop = own
         if rc_b[s, u] >= stop:
             return a
-        u += np.uint64(1)
-    i = np.int64(u)
+        u += one
+    i = u  # (unsigned, as above)
     m = np.int64(-1)  # (m, k): the position of the breakpoint at ``at`` (m < 0: none yet), where
     k = np.int64(0)  # the scan that found a run's start or end stopped, so that the next scan
     at = np.inf  # (its end; the next run's start) goes on from there without locating it
+    longest_at = np.uint64(RC_LONGEST)
     while True:
-        if i == rc_i[s, RC_COUNT]:
-            if i == RC_RUNS:  # cache full: go on searching the profile after the last cached run
-                return _prof_fit(pt, pf, pb, ps, rc_b[s, i - 1], need, duration, own, before)
+        if i == np.uint64(rc_i[s, RC_COUNT]):
+            if i == np.uint64(RC_RUNS):  # cache full: go on searching the profile after the last cached run
+                return _prof_fit(pt, pf, pb, ps, rc_b[s, i - one], need, duration, own, before)
             if m < 0 or rc_next[s] != at:
                 m, k = _prof_locate(pt, pb, ps, rc_next[s])
-            a, m, k = _prof_at_least_from(pt, pf, pb, ps, m, k, need, np.inf)
+            a, m, k = _prof_at_least_from(pt, pf, pb, ps, m, k, need)
             at = a
             if a == np.inf:
                 return np.inf  # (cannot happen: the last run lasts forever)
             rc_a[s, i] = a
             rc_b[s, i] = a
-            rc_i[s, RC_COUNT] = i + 1
+            rc_i[s, RC_COUNT] = np.int64(i + one)
             rc_i[s, RC_PARTIAL] = 1
         a = rc_a[s, i]
         if a >= before:
@@ -1181,7 +1190,7 @@ def _rc_fit(pt, pf, pb, ps, st, rc_i, rc_a, rc_b, rc_next, height_slot, active, 
         stop = a + duration
         if own < stop:
             stop = own
-        if b < stop and i == rc_i[s, RC_COUNT] - 1 and rc_i[s, RC_PARTIAL] == 1:
+        if b < stop and i + one == np.uint64(rc_i[s, RC_COUNT]) and rc_i[s, RC_PARTIAL] == 1:
             if m < 0 or b != at:
                 m, k = _prof_locate(pt, pb, ps, b)
             if m < ps[PS_M1] and pt[ps[PS_CO + m], k] == b:  # the end is after b
@@ -1193,10 +1202,12 @@ def _rc_fit(pt, pf, pb, ps, st, rc_i, rc_a, rc_b, rc_next, height_slot, active, 
                 rc_i[s, RC_PARTIAL] = 0
                 rc_next[s] = b
                 longest = b - a + EPS * (abs(a) + abs(b))  # (b - a < the limit then means b < a + limit)
-                rc_a[s, RC_LONGEST + i] = max(longest, rc_a[s, RC_LONGEST + i - 1]) if i > 0 else longest
+                if i > np.uint64(0):
+                    longest = max(longest, rc_a[s, longest_at + i - one])
+                rc_a[s, longest_at + i] = longest
         if b >= stop:
             return a
-        i += 1
+        i += one
 
 
 # The versions test of the compression rounds (``conservative_steps``). A job that a round looks at
@@ -1373,10 +1384,12 @@ def _cons_move(pt, pf, pb, ps, st, sf, rc_b, rc_i, rc_next, active, j, start, no
     nj = nodes[j]
     lj = limit[j]
     old = res[j]
-    m, k = _prof_locate(pt, pb, ps, old)  # (``_prof_occupy`` with the locate inlined: the moves are hot)
-    _prof_occupy_at(pt, pf, pb, ps, m, k, old, old + lj, -nj)
+    mid = min(start + lj, old)  # the new slot less the old one, then the old less the new: where the
+    back = max(start + lj, old)  # two overlap nothing changes, and the walks do not go there
+    m, k = _prof_locate(pt, pb, ps, back)  # (``_prof_occupy`` with the locate inlined: the moves are hot)
+    _prof_occupy_at(pt, pf, pb, ps, m, k, back, old + lj, -nj)
     m, k = _prof_locate(pt, pb, ps, start)
-    _prof_occupy_at(pt, pf, pb, ps, m, k, start, start + lj, nj)
+    _prof_occupy_at(pt, pf, pb, ps, m, k, start, mid, nj)
     _rc_changed(rc_i, rc_b, rc_next, active, st, start, now)
     res[j] = start
     if old + lj > sf[SF_GROWN]:
@@ -1533,9 +1546,10 @@ def conservative_steps(submit, limit, nodes, dur, arrivals, rank, total, enforce
                                 i = min(nb, Q)
                                 work += 1
                                 continue
-                        j = q[i]
+                        j = q[np.uint64(i)]
+                        ju = np.uint64(j)  # (unsigned: numba tests every signed index for a wrap from the end)
                         i += 1
-                        if order != ORDER_INTERLEAVED and placed[j] == 0:
+                        if order != ORDER_INTERLEAVED and placed[ju] == 0:
                             continue
                         if enforce and sf[SF_GROWN] != grown_seen:  # F after every change of grown
                             grown_seen = sf[SF_GROWN]
@@ -1543,7 +1557,7 @@ def conservative_steps(submit, limit, nodes, dur, arrivals, rank, total, enforce
                             stale = False
                             work += ps[PS_P] >> 4  # a scan of the profile
                         work += 1
-                        old = res[j]
+                        old = res[ju]
                         if enforce and old == old:  # a reserved job: the hot path, inline
                             bm = max(bm, old)
                             grown = sf[SF_GROWN]
@@ -1551,24 +1565,24 @@ def conservative_steps(submit, limit, nodes, dur, arrivals, rank, total, enforce
                                 continue  # provably cannot move (the O(1) test; see above)
                             if g0 >= old:
                                 continue  # nothing grew before its reservation since its block's version
-                            if not exact and nodes[j] > F:
+                            if not exact and nodes[ju] > F:
                                 if stale:  # found again only when it would pass the job over
                                     F = _prof_max_before(pt, pf, pb, ps, grown_seen)
                                     stale = False
                                     work += ps[PS_P] >> 4
-                                if nodes[j] > F:
+                                if nodes[ju] > F:
                                     continue
                             before = old if old < grown else grown
                             before = min(before, max(sf[SF_S1], sf[SF_GMAX]))  # a fit starts before the
                             if before <= now:  # latest growth end since its block's version
                                 continue
-                            if (before <= sf[SF_FB] and old >= sf[SF_FO] and limit[j] >= sf[SF_FL]
-                                    and nodes[j] >= sf[SF_FH]):
+                            if (before <= sf[SF_FB] and old >= sf[SF_FO] and limit[ju] >= sf[SF_FL]
+                                    and nodes[ju] >= sf[SF_FH]):
                                 continue  # the last failed search's job needed less: this one fails too
                             start = _rc_fit(pt, pf, pb, ps, st, rc_i, rc_a, rc_b, rc_next, height_slot, active,
-                                            now, nodes[j], limit[j], old, before)
+                                            now, nodes[ju], limit[ju], old, before)
                             if start == np.inf:
-                                _note_failure(sf, nodes[j], limit[j], old, before)
+                                _note_failure(sf, nodes[ju], limit[ju], old, before)
                             else:
                                 sf[SF_FB] = -np.inf
                                 _cons_move(pt, pf, pb, ps, st, sf, rc_b, rc_i, rc_next, active, j, start, now,
