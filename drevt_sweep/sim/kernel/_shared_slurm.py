@@ -269,6 +269,37 @@ def _block(PT, PC, PG, PM, PB, i, lo, hi):
     PB[i] = dst + B - tail
 
 
+@njit(cache=True, inline="always")
+def _reserve(RL, RH, RB, i, lo, hi):
+    """Node i held whole on [lo, hi) in the cycle's list of held spans (sorted, disjoint, not
+    touching; room for one more), merged with the spans it meets. The profile itself is not
+    changed: a reservation held in it (``_block``: the tail of four rows shifted, then
+    ``_most_free`` again) was most of a reservation's cost, and the searches read the held spans
+    only past the first segment that holds a request (``shared._node_fit``)."""
+    n = RB[i]
+    x = n
+    while x > 0 and RH[i, x - 1] >= lo:  # the spans from x on end at or after lo
+        x -= 1
+    y = x
+    while y < n and RL[i, y] <= hi:  # ... and x to y - 1 meet [lo, hi)
+        y += 1
+    if y > x:
+        lo = min(lo, RL[i, x])
+        hi = max(hi, RH[i, y - 1])
+    d = x + 1 - y  # the kept tail [y, n) moves by d
+    if d > 0:
+        for z in range(n - 1, y - 1, -1):
+            RL[i, z + d] = RL[i, z]
+            RH[i, z + d] = RH[i, z]
+    elif d < 0:
+        for z in range(y, n):
+            RL[i, z + d] = RL[i, z]
+            RH[i, z + d] = RH[i, z]
+    RL[i, x] = lo
+    RH[i, x] = hi
+    RB[i] = n + d
+
+
 @njit(cache=True, _nrt=False)
 def _rebuild(PT, PC, PG, PM, PB, now, window_end, re, rj, R, node_list, node_start, nodes, cores, gpus, mem, fc, fg,
              fm, due, D, MX, extra):
@@ -623,7 +654,7 @@ def _recalled(PT, PC, PG, PM, PB, MX, now, k, L, c, g, m, s1, r, rnl, first, zst
 def shared_slurm_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, mem, users, cap_c, cap_g, cap_m,
                        pf_, pi, begin, end, est, node_start, node_list, fc, fg, fm, pick, re, rj, rn, hk, hj,
                        q, due, tests, ucount, ustamp, PB, E, wit, wmark, usable, runs, low, MX, rs, rcy, rnl, zstamp,
-                       rheld, front, zs, FB, PT, PC, PG, PM, st, sf, budget):
+                       rheld, front, zs, FB, RB, PT, PC, PG, PM, RL, RH, st, sf, budget):
     """``sim.shared._run_events`` with ``_SlurmShared`` from the state in ``st``/``sf``, for at
     most ``budget`` events; status 0 done, 1 budget used, ``GROW`` the profiles need to be
     wider (``st[ST_NEED]`` breakpoints; the cycle goes on where it stopped), -3 a job that fits
@@ -723,6 +754,7 @@ def shared_slurm_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, m
                     _most_free(PT, PC, PG, PM, PB, node_list[node_start[j] + x], MX, now)
             FB[0, :] = np.inf  # no reservation yet
             FB[1, :] = -np.inf  # (and none ends)
+            RB[:] = 0
             wmark[:] = False  # the nodes on which the cycle's last possible start fits now
             j = tests[last]
             _fits_now(fc, fg, fm, FB, now, nodes[j], limit[j], cores[j], gpus[j], mem[j], wit)  # (it does)
@@ -733,12 +765,13 @@ def shared_slurm_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, m
             y = -1
         at = AT_NONE
         if y >= -1:  # the cycle's tested jobs (from y + 1)
-            top = _widest(PB)  # (at least the most breakpoints a node holds)
+            top = max(_widest(PB), _widest(RB))  # (at least the most breakpoints or held spans a node holds)
+            held = (FB, RL, RH, RB)
             maxc, maxg, maxm = _maxima(fc, fg, fm)  # (no job the free resources cannot hold fits the profiles now)
             while y < last:
                 y += 1
-                if top + 2 > cap:  # this job may add two breakpoints to a node
-                    top = _widest(PB)
+                if top + 2 > cap:  # this job may add two breakpoints (or a held span) to a node
+                    top = max(_widest(PB), _widest(RB))
                 if top + 2 > cap or (every and not resumed):
                     status = _widen(st, AT_TEST, top + 2, D, last, y, reserved)
                     break
@@ -760,10 +793,10 @@ def shared_slurm_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, m
                 else:
                     if had:
                         s = _recalled(PT, PC, PG, PM, PB, MX, now, k, d, c, g, m, rs[ju], rcy[ju], rnl, f, zstamp, zs,
-                                      pick, runs[0], FB)  # (cons_tres' scratch: free here)
+                                      pick, runs[0], held)  # (cons_tres' scratch: free here)
                     if s < 0:
                         st[ST_FITS] += 1
-                        s = _earliest_all(PT, PC, PG, PM, PB, MX, now, k, d, c, g, m, np.inf, pick, E, low, FB)
+                        s = _earliest_all(PT, PC, PG, PM, PB, MX, now, k, d, c, g, m, np.inf, pick, E, low, held)
                         if s == np.inf:
                             return -3
                     else:
@@ -822,9 +855,7 @@ def shared_slurm_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, m
                 if hi > lo:  # held whole
                     for x in range(nodes[j]):
                         i = np.uint64(pick[x])  # (unsigned: see _beyond)
-                        _room(PT, PC, PG, PM, PB, i, now)  # (drops past segments)
-                        _block(PT, PC, PG, PM, PB, i, lo, hi)
-                        _most_free(PT, PC, PG, PM, PB, i, MX, now)
+                        _reserve(RL, RH, RB, i, lo, hi)
                         FB[0, i] = min(FB[0, i], lo)
                         FB[1, i] = max(FB[1, i], hi)
                     top += 2
@@ -919,10 +950,12 @@ def run_shared_slurm(submit, limit, nodes, dur, rank, request, machine, users, b
              np.zeros(n, np.bool_),  # whether each job's last fit held its nodes (inside the window)
              np.empty(n, np.int64),  # the cycle's jobs whose fit is at the window end (``_beyond``)
              np.zeros(n_nodes + 2, np.int64),  # the latest stamp, how many nodes have it, those nodes
-             np.full((2, n_nodes), np.inf))  # each node's reservations in the cycle: earliest start, latest end
+             np.full((2, n_nodes), np.inf),  # each node's reservations in the cycle: earliest start, latest end
+             np.zeros(n_nodes, np.int64))  # ... and how many held spans
     w = PROFILE_WIDTH
     profiles = [np.empty((n_nodes, w)), np.empty((n_nodes, w), np.int64), np.empty((n_nodes, w), np.int64),
-                np.empty((n_nodes, w), np.int64)]  # breakpoints; free cores, GPUs, KiB from each (widened)
+                np.empty((n_nodes, w), np.int64),  # breakpoints; free cores, GPUs, KiB from each (widened)
+                np.empty((n_nodes, w)), np.empty((n_nodes, w))]  # the held spans' starts and ends (the same)
     st = np.zeros(max(kernels.ST_SIZE, ST_SIZE), np.int64)
     sf = np.zeros(max(kernels.SF_SIZE, SF_SIZE))
     start_clocks(st, sf)
