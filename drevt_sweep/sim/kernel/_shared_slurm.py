@@ -21,8 +21,9 @@ What is reused rather than rewritten:
   reservation holds its nodes **whole** (Slurm's ``node_space_map_t`` keeps node bitmaps per
   time slot; ``_add_reservation`` takes the reserved job's nodes out of every slot it
   overlaps): ``_Timeline`` holds one core more than the node has there, so nothing fits beside
-  it; here the span becomes one segment of free amounts -1
-  (``_block``: the same fits, and the breakpoints inside it go);
+  it; here the cycle keeps each node's held spans apart from its profile, sorted and merged
+  (``_reserve``), and a fit must also keep clear of them: the same fits as a profile with
+  each span one segment of free amounts -1 (``_block``), which the profile then stays free of;
 * free resources and starts from ``kernel.shared`` (``_take``; an event's completions are
   the queue driver's loop over ``_kernels._finish_next`` and ``shared._give_back``, here
   stamping the freed nodes), the event loop's steps from ``_kernels``
@@ -222,10 +223,9 @@ def _block(PT, PC, PG, PM, PB, i, lo, hi):
     segment of free amounts -1 there, in place of every breakpoint inside it, merged with a
     held segment on either side. Within a cycle nothing is given back and no start overlaps a
     held point (it would not fit), so a held point's amounts only have to stay below every
-    request: the same fits as holding one core more than the node has (``_prof_take``), with
-    fewer breakpoints and one shift of the node's tail. (Inlined, as ``_cycle_end``: the
-    driver calls both at every hold, and the calls cost 3% and 7% of issue 26's growth
-    benchmark at 125k jobs.)"""
+    request: the same fits as holding one core more than the node has (``_prof_take``). This is
+    what the cycle's held spans (``_reserve``) stand for; the driver held its reservations so
+    until the twenty-eighth session, and the tests build the profiles held whole with it."""
     B = PB[i]
     bs = _seg(PT, PB, i, lo)
     be = bs  # hi's segment, walking on from lo's: a few steps, cheaper than a binary search's branches
@@ -374,12 +374,11 @@ def _rebuild(PT, PC, PG, PM, PB, now, window_end, re, rj, R, node_list, node_sta
 @njit(cache=True, _nrt=False)
 def _most_free(PT, PC, PG, PM, PB, i, MX, now=np.inf):
     """The most free cores, GPUs and KiB of node i in any segment but its last, into MX[:, i]
-    (-1: it has one segment); called whenever the cycle changes the node's profile. Within a
-    cycle the amounts from now on only grow, except where a reservation holds the node whole
-    (-1; ``_holds_now``), so the most among the segments from now's on are the last one's not
-    held whole: only the segments up to now's and that one are read (without ``now``: all). (A
-    pass over every segment right after ``_block``'s stores was ~7 % of the 8- and 16-node
-    partitions' samples.)"""
+    (-1: it has one segment); called whenever a start of the cycle changes the node's profile.
+    Within a cycle the amounts from now on only grow, except where a profile holds the node
+    whole (-1, ``_block``: not in the driver's, whose reservations are kept apart), so the most
+    among the segments from now's on are the last one's not held whole: only the segments up
+    to now's and that one are read (without ``now``: all)."""
     mc = mg = mm = -1
     last = PB[i] - 2  # the next to last segment
     b = 0
@@ -407,12 +406,12 @@ def _holds_now(fc, fg, fm, FB, i, t1, c, g, m):
     reading the profile. Within a cycle a node's profile from now on is its free resources
     now (``fc``...: the rebuild gives the main scheduler's starts back and holds them again
     from now, and each start of the cycle takes from both), then only steps up (running jobs
-    end, held starts end, all cut at the window end), except where a reservation holds it
-    whole (``_block``: amounts -1, from ``FB[0, i]``, the earliest such start in the cycle, to
-    ``FB[1, i]`` at the latest). So it holds the job from now for a limit > 0 (the inputs' check)
-    iff the free resources do and no reservation starts before t1: ``_node_fit(..., now, L, ...)
-    == now`` with t1 = now + L. (``shared._node_fit`` reads the profile's reservations only, past
-    the first segment that holds a request, on the same argument.)"""
+    end, held starts end, all cut at the window end), and a reservation holds it whole (its held
+    spans, ``_reserve``, from ``FB[0, i]``, the earliest such start in the cycle, to ``FB[1, i]``
+    at the latest). So it holds the job from now for a limit > 0 (the inputs' check) iff the
+    free resources do and no reservation starts before t1: ``_node_fit(..., now, L, ...) ==
+    now`` with t1 = now + L. (``shared._node_fit`` reads the held spans only past the first
+    segment that holds a request, on the same argument.)"""
     return fc[i] >= c and fg[i] >= g and fm[i] >= m and FB[0, i] >= t1
 
 
