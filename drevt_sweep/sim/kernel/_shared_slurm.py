@@ -10,7 +10,7 @@ What is reused rather than rewritten:
   ``t0 + k * step`` from the first pass, the ones passed while no job waits skipped) and the
   window end ``_slurm._window_end`` (``cycle_window_end``);
 * the per-node free profiles of the shared conservative kernel with limits enforced
-  (``kernel.shared``: ``_prof_take``, ``_room``, ``_seg``, the earliest fit ``_earliest_all``,
+  (``kernel.shared``: ``_prof_take``, ``_seg``, the earliest fit ``_earliest_all``,
   given the most free amounts that only the cycle keeps, ``_most_free``, for ``_node_fit``'s
   shortcut; the comment above ``shared._seg`` says why it is ``_Timeline.earliest_fit``'s). ``_SlurmShared``
   plans on a ``_Timeline`` of intervals, whose usage (``_Timeline._steps``) is that step
@@ -69,7 +69,7 @@ from ._slurm import (P_DEPTH, P_F_SIZE, P_I_SIZE, P_INTERVAL, P_MAX_TEST, P_MAX_
                      P_WINDOW, ST_CYCLE, _load_clocks, _pass_clocks, _settings, _store_clocks, _window_end,
                      start_clocks)
 from .shared import (GROW, _earliest_all, _first_fit, _give_back, _maxima, _node_fit, _node_lists, _prof_take,
-                     _room, _seg, _take, _widest)
+                     _seg, _take, _widest)
 
 # counters of the work done, for benchmarks (``run_shared_slurm``'s ``counters``)
 ST_PASSES = 10  # scheduling passes
@@ -208,12 +208,12 @@ def _slurm_fit(fc, fg, fm, k, c, g, m, pick, usable, rf, rl, rc, rn):
 
 
 @njit(cache=True, _nrt=False)
-def _hold(PT, PC, PG, PM, PB, where, first, k, s, e, c, g, m, now):
+def _hold(PT, PC, PG, PM, PB, where, first, k, s, e, c, g, m):
     """(c, g, m) of each node ``where[first:first + k]`` held on [s, e) in the cycle's free
-    profiles (the driver made room for two more breakpoints on every node)."""
+    profiles (the driver made room for two more breakpoints on every node; rebuilt at now, they
+    have no past segments to drop)."""
     for y in range(k):
         i = where[first + y]
-        _room(PT, PC, PG, PM, PB, i, now)  # (drops past segments)
         _prof_take(PT, PC, PG, PM, PB, i, s, e, c, g, m, 1)
 
 
@@ -748,7 +748,7 @@ def shared_slurm_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, m
             for y in range(D):
                 j = due[y]
                 _hold(PT, PC, PG, PM, PB, node_list, node_start[j], nodes[j], now, min(now + limit[j], window_end),
-                      cores[j], gpus[j], mem[j], now)
+                      cores[j], gpus[j], mem[j])
                 for x in range(nodes[j]):
                     _most_free(PT, PC, PG, PM, PB, node_list[node_start[j] + x], MX, now)
             FB[0, :] = np.inf  # no reservation yet
@@ -769,9 +769,7 @@ def shared_slurm_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, m
             maxc, maxg, maxm = _maxima(fc, fg, fm)  # (no job the free resources cannot hold fits the profiles now)
             while y < last:
                 y += 1
-                if top + 2 > cap:  # this job may add two breakpoints (or a held span) to a node
-                    top = max(_widest(PB), _widest(RB))
-                if top + 2 > cap or (every and not resumed):
+                if top + 2 > cap or (every and not resumed):  # this job may add two breakpoints to a node
                     status = _widen(st, AT_TEST, top + 2, D, last, y, reserved)
                     break
                 resumed = False
@@ -833,10 +831,11 @@ def shared_slurm_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, m
                     due[D] = j
                     D += 1
                     _hold(PT, PC, PG, PM, PB, node_list, node_start[j], nodes[j], now, min(now + d, window_end),
-                          c, g, m, now)
+                          c, g, m)
                     for x in range(nodes[j]):
-                        _most_free(PT, PC, PG, PM, PB, node_list[node_start[j] + x], MX, now)
-                    top += 2
+                        ni = node_list[node_start[j] + x]
+                        _most_free(PT, PC, PG, PM, PB, ni, MX, now)
+                        top = max(top, PB[ni])
                     if y < last:
                         last = _cycle_end(fc, fg, fm, FB, now, tests, y, last, nodes, limit, cores, gpus, mem,
                                           wit, wmark, node_list, node_start[j], nodes[j], maxc, maxg, maxm)
@@ -857,7 +856,7 @@ def shared_slurm_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, m
                         _reserve(RL, RH, RB, i, lo, hi)
                         FB[0, i] = min(FB[0, i], lo)
                         FB[1, i] = max(FB[1, i], hi)
-                    top += 2
+                        top = max(top, RB[i])
                     if y < last:
                         last = _cycle_end(fc, fg, fm, FB, now, tests, y, last, nodes, limit, cores, gpus, mem,
                                           wit, wmark, pick, 0, nodes[j], maxc, maxg, maxm)
