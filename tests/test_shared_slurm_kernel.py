@@ -185,11 +185,9 @@ def test_held_spans_beside_the_profile_give_the_fits_of_the_profile_held_whole()
     cap_c, cap_g, cap_m, n, width = 16, 2, 64, 4, 128
     now = 0.0
     held_checked = 0
-    for case in range(150):
+    for case in range(150):  # every node wholly free, then the running jobs taken
         PT = np.full((n, width), -np.inf)
-        PC = np.full((n, width), cap_c, np.int64)
-        PG = np.full((n, width), cap_g, np.int64)
-        PM = np.full((n, width), cap_m, np.int64)
+        PC, PG, PM = (np.full((n, width), v, np.int64) for v in (cap_c, cap_g, cap_m))
         PB = np.ones(n, np.int64)
         for _ in range(rng.integers(0, 10)):  # running jobs, from the past to an end after now
             i = int(rng.integers(0, n))
