@@ -600,8 +600,8 @@ def _recalled(PT, PC, PG, PM, PB, MX, now, k, L, c, g, m, s1, r, rnl, first, zst
     "Twenty-third session, helper ssl23"). Older records list Z in the scratch ``Z`` (by index)
     in the pass that counts it, a store at every node and no branch (reading every node's stamp
     again, with a mostly-not-taken branch per node, cost ~5 % of the growth benchmark:
-    "Twenty-second session, helper ssl22"). ``FB``: the cycle's reservations per node, for
-    ``shared._node_fit`` (``_holds_now``)."""
+    "Twenty-second session, helper ssl22"). ``FB``: the cycle's reservations per node (their
+    bounds and held spans, ``_reserve``), for ``shared._node_fit``."""
     n_nodes = PB.shape[0]
     if s1 < now:
         return -1.0

@@ -686,8 +686,8 @@ def _prof_take(PT, PC, PG, PM, PB, i, s, e, c, g, m, sign):
 @njit(cache=True, inline="always")
 def _room(PT, PC, PG, PM, PB, i, now):
     """Whether node i has room for two more breakpoints, after dropping its past segments.
-    (Inlined: the shared Slurm kernel checks it before every hold, and the call cost ~15% of
-    issue 26's growth benchmark at 160k jobs.)"""
+    (Inlined: the shared conservative kernel's kept plan checks it before every change, and
+    the call cost ~15% of issue 26's growth benchmark at 160k jobs when the Slurm kernel did.)"""
     cap = PT.shape[1]
     if PB[i] + 2 <= cap and not (PB[i] >= 16 and PT[i, 8] <= now):  # (or many past segments)
         return True
