@@ -171,6 +171,76 @@ def test_the_slurm_drivers_earliest_fit_is_the_shared_kernels():
     assert shortcut > 1000 and scanned > 1000
 
 
+def test_held_spans_beside_the_profile_give_the_fits_of_the_profile_held_whole():
+    """The Slurm cycle keeps its reservations as sorted, merged spans per node beside the running
+    jobs' profile (``_shared_slurm._reserve``; the searches read them in ``shared._node_fit``)
+    instead of holding each one whole in the profile (``_block``). On random cycles of 4 nodes
+    (running jobs ending after now, so the amounts only step up from now; a start held from now;
+    reservations overlapping, touching and nested), every node fit and several-node search from
+    now or later gives exactly what the profile held whole gives by definition, and the spans
+    are the union of the reservations."""
+    from drevt_sweep.sim.kernel import _shared_slurm as ss, shared
+
+    rng = np.random.default_rng(28)
+    cap_c, cap_g, cap_m, n, width = 16, 2, 64, 4, 128
+    now = 0.0
+    held_checked = 0
+    for case in range(150):  # every node wholly free, then the running jobs taken
+        PT = np.full((n, width), -np.inf)
+        PC, PG, PM = (np.full((n, width), v, np.int64) for v in (cap_c, cap_g, cap_m))
+        PB = np.ones(n, np.int64)
+        for _ in range(rng.integers(0, 10)):  # running jobs, from the past to an end after now
+            i = int(rng.integers(0, n))
+            e = float(rng.integers(1, 12)) * 5
+            c = int(rng.integers(0, 9))
+            if shared._node_earliest(PT, PC, PG, PM, PB, i, -1e9, 1e9 + e, c, 0, 4 * c, -1e9) == -1e9:
+                shared._prof_take(PT, PC, PG, PM, PB, i, -1e9, e, c, 0, 4 * c, 1)
+        if rng.random() < 0.5:  # a start of the cycle, held from now
+            i, c = int(rng.integers(0, n)), int(rng.integers(1, 5))
+            if shared._node_earliest(PT, PC, PG, PM, PB, i, now, 15.0, c, 0, 0, now) == now:
+                shared._prof_take(PT, PC, PG, PM, PB, i, now, 15.0, c, 0, 0, 1)
+        MX = np.empty((3, n), np.int64)
+        for i in range(n):
+            ss._most_free(PT, PC, PG, PM, PB, i, MX, now)
+        QT, QC, QG, QM, QB = PT.copy(), PC.copy(), PG.copy(), PM.copy(), PB.copy()  # held whole
+        FB = np.empty((2, n))
+        FB[0], FB[1] = np.inf, -np.inf
+        RL, RH, RB = np.empty((n, width)), np.empty((n, width)), np.zeros(n, np.int64)
+        spans = [[] for _ in range(n)]
+        for _ in range(rng.integers(0, 12)):
+            i = int(rng.integers(0, n))
+            lo = float(rng.integers(0, 14)) * 5
+            hi = lo + float(rng.choice([5, 10, 20, 35]))
+            ss._block(QT, QC, QG, QM, QB, i, lo, hi)
+            ss._reserve(RL, RH, RB, i, lo, hi)
+            FB[0, i], FB[1, i] = min(FB[0, i], lo), max(FB[1, i], hi)
+            spans[i].append((lo, hi))
+        for i in range(n):  # the spans: sorted, apart, and covering the same times
+            got = list(zip(RL[i, :RB[i]], RH[i, :RB[i]]))
+            assert all(a[1] < b[0] for a, b in zip(got, got[1:])), got
+            for t in np.arange(0, 110, 2.5):
+                assert any(lo <= t < hi for lo, hi in got) == any(lo <= t < hi for lo, hi in spans[i])
+        held = (FB, RL, RH, RB)
+        for _ in range(20):
+            c = int(rng.choice([0, 1, 4, 8, 12, 16]))
+            g, m = int(rng.integers(0, 3)), int(rng.choice([0, 4 * c, 64]))
+            L = float(rng.choice([1, 5, 15, 40]))
+            for t in (now, 12.0):
+                for H in (t, 20.0, np.inf):
+                    for i in range(n):
+                        want = plain_earliest(QT, QC, QG, QM, QB, i, t, L, c, g, m, H)
+                        assert shared._node_fit(PT, PC, PG, PM, PB, MX, i, t, L, c, g, m, H, held) == want
+                        held_checked += RB[i] > 0
+            for k in range(1, n + 1):
+                pick, want_pick = np.full(n, -1, np.int64), np.full(n, -1, np.int64)
+                want = shared._earliest_all(QT, QC, QG, QM, QB, None, now, k, L, c, g, m, np.inf, want_pick,
+                                            np.empty(n), np.empty(n))
+                got = shared._earliest_all(PT, PC, PG, PM, PB, MX, now, k, L, c, g, m, np.inf, pick, np.empty(n),
+                                           np.empty(n), held)
+                assert got == want and (got == np.inf or np.array_equal(pick[:k], want_pick[:k])), (case, k)
+    assert held_checked > 1000
+
+
 @pytest.mark.parametrize("width,everywhere", [(1, False), (2, False), (3, False), (16, True)])
 def test_profiles_too_narrow_are_widened_where_the_cycle_stopped(monkeypatch, width, everywhere):
     """The driver runs without numba's runtime, so it cannot widen its per-node profiles itself:

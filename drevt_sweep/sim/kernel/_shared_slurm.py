@@ -10,7 +10,7 @@ What is reused rather than rewritten:
   ``t0 + k * step`` from the first pass, the ones passed while no job waits skipped) and the
   window end ``_slurm._window_end`` (``cycle_window_end``);
 * the per-node free profiles of the shared conservative kernel with limits enforced
-  (``kernel.shared``: ``_prof_take``, ``_room``, ``_seg``, the earliest fit ``_earliest_all``,
+  (``kernel.shared``: ``_prof_take``, ``_seg``, the earliest fit ``_earliest_all``,
   given the most free amounts that only the cycle keeps, ``_most_free``, for ``_node_fit``'s
   shortcut; the comment above ``shared._seg`` says why it is ``_Timeline.earliest_fit``'s). ``_SlurmShared``
   plans on a ``_Timeline`` of intervals, whose usage (``_Timeline._steps``) is that step
@@ -21,8 +21,9 @@ What is reused rather than rewritten:
   reservation holds its nodes **whole** (Slurm's ``node_space_map_t`` keeps node bitmaps per
   time slot; ``_add_reservation`` takes the reserved job's nodes out of every slot it
   overlaps): ``_Timeline`` holds one core more than the node has there, so nothing fits beside
-  it; here the span becomes one segment of free amounts -1
-  (``_block``: the same fits, and the breakpoints inside it go);
+  it; here the cycle keeps each node's held spans apart from its profile, sorted and merged
+  (``_reserve``), and a fit must also keep clear of them: the same fits as a profile with
+  each span one segment of free amounts -1 (``_block``), which the profile then stays free of;
 * free resources and starts from ``kernel.shared`` (``_take``; an event's completions are
   the queue driver's loop over ``_kernels._finish_next`` and ``shared._give_back``, here
   stamping the freed nodes), the event loop's steps from ``_kernels``
@@ -68,7 +69,7 @@ from ._slurm import (P_DEPTH, P_F_SIZE, P_I_SIZE, P_INTERVAL, P_MAX_TEST, P_MAX_
                      P_WINDOW, ST_CYCLE, _load_clocks, _pass_clocks, _settings, _store_clocks, _window_end,
                      start_clocks)
 from .shared import (GROW, _earliest_all, _first_fit, _give_back, _maxima, _node_fit, _node_lists, _prof_take,
-                     _room, _seg, _take, _widest)
+                     _seg, _take, _widest)
 
 # counters of the work done, for benchmarks (``run_shared_slurm``'s ``counters``)
 ST_PASSES = 10  # scheduling passes
@@ -207,12 +208,12 @@ def _slurm_fit(fc, fg, fm, k, c, g, m, pick, usable, rf, rl, rc, rn):
 
 
 @njit(cache=True, _nrt=False)
-def _hold(PT, PC, PG, PM, PB, where, first, k, s, e, c, g, m, now):
+def _hold(PT, PC, PG, PM, PB, where, first, k, s, e, c, g, m):
     """(c, g, m) of each node ``where[first:first + k]`` held on [s, e) in the cycle's free
-    profiles (the driver made room for two more breakpoints on every node)."""
+    profiles (the driver made room for two more breakpoints on every node; rebuilt at now, they
+    have no past segments to drop)."""
     for y in range(k):
         i = where[first + y]
-        _room(PT, PC, PG, PM, PB, i, now)  # (drops past segments)
         _prof_take(PT, PC, PG, PM, PB, i, s, e, c, g, m, 1)
 
 
@@ -222,10 +223,9 @@ def _block(PT, PC, PG, PM, PB, i, lo, hi):
     segment of free amounts -1 there, in place of every breakpoint inside it, merged with a
     held segment on either side. Within a cycle nothing is given back and no start overlaps a
     held point (it would not fit), so a held point's amounts only have to stay below every
-    request: the same fits as holding one core more than the node has (``_prof_take``), with
-    fewer breakpoints and one shift of the node's tail. (Inlined, as ``_cycle_end``: the
-    driver calls both at every hold, and the calls cost 3% and 7% of issue 26's growth
-    benchmark at 125k jobs.)"""
+    request: the same fits as holding one core more than the node has (``_prof_take``). This is
+    what the cycle's held spans (``_reserve``) stand for; the driver held its reservations so
+    until the twenty-eighth session, and the tests build the profiles held whole with it."""
     B = PB[i]
     bs = _seg(PT, PB, i, lo)
     be = bs  # hi's segment, walking on from lo's: a few steps, cheaper than a binary search's branches
@@ -267,6 +267,37 @@ def _block(PT, PC, PG, PM, PB, i, lo, hi):
         PG[i, a + 1] = hg
         PM[i, a + 1] = hm
     PB[i] = dst + B - tail
+
+
+@njit(cache=True, inline="always")
+def _reserve(RL, RH, RB, i, lo, hi):
+    """Node i held whole on [lo, hi) in the cycle's list of held spans (sorted, disjoint, not
+    touching; room for one more), merged with the spans it meets. The profile itself is not
+    changed: a reservation held in it (``_block``: the tail of four rows shifted, then
+    ``_most_free`` again) was most of a reservation's cost, and the searches read the held spans
+    only past the first segment that holds a request (``shared._node_fit``)."""
+    n = RB[i]
+    x = n
+    while x > 0 and RH[i, x - 1] >= lo:  # the spans from x on end at or after lo
+        x -= 1
+    y = x
+    while y < n and RL[i, y] <= hi:  # ... and x to y - 1 meet [lo, hi)
+        y += 1
+    if y > x:
+        lo = min(lo, RL[i, x])
+        hi = max(hi, RH[i, y - 1])
+    d = x + 1 - y  # the kept tail [y, n) moves by d
+    if d > 0:
+        for z in range(n - 1, y - 1, -1):
+            RL[i, z + d] = RL[i, z]
+            RH[i, z + d] = RH[i, z]
+    elif d < 0:
+        for z in range(y, n):
+            RL[i, z + d] = RL[i, z]
+            RH[i, z + d] = RH[i, z]
+    RL[i, x] = lo
+    RH[i, x] = hi
+    RB[i] = n + d
 
 
 @njit(cache=True, _nrt=False)
@@ -343,12 +374,11 @@ def _rebuild(PT, PC, PG, PM, PB, now, window_end, re, rj, R, node_list, node_sta
 @njit(cache=True, _nrt=False)
 def _most_free(PT, PC, PG, PM, PB, i, MX, now=np.inf):
     """The most free cores, GPUs and KiB of node i in any segment but its last, into MX[:, i]
-    (-1: it has one segment); called whenever the cycle changes the node's profile. Within a
-    cycle the amounts from now on only grow, except where a reservation holds the node whole
-    (-1; ``_holds_now``), so the most among the segments from now's on are the last one's not
-    held whole: only the segments up to now's and that one are read (without ``now``: all). (A
-    pass over every segment right after ``_block``'s stores was ~7 % of the 8- and 16-node
-    partitions' samples.)"""
+    (-1: it has one segment); called whenever a start of the cycle changes the node's profile.
+    Within a cycle the amounts from now on only grow, except where a profile holds the node
+    whole (-1, ``_block``: not in the driver's, whose reservations are kept apart), so the most
+    among the segments from now's on are the last one's not held whole: only the segments up
+    to now's and that one are read (without ``now``: all)."""
     mc = mg = mm = -1
     last = PB[i] - 2  # the next to last segment
     b = 0
@@ -376,12 +406,12 @@ def _holds_now(fc, fg, fm, FB, i, t1, c, g, m):
     reading the profile. Within a cycle a node's profile from now on is its free resources
     now (``fc``...: the rebuild gives the main scheduler's starts back and holds them again
     from now, and each start of the cycle takes from both), then only steps up (running jobs
-    end, held starts end, all cut at the window end), except where a reservation holds it
-    whole (``_block``: amounts -1, from ``FB[0, i]``, the earliest such start in the cycle, to
-    ``FB[1, i]`` at the latest). So it holds the job from now for a limit > 0 (the inputs' check)
-    iff the free resources do and no reservation starts before t1: ``_node_fit(..., now, L, ...)
-    == now`` with t1 = now + L. (``shared._node_fit`` reads the profile's reservations only, past
-    the first segment that holds a request, on the same argument.)"""
+    end, held starts end, all cut at the window end), and a reservation holds it whole (its held
+    spans, ``_reserve``, from ``FB[0, i]``, the earliest such start in the cycle, to ``FB[1, i]``
+    at the latest). So it holds the job from now for a limit > 0 (the inputs' check) iff the
+    free resources do and no reservation starts before t1: ``_node_fit(..., now, L, ...) ==
+    now`` with t1 = now + L. (``shared._node_fit`` reads the held spans only past the first
+    segment that holds a request, on the same argument.)"""
     return fc[i] >= c and fg[i] >= g and fm[i] >= m and FB[0, i] >= t1
 
 
@@ -570,8 +600,8 @@ def _recalled(PT, PC, PG, PM, PB, MX, now, k, L, c, g, m, s1, r, rnl, first, zst
     "Twenty-third session, helper ssl23"). Older records list Z in the scratch ``Z`` (by index)
     in the pass that counts it, a store at every node and no branch (reading every node's stamp
     again, with a mostly-not-taken branch per node, cost ~5 % of the growth benchmark:
-    "Twenty-second session, helper ssl22"). ``FB``: the cycle's reservations per node, for
-    ``shared._node_fit`` (``_holds_now``)."""
+    "Twenty-second session, helper ssl22"). ``FB``: the cycle's reservations per node (their
+    bounds and held spans, ``_reserve``), for ``shared._node_fit``."""
     n_nodes = PB.shape[0]
     if s1 < now:
         return -1.0
@@ -623,7 +653,7 @@ def _recalled(PT, PC, PG, PM, PB, MX, now, k, L, c, g, m, s1, r, rnl, first, zst
 def shared_slurm_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, mem, users, cap_c, cap_g, cap_m,
                        pf_, pi, begin, end, est, node_start, node_list, fc, fg, fm, pick, re, rj, rn, hk, hj,
                        q, due, tests, ucount, ustamp, PB, E, wit, wmark, usable, runs, low, MX, rs, rcy, rnl, zstamp,
-                       rheld, front, zs, FB, PT, PC, PG, PM, st, sf, budget):
+                       rheld, front, zs, FB, RB, PT, PC, PG, PM, RL, RH, st, sf, budget):
     """``sim.shared._run_events`` with ``_SlurmShared`` from the state in ``st``/``sf``, for at
     most ``budget`` events; status 0 done, 1 budget used, ``GROW`` the profiles need to be
     wider (``st[ST_NEED]`` breakpoints; the cycle goes on where it stopped), -3 a job that fits
@@ -718,11 +748,12 @@ def shared_slurm_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, m
             for y in range(D):
                 j = due[y]
                 _hold(PT, PC, PG, PM, PB, node_list, node_start[j], nodes[j], now, min(now + limit[j], window_end),
-                      cores[j], gpus[j], mem[j], now)
+                      cores[j], gpus[j], mem[j])
                 for x in range(nodes[j]):
                     _most_free(PT, PC, PG, PM, PB, node_list[node_start[j] + x], MX, now)
             FB[0, :] = np.inf  # no reservation yet
             FB[1, :] = -np.inf  # (and none ends)
+            RB[:] = 0
             wmark[:] = False  # the nodes on which the cycle's last possible start fits now
             j = tests[last]
             _fits_now(fc, fg, fm, FB, now, nodes[j], limit[j], cores[j], gpus[j], mem[j], wit)  # (it does)
@@ -733,13 +764,12 @@ def shared_slurm_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, m
             y = -1
         at = AT_NONE
         if y >= -1:  # the cycle's tested jobs (from y + 1)
-            top = _widest(PB)  # (at least the most breakpoints a node holds)
+            top = max(_widest(PB), _widest(RB))  # (at least the most breakpoints or held spans a node holds)
+            held = (FB, RL, RH, RB)
             maxc, maxg, maxm = _maxima(fc, fg, fm)  # (no job the free resources cannot hold fits the profiles now)
             while y < last:
                 y += 1
-                if top + 2 > cap:  # this job may add two breakpoints to a node
-                    top = _widest(PB)
-                if top + 2 > cap or (every and not resumed):
+                if top + 2 > cap or (every and not resumed):  # this job may add two breakpoints to a node
                     status = _widen(st, AT_TEST, top + 2, D, last, y, reserved)
                     break
                 resumed = False
@@ -760,10 +790,10 @@ def shared_slurm_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, m
                 else:
                     if had:
                         s = _recalled(PT, PC, PG, PM, PB, MX, now, k, d, c, g, m, rs[ju], rcy[ju], rnl, f, zstamp, zs,
-                                      pick, runs[0], FB)  # (cons_tres' scratch: free here)
+                                      pick, runs[0], held)  # (cons_tres' scratch: free here)
                     if s < 0:
                         st[ST_FITS] += 1
-                        s = _earliest_all(PT, PC, PG, PM, PB, MX, now, k, d, c, g, m, np.inf, pick, E, low, FB)
+                        s = _earliest_all(PT, PC, PG, PM, PB, MX, now, k, d, c, g, m, np.inf, pick, E, low, held)
                         if s == np.inf:
                             return -3
                     else:
@@ -801,10 +831,11 @@ def shared_slurm_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, m
                     due[D] = j
                     D += 1
                     _hold(PT, PC, PG, PM, PB, node_list, node_start[j], nodes[j], now, min(now + d, window_end),
-                          c, g, m, now)
+                          c, g, m)
                     for x in range(nodes[j]):
-                        _most_free(PT, PC, PG, PM, PB, node_list[node_start[j] + x], MX, now)
-                    top += 2
+                        ni = node_list[node_start[j] + x]
+                        _most_free(PT, PC, PG, PM, PB, ni, MX, now)
+                        top = max(top, PB[ni])
                     if y < last:
                         last = _cycle_end(fc, fg, fm, FB, now, tests, y, last, nodes, limit, cores, gpus, mem,
                                           wit, wmark, node_list, node_start[j], nodes[j], maxc, maxg, maxm)
@@ -822,12 +853,10 @@ def shared_slurm_steps(submit, limit, nodes, dur, arrivals, rank, cores, gpus, m
                 if hi > lo:  # held whole
                     for x in range(nodes[j]):
                         i = np.uint64(pick[x])  # (unsigned: see _beyond)
-                        _room(PT, PC, PG, PM, PB, i, now)  # (drops past segments)
-                        _block(PT, PC, PG, PM, PB, i, lo, hi)
-                        _most_free(PT, PC, PG, PM, PB, i, MX, now)
+                        _reserve(RL, RH, RB, i, lo, hi)
                         FB[0, i] = min(FB[0, i], lo)
                         FB[1, i] = max(FB[1, i], hi)
-                    top += 2
+                        top = max(top, RB[i])
                     if y < last:
                         last = _cycle_end(fc, fg, fm, FB, now, tests, y, last, nodes, limit, cores, gpus, mem,
                                           wit, wmark, pick, 0, nodes[j], maxc, maxg, maxm)
@@ -919,10 +948,12 @@ def run_shared_slurm(submit, limit, nodes, dur, rank, request, machine, users, b
              np.zeros(n, np.bool_),  # whether each job's last fit held its nodes (inside the window)
              np.empty(n, np.int64),  # the cycle's jobs whose fit is at the window end (``_beyond``)
              np.zeros(n_nodes + 2, np.int64),  # the latest stamp, how many nodes have it, those nodes
-             np.full((2, n_nodes), np.inf))  # each node's reservations in the cycle: earliest start, latest end
+             np.full((2, n_nodes), np.inf),  # each node's reservations in the cycle: earliest start, latest end
+             np.zeros(n_nodes, np.int64))  # ... and how many held spans
     w = PROFILE_WIDTH
     profiles = [np.empty((n_nodes, w)), np.empty((n_nodes, w), np.int64), np.empty((n_nodes, w), np.int64),
-                np.empty((n_nodes, w), np.int64)]  # breakpoints; free cores, GPUs, KiB from each (widened)
+                np.empty((n_nodes, w), np.int64),  # breakpoints; free cores, GPUs, KiB from each (widened)
+                np.empty((n_nodes, w)), np.empty((n_nodes, w))]  # the held spans' starts and ends (the same)
     st = np.zeros(max(kernels.ST_SIZE, ST_SIZE), np.int64)
     sf = np.zeros(max(kernels.SF_SIZE, SF_SIZE))
     start_clocks(st, sf)

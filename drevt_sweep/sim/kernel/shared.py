@@ -686,8 +686,8 @@ def _prof_take(PT, PC, PG, PM, PB, i, s, e, c, g, m, sign):
 @njit(cache=True, inline="always")
 def _room(PT, PC, PG, PM, PB, i, now):
     """Whether node i has room for two more breakpoints, after dropping its past segments.
-    (Inlined: the shared Slurm kernel checks it before every hold, and the call cost ~15% of
-    issue 26's growth benchmark at 160k jobs.)"""
+    (Inlined: the shared conservative kernel's kept plan checks it before every change, and
+    the call cost ~15% of issue 26's growth benchmark at 160k jobs when the Slurm kernel did.)"""
     cap = PT.shape[1]
     if PB[i] + 2 <= cap and not (PB[i] >= 16 and PT[i, 8] <= now):  # (or many past segments)
         return True
@@ -794,43 +794,53 @@ def _node_fit(PT, PC, PG, PM, PB, MX, i, t, L, c, g, m, H, FB=None):
     (``_shared_slurm._most_free``), without scanning the segments when the request exceeds them:
     it can start only in the last one, from its breakpoint on, if that holds it. (Half the node
     searches of issue 26's 4-partition row end here; ~2 % of its time, ``benchmarks/RESULTS.md``,
-    "Twentieth session, helper ssl20".) Given FB too (the Slurm cycle's earliest reservation
-    start and latest end per node, ``_shared_slurm._holds_now``): in a cycle a profile from now on
-    only steps up outside its reservations (held whole, amounts -1), so every segment after one
-    that holds the request holds it too unless reserved; the window from there is then looked at
-    for reservations only, and not at all when none can be in it."""
+    "Twentieth session, helper ssl20".) Given FB too, the Slurm cycle's reservations kept apart
+    from the profile (``_shared_slurm._reserve``): (bounds, lo, hi, count), each node's earliest
+    reservation start and latest end, then its held spans [lo, hi), sorted, disjoint and not
+    touching. The profile is then the running jobs' and the cycle's starts' alone, whose amounts
+    from now on only step up: once a segment holds the request every later one does, so the
+    answer is the first start from there whose window meets no held span."""
     if MX is None:
         return _node_earliest(PT, PC, PG, PM, PB, i, t, L, c, g, m, H)
+    if FB is None:
+        if c > MX[0, i] or g > MX[1, i] or m > MX[2, i]:
+            b = np.uint64(PB[i] - 1)  # (unsigned: see _node_earliest_from)
+            if PC[i, b] < c or PG[i, b] < g or PM[i, b] < m:
+                return np.inf
+            e = max(t, PT[i, b])
+            return e if e <= H else np.inf
+        return _node_earliest_from(PT, PC, PG, PM, PB, i, _seg(PT, PB, i, t), t, L, c, g, m, H)
+    RF, RL, RH, RB = FB
     if c > MX[0, i] or g > MX[1, i] or m > MX[2, i]:
-        b = np.uint64(PB[i] - 1)  # (unsigned: see _node_earliest_from)
+        b = np.uint64(PB[i] - 1)
         if PC[i, b] < c or PG[i, b] < g or PM[i, b] < m:
             return np.inf
-        e = max(t, PT[i, b])
-        return e if e <= H else np.inf
-    if FB is None:
-        return _node_earliest_from(PT, PC, PG, PM, PB, i, _seg(PT, PB, i, t), t, L, c, g, m, H)
-    B = np.uint64(PB[i])
-    f = np.uint64(_seg(PT, PB, i, t))
-    one = np.uint64(1)
-    while PC[i, f] < c or PG[i, f] < g or PM[i, f] < m:  # the first segment from t that holds it
-        f += one
-        if f == B or PT[i, f] > H:
-            return np.inf
-    s = max(t, PT[i, f])
-    while s <= H:
-        t1 = s + L
-        if t1 <= FB[0, i] or s >= FB[1, i]:  # no reservation in [s, t1)
-            return s
-        f += one
-        while f < B and PT[i, f] < t1 and PC[i, f] >= 0:  # (the segments after f hold it unless reserved)
+        s = max(t, PT[i, b])
+    else:
+        B = np.uint64(PB[i])
+        f = np.uint64(_seg(PT, PB, i, t))
+        one = np.uint64(1)
+        while PC[i, f] < c or PG[i, f] < g or PM[i, f] < m:  # the first segment from t that holds it
             f += one
-        if f == B or PT[i, f] >= t1:
+            if f == B or PT[i, f] > H:
+                return np.inf
+        s = max(t, PT[i, f])
+    if s > H:
+        return np.inf
+    if s + L <= RF[0, i] or s >= RF[1, i]:  # no held span in [s, s + L)
+        return s
+    n = np.uint64(RB[i])
+    x = np.uint64(0)
+    while RH[i, x] <= s:  # (the last span ends at RF[1, i] > s)
+        x += np.uint64(1)
+    while x < n:
+        if RL[i, x] >= s + L:
             return s
-        f += one  # after the reservation (merged with any it touches): the amounts only grew
-        if f == B:
+        s = RH[i, x]  # past the held span: the amounts only grew
+        if s > H:
             return np.inf
-        s = PT[i, f]
-    return np.inf
+        x += np.uint64(1)
+    return s
 
 
 @njit(cache=True, inline="always")
