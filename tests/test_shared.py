@@ -244,6 +244,27 @@ def test_conservative_without_limits_is_the_reference_when_many_jobs_overrun(n_n
     assert np.nanmax(fast.begin - jobs.submit) > 3600  # long waits: a real queue
 
 
+def test_conservative_without_limits_a_hold_past_a_limit_counts_once_at_two_events_at_one_time():
+    # One node of 2 cores, 4 one-core jobs at 0 with limit 1, limits not enforced: A runs 1 s,
+    # B 2 s (past its limit), C and D 0 s. FCFS.
+    #  t=0: A and B start on the two cores; C and D are reserved at 1 (when A and B should end).
+    #  t=1: A ends. B is past its limit: it holds its core until just after 1, so the
+    #       reservations at 1 are placed again in order: C finds one core at 1 (B's hold and
+    #       D's reservation take both) -> just after 1; D then fits at 1 beside B -> starts,
+    #       ends at once.
+    #  t=1 (D's completion): B still holds one core until just after 1 -- once: the kernel
+    #       counted its hold again at this second event at the same time, found the node full
+    #       and left C waiting until B's end at 2 -- so C fits at 1 on the other core.
+    part = Partition("p", 1, cores=2, sharing="shared")
+    jobs = make_jobs([0] * 4, [1] * 4, [1] * 4, [1, 2, 0, 0])
+    for kernel in ("reference", "fast"):
+        s = simulate_shared(jobs, jobs.actual_run_time, part, np.ones(4, np.int64), np.zeros(4, np.int64),
+                            np.zeros(4), backfill="conservative", kernel=kernel, enforce_limits=False)
+        assert s.begin.tolist() == [0, 0, 1, 1], kernel
+        assert s.end.tolist() == [1, 2, 1, 1], kernel
+        assert [s.nodes_of(j) for j in range(4)] == [[0]] * 4, kernel
+
+
 def test_conservative_without_limits_is_the_reference_on_the_generated_shared_workload():
     """The KTH-SP2-like generated shared-node workload of the benchmarks (64 nodes of 64 cores,
     ``bench_machine.shared_workload``, 2,000 jobs, load 0.9) with a tenth of its jobs running

@@ -1093,7 +1093,9 @@ CP_WIDENED = 17  # counters: events stopped at a completion, in a round, before 
 CP_EVERY = 20  # 1: stop at every place it may (tests of the resumption; the first after a resumption goes on)
 CP_XH = 21  # started jobs that will run past their limits, in their heap (limits not enforced)
 CP_OVER = 22  # ... and those running past them at the last pass
-CP_SIZE = 23
+CP_HELD = 23  # ... how many of those hold their nodes on [t, nextafter(t)), t = sf[SF_HELD]
+CP_SIZE = 24
+SF_HELD = 1  # (``sf[SF_NOW]`` the simulated time)
 AT_NONE = 0
 AT_COMPLETE = 1
 AT_PASS = 2  # (a new pass: never stopped at)
@@ -1258,9 +1260,12 @@ def shared_conservative_profile_steps(submit, limit, nodes, dur, arrivals, rank,
                     over[w] = over[y]
                     w += 1
             O = w
+            # an earlier event at this same now put holds for over[:held] already (none of them
+            # ended since: each ends after now, so the compaction above kept that prefix)
+            held = st[CP_HELD] if sf[SF_HELD] == now else 0
             seen[:] = 0  # per node, two breakpoints for each hold and each reservation in the past there
             need_l = Lc  # (and the latter's log entries)
-            for y in range(O + Q):
+            for y in range(held, O + Q):
                 j = over[y] if y < O else q[y - O]
                 if y >= O:
                     if not res[j] < now:
@@ -1279,12 +1284,14 @@ def shared_conservative_profile_steps(submit, limit, nodes, dur, arrivals, rank,
             resumed = False
             top = max(top, need)
             soon = np.nextafter(now, np.inf)
-            for y in range(O):
+            for y in range(held, O):
                 j = over[y]
                 for z in range(node_start[j], node_start[j + 1]):
                     i = node_list[z]
                     _prof_take(PT, PC, PG, PM, PB, i, now, soon, cores[j], gpus[j], mem[j], 1)
                     version[i] += 1
+            st[CP_HELD] = O
+            sf[SF_HELD] = now
             for y in range(Q):  # reservations in the past: given back, placed anew in their turn
                 j = q[y]
                 if res[j] < now:
