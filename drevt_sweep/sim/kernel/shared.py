@@ -1164,7 +1164,8 @@ def shared_conservative_profile_steps(submit, limit, nodes, dur, arrivals, rank,
     enforce``) every pass replans, and before it the profiles are made the usage the reference
     rebuilds (``AT_PREPARE``): a running job whose estimated end is not after now (it runs past
     its limit: ``over``, from the heap ``xk``/``xj`` of the started jobs that will) holds its
-    nodes on [now, nextafter(now)) too (dropped with the past at the next event), and a
+    nodes on [now, nextafter(now)) too (dropped with the past at the next event; taken once
+    however many events fall at now: ``SF_HELD``, ``CP_HELD``), and a
     reservation that fell into the past is given back from now (a growth) and placed anew in
     its turn. A hold on [now, ...) can only take room from a reservation at now: in a pass with
     such holds those are placed again from scratch in their turn (their slot given back as a
