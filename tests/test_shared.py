@@ -265,6 +265,18 @@ def test_conservative_without_limits_a_hold_past_a_limit_counts_once_at_two_even
         assert [s.nodes_of(j) for j in range(4)] == [[0]] * 4, kernel
 
 
+@pytest.mark.parametrize("n_nodes,seed,priority", [(2, 0, "fcfs"), (3, 1, "largest"), (4, 1, "sjf")])
+def test_conservative_without_limits_is_the_reference_with_jobs_that_end_at_once(n_nodes, seed, priority):
+    """As above on 300 busy jobs, a quarter of them of length 0 (each a second event at the time
+    it starts) and many past their limits: the kernel is the reference, node lists too (the
+    kernel that took the holds past a limit again at such an event failed all three)."""
+    jobs, part = _busy_shared_jobs(n=300, n_nodes=n_nodes, seed=seed, limits=(0.3, 1.5), load=1.0)
+    run = jobs.actual_run_time.copy()
+    run[np.random.default_rng(seed + 100).random(len(run)) < 0.25] = 0.0
+    ref, fast = _reference_and_kernel(jobs.replace(actual_run_time=run), part, False, priority)
+    assert _same_schedule(ref, fast)
+
+
 def test_conservative_without_limits_is_the_reference_on_the_generated_shared_workload():
     """The KTH-SP2-like generated shared-node workload of the benchmarks (64 nodes of 64 cores,
     ``bench_machine.shared_workload``, 2,000 jobs, load 0.9) with a tenth of its jobs running
