@@ -99,6 +99,60 @@ def plain_earliest(PT, PC, PG, PM, PB, i, t, L, c, g, m, H):
     return np.inf
 
 
+def hold_whole(PT, PC, PG, PM, PB, i, lo, hi):
+    """Node i held whole on [lo, hi) (now <= lo < hi; room for two more breakpoints): one
+    segment of free amounts -1 there, in place of every breakpoint inside it, merged with a
+    held segment on either side. Within a cycle nothing is given back and no start overlaps a
+    held point (it would not fit), so a held point's amounts only have to stay below every
+    request: the same fits as holding one core more than the node has (``_prof_take``). This is
+    what the Slurm cycle's held spans (``_shared_slurm._reserve``) stand for: the driver held
+    its reservations so until the twenty-eighth session; the tests build profiles held whole
+    with it, by definition."""
+    from drevt_sweep.sim.kernel.shared import _seg
+
+    B = PB[i]
+    bs = _seg(PT, PB, i, lo)
+    be = bs  # hi's segment, walking on from lo's
+    while be + 1 < B and PT[i, be + 1] <= hi:
+        be += 1
+    a = bs if PT[i, bs] == lo else bs + 1  # the held segment's place
+    if a > 0 and PC[i, a - 1] < 0:  # it extends a held one
+        a -= 1
+        lo = PT[i, a]
+    hc, hg, hm = PC[i, be], PG[i, be], PM[i, be]  # the amounts at hi
+    extra = 0  # a breakpoint at hi with them
+    if hc < 0:  # held at hi already: that segment joins this one
+        tail = be + 1
+    elif PT[i, be] == hi:
+        tail = be
+    else:
+        tail = be + 1
+        extra = 1
+    dst = a + 1 + extra  # the kept tail [tail, B) moves there
+    if dst < tail:
+        for x in range(tail, B):
+            PT[i, x - tail + dst] = PT[i, x]
+            PC[i, x - tail + dst] = PC[i, x]
+            PG[i, x - tail + dst] = PG[i, x]
+            PM[i, x - tail + dst] = PM[i, x]
+    elif dst > tail:
+        for x in range(B - 1, tail - 1, -1):
+            PT[i, x - tail + dst] = PT[i, x]
+            PC[i, x - tail + dst] = PC[i, x]
+            PG[i, x - tail + dst] = PG[i, x]
+            PM[i, x - tail + dst] = PM[i, x]
+    PT[i, a] = lo
+    PC[i, a] = -1
+    PG[i, a] = -1
+    PM[i, a] = -1
+    if extra:
+        PT[i, a + 1] = hi
+        PC[i, a + 1] = hc
+        PG[i, a + 1] = hg
+        PM[i, a + 1] = hm
+    PB[i] = dst + B - tail
+
+
 def plain_earliest_all(PT, PC, PG, PM, PB, now, k, L, c, g, m):
     """The earliest start of a job of k nodes from its definition (``_Timeline.earliest_fit``): the
     first candidate (now, then each breakpoint after it) at which k nodes each hold the request
@@ -136,7 +190,7 @@ def test_the_slurm_drivers_earliest_fit_is_the_shared_kernels():
             s = float(rng.integers(0, 8)) * 5
             e = s + float(rng.choice([5, 10, 20, 35]))
             if rng.random() < 0.2:
-                ss._block(PT, PC, PG, PM, PB, i, s, e)
+                hold_whole(PT, PC, PG, PM, PB, i, s, e)
                 continue
             c = int(rng.integers(0, 13))
             g, m = int(rng.integers(0, 2)), 4 * c
@@ -174,7 +228,7 @@ def test_the_slurm_drivers_earliest_fit_is_the_shared_kernels():
 def test_held_spans_beside_the_profile_give_the_fits_of_the_profile_held_whole():
     """The Slurm cycle keeps its reservations as sorted, merged spans per node beside the running
     jobs' profile (``_shared_slurm._reserve``; the searches read them in ``shared._node_fit``)
-    instead of holding each one whole in the profile (``_block``). On random cycles of 4 nodes
+    instead of holding each one whole in the profile (``hold_whole``). On random cycles of 4 nodes
     (running jobs ending after now, so the amounts only step up from now; a start held from now;
     reservations overlapping, touching and nested), every node fit and several-node search from
     now or later gives exactly what the profile held whole gives by definition, and the spans
@@ -211,7 +265,7 @@ def test_held_spans_beside_the_profile_give_the_fits_of_the_profile_held_whole()
             i = int(rng.integers(0, n))
             lo = float(rng.integers(0, 14)) * 5
             hi = lo + float(rng.choice([5, 10, 20, 35]))
-            ss._block(QT, QC, QG, QM, QB, i, lo, hi)
+            hold_whole(QT, QC, QG, QM, QB, i, lo, hi)
             ss._reserve(RL, RH, RB, i, lo, hi)
             FB[0, i], FB[1, i] = min(FB[0, i], lo), max(FB[1, i], hi)
             spans[i].append((lo, hi))

@@ -23,7 +23,8 @@ What is reused rather than rewritten:
   overlaps): ``_Timeline`` holds one core more than the node has there, so nothing fits beside
   it; here the cycle keeps each node's held spans apart from its profile, sorted and merged
   (``_reserve``), and a fit must also keep clear of them: the same fits as a profile with
-  each span one segment of free amounts -1 (``_block``), which the profile then stays free of;
+  each span one segment of free amounts -1 (the tests' ``hold_whole``), which the profile then
+  stays free of;
 * free resources and starts from ``kernel.shared`` (``_take``; an event's completions are
   the queue driver's loop over ``_kernels._finish_next`` and ``shared._give_back``, here
   stamping the freed nodes), the event loop's steps from ``_kernels``
@@ -218,62 +219,10 @@ def _hold(PT, PC, PG, PM, PB, where, first, k, s, e, c, g, m):
 
 
 @njit(cache=True, inline="always")
-def _block(PT, PC, PG, PM, PB, i, lo, hi):
-    """Node i held whole on [lo, hi) (now <= lo < hi; room for two more breakpoints): one
-    segment of free amounts -1 there, in place of every breakpoint inside it, merged with a
-    held segment on either side. Within a cycle nothing is given back and no start overlaps a
-    held point (it would not fit), so a held point's amounts only have to stay below every
-    request: the same fits as holding one core more than the node has (``_prof_take``). This is
-    what the cycle's held spans (``_reserve``) stand for; the driver held its reservations so
-    until the twenty-eighth session, and the tests build the profiles held whole with it."""
-    B = PB[i]
-    bs = _seg(PT, PB, i, lo)
-    be = bs  # hi's segment, walking on from lo's: a few steps, cheaper than a binary search's branches
-    while be + 1 < B and PT[i, be + 1] <= hi:
-        be += 1
-    a = bs if PT[i, bs] == lo else bs + 1  # the held segment's place
-    if a > 0 and PC[i, a - 1] < 0:  # it extends a held one
-        a -= 1
-        lo = PT[i, a]
-    hc, hg, hm = PC[i, be], PG[i, be], PM[i, be]  # the amounts at hi
-    extra = 0  # a breakpoint at hi with them
-    if hc < 0:  # held at hi already: that segment joins this one
-        tail = be + 1
-    elif PT[i, be] == hi:
-        tail = be
-    else:
-        tail = be + 1
-        extra = 1
-    dst = a + 1 + extra  # the kept tail [tail, B) moves there
-    if dst < tail:
-        for x in range(tail, B):
-            PT[i, x - tail + dst] = PT[i, x]
-            PC[i, x - tail + dst] = PC[i, x]
-            PG[i, x - tail + dst] = PG[i, x]
-            PM[i, x - tail + dst] = PM[i, x]
-    elif dst > tail:
-        for x in range(B - 1, tail - 1, -1):
-            PT[i, x - tail + dst] = PT[i, x]
-            PC[i, x - tail + dst] = PC[i, x]
-            PG[i, x - tail + dst] = PG[i, x]
-            PM[i, x - tail + dst] = PM[i, x]
-    PT[i, a] = lo
-    PC[i, a] = -1
-    PG[i, a] = -1
-    PM[i, a] = -1
-    if extra:
-        PT[i, a + 1] = hi
-        PC[i, a + 1] = hc
-        PG[i, a + 1] = hg
-        PM[i, a + 1] = hm
-    PB[i] = dst + B - tail
-
-
-@njit(cache=True, inline="always")
 def _reserve(RL, RH, RB, i, lo, hi):
     """Node i held whole on [lo, hi) in the cycle's list of held spans (sorted, disjoint, not
     touching; room for one more), merged with the spans it meets. The profile itself is not
-    changed: a reservation held in it (``_block``: the tail of four rows shifted, then
+    changed: a reservation held in it (the tail of four rows shifted, then
     ``_most_free`` again) was most of a reservation's cost, and the searches read the held spans
     only past the first segment that holds a request (``shared._node_fit``)."""
     n = RB[i]
@@ -376,7 +325,7 @@ def _most_free(PT, PC, PG, PM, PB, i, MX, now=np.inf):
     """The most free cores, GPUs and KiB of node i in any segment but its last, into MX[:, i]
     (-1: it has one segment); called whenever a start of the cycle changes the node's profile.
     Within a cycle the amounts from now on only grow, except where a profile holds the node
-    whole (-1, ``_block``: not in the driver's, whose reservations are kept apart), so the most
+    whole (-1: the tests' profiles; not the driver's, whose reservations are kept apart), so the most
     among the segments from now's on are the last one's not held whole: only the segments up
     to now's and that one are read (without ``now``: all)."""
     mc = mg = mm = -1
