@@ -787,6 +787,19 @@ def _node_earliest_without(PT, PC, PG, PM, PB, i, t, L, c, g, m, H, s0, s1):
     return np.inf
 
 
+@njit(cache=True, _nrt=False)
+def _node_fit_free(PT, PC, PG, PM, PB, MX, i, t, L, c, g, m, H):
+    """``_node_fit`` given MX without reservations (only the tests ask so: a call, so that the
+    kernels that inline ``_node_fit`` do not compile this branch too)."""
+    if c > MX[0, i] or g > MX[1, i] or m > MX[2, i]:
+        b = np.uint64(PB[i] - 1)  # (unsigned: see _node_earliest_from)
+        if PC[i, b] < c or PG[i, b] < g or PM[i, b] < m:
+            return np.inf
+        e = max(t, PT[i, b])
+        return e if e <= H else np.inf
+    return _node_earliest_from(PT, PC, PG, PM, PB, i, _seg(PT, PB, i, t), t, L, c, g, m, H)
+
+
 @njit(cache=True, inline="always")
 def _node_fit(PT, PC, PG, PM, PB, MX, i, t, L, c, g, m, H, FB=None):
     """``_node_earliest``; given MX (None: the conservative drivers), the most free cores, GPUs and
@@ -803,13 +816,7 @@ def _node_fit(PT, PC, PG, PM, PB, MX, i, t, L, c, g, m, H, FB=None):
     if MX is None:
         return _node_earliest(PT, PC, PG, PM, PB, i, t, L, c, g, m, H)
     if FB is None:
-        if c > MX[0, i] or g > MX[1, i] or m > MX[2, i]:
-            b = np.uint64(PB[i] - 1)  # (unsigned: see _node_earliest_from)
-            if PC[i, b] < c or PG[i, b] < g or PM[i, b] < m:
-                return np.inf
-            e = max(t, PT[i, b])
-            return e if e <= H else np.inf
-        return _node_earliest_from(PT, PC, PG, PM, PB, i, _seg(PT, PB, i, t), t, L, c, g, m, H)
+        return _node_fit_free(PT, PC, PG, PM, PB, MX, i, t, L, c, g, m, H)
     RF, RL, RH, RB = FB
     if c > MX[0, i] or g > MX[1, i] or m > MX[2, i]:
         b = np.uint64(PB[i] - 1)
