@@ -27,7 +27,9 @@ from drevt_sweep.sim.shared import simulate_shared  # noqa: E402
 
 # Cold compiles in CPU seconds (2-core development VM, 2026-12-06, one process, in this order):
 # pool conservative 14, pool Slurm backfill 18.5 (its multifactor signature then 0), shared-node
-# Slurm backfill 33, shared-node conservative 17.6, everything else ~11. The session waits for
+# Slurm backfill 33, shared-node conservative 17.6, everything else ~11 (since the twenty-ninth
+# session's helper compile29 the shared-node ones about 7 and 4 s less: docs/kernel.md, "Compile
+# time of the shared kernels"). The session waits for
 # the longest group, so the groups are cut to about a third of the work each: with two groups
 # (66 and 38 s) the wait was the first's 66 s; three processes share the two cores (~50 s).
 GROUPS = ("pool", "shared_slurm", "other")

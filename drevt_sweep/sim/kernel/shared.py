@@ -787,6 +787,19 @@ def _node_earliest_without(PT, PC, PG, PM, PB, i, t, L, c, g, m, H, s0, s1):
     return np.inf
 
 
+@njit(cache=True, _nrt=False)
+def _node_fit_free(PT, PC, PG, PM, PB, MX, i, t, L, c, g, m, H):
+    """``_node_fit`` given MX without reservations (only the tests ask so: a call, so that the
+    kernels that inline ``_node_fit`` do not compile this branch too)."""
+    if c > MX[0, i] or g > MX[1, i] or m > MX[2, i]:
+        b = np.uint64(PB[i] - 1)  # (unsigned: see _node_earliest_from)
+        if PC[i, b] < c or PG[i, b] < g or PM[i, b] < m:
+            return np.inf
+        e = max(t, PT[i, b])
+        return e if e <= H else np.inf
+    return _node_earliest_from(PT, PC, PG, PM, PB, i, _seg(PT, PB, i, t), t, L, c, g, m, H)
+
+
 @njit(cache=True, inline="always")
 def _node_fit(PT, PC, PG, PM, PB, MX, i, t, L, c, g, m, H, FB=None):
     """``_node_earliest``; given MX (None: the conservative drivers), the most free cores, GPUs and
@@ -803,13 +816,7 @@ def _node_fit(PT, PC, PG, PM, PB, MX, i, t, L, c, g, m, H, FB=None):
     if MX is None:
         return _node_earliest(PT, PC, PG, PM, PB, i, t, L, c, g, m, H)
     if FB is None:
-        if c > MX[0, i] or g > MX[1, i] or m > MX[2, i]:
-            b = np.uint64(PB[i] - 1)  # (unsigned: see _node_earliest_from)
-            if PC[i, b] < c or PG[i, b] < g or PM[i, b] < m:
-                return np.inf
-            e = max(t, PT[i, b])
-            return e if e <= H else np.inf
-        return _node_earliest_from(PT, PC, PG, PM, PB, i, _seg(PT, PB, i, t), t, L, c, g, m, H)
+        return _node_fit_free(PT, PC, PG, PM, PB, MX, i, t, L, c, g, m, H)
     RF, RL, RH, RB = FB
     if c > MX[0, i] or g > MX[1, i] or m > MX[2, i]:
         b = np.uint64(PB[i] - 1)
@@ -906,6 +913,14 @@ def _earliest_all(PT, PC, PG, PM, PB, MX, now, k, L, c, g, m, H, pick, E, low, F
         t = _kth_smallest(E, k, low)  # no k nodes fit together before it (after t: fewer than k hold it at t)
         if t == np.inf:
             return np.inf
+
+
+@njit(cache=True, _nrt=False)
+def _earliest_plain(PT, PC, PG, PM, PB, now, k, L, c, g, m, H, pick, E, low):
+    """``_earliest_all`` without MX (the conservative drivers), a call: inlined at their two sites
+    it was copied with the Slurm cycle's node fits too (pruned only after the copy), 2.7 s of
+    the shared conservative kernel's cold compile; each node it asks is a call anyway."""
+    return _earliest_all(PT, PC, PG, PM, PB, None, now, k, L, c, g, m, H, pick, E, low)
 
 
 @njit(cache=True, _nrt=False)
@@ -1352,7 +1367,7 @@ def shared_conservative_profile_steps(submit, limit, nodes, dur, arrivals, rank,
                         n_res -= 1
                         changed = True
                     if res[j] != res[j]:  # a new job (or one placed anew): its earliest fit on the plan
-                        start = _earliest_all(PT, PC, PG, PM, PB, None, now, k, lim, c, g, m, np.inf, pick, E, low)
+                        start = _earliest_plain(PT, PC, PG, PM, PB, now, k, lim, c, g, m, np.inf, pick, E, low)
                         if start == np.inf:
                             return -3
                         for y in range(k):
@@ -1475,7 +1490,7 @@ def shared_conservative_profile_steps(submit, limit, nodes, dur, arrivals, rank,
                             start = best
                             pick[0] = best_i
                     elif taken:
-                        start = _earliest_all(PT, PC, PG, PM, PB, None, lo, k, lim, c, g, m, old, pick, E, low)
+                        start = _earliest_plain(PT, PC, PG, PM, PB, lo, k, lim, c, g, m, old, pick, E, low)
                     else:
                         start = _earliest_kept(PT, PC, PG, PM, PB, now, lo, k, lim, c, g, m, old, pick, E, low, ff_v,
                                                ff_t, ff_b, version, mark, -visit - 1)
