@@ -1,5 +1,5 @@
 """The compiled kernels' chunked availability profile (``sim.kernel._kernels``: ``_prof_fit_at``,
-``_prof_occupy_at``, ``_prof_back``) against the reference's ``Profile`` and a plain earliest
+``_prof_occupy_at``, ``_prof_back``, ``_rc_recall``) against the reference's ``Profile`` and a plain earliest
 fit: hand-computed cases for the fit's run scan (a run too short, ``own``, ``before``, the
 last step lasting for ever) and the occupation's one search, then random profiles of several
 chunks (more than ``CH_CAP`` breakpoints) built by occupations and releases."""
@@ -115,6 +115,26 @@ def test_occupy_hand_computed():
     assert function_of(arrays) == (STEPS[0], STEPS[1])
     k._prof_occupy(pt, pf, pb, ps, 20.0, INF, 1)  # to the end: no breakpoint for the end
     assert function_of(arrays) == ([0.0, 10.0, 20.0, 30.0], [2, 5, 0, 4])
+
+
+def test_a_recalled_position_is_checked():
+    """``_rc_recall`` (where the run cache found a run's end): a place that still holds the time is
+    its position; one an insertion before it moved, one past its chunk's breakpoints (stale after
+    a trim) and one past the chunk order are located anew."""
+    k = kernels()
+    arrays = chunked([0.0, 10.0, 20.0, 30.0], [4, 3, 2, 1])
+    pt, pf, pb, ps = arrays
+    m0 = int(ps[k.PS_M0])
+    at = lambda m, i: float(m * k.CH_CAP + i)  # noqa: E731
+    assert k._rc_recall(pt, pb, ps, at(m0, 2), 20.0) == (m0, 2)
+    k._prof_occupy(pt, pf, pb, ps, 5.0, 7.0, 1)  # breakpoints 0, 5, 7, 10, 20, 30: 20 moved to place 4
+    assert k._rc_recall(pt, pb, ps, at(m0, 2), 20.0) == (m0, 4)
+    assert k._rc_recall(pt, pb, ps, at(m0, 4), 20.0) == (m0, 4)
+    k._prof_trim(pt, pf, pb, ps, 10.0)  # 10, 20, 30 in places 0-2; places 3-5 still hold 10, 20, 30
+    assert int(pb[ps[k.PS_CO + m0], k.PB_N]) == 3 and pt[ps[k.PS_CO + m0], 4] == 20.0
+    assert k._rc_recall(pt, pb, ps, at(m0, 4), 20.0) == (m0, 1)
+    assert k._rc_recall(pt, pb, ps, at(int(ps[k.PS_M1]), 1), 20.0) == (m0, 1)
+    assert k._rc_recall(pt, pb, ps, at(m0, 1), 25.0) == (m0, 2)  # not a breakpoint: the first after it
 
 
 @pytest.mark.parametrize("seed", range(12))

@@ -554,7 +554,8 @@ def queue_policy_steps(submit, limit, nodes, dur, arrivals, rank, total, mode,
 # + CH_CAP). (A balanced tree of breakpoint deltas with prefix-sum aggregates, O(log P) per
 # query and update, was measured slower than flat scans at the profile sizes simulations reach
 # -- hundreds to a few thousand breakpoints; see RESULTS.md.)
-CH_CAP = 64  # breakpoints a chunk holds; a full chunk that needs one more is split in two
+CH_BITS = 6
+CH_CAP = 1 << CH_BITS  # 64 breakpoints a chunk holds; a full chunk that needs one more is split in two
 CH_HALF = CH_CAP // 2
 CH_FILL = 48  # compaction merges neighbouring chunks up to this many
 PB_N = 0
@@ -1089,6 +1090,7 @@ RC_STAMP = 1
 RC_COUNT = 2
 RC_PARTIAL = 3  # 1 when the last cached run's end is not known yet
 RC_LONGEST = RC_RUNS  # rc_a[s, RC_LONGEST + u]: the longest of runs 0..u, rounded up (``_rc_fit``)
+RC_POS = RC_RUNS  # rc_b[s, RC_POS + u]: where run u's end (rc_b[s, u]) was found, m * CH_CAP + k (``_rc_recall``)
 EPS = 2.0 ** -40  # ... by EPS times the times' sizes: far more than any rounding of them
 
 
@@ -1143,6 +1145,22 @@ def _rc_new_pass(rc_i, st):
 
 
 @njit(cache=True, _nrt=False, inline="always")
+def _rc_recall(pt, pb, ps, p, t):
+    """The position of the first breakpoint at or after ``t``, a breakpoint's time that a scan
+    found at position ``p`` (m * CH_CAP + k) earlier in the pass. Breakpoint times are unique,
+    so if a live place at ``p`` still holds ``t`` that is its position (three loads); if the
+    layout moved it since (an insertion before it in its chunk, a split, a compaction), or ``t``
+    is no longer a breakpoint, it is located anew."""
+    m = np.int64(p) >> CH_BITS
+    k = np.int64(p) & (CH_CAP - 1)
+    if ps[PS_M0] <= m and m < ps[PS_M1]:
+        c = ps[PS_CO + m]
+        if k < pb[c, PB_N] and pt[c, k] == t:
+            return m, k
+    return _prof_locate(pt, pb, ps, t)
+
+
+@njit(cache=True, _nrt=False, inline="always")
 def _rc_fit(pt, pf, pb, ps, st, rc_i, rc_a, rc_b, rc_next, height_slot, active, now, need, duration, own, before):
     """``_prof_fit`` from ``now`` through the run cache of size ``need`` (same answer)."""
     s = np.uint64(_rc_slot(rc_i, rc_next, height_slot, active, st, need, now))  # (unsigned indices)
@@ -1173,14 +1191,16 @@ def _rc_fit(pt, pf, pb, ps, st, rc_i, rc_a, rc_b, rc_next, height_slot, active, 
         if i == np.uint64(rc_i[s, RC_COUNT]):
             if i == np.uint64(RC_RUNS):  # cache full: go on searching the profile after the last cached run
                 return _prof_fit(pt, pf, pb, ps, rc_b[s, i - one], need, duration, own, before)
-            if m < 0 or rc_next[s] != at:
-                m, k = _prof_locate(pt, pb, ps, rc_next[s])
+            if m < 0 or rc_next[s] != at:  # (rc_next: the end of run i - 1, or now)
+                p = rc_b[s, np.uint64(RC_POS) + i - one] if i > np.uint64(0) else ps[PS_M0] * CH_CAP
+                m, k = _rc_recall(pt, pb, ps, p, rc_next[s])
             a, m, k = _prof_at_least_from(pt, pf, pb, ps, m, k, need)
             at = a
             if a == np.inf:
                 return np.inf  # (cannot happen: the last run lasts forever)
             rc_a[s, i] = a
             rc_b[s, i] = a
+            rc_b[s, np.uint64(RC_POS) + i] = m * CH_CAP + k
             rc_i[s, RC_COUNT] = np.int64(i + one)
             rc_i[s, RC_PARTIAL] = 1
         a = rc_a[s, i]
@@ -1192,12 +1212,13 @@ def _rc_fit(pt, pf, pb, ps, st, rc_i, rc_a, rc_b, rc_next, height_slot, active, 
             stop = own
         if b < stop and i + one == np.uint64(rc_i[s, RC_COUNT]) and rc_i[s, RC_PARTIAL] == 1:
             if m < 0 or b != at:
-                m, k = _prof_locate(pt, pb, ps, b)
+                m, k = _rc_recall(pt, pb, ps, rc_b[s, np.uint64(RC_POS) + i], b)
             if m < ps[PS_M1] and pt[ps[PS_CO + m], k] == b:  # the end is after b
                 m, k = _prof_step(pb, ps, m, k)
             b, complete, m, k = _prof_below_from(pt, pf, pb, ps, m, k, need, stop)
             at = b
             rc_b[s, i] = b
+            rc_b[s, np.uint64(RC_POS) + i] = m * CH_CAP + k
             if complete:
                 rc_i[s, RC_PARTIAL] = 0
                 rc_next[s] = b
