@@ -57,8 +57,8 @@ PATCHES = (
      "                                st[C + 19] += 1\n                                st[C + 20] += min(nb, Q) - i\n"),
     ("                                if stale:  # found again only when it would pass the job over\n",
      "                                    st[C + 17] += 1\n"),
-    ("                            start = _rc_fit(pt, pf, pb, ps, st, rc_i, rc_a, rc_b, rc_next, height_slot, "
-     "active,\n                                            now, nodes[ju], limit[ju], old, before)\n",
+    ("                            start, at = _rc_fit(pt, pf, pb, ps, st, rc_i, rc_a, rc_b, rc_next, height_slot, "
+     "active,\n                                                now, nodes[ju], limit[ju], old, before)\n",
      "                            st[C + 4] += 1\n                            st[C + (5 if rounds == 1 else 6)] += 1\n"
      "                            if start != np.inf:\n                                st[C + 7] += 1\n"),
     ("            a, m, k = _prof_at_least_from(pt, pf, pb, ps, m, k, need)\n", "            st[C + 8] += 1\n"),

@@ -1,5 +1,5 @@
 """The compiled kernels' chunked availability profile (``sim.kernel._kernels``: ``_prof_fit_at``,
-``_prof_occupy_at``, ``_prof_back``, ``_rc_recall``) against the reference's ``Profile`` and a plain earliest
+``_prof_occupy_at``, ``_prof_back``, ``_prof_ahead``, ``_rc_recall``) against the reference's ``Profile`` and a plain earliest
 fit: hand-computed cases for the fit's run scan (a run too short, ``own``, ``before``, the
 last step lasting for ever) and the occupation's one search, then random profiles of several
 chunks (more than ``CH_CAP`` breakpoints) built by occupations and releases."""
@@ -135,6 +135,29 @@ def test_a_recalled_position_is_checked():
     assert k._rc_recall(pt, pb, ps, at(m0, 4), 20.0) == (m0, 1)
     assert k._rc_recall(pt, pb, ps, at(int(ps[k.PS_M1]), 1), 20.0) == (m0, 1)
     assert k._rc_recall(pt, pb, ps, at(m0, 1), 25.0) == (m0, 2)  # not a breakpoint: the first after it
+
+
+def test_a_move_walks_on_from_where_its_take_ended():
+    """``_cons_move``'s second walk: ``_prof_occupy_at`` returns the position of the breakpoint at
+    its ``stop`` (inserted or found), and ``_prof_ahead`` locates a later time from a position at
+    or before it, stepping over whole chunks (here three of 48 breakpoints)."""
+    k = kernels()
+    arrays = chunked([0.0, 10.0, 20.0, 30.0], [4, 3, 2, 1])
+    pt, pf, pb, ps = arrays
+    m0 = int(ps[k.PS_M0])
+    assert k._prof_occupy_at(pt, pf, pb, ps, m0, 1, 5.0, 15.0, 1) == (m0, 3)  # 0, 5, 10, 15, 20, 30
+    assert k._prof_occupy_at(pt, pf, pb, ps, m0, 2, 10.0, 20.0, 1) == (m0, 4)  # 20 was there already
+    assert function_of(arrays) == ([0.0, 5.0, 10.0, 15.0, 30.0], [4, 3, 1, 2, 1])  # (20 now redundant)
+    assert k._prof_ahead(pt, pb, ps, m0, 3, 25.0) == (m0, 5)
+    assert k._prof_ahead(pt, pb, ps, m0, 3, 15.0) == (m0, 3)
+    assert k._prof_ahead(pt, pb, ps, m0, 0, 40.0) == (int(ps[k.PS_M1]), 0)
+    times = [float(t) for t in range(0, 1400, 10)]
+    arrays = chunked(times, [200 - i for i in range(len(times))])
+    pt, pf, pb, ps = arrays
+    assert int(ps[k.PS_M1]) - int(ps[k.PS_M0]) == 3
+    for lo, t in [(0.0, 5.0), (0.0, 480.0), (0.0, 485.0), (100.0, 1000.0), (470.0, 1395.0), (700.0, 2000.0)]:
+        m, i = k._prof_find(pt, pb, ps, lo)
+        assert k._prof_ahead(pt, pb, ps, m, i, t) == k._prof_find(pt, pb, ps, t)
 
 
 @pytest.mark.parametrize("seed", range(12))

@@ -655,12 +655,35 @@ def _prof_locate(pt, pb, ps, t):
         return m0, 0
     c = np.uint64(ps[co + a - one])
     n = pb[c, PB_N]
-    lo = 0  # inside the chunk: its breakpoints before t, counted over all CH_CAP places with
-    for u in range(CH_CAP):  # vector compares, not a binary search's mispredicted branches
-        lo += (pt[c, u] < t) & (u < n)
+    lo = _ch_count_before(pt, c, n, t)
     if lo < n:
         return np.int64(a) - 1, lo
     return np.int64(a), 0
+
+
+@njit(cache=True, _nrt=False, inline="always")
+def _ch_count_before(pt, c, n, t):
+    """Chunk ``c``'s breakpoints (``n`` of them) before ``t``, counted over all CH_CAP places with
+    vector compares, not a binary search's mispredicted branches."""
+    lo = 0
+    for u in range(CH_CAP):
+        lo += (pt[c, u] < t) & (u < n)
+    return lo
+
+
+@njit(cache=True, _nrt=False, inline="always")
+def _prof_ahead(pt, pb, ps, m, k, t):
+    """``_prof_locate`` from (m, k), a position at or before the answer: whole chunks are stepped
+    over forwards, no binary search over the chunk order (a move's second walk begins where its
+    first ended, or a few chunks on)."""
+    m1 = ps[PS_M1]
+    while m < m1:
+        c = np.uint64(ps[PS_CO + m])
+        n = pb[c, PB_N]
+        if pt[c, n - 1] >= t:
+            return m, _ch_count_before(pt, c, n, t)
+        m += 1
+    return m1, 0
 
 
 @njit(cache=True, _nrt=False)
@@ -767,7 +790,8 @@ def _prof_occupy_at(pt, pf, pb, ps, m, k, start, stop, n):
     """``_prof_occupy`` with (m, k) the position of the first breakpoint at or after ``start``.
     One search: the breakpoint at ``start`` is inserted there, then the walk that takes ``n``
     from each breakpoint before ``stop`` (whole chunks by their offset) ends where ``stop`` goes;
-    a breakpoint inserted there copies the one before it, so it gets its ``n`` back."""
+    a breakpoint inserted there copies the one before it, so it gets its ``n`` back. Returns the
+    position of the first breakpoint at or after ``stop`` (a move's second walk starts there)."""
     if ps[PS_NFREE] < 2:  # two insertions may each need a chunk
         _prof_compact(pt, pf, pb, ps)
         m, k = _prof_find(pt, pb, ps, start)
@@ -809,6 +833,7 @@ def _prof_occupy_at(pt, pf, pb, ps, m, k, start, stop, n):
         _ch_stats(pf, pb, c)
     elif touched and m < m1:
         _ch_stats(pf, pb, ps[PS_CO + m])
+    return m, k
 
 
 @njit(cache=True, _nrt=False, inline="always")
@@ -1090,6 +1115,7 @@ RC_STAMP = 1
 RC_COUNT = 2
 RC_PARTIAL = 3  # 1 when the last cached run's end is not known yet
 RC_LONGEST = RC_RUNS  # rc_a[s, RC_LONGEST + u]: the longest of runs 0..u, rounded up (``_rc_fit``)
+RC_APOS = 2 * RC_RUNS  # rc_a[s, RC_APOS + u]: where run u's start was found (a move recalls it)
 RC_POS = RC_RUNS  # rc_b[s, RC_POS + u]: where run u's end (rc_b[s, u]) was found, m * CH_CAP + k (``_rc_recall``)
 EPS = 2.0 ** -40  # ... by EPS times the times' sizes: far more than any rounding of them
 
@@ -1162,25 +1188,26 @@ def _rc_recall(pt, pb, ps, p, t):
 
 @njit(cache=True, _nrt=False, inline="always")
 def _rc_fit(pt, pf, pb, ps, st, rc_i, rc_a, rc_b, rc_next, height_slot, active, now, need, duration, own, before):
-    """``_prof_fit`` from ``now`` through the run cache of size ``need`` (same answer)."""
+    """``_prof_fit`` from ``now`` through the run cache of size ``need`` (same answer), and where the
+    fit's breakpoint was found (``_rc_recall``; -1 if not known)."""
     s = np.uint64(_rc_slot(rc_i, rc_next, height_slot, active, st, need, now))  # (unsigned indices)
     one = np.uint64(1)
     two = np.uint64(2)
     n = np.uint64(rc_i[s, RC_COUNT])  # the runs cached reach ``before``, all those before it shorter than the
     if (n >= two and rc_a[s, n - one] >= before and rc_b[s, n - two] < own  # limit and ending before
             and rc_a[s, np.uint64(RC_LONGEST) + n - two] < duration - EPS * duration):  # ``own``: no fit, no walk
-        return np.inf
+        return np.inf, -1.0
     known = n - np.uint64(rc_i[s, RC_PARTIAL])  # cached runs whose end is known: a tight loop (no
     u = np.uint64(0)  # stores, so the bounds stay in registers; ~8 runs a search)
     while u < known:
         a = rc_a[s, u]
         if a >= before:
-            return np.inf
+            return np.inf, -1.0
         stop = a + duration
         if own < stop:
             stop = own
         if rc_b[s, u] >= stop:
-            return a
+            return a, rc_a[s, np.uint64(RC_APOS) + u]
         u += one
     i = u  # (unsigned, as above)
     m = np.int64(-1)  # (m, k): the position of the breakpoint at ``at`` (m < 0: none yet), where
@@ -1190,22 +1217,23 @@ def _rc_fit(pt, pf, pb, ps, st, rc_i, rc_a, rc_b, rc_next, height_slot, active, 
     while True:
         if i == np.uint64(rc_i[s, RC_COUNT]):
             if i == np.uint64(RC_RUNS):  # cache full: go on searching the profile after the last cached run
-                return _prof_fit(pt, pf, pb, ps, rc_b[s, i - one], need, duration, own, before)
+                return _prof_fit(pt, pf, pb, ps, rc_b[s, i - one], need, duration, own, before), -1.0
             if m < 0 or rc_next[s] != at:  # (rc_next: the end of run i - 1, or now)
                 p = rc_b[s, np.uint64(RC_POS) + i - one] if i > np.uint64(0) else ps[PS_M0] * CH_CAP
                 m, k = _rc_recall(pt, pb, ps, p, rc_next[s])
             a, m, k = _prof_at_least_from(pt, pf, pb, ps, m, k, need)
             at = a
             if a == np.inf:
-                return np.inf  # (cannot happen: the last run lasts forever)
+                return np.inf, -1.0  # (cannot happen: the last run lasts forever)
             rc_a[s, i] = a
             rc_b[s, i] = a
             rc_b[s, np.uint64(RC_POS) + i] = m * CH_CAP + k
+            rc_a[s, np.uint64(RC_APOS) + i] = m * CH_CAP + k
             rc_i[s, RC_COUNT] = np.int64(i + one)
             rc_i[s, RC_PARTIAL] = 1
         a = rc_a[s, i]
         if a >= before:
-            return np.inf
+            return np.inf, -1.0
         b = rc_b[s, i]
         stop = a + duration
         if own < stop:
@@ -1227,7 +1255,7 @@ def _rc_fit(pt, pf, pb, ps, st, rc_i, rc_a, rc_b, rc_next, height_slot, active, 
                     longest = max(longest, rc_a[s, longest_at + i - one])
                 rc_a[s, longest_at + i] = longest
         if b >= stop:
-            return a
+            return a, rc_a[s, np.uint64(RC_APOS) + i]
         i += one
 
 
@@ -1378,7 +1406,7 @@ def _cons_visit(pt, pf, pb, ps, st, sf, rc_i, rc_a, rc_b, rc_next, height_slot, 
     if old != old:  # no reservation: placed at its earliest fit
         if enforce:
             start = _rc_fit(pt, pf, pb, ps, st, rc_i, rc_a, rc_b, rc_next, height_slot, active,
-                            now, nj, lj, np.inf, np.inf)
+                            now, nj, lj, np.inf, np.inf)[0]
         else:
             start = _prof_fit(pt, pf, pb, ps, now, nj, lj, np.inf, np.inf)
         if start != np.inf:
@@ -1399,18 +1427,19 @@ def _cons_visit(pt, pf, pb, ps, st, sf, rc_i, rc_a, rc_b, rc_next, height_slot, 
 
 
 @njit(cache=True, _nrt=False)
-def _cons_move(pt, pf, pb, ps, st, sf, rc_b, rc_i, rc_next, active, j, start, now, nodes, limit, res):
-    """Move reserved job ``j`` to ``start`` (earlier than its reservation): the profile, the run
-    cache and the grown region follow."""
+def _cons_move(pt, pf, pb, ps, st, sf, rc_b, rc_i, rc_next, active, j, start, at, now, nodes, limit, res):
+    """Move reserved job ``j`` to ``start`` (earlier than its reservation; ``at``: where the run
+    cache found that breakpoint, ``_rc_recall``): the profile, the run cache and the grown
+    region follow."""
     nj = nodes[j]
     lj = limit[j]
     old = res[j]
     mid = min(start + lj, old)  # the new slot less the old one, then the old less the new: where the
     back = max(start + lj, old)  # two overlap nothing changes, and the walks do not go there
-    m, k = _prof_locate(pt, pb, ps, back)  # (``_prof_occupy`` with the locate inlined: the moves are hot)
+    m, k = _rc_recall(pt, pb, ps, at, start)  # (no binary search over the chunk order: the moves are hot)
+    m, k = _prof_occupy_at(pt, pf, pb, ps, m, k, start, mid, nj)
+    m, k = _prof_ahead(pt, pb, ps, m, k, back)  # from where the take ended (mid <= back)
     _prof_occupy_at(pt, pf, pb, ps, m, k, back, old + lj, -nj)
-    m, k = _prof_locate(pt, pb, ps, start)
-    _prof_occupy_at(pt, pf, pb, ps, m, k, start, mid, nj)
     _rc_changed(rc_i, rc_b, rc_next, active, st, start, now)
     res[j] = start
     if old + lj > sf[SF_GROWN]:
@@ -1600,13 +1629,13 @@ def conservative_steps(submit, limit, nodes, dur, arrivals, rank, total, enforce
                             if (before <= sf[SF_FB] and old >= sf[SF_FO] and limit[ju] >= sf[SF_FL]
                                     and nodes[ju] >= sf[SF_FH]):
                                 continue  # the last failed search's job needed less: this one fails too
-                            start = _rc_fit(pt, pf, pb, ps, st, rc_i, rc_a, rc_b, rc_next, height_slot, active,
-                                            now, nodes[ju], limit[ju], old, before)
+                            start, at = _rc_fit(pt, pf, pb, ps, st, rc_i, rc_a, rc_b, rc_next, height_slot, active,
+                                                now, nodes[ju], limit[ju], old, before)
                             if start == np.inf:
                                 _note_failure(sf, nodes[ju], limit[ju], old, before)
                             else:
                                 sf[SF_FB] = -np.inf
-                                _cons_move(pt, pf, pb, ps, st, sf, rc_b, rc_i, rc_next, active, j, start, now,
+                                _cons_move(pt, pf, pb, ps, st, sf, rc_b, rc_i, rc_next, active, j, start, at, now,
                                            nodes, limit, res)
                                 last_move = i - 1
                                 stale = True
