@@ -160,6 +160,36 @@ def test_a_move_walks_on_from_where_its_take_ended():
         assert k._prof_ahead(pt, pb, ps, m, i, t) == k._prof_find(pt, pb, ps, t)
 
 
+def test_the_run_cache_keeps_each_slots_last_run_end():
+    """The run cache (``_rc_fit``, ``_rc_changed``) keeps the end of each slot's last cached run in
+    a dense row (``RC_LAST``), which a change of the profile reads first: set where runs are
+    found, lowered or emptied by a cut, untouched where the last run ended before the change."""
+    k = kernels()
+    pt, pf, pb, ps = chunked([0.0, 10.0, 20.0, 30.0, 40.0], [4, 1, 3, 1, 2])  # 2 free: [0, 10), [20, 30), [40, inf)
+    rc_i = np.full((k.RC_SLOTS, 4), -1, np.int64)
+    rc_a = np.empty((k.RC_SLOTS, 3 * k.RC_RUNS))
+    rc_b = np.empty((k.RC_SLOTS, 2 * k.RC_RUNS))
+    rc_next = np.empty(2 * k.RC_SLOTS)
+    height_slot = np.full(5, -1, np.int64)
+    active = np.empty(k.RC_SLOTS, np.int64)
+    st = np.zeros(k.ST_SIZE, np.int64)
+    cache = (st, rc_i, rc_a, rc_b, rc_next, height_slot, active)
+    assert k._rc_fit(pt, pf, pb, ps, *cache, 0.0, 2, 5.0, INF, INF)[0] == 0.0  # run [0, 10) found
+    s = int(height_slot[2])
+    assert rc_i[s, k.RC_COUNT] == 1 and rc_next[k.RC_LAST + s] == 10.0
+    assert k._rc_fit(pt, pf, pb, ps, *cache, 0.0, 2, 15.0, INF, INF)[0] == 40.0  # [20, 30) too short
+    assert rc_i[s, k.RC_COUNT] == 3 and rc_next[k.RC_LAST + s] == INF  # [40, inf) complete
+    k._rc_fit(pt, pf, pb, ps, *cache, 0.0, 4, 5.0, INF, INF)  # a second slot: 4 free on [0, 10) only
+    s4 = int(height_slot[4])
+    assert rc_i[s4, k.RC_COUNT] == 1 and rc_next[k.RC_LAST + s4] == 10.0
+    k._rc_changed(rc_i, rc_b, rc_next, active, st, 25.0, 0.0)
+    assert rc_i[s, k.RC_COUNT] == 1 and rc_next[s] == 10.0 and rc_next[k.RC_LAST + s] == 10.0
+    assert rc_i[s4, k.RC_COUNT] == 1 and rc_next[k.RC_LAST + s4] == 10.0  # ended before 25: kept
+    k._rc_changed(rc_i, rc_b, rc_next, active, st, 10.0, 0.0)
+    assert rc_i[s, k.RC_COUNT] == 0 and rc_next[s] == 0.0 and rc_next[k.RC_LAST + s] == -INF
+    assert rc_i[s4, k.RC_COUNT] == 0 and rc_next[k.RC_LAST + s4] == -INF
+
+
 @pytest.mark.parametrize("seed", range(12))
 def test_random_profiles_match_the_reference(seed):
     """Several hundred breakpoints (several chunks, split as they fill, compacted when chunks run

@@ -1117,6 +1117,7 @@ RC_STAMP = 1
 RC_COUNT = 2
 RC_PARTIAL = 3  # 1 when the last cached run's end is not known yet
 RC_LONGEST = RC_RUNS  # rc_a[s, RC_LONGEST + u]: the longest of runs 0..u, rounded up (``_rc_fit``)
+RC_LAST = RC_SLOTS  # rc_next[RC_LAST + s]: the end of slot s's last run (-inf: none), dense for ``_rc_changed``
 RC_APOS = 2 * RC_RUNS  # rc_a[s, RC_APOS + u]: where run u's start was found (a move recalls it)
 RC_POS = RC_RUNS  # rc_b[s, RC_POS + u]: where run u's end (rc_b[s, u]) was found, m * CH_CAP + k (``_rc_recall``)
 EPS = 2.0 ** -40  # ... by EPS times the times' sizes: far more than any rounding of them
@@ -1138,11 +1139,13 @@ def _rc_slot(rc_i, rc_next, height_slot, active, st, h, now):
             rc_i[s, RC_COUNT] = 0
             rc_i[s, RC_PARTIAL] = 0
             rc_next[s] = now
+            rc_next[RC_LAST + s] = -np.inf
     if rc_i[np.uint64(s), RC_STAMP] != stamp:
         rc_i[s, RC_STAMP] = stamp
         rc_i[s, RC_COUNT] = 0
         rc_i[s, RC_PARTIAL] = 0
         rc_next[s] = now
+        rc_next[RC_LAST + s] = -np.inf
         active[st[ST_ACTIVE]] = s
         st[ST_ACTIVE] += 1
     return s
@@ -1150,20 +1153,23 @@ def _rc_slot(rc_i, rc_next, height_slot, active, st, h, now):
 
 @njit(cache=True, _nrt=False)
 def _rc_changed(rc_i, rc_b, rc_next, active, st, x, now):
-    """The profile changed from ``x`` on: drop the cached runs that end at or after ``x``.
+    """The profile changed from ``x`` on: drop the cached runs that end at or after ``x``. A slot
+    whose last run ends before ``x`` is told apart by one load from a dense array (``RC_LAST``).
     (Unsigned indices: numba tests every signed one for a wrap from the end.)"""
     zero = np.uint64(0)
     one = np.uint64(1)
+    last = np.uint64(RC_LAST)
     for k in range(st[ST_ACTIVE]):
         s = np.uint64(active[k])
-        n = np.uint64(rc_i[s, RC_COUNT])
-        c = n
-        while c > zero and rc_b[s, c - one] >= x:
-            c -= one
-        if c < n:
+        if rc_next[last + s] >= x:
+            c = np.uint64(rc_i[s, RC_COUNT]) - one
+            while c > zero and rc_b[s, c - one] >= x:
+                c -= one
             rc_i[s, RC_COUNT] = c
             rc_i[s, RC_PARTIAL] = 0  # the runs left all ended before x
-            rc_next[s] = rc_b[s, c - one] if c > zero else now
+            e = rc_b[s, c - one] if c > zero else -np.inf
+            rc_next[s] = e if c > zero else now
+            rc_next[last + s] = e
 
 
 @njit(cache=True, _nrt=False, inline="always")
@@ -1229,6 +1235,7 @@ def _rc_fit(pt, pf, pb, ps, st, rc_i, rc_a, rc_b, rc_next, height_slot, active, 
                 return np.inf, -1.0  # (cannot happen: the last run lasts forever)
             rc_a[s, i] = a
             rc_b[s, i] = a
+            rc_next[np.uint64(RC_LAST) + s] = a
             rc_b[s, np.uint64(RC_POS) + i] = m * CH_CAP + k
             rc_a[s, np.uint64(RC_APOS) + i] = m * CH_CAP + k
             rc_i[s, RC_COUNT] = np.int64(i + one)
@@ -1248,6 +1255,7 @@ def _rc_fit(pt, pf, pb, ps, st, rc_i, rc_a, rc_b, rc_next, height_slot, active, 
             b, complete, m, k = _prof_below_from(pt, pf, pb, ps, m, k, need, stop)
             at = b
             rc_b[s, i] = b
+            rc_next[np.uint64(RC_LAST) + s] = b
             rc_b[s, np.uint64(RC_POS) + i] = m * CH_CAP + k
             if complete:
                 rc_i[s, RC_PARTIAL] = 0
