@@ -8,7 +8,7 @@ not: planning passes and rounds, waiting jobs visited in the rounds, those passe
 a search (the O(1) test), bounded earliest-fit searches (in the first round or a later one), moves, and inside the searches the profile's runs found anew,
 run ends found anew and cached runs read (the run cache, ``_rc_fit``), the profile's size at the
 searches (breakpoints, chunks), the queue at the passes, the chunks the run scans step over and
-the locates of the run-cache search. They are compiled into a
+the positions the run-cache search recalls (``_rc_recall``; located anew when the layout moved them). They are compiled into a
 copy of ``_kernels.py`` in a temporary folder (anchor lines patched with ``st`` counters; the
 product's kernel has none), so the run is ~2x slower than the product's and the figures, not
 its time, are what to read. A patch whose anchor is gone fails loudly: update the anchors with
@@ -36,7 +36,7 @@ NAMES = ("planning passes with compression", "rounds", "visits (reserved jobs, l
          "runs found anew", "run ends found anew", "cached runs read",
          "breakpoints at the searches (sum; / searches = mean P)", "chunks at the searches (sum)",
          "waiting jobs at the compression passes (sum)", "chunks passed by the start scans",
-         "chunks passed by the end scans", "locates in the run-cache search",
+         "chunks passed by the end scans", "positions recalled (or located) in the run-cache search",
          "F found (a scan of the profile up to grown)",
          "passed over by the versions test (a later round)",
          "blocks of the queue passed over whole", "... places in them")
@@ -57,8 +57,8 @@ PATCHES = (
      "                                st[C + 19] += 1\n                                st[C + 20] += min(nb, Q) - i\n"),
     ("                                if stale:  # found again only when it would pass the job over\n",
      "                                    st[C + 17] += 1\n"),
-    ("                            start = _rc_fit(pt, pf, pb, ps, st, rc_i, rc_a, rc_b, rc_next, height_slot, "
-     "active,\n                                            now, nodes[ju], limit[ju], old, before)\n",
+    ("                            start, at = _rc_fit(pt, pf, pb, ps, st, rc_i, rc_a, rc_b, rc_next, height_slot, "
+     "active,\n                                                now, nodes[ju], limit[ju], old, before)\n",
      "                            st[C + 4] += 1\n                            st[C + (5 if rounds == 1 else 6)] += 1\n"
      "                            if start != np.inf:\n                                st[C + 7] += 1\n"),
     ("            a, m, k = _prof_at_least_from(pt, pf, pb, ps, m, k, need)\n", "            st[C + 8] += 1\n"),
@@ -69,10 +69,11 @@ PATCHES = (
     ("                            before = old if old < grown else grown\n",
      "                            st[C + 11] += ps[PS_P]\n                            st[C + 12] += ps[PS_M1] - ps[PS_M0]\n"),
     ("                if compress:\n                    st[C + 0] += 1\n", "                    st[C + 13] += Q\n"),
-    ("                m, k = _prof_locate(pt, pb, ps, rc_next[s])\n",
+    ("                m, k = _rc_recall(pt, pb, ps, p, rc_next[s])\n",
      "                st[C + 16] += 1\n            mb = m\n"),
     ("            a, m, k = _prof_at_least_from(pt, pf, pb, ps, m, k, need)\n", "            st[C + 14] += m - mb\n"),
-    ("                m, k = _prof_locate(pt, pb, ps, b)\n", "                st[C + 16] += 1\n"),
+    ("                m, k = _rc_recall(pt, pb, ps, rc_b[s, np.uint64(RC_POS) + i], b)\n",
+     "                st[C + 16] += 1\n"),
     ("            if m < ps[PS_M1] and pt[ps[PS_CO + m], k] == b:  # the end is after b\n"
      "                m, k = _prof_step(pb, ps, m, k)\n", "            mb = m\n"),
     ("            b, complete, m, k = _prof_below_from(pt, pf, pb, ps, m, k, need, stop)\n",

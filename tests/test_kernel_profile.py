@@ -1,5 +1,5 @@
 """The compiled kernels' chunked availability profile (``sim.kernel._kernels``: ``_prof_fit_at``,
-``_prof_occupy_at``, ``_prof_back``) against the reference's ``Profile`` and a plain earliest
+``_prof_occupy_at``, ``_prof_back``, ``_prof_ahead``, ``_rc_recall``) against the reference's ``Profile`` and a plain earliest
 fit: hand-computed cases for the fit's run scan (a run too short, ``own``, ``before``, the
 last step lasting for ever) and the occupation's one search, then random profiles of several
 chunks (more than ``CH_CAP`` breakpoints) built by occupations and releases."""
@@ -115,6 +115,79 @@ def test_occupy_hand_computed():
     assert function_of(arrays) == (STEPS[0], STEPS[1])
     k._prof_occupy(pt, pf, pb, ps, 20.0, INF, 1)  # to the end: no breakpoint for the end
     assert function_of(arrays) == ([0.0, 10.0, 20.0, 30.0], [2, 5, 0, 4])
+
+
+def test_a_recalled_position_is_checked():
+    """``_rc_recall`` (where the run cache found a run's end): a place that still holds the time is
+    its position; one an insertion before it moved, one past its chunk's breakpoints (stale after
+    a trim) and one past the chunk order are located anew."""
+    k = kernels()
+    arrays = chunked([0.0, 10.0, 20.0, 30.0], [4, 3, 2, 1])
+    pt, pf, pb, ps = arrays
+    m0 = int(ps[k.PS_M0])
+    at = lambda m, i: float(m * k.CH_CAP + i)  # noqa: E731
+    assert k._rc_recall(pt, pb, ps, at(m0, 2), 20.0) == (m0, 2)
+    k._prof_occupy(pt, pf, pb, ps, 5.0, 7.0, 1)  # breakpoints 0, 5, 7, 10, 20, 30: 20 moved to place 4
+    assert k._rc_recall(pt, pb, ps, at(m0, 2), 20.0) == (m0, 4)
+    assert k._rc_recall(pt, pb, ps, at(m0, 4), 20.0) == (m0, 4)
+    k._prof_trim(pt, pf, pb, ps, 10.0)  # 10, 20, 30 in places 0-2; places 3-5 still hold 10, 20, 30
+    assert int(pb[ps[k.PS_CO + m0], k.PB_N]) == 3 and pt[ps[k.PS_CO + m0], 4] == 20.0
+    assert k._rc_recall(pt, pb, ps, at(m0, 4), 20.0) == (m0, 1)
+    assert k._rc_recall(pt, pb, ps, at(int(ps[k.PS_M1]), 1), 20.0) == (m0, 1)
+    assert k._rc_recall(pt, pb, ps, at(m0, 1), 25.0) == (m0, 2)  # not a breakpoint: the first after it
+
+
+def test_a_move_walks_on_from_where_its_take_ended():
+    """``_cons_move``'s second walk: ``_prof_occupy_at`` returns the position of the breakpoint at
+    its ``stop`` (inserted or found), and ``_prof_ahead`` locates a later time from a position at
+    or before it, stepping over whole chunks (here three of 48 breakpoints)."""
+    k = kernels()
+    arrays = chunked([0.0, 10.0, 20.0, 30.0], [4, 3, 2, 1])
+    pt, pf, pb, ps = arrays
+    m0 = int(ps[k.PS_M0])
+    assert k._prof_occupy_at(pt, pf, pb, ps, m0, 1, 5.0, 15.0, 1) == (m0, 3)  # 0, 5, 10, 15, 20, 30
+    assert k._prof_occupy_at(pt, pf, pb, ps, m0, 2, 10.0, 20.0, 1) == (m0, 4)  # 20 was there already
+    assert function_of(arrays) == ([0.0, 5.0, 10.0, 15.0, 30.0], [4, 3, 1, 2, 1])  # (20 now redundant)
+    assert k._prof_ahead(pt, pb, ps, m0, 3, 25.0) == (m0, 5)
+    assert k._prof_ahead(pt, pb, ps, m0, 3, 15.0) == (m0, 3)
+    assert k._prof_ahead(pt, pb, ps, m0, 0, 40.0) == (int(ps[k.PS_M1]), 0)
+    times = [float(t) for t in range(0, 1400, 10)]
+    arrays = chunked(times, [200 - i for i in range(len(times))])
+    pt, pf, pb, ps = arrays
+    assert int(ps[k.PS_M1]) - int(ps[k.PS_M0]) == 3
+    for lo, t in [(0.0, 5.0), (0.0, 480.0), (0.0, 485.0), (100.0, 1000.0), (470.0, 1395.0), (700.0, 2000.0)]:
+        m, i = k._prof_find(pt, pb, ps, lo)
+        assert k._prof_ahead(pt, pb, ps, m, i, t) == k._prof_find(pt, pb, ps, t)
+
+
+def test_the_run_cache_keeps_each_slots_last_run_end():
+    """The run cache (``_rc_fit``, ``_rc_changed``) keeps the end of each slot's last cached run in
+    a dense row (``RC_LAST``), which a change of the profile reads first: set where runs are
+    found, lowered or emptied by a cut, untouched where the last run ended before the change."""
+    k = kernels()
+    pt, pf, pb, ps = chunked([0.0, 10.0, 20.0, 30.0, 40.0], [4, 1, 3, 1, 2])  # 2 free: [0, 10), [20, 30), [40, inf)
+    rc_i = np.full((k.RC_SLOTS, 4), -1, np.int64)
+    rc_a = np.empty((k.RC_SLOTS, 3 * k.RC_RUNS))
+    rc_b = np.empty((k.RC_SLOTS, 2 * k.RC_RUNS))
+    rc_next = np.empty(2 * k.RC_SLOTS)
+    height_slot = np.full(5, -1, np.int64)
+    active = np.empty(k.RC_SLOTS, np.int64)
+    st = np.zeros(k.ST_SIZE, np.int64)
+    cache = (st, rc_i, rc_a, rc_b, rc_next, height_slot, active)
+    assert k._rc_fit(pt, pf, pb, ps, *cache, 0.0, 2, 5.0, INF, INF)[0] == 0.0  # run [0, 10) found
+    s = int(height_slot[2])
+    assert rc_i[s, k.RC_COUNT] == 1 and rc_next[k.RC_LAST + s] == 10.0
+    assert k._rc_fit(pt, pf, pb, ps, *cache, 0.0, 2, 15.0, INF, INF)[0] == 40.0  # [20, 30) too short
+    assert rc_i[s, k.RC_COUNT] == 3 and rc_next[k.RC_LAST + s] == INF  # [40, inf) complete
+    k._rc_fit(pt, pf, pb, ps, *cache, 0.0, 4, 5.0, INF, INF)  # a second slot: 4 free on [0, 10) only
+    s4 = int(height_slot[4])
+    assert rc_i[s4, k.RC_COUNT] == 1 and rc_next[k.RC_LAST + s4] == 10.0
+    k._rc_changed(rc_i, rc_b, rc_next, active, st, 25.0, 0.0)
+    assert rc_i[s, k.RC_COUNT] == 1 and rc_next[s] == 10.0 and rc_next[k.RC_LAST + s] == 10.0
+    assert rc_i[s4, k.RC_COUNT] == 1 and rc_next[k.RC_LAST + s4] == 10.0  # ended before 25: kept
+    k._rc_changed(rc_i, rc_b, rc_next, active, st, 10.0, 0.0)
+    assert rc_i[s, k.RC_COUNT] == 0 and rc_next[s] == 0.0 and rc_next[k.RC_LAST + s] == -INF
+    assert rc_i[s4, k.RC_COUNT] == 0 and rc_next[k.RC_LAST + s4] == -INF
 
 
 @pytest.mark.parametrize("seed", range(12))

@@ -241,8 +241,8 @@ def run_events(*, submit, limit, nodes, dur, rejected, rank, total, backfill, en
             np.empty(n, np.int64),  # the waiting queue in priority order
             *kernels.profile_arrays(cap, int(total)),  # the availability profile: all free from -inf on
             np.full((kernels.RC_SLOTS, 4), -1, np.int64),  # run cache: height, stamp, count, partial per slot
-            np.empty((kernels.RC_SLOTS, 2 * kernels.RC_RUNS)), np.empty((kernels.RC_SLOTS, kernels.RC_RUNS)),
-            np.empty(kernels.RC_SLOTS), np.full(int(total) + 1, -1, np.int64), np.empty(kernels.RC_SLOTS, np.int64),
+            np.empty((kernels.RC_SLOTS, 3 * kernels.RC_RUNS)), np.empty((kernels.RC_SLOTS, 2 * kernels.RC_RUNS)),
+            np.empty(2 * kernels.RC_SLOTS), np.full(int(total) + 1, -1, np.int64), np.empty(kernels.RC_SLOTS, np.int64),
             *kernels.versions_arrays(n),  # each job's last visit, the pass's growth log
         )
         st[kernels.ST_FIXPOINT] = 1

@@ -554,7 +554,8 @@ def queue_policy_steps(submit, limit, nodes, dur, arrivals, rank, total, mode,
 # + CH_CAP). (A balanced tree of breakpoint deltas with prefix-sum aggregates, O(log P) per
 # query and update, was measured slower than flat scans at the profile sizes simulations reach
 # -- hundreds to a few thousand breakpoints; see RESULTS.md.)
-CH_CAP = 64  # breakpoints a chunk holds; a full chunk that needs one more is split in two
+CH_BITS = 6
+CH_CAP = 1 << CH_BITS  # 64 breakpoints a chunk holds; a full chunk that needs one more is split in two
 CH_HALF = CH_CAP // 2
 CH_FILL = 48  # compaction merges neighbouring chunks up to this many
 PB_N = 0
@@ -588,15 +589,17 @@ def profile_arrays(max_breakpoints: int, total: int):
 
 @njit(cache=True, _nrt=False)
 def _ch_stats(pf, pb, c):
-    """Recompute chunk ``c``'s most and fewest free nodes."""
-    mx = pf[c, 0]
-    mn = mx
-    for k in range(1, pb[c, PB_N]):
-        v = pf[c, k]
-        if v > mx:
-            mx = v
-        if v < mn:
-            mn = v
+    """Recompute chunk ``c``'s most and fewest free nodes (over all CH_CAP places, the ones past its
+    breakpoints replaced by the first: a fixed count the compiler unrolls into vector min/max,
+    with no loop exit to mispredict)."""
+    n = pb[c, PB_N]
+    first = pf[c, 0]
+    mx = first
+    mn = first
+    for k in range(CH_CAP):
+        v = pf[c, k] if k < n else first
+        mx = max(mx, v)
+        mn = min(mn, v)
     pb[c, PB_MAX] = mx + pb[c, PB_ADD]
     pb[c, PB_MIN] = mn + pb[c, PB_ADD]
 
@@ -654,12 +657,35 @@ def _prof_locate(pt, pb, ps, t):
         return m0, 0
     c = np.uint64(ps[co + a - one])
     n = pb[c, PB_N]
-    lo = 0  # inside the chunk: its breakpoints before t, counted over all CH_CAP places with
-    for u in range(CH_CAP):  # vector compares, not a binary search's mispredicted branches
-        lo += (pt[c, u] < t) & (u < n)
+    lo = _ch_count_before(pt, c, n, t)
     if lo < n:
         return np.int64(a) - 1, lo
     return np.int64(a), 0
+
+
+@njit(cache=True, _nrt=False, inline="always")
+def _ch_count_before(pt, c, n, t):
+    """Chunk ``c``'s breakpoints (``n`` of them) before ``t``, counted over all CH_CAP places with
+    vector compares, not a binary search's mispredicted branches."""
+    lo = 0
+    for u in range(CH_CAP):
+        lo += (pt[c, u] < t) & (u < n)
+    return lo
+
+
+@njit(cache=True, _nrt=False, inline="always")
+def _prof_ahead(pt, pb, ps, m, k, t):
+    """``_prof_locate`` from (m, k), a position at or before the answer: whole chunks are stepped
+    over forwards, no binary search over the chunk order (a move's second walk begins where its
+    first ended, or a few chunks on)."""
+    m1 = ps[PS_M1]
+    while m < m1:
+        c = np.uint64(ps[PS_CO + m])
+        n = pb[c, PB_N]
+        if pt[c, n - 1] >= t:
+            return m, _ch_count_before(pt, c, n, t)
+        m += 1
+    return m1, 0
 
 
 @njit(cache=True, _nrt=False)
@@ -766,7 +792,8 @@ def _prof_occupy_at(pt, pf, pb, ps, m, k, start, stop, n):
     """``_prof_occupy`` with (m, k) the position of the first breakpoint at or after ``start``.
     One search: the breakpoint at ``start`` is inserted there, then the walk that takes ``n``
     from each breakpoint before ``stop`` (whole chunks by their offset) ends where ``stop`` goes;
-    a breakpoint inserted there copies the one before it, so it gets its ``n`` back."""
+    a breakpoint inserted there copies the one before it, so it gets its ``n`` back. Returns the
+    position of the first breakpoint at or after ``stop`` (a move's second walk starts there)."""
     if ps[PS_NFREE] < 2:  # two insertions may each need a chunk
         _prof_compact(pt, pf, pb, ps)
         m, k = _prof_find(pt, pb, ps, start)
@@ -808,6 +835,7 @@ def _prof_occupy_at(pt, pf, pb, ps, m, k, start, stop, n):
         _ch_stats(pf, pb, c)
     elif touched and m < m1:
         _ch_stats(pf, pb, ps[PS_CO + m])
+    return m, k
 
 
 @njit(cache=True, _nrt=False, inline="always")
@@ -1089,6 +1117,9 @@ RC_STAMP = 1
 RC_COUNT = 2
 RC_PARTIAL = 3  # 1 when the last cached run's end is not known yet
 RC_LONGEST = RC_RUNS  # rc_a[s, RC_LONGEST + u]: the longest of runs 0..u, rounded up (``_rc_fit``)
+RC_LAST = RC_SLOTS  # rc_next[RC_LAST + s]: the end of slot s's last run (-inf: none), dense for ``_rc_changed``
+RC_APOS = 2 * RC_RUNS  # rc_a[s, RC_APOS + u]: where run u's start was found (a move recalls it)
+RC_POS = RC_RUNS  # rc_b[s, RC_POS + u]: where run u's end (rc_b[s, u]) was found, m * CH_CAP + k (``_rc_recall``)
 EPS = 2.0 ** -40  # ... by EPS times the times' sizes: far more than any rounding of them
 
 
@@ -1108,11 +1139,13 @@ def _rc_slot(rc_i, rc_next, height_slot, active, st, h, now):
             rc_i[s, RC_COUNT] = 0
             rc_i[s, RC_PARTIAL] = 0
             rc_next[s] = now
+            rc_next[RC_LAST + s] = -np.inf
     if rc_i[np.uint64(s), RC_STAMP] != stamp:
         rc_i[s, RC_STAMP] = stamp
         rc_i[s, RC_COUNT] = 0
         rc_i[s, RC_PARTIAL] = 0
         rc_next[s] = now
+        rc_next[RC_LAST + s] = -np.inf
         active[st[ST_ACTIVE]] = s
         st[ST_ACTIVE] += 1
     return s
@@ -1120,20 +1153,23 @@ def _rc_slot(rc_i, rc_next, height_slot, active, st, h, now):
 
 @njit(cache=True, _nrt=False)
 def _rc_changed(rc_i, rc_b, rc_next, active, st, x, now):
-    """The profile changed from ``x`` on: drop the cached runs that end at or after ``x``.
+    """The profile changed from ``x`` on: drop the cached runs that end at or after ``x``. A slot
+    whose last run ends before ``x`` is told apart by one load from a dense array (``RC_LAST``).
     (Unsigned indices: numba tests every signed one for a wrap from the end.)"""
     zero = np.uint64(0)
     one = np.uint64(1)
+    last = np.uint64(RC_LAST)
     for k in range(st[ST_ACTIVE]):
         s = np.uint64(active[k])
-        n = np.uint64(rc_i[s, RC_COUNT])
-        c = n
-        while c > zero and rc_b[s, c - one] >= x:
-            c -= one
-        if c < n:
+        if rc_next[last + s] >= x:
+            c = np.uint64(rc_i[s, RC_COUNT]) - one
+            while c > zero and rc_b[s, c - one] >= x:
+                c -= one
             rc_i[s, RC_COUNT] = c
             rc_i[s, RC_PARTIAL] = 0  # the runs left all ended before x
-            rc_next[s] = rc_b[s, c - one] if c > zero else now
+            e = rc_b[s, c - one] if c > zero else -np.inf
+            rc_next[s] = e if c > zero else now
+            rc_next[last + s] = e
 
 
 @njit(cache=True, _nrt=False, inline="always")
@@ -1143,26 +1179,43 @@ def _rc_new_pass(rc_i, st):
 
 
 @njit(cache=True, _nrt=False, inline="always")
+def _rc_recall(pt, pb, ps, p, t):
+    """The position of the first breakpoint at or after ``t``, a breakpoint's time that a scan
+    found at position ``p`` (m * CH_CAP + k) earlier in the pass. Breakpoint times are unique,
+    so if a live place at ``p`` still holds ``t`` that is its position (three loads); if the
+    layout moved it since (an insertion before it in its chunk, a split, a compaction), or ``t``
+    is no longer a breakpoint, it is located anew."""
+    m = np.int64(p) >> CH_BITS
+    k = np.int64(p) & (CH_CAP - 1)
+    if ps[PS_M0] <= m and m < ps[PS_M1]:
+        c = ps[PS_CO + m]
+        if k < pb[c, PB_N] and pt[c, k] == t:
+            return m, k
+    return _prof_locate(pt, pb, ps, t)
+
+
+@njit(cache=True, _nrt=False, inline="always")
 def _rc_fit(pt, pf, pb, ps, st, rc_i, rc_a, rc_b, rc_next, height_slot, active, now, need, duration, own, before):
-    """``_prof_fit`` from ``now`` through the run cache of size ``need`` (same answer)."""
+    """``_prof_fit`` from ``now`` through the run cache of size ``need`` (same answer), and where the
+    fit's breakpoint was found (``_rc_recall``; -1 if not known)."""
     s = np.uint64(_rc_slot(rc_i, rc_next, height_slot, active, st, need, now))  # (unsigned indices)
     one = np.uint64(1)
     two = np.uint64(2)
     n = np.uint64(rc_i[s, RC_COUNT])  # the runs cached reach ``before``, all those before it shorter than the
     if (n >= two and rc_a[s, n - one] >= before and rc_b[s, n - two] < own  # limit and ending before
             and rc_a[s, np.uint64(RC_LONGEST) + n - two] < duration - EPS * duration):  # ``own``: no fit, no walk
-        return np.inf
+        return np.inf, -1.0
     known = n - np.uint64(rc_i[s, RC_PARTIAL])  # cached runs whose end is known: a tight loop (no
     u = np.uint64(0)  # stores, so the bounds stay in registers; ~8 runs a search)
     while u < known:
         a = rc_a[s, u]
         if a >= before:
-            return np.inf
+            return np.inf, -1.0
         stop = a + duration
         if own < stop:
             stop = own
         if rc_b[s, u] >= stop:
-            return a
+            return a, rc_a[s, np.uint64(RC_APOS) + u]
         u += one
     i = u  # (unsigned, as above)
     m = np.int64(-1)  # (m, k): the position of the breakpoint at ``at`` (m < 0: none yet), where
@@ -1172,32 +1225,38 @@ def _rc_fit(pt, pf, pb, ps, st, rc_i, rc_a, rc_b, rc_next, height_slot, active, 
     while True:
         if i == np.uint64(rc_i[s, RC_COUNT]):
             if i == np.uint64(RC_RUNS):  # cache full: go on searching the profile after the last cached run
-                return _prof_fit(pt, pf, pb, ps, rc_b[s, i - one], need, duration, own, before)
-            if m < 0 or rc_next[s] != at:
-                m, k = _prof_locate(pt, pb, ps, rc_next[s])
+                return _prof_fit(pt, pf, pb, ps, rc_b[s, i - one], need, duration, own, before), -1.0
+            if m < 0 or rc_next[s] != at:  # (rc_next: the end of run i - 1, or now)
+                p = rc_b[s, np.uint64(RC_POS) + i - one] if i > np.uint64(0) else ps[PS_M0] * CH_CAP
+                m, k = _rc_recall(pt, pb, ps, p, rc_next[s])
             a, m, k = _prof_at_least_from(pt, pf, pb, ps, m, k, need)
             at = a
             if a == np.inf:
-                return np.inf  # (cannot happen: the last run lasts forever)
+                return np.inf, -1.0  # (cannot happen: the last run lasts forever)
             rc_a[s, i] = a
             rc_b[s, i] = a
+            rc_next[np.uint64(RC_LAST) + s] = a
+            rc_b[s, np.uint64(RC_POS) + i] = m * CH_CAP + k
+            rc_a[s, np.uint64(RC_APOS) + i] = m * CH_CAP + k
             rc_i[s, RC_COUNT] = np.int64(i + one)
             rc_i[s, RC_PARTIAL] = 1
         a = rc_a[s, i]
         if a >= before:
-            return np.inf
+            return np.inf, -1.0
         b = rc_b[s, i]
         stop = a + duration
         if own < stop:
             stop = own
         if b < stop and i + one == np.uint64(rc_i[s, RC_COUNT]) and rc_i[s, RC_PARTIAL] == 1:
             if m < 0 or b != at:
-                m, k = _prof_locate(pt, pb, ps, b)
+                m, k = _rc_recall(pt, pb, ps, rc_b[s, np.uint64(RC_POS) + i], b)
             if m < ps[PS_M1] and pt[ps[PS_CO + m], k] == b:  # the end is after b
                 m, k = _prof_step(pb, ps, m, k)
             b, complete, m, k = _prof_below_from(pt, pf, pb, ps, m, k, need, stop)
             at = b
             rc_b[s, i] = b
+            rc_next[np.uint64(RC_LAST) + s] = b
+            rc_b[s, np.uint64(RC_POS) + i] = m * CH_CAP + k
             if complete:
                 rc_i[s, RC_PARTIAL] = 0
                 rc_next[s] = b
@@ -1206,7 +1265,7 @@ def _rc_fit(pt, pf, pb, ps, st, rc_i, rc_a, rc_b, rc_next, height_slot, active, 
                     longest = max(longest, rc_a[s, longest_at + i - one])
                 rc_a[s, longest_at + i] = longest
         if b >= stop:
-            return a
+            return a, rc_a[s, np.uint64(RC_APOS) + i]
         i += one
 
 
@@ -1357,7 +1416,7 @@ def _cons_visit(pt, pf, pb, ps, st, sf, rc_i, rc_a, rc_b, rc_next, height_slot, 
     if old != old:  # no reservation: placed at its earliest fit
         if enforce:
             start = _rc_fit(pt, pf, pb, ps, st, rc_i, rc_a, rc_b, rc_next, height_slot, active,
-                            now, nj, lj, np.inf, np.inf)
+                            now, nj, lj, np.inf, np.inf)[0]
         else:
             start = _prof_fit(pt, pf, pb, ps, now, nj, lj, np.inf, np.inf)
         if start != np.inf:
@@ -1378,18 +1437,19 @@ def _cons_visit(pt, pf, pb, ps, st, sf, rc_i, rc_a, rc_b, rc_next, height_slot, 
 
 
 @njit(cache=True, _nrt=False)
-def _cons_move(pt, pf, pb, ps, st, sf, rc_b, rc_i, rc_next, active, j, start, now, nodes, limit, res):
-    """Move reserved job ``j`` to ``start`` (earlier than its reservation): the profile, the run
-    cache and the grown region follow."""
+def _cons_move(pt, pf, pb, ps, st, sf, rc_b, rc_i, rc_next, active, j, start, at, now, nodes, limit, res):
+    """Move reserved job ``j`` to ``start`` (earlier than its reservation; ``at``: where the run
+    cache found that breakpoint, ``_rc_recall``): the profile, the run cache and the grown
+    region follow."""
     nj = nodes[j]
     lj = limit[j]
     old = res[j]
     mid = min(start + lj, old)  # the new slot less the old one, then the old less the new: where the
     back = max(start + lj, old)  # two overlap nothing changes, and the walks do not go there
-    m, k = _prof_locate(pt, pb, ps, back)  # (``_prof_occupy`` with the locate inlined: the moves are hot)
+    m, k = _rc_recall(pt, pb, ps, at, start)  # (no binary search over the chunk order: the moves are hot)
+    m, k = _prof_occupy_at(pt, pf, pb, ps, m, k, start, mid, nj)
+    m, k = _prof_ahead(pt, pb, ps, m, k, back)  # from where the take ended (mid <= back)
     _prof_occupy_at(pt, pf, pb, ps, m, k, back, old + lj, -nj)
-    m, k = _prof_locate(pt, pb, ps, start)
-    _prof_occupy_at(pt, pf, pb, ps, m, k, start, mid, nj)
     _rc_changed(rc_i, rc_b, rc_next, active, st, start, now)
     res[j] = start
     if old + lj > sf[SF_GROWN]:
@@ -1579,13 +1639,13 @@ def conservative_steps(submit, limit, nodes, dur, arrivals, rank, total, enforce
                             if (before <= sf[SF_FB] and old >= sf[SF_FO] and limit[ju] >= sf[SF_FL]
                                     and nodes[ju] >= sf[SF_FH]):
                                 continue  # the last failed search's job needed less: this one fails too
-                            start = _rc_fit(pt, pf, pb, ps, st, rc_i, rc_a, rc_b, rc_next, height_slot, active,
-                                            now, nodes[ju], limit[ju], old, before)
+                            start, at = _rc_fit(pt, pf, pb, ps, st, rc_i, rc_a, rc_b, rc_next, height_slot, active,
+                                                now, nodes[ju], limit[ju], old, before)
                             if start == np.inf:
                                 _note_failure(sf, nodes[ju], limit[ju], old, before)
                             else:
                                 sf[SF_FB] = -np.inf
-                                _cons_move(pt, pf, pb, ps, st, sf, rc_b, rc_i, rc_next, active, j, start, now,
+                                _cons_move(pt, pf, pb, ps, st, sf, rc_b, rc_i, rc_next, active, j, start, at, now,
                                            nodes, limit, res)
                                 last_move = i - 1
                                 stale = True
