@@ -18,6 +18,14 @@ help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}' \
 	  | sed -e 's/$$(UI_PORT)/$(UI_PORT)/g' -e 's/$$(SERVER_PORT)/$(SERVER_PORT)/g'
 
+# pip byte-compiles every installed module one after the other (~35 s of CPU for the test
+# install, the longest part of it once the wheels are here); compileall does it on every core
+# and leaves out the packages' own test suites (a fifth of the files), which nothing imports
+# (compiled at first import if ever). Its errors (modules for other Python versions) are pip's too.
+COMPILE_SITE = @echo "compiling the installed modules on $$(nproc 2>/dev/null || echo 1) cores"; \
+  $(BIN)/python -m compileall -qq -j 0 -x 'site-packages/.*/tests?/' \
+    "$$($(BIN)/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')" || true
+
 # Running needs the package alone; the test extra (Ray, dask, PostgreSQL's driver, hypothesis,
 # submitit: ~1 GB more) is installed by the test targets only. A test install is also a run install.
 $(STAMP): pyproject.toml
@@ -25,7 +33,8 @@ $(STAMP): pyproject.toml
 	@echo "installing drevt-sweep and what it needs to run into $(VENV) (a few minutes the first time)"
 	$(BIN)/python -m pip install -q --upgrade pip
 	@i=0; ( while sleep 10; do i=$$((i+10)); echo "  ... pip is still installing ($${i} s)"; done ) & ticker=$$!; \
-	  $(BIN)/python -m pip install --progress-bar off -e .; status=$$?; kill $$ticker; exit $$status
+	  $(BIN)/python -m pip install --no-compile --progress-bar off -e .; status=$$?; kill $$ticker; exit $$status
+	$(COMPILE_SITE)
 	@touch $(STAMP)
 
 $(TEST_STAMP): pyproject.toml
@@ -33,7 +42,8 @@ $(TEST_STAMP): pyproject.toml
 	@echo "installing drevt-sweep with its test tools into $(VENV)"
 	$(BIN)/python -m pip install -q --upgrade pip
 	@i=0; ( while sleep 10; do i=$$((i+10)); echo "  ... pip is still installing ($${i} s)"; done ) & ticker=$$!; \
-	  $(BIN)/python -m pip install --progress-bar off -e '.[test]'; status=$$?; kill $$ticker; exit $$status
+	  $(BIN)/python -m pip install --no-compile --progress-bar off -e '.[test]'; status=$$?; kill $$ticker; exit $$status
+	$(COMPILE_SITE)
 	@touch $(STAMP) $(TEST_STAMP)
 
 install: $(STAMP) ## create .venv (if missing) and install the project with what running needs (make test adds its tools)
