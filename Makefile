@@ -33,7 +33,7 @@ $(STAMP): pyproject.toml
 	@echo "installing drevt-sweep and what it needs to run into $(VENV) (a few minutes the first time)"
 	$(BIN)/python -m pip install -q --upgrade pip
 	@i=0; ( while sleep 10; do i=$$((i+10)); echo "  ... pip is still installing ($${i} s)"; done ) & ticker=$$!; \
-	  $(BIN)/python -m pip install --no-compile --progress-bar off -e .; status=$$?; kill $$ticker; exit $$status
+	  $(BIN)/python -m pip install --progress-bar off -e . --no-compile; status=$$?; kill $$ticker; exit $$status
 	$(COMPILE_SITE)
 	@touch $(STAMP)
 
@@ -42,7 +42,7 @@ $(TEST_STAMP): pyproject.toml
 	@echo "installing drevt-sweep with its test tools into $(VENV)"
 	$(BIN)/python -m pip install -q --upgrade pip
 	@i=0; ( while sleep 10; do i=$$((i+10)); echo "  ... pip is still installing ($${i} s)"; done ) & ticker=$$!; \
-	  $(BIN)/python -m pip install --no-compile --progress-bar off -e '.[test]'; status=$$?; kill $$ticker; exit $$status
+	  $(BIN)/python -m pip install --progress-bar off -e '.[test]' --no-compile; status=$$?; kill $$ticker; exit $$status
 	$(COMPILE_SITE)
 	@touch $(STAMP) $(TEST_STAMP)
 

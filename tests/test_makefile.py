@@ -46,3 +46,11 @@ def test_a_test_install_counts_as_a_run_install_not_the_reverse(tmp_path):
     (venv / ".installed-test-stamp").touch()
     os.utime(venv / ".installed-test-stamp", (later, later))
     assert "pip install" not in _make("-n", "test", f"VENV={venv}")
+
+
+def test_installs_compile_the_modules_on_every_core_not_in_pip(tmp_path):
+    """pip's own byte-compile runs on one core (~35 s of the test install's CPU): both installs
+    leave it to compileall, which uses every core and skips the packages' test suites."""
+    for target in ("run", "test"):
+        text = _make("-n", target, f"VENV={tmp_path / 'venv'}")
+        assert "--no-compile" in text and "-m compileall -qq -j 0 -x 'site-packages/.*/tests?/'" in text
