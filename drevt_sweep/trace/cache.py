@@ -60,9 +60,10 @@ def load_trace(path, options: ReadOptions | None = None, cache_dir=None) -> JobT
     paid ~10 ms a call to open and verify the same entry (KTH-SP2, 28k jobs), as much as a week
     of it takes to simulate. The file's checksum is still computed at every call (~0.3 ms), so
     an edited trace is read again, and the entry must be the file verified then (same inode,
-    size and modification time), so a damaged or replaced entry is verified again. The served
-    table's columns are read-only: a caller that wrote into them would change what the next
-    call gets."""
+    size and modification time), so a damaged or replaced entry is verified again. Each call
+    gets its own copy of the columns (~1 ms for KTH-SP2): a caller that wrote into them would
+    otherwise change what the next call gets, and read-only arrays are another type to numba
+    (a second compile of every kernel they reach)."""
     options = options or ReadOptions()
     path = str(path)
     checksum = checksum_of(read_bytes(path))
@@ -79,15 +80,20 @@ def load_trace(path, options: ReadOptions | None = None, cache_dir=None) -> JobT
                 return table
             _store(entry, key, table)
             _remember(recent, entry, table)
-            return table
+            return _copy(table)
     _remember(recent, entry, table)
     if options.on_bad_row == "skip" and options.rejects_path:
         write_rejects(options.rejects_path, table.meta.rejects)
-    return table
+    return _copy(table)
 
 
 RECENT_TABLES = 2  # a sweep or a loop works on one or two traces; a 1M-job table is ~150 MB
 _RECENT: dict[tuple[str, str, str], tuple[tuple | None, JobTable]] = {}  # oldest first
+
+
+def _copy(table: JobTable) -> JobTable:
+    """The table with columns of its own (the kept one is never handed out)."""
+    return table.replace(**{name: column.copy() for name, column in table.columns().items()})
 
 
 def _stamp(entry: Path) -> tuple | None:
@@ -100,8 +106,6 @@ def _stamp(entry: Path) -> tuple | None:
 
 
 def _remember(recent: tuple[str, str, str], entry: Path, table: JobTable) -> None:
-    for column in table.columns().values():
-        column.flags.writeable = False
     _RECENT[recent] = (_stamp(entry), table)
     while len(_RECENT) > RECENT_TABLES:
         del _RECENT[next(iter(_RECENT))]
