@@ -760,7 +760,9 @@ class _Timeline:
 
         Each node keeps its last ``_fit_window`` (computed at an earlier candidate ``u``): no
         start in ``[u, fit_from)`` fits, and a start ``t >= fit_from`` with ``t + duration`` not
-        after ``fit_until`` does; only outside both is the node walked again, from ``t``."""
+        after ``fit_until`` does; only outside both is the node walked again, from ``t``. After
+        a candidate, the candidates before the ``k``-th smallest ``fit_from`` are passed over:
+        fewer than ``k`` nodes can fit there (on busy queues, most candidates)."""
         cores, gpus, memory = self.request
         c, g, m = cores[j], gpus[j], memory[j]
         nodes = range(self.partition.nodes)
@@ -769,7 +771,7 @@ class _Timeline:
         ends = self.ends
         x = bisect_right(ends, now)
         t = now
-        while t != INF:
+        while True:
             got = []
             stop = t + duration
             for i in nodes:
@@ -782,9 +784,9 @@ class _Timeline:
                 got.append(i)
                 if len(got) == k:
                     return t, got
-            while x < len(ends) and ends[x] == t:  # the next candidate: the next distinct end
-                x += 1
-            if x == len(ends):
+            after = sorted(fit_from)[k - 1]
+            x = bisect_left(ends, after, x) if after > t else bisect_right(ends, t, x)
+            if x == len(ends) or ends[x] == INF:
                 break
             t = ends[x]
         raise RuntimeError("a job never fits its partition (it should have been rejected)")
