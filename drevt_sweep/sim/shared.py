@@ -493,8 +493,8 @@ def _run_events(submit, limit, nodes, dur, rank, request, partition, backfill, e
         if not queue:
             continue
         if dyn is not None and dyn.refresh_due():  # a dynamic priority re-orders the queue
-            for j in queue:
-                rank_l[j] = (dyn.key(now, j), fcfs[j])
+            for j, key in zip(queue, dyn.keys(now, queue)):
+                rank_l[j] = (key, fcfs[j])
             queue.sort(key=rank_l.__getitem__)
             qrank[:] = [rank_l[j] for j in queue]
         if planner is not None:
