@@ -748,6 +748,15 @@ class _Timeline:
             x += 1
         return s, INF
 
+    def free_at(self, i, t):
+        """Node ``i``'s free cores, GPUs and memory at instant ``t``."""
+        times, _, uc, ug, um = self.steps[i] or self._steps(i)
+        cap_c, cap_g, cap_m = self.capacity
+        x = bisect_right(times, t) - 1
+        if x < 0:
+            return cap_c, cap_g, cap_m
+        return cap_c - uc[x], cap_g - ug[x], cap_m - um[x]
+
     def fitting(self, j, t, duration, among) -> set[int]:
         """The nodes of ``among`` that hold job ``j``'s request throughout ``[t, t + duration)``."""
         cores, gpus, memory = self.request
@@ -963,6 +972,25 @@ class _SlurmShared:
             gate.state.start(j)
         return True
 
+    def _last_to_start(self, now, queue, done, timeline) -> int:
+        """The position in ``queue`` of the last job (not in ``done``) that may start in this
+        cycle (-1: none). A job starts now only if ``k`` nodes of the timeline hold its request
+        at ``now``, and the cycle only adds to the timeline: after that job it would only place
+        reservations, which nobody sees (no hook) and which start nothing, so it ends there
+        (with association limits it goes on: it counts held jobs). A job whose limit vanishes
+        beside ``now`` (``now + limit == now``) has an empty window, which fits anywhere."""
+        cores, gpus, memory = self.request
+        limit, nodes = self.limit, self.nodes
+        free = [timeline.free_at(i, now) for i in range(self.partition.nodes)]
+        for p in range(len(queue) - 1, -1, -1):
+            j = queue[p]
+            if j in done:
+                continue
+            c, g, m = cores[j], gpus[j], memory[j]
+            if now + limit[j] == now or sum(fc >= c and fg >= g and fm >= m for fc, fg, fm in free) >= nodes[j]:
+                return p
+        return -1
+
     def _backfill(self, now, queue, free, running, placed, due, gate):
         from .policies.slurm_backfill import CycleLimits, cycle_window_end, reservation_span
 
@@ -981,10 +1009,13 @@ class _SlurmShared:
         done = {j for j, _ in due}
         limits = CycleLimits(self.max_test, self.max_part, self.max_user, self.users)
         reserved = 0
-        for j in queue:
+        last = len(queue)
+        if self.hook is None and gate is None:
+            last = self._last_to_start(now, queue, done, timeline)
+        for p, j in enumerate(queue):
             if j in done:
                 continue
-            if limits.exhausted():
+            if limits.exhausted() or p > last:
                 break
             if gate is not None and self._held(gate, j, True):
                 continue
