@@ -524,8 +524,8 @@ def _run_events(*, submit, limit, nodes, dur, rejected, rank, capacity, backfill
 
         # 2c. a dynamic priority re-orders the queue
         if dyn is not None and queue and dyn.refresh_due():
-            for j in queue:
-                rank_l[j] = (dyn.key(now, j), fcfs[j])
+            for j, key in zip(queue, dyn.keys(now, queue)):
+                rank_l[j] = (key, fcfs[j])
             queue.sort(key=rank_l.__getitem__)
             qrank[:] = [rank_l[j] for j in queue]
 

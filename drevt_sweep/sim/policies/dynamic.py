@@ -4,8 +4,9 @@ A static priority (``priority.py``) is one rank per job, fixed at submission. A 
 object the engine consults during the simulation:
 
 * ``key(now, j)``: job ``j``'s sort key at time ``now``; lower keys are served first, ties go to
-  FCFS order (submit time, then table row). The engine asks for it when ``j`` arrives and for
-  every waiting job whenever ``refresh_due()`` says so.
+  FCFS order (submit time, then table row). The engine asks for it when ``j`` arrives, and
+  ``keys(now, jobs)`` (a list: the same keys, in one call) for every waiting job whenever
+  ``refresh_due()`` says so.
 * ``period``: how often the keys are recomputed, in simulated seconds. ``0``: before every
   scheduling pass (the literature's WFP3/UNICEF); ``> 0``: at the *ticks* ``t0 + k * period``
   (``k >= 1``, ``t0`` the first submission), which are events of their own while jobs wait
@@ -62,6 +63,8 @@ class DynamicPriority(Protocol):
 
     def key(self, now: float, j: int) -> float: ...
 
+    def keys(self, now: float, jobs) -> list[float]: ...
+
     def refresh_due(self) -> bool: ...
 
     def advance(self, now: float) -> None: ...
@@ -84,6 +87,10 @@ class EveryPass:
 
     def refresh_due(self) -> bool:
         return True
+
+    def keys(self, now: float, jobs) -> list[float]:
+        key = self.key
+        return [key(now, j) for j in jobs]
 
     def advance(self, now: float) -> None:
         pass

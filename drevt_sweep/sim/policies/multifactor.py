@@ -281,14 +281,32 @@ class Multifactor:
             self._factors[leaf] = f
         return f
 
+    def priorities(self, now: float, jobs) -> list[float]:
+        """Each job's priority at ``now`` (the module docstring's sum, as Slurm's integer), in one
+        loop: the engine asks for a whole queue's at every tick."""
+        submit, leaf_of, static = self.submit, self.leaf_l, self.static_l
+        w_age, w_fs, max_age = self.w_age, self.w_fs, self.max_age
+        factors = self._factors
+        out = []
+        for j in jobs:
+            age = (now - submit[j]) / max_age
+            if age > 1.0:
+                age = 1.0
+            f = factors.get(leaf_of[j])
+            if f is None:  # (this tick's first job of its association)
+                f = self.fairshare(leaf_of[j])
+                factors = self._factors  # (Fair Tree makes them all at once, in a new dict)
+            out.append(slurm_integer(w_age * age + w_fs * f + static[j]))
+        return out
+
     def priority(self, now: float, j: int) -> float:
-        age = (now - self.submit[j]) / self.max_age
-        if age > 1.0:
-            age = 1.0
-        return slurm_integer(self.w_age * age + self.w_fs * self.fairshare(self.leaf_l[j]) + self.static_l[j])
+        return self.priorities(now, (j,))[0]
 
     def key(self, now: float, j: int) -> float:
         return -self.priority(now, j)
+
+    def keys(self, now: float, jobs) -> list[float]:
+        return [-p for p in self.priorities(now, jobs)]
 
     def kernel_args(self) -> tuple:
         t = self.tree

@@ -64,6 +64,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from itertools import accumulate
 from typing import Sequence
 
 from ...errors import ConfigError
@@ -340,10 +341,16 @@ class SlurmBackfill:
         limits = CycleLimits(self.max_test, self.max_part, self.max_user, self.users)
         reserved = 0
         hook = self.hook
-        for j in queue:
+        # Free nodes now (``profile.free[0]``) only shrink during the cycle, and a job starts
+        # only if it has its nodes now: once fewer are free than any job from here on asks for,
+        # the rest of the cycle would only place reservations, which nobody sees (no hook) and
+        # which start nothing. With association limits it goes on (it counts held jobs).
+        fewest = list(accumulate(reversed([nodes[j] for j in queue]), min))[::-1] if (
+            hook is None and state is None) else None
+        for p, j in enumerate(queue):
             if j in done:
                 continue
-            if limits.exhausted():
+            if limits.exhausted() or (fewest is not None and profile.free[0] < fewest[p]):
                 break
             if state is not None and state.gated_pre[j] and self._held(j, state.pre(j)):
                 continue  # (before it counts toward bf_max_job_test, as in _attempt_backfill)
