@@ -30,6 +30,7 @@ import hashlib
 import json
 import os
 import tempfile
+import threading
 import warnings
 from pathlib import Path
 
@@ -61,7 +62,7 @@ def load_trace(path, options: ReadOptions | None = None, cache_dir=None) -> JobT
     of it takes to simulate. The file's checksum is still computed at every call (~0.3 ms), so
     an edited trace is read again, and the entry must be the file verified then (same inode,
     size and modification time), so a damaged or replaced entry is verified again. Each call
-    gets its own copy of the columns (~1 ms for KTH-SP2): a caller that wrote into them would
+    gets its own copy of the columns (~0.1 ms for KTH-SP2): a caller that wrote into them would
     otherwise change what the next call gets, and read-only arrays are another type to numba
     (a second compile of every kernel they reach)."""
     options = options or ReadOptions()
@@ -71,7 +72,8 @@ def load_trace(path, options: ReadOptions | None = None, cache_dir=None) -> JobT
     directory = Path(cache_dir).expanduser() if cache_dir else default_cache_dir()
     entry = directory / f"{key}.npz"
     recent = (key, path, str(entry))
-    stamp, table = _RECENT.pop(recent, (None, None))
+    with _RECENT_LOCK:
+        stamp, table = _RECENT.pop(recent, (None, None))
     if table is None or stamp != _stamp(entry):
         table = _load(entry, key, path, checksum)
         if table is None:
@@ -89,6 +91,7 @@ def load_trace(path, options: ReadOptions | None = None, cache_dir=None) -> JobT
 
 RECENT_TABLES = 2  # a sweep or a loop works on one or two traces; a 1M-job table is ~150 MB
 _RECENT: dict[tuple[str, str, str], tuple[tuple | None, JobTable]] = {}  # oldest first
+_RECENT_LOCK = threading.Lock()  # (a report or a threaded loop may load from several threads)
 
 
 def _copy(table: JobTable) -> JobTable:
@@ -106,9 +109,11 @@ def _stamp(entry: Path) -> tuple | None:
 
 
 def _remember(recent: tuple[str, str, str], entry: Path, table: JobTable) -> None:
-    _RECENT[recent] = (_stamp(entry), table)
-    while len(_RECENT) > RECENT_TABLES:
-        del _RECENT[next(iter(_RECENT))]
+    stamp = _stamp(entry)
+    with _RECENT_LOCK:
+        _RECENT[recent] = (stamp, table)
+        while len(_RECENT) > RECENT_TABLES:
+            del _RECENT[next(iter(_RECENT))]
 
 
 def cache_key(checksum: str, options: ReadOptions) -> str:
