@@ -113,8 +113,14 @@ def _start_order(items):
 def dask_cluster():
     """A real LocalCluster: a scheduler and 2 worker processes, on 127.0.0.1."""
     distributed = pytest.importorskip("dask.distributed")
-    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                       host="127.0.0.1", dashboard_address=None)
+    import dask
+
+    # Without dask's active memory manager: its ReduceReplicas policy drops a broadcast key's
+    # extra copies every 2 s while no submitted task waits for them (seen in CI under load, between
+    # the scatter and the first seed), and the broadcast would then not be observable.
+    with dask.config.set({"distributed.scheduler.active-memory-manager.start": False}):
+        cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                           host="127.0.0.1", dashboard_address=None)
     # Both workers registered before any test uses them: the cluster can come back with one still
     # joining (seen under a 1-minute load of 7), and a broadcast then reaches only the first.
     cluster.wait_for_workers(2, timeout=120)
