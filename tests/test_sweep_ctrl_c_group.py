@@ -21,12 +21,13 @@ def test_ctrl_c_to_the_process_group_ends_the_sweep_with_one_line(tmp_path):
     proc = start(long_kth_sweep(tmp_path), tag, new_session=True)
     try:
         wait_for_workers(proc, tag)
-        os.killpg(proc.pid, signal.SIGINT)  # what a terminal does on Ctrl-C
-        _, err = proc.communicate(timeout=120)
+        os.killpg(proc.pid, signal.SIGINT)  # a terminal's Ctrl-C: the sweep and its workers
+        err = proc.communicate(timeout=120)[1]
+        code = proc.returncode
         assert_no_process_left(tag)
     finally:
         cleanup(proc, tag)
-    assert proc.returncode == 130, err[-3000:]
+    assert code == 130, err[-3000:]
     assert "interrupted by SIGINT" in err
     assert "Traceback" not in err and "Exception in thread" not in err, err[-3000:]
     assert "RUNNING" not in {r.info.status for r in runs(tmp_path)}
