@@ -397,6 +397,16 @@ def discover_uri(records: Sequence[ConfigRecord]) -> str | None:
     return None
 
 
+def default_store() -> str | None:
+    """The embedded store a sweep run from here writes by default (``paths.output_root``:
+    ``$DREVT_ROOT/outputs``, else ``./outputs``), when it exists: a folder that is gone names
+    no store, and the README promises a rebuild from the store."""
+    from ..tracking.store import embedded_uri
+
+    root = Path(os.environ.get("DREVT_ROOT") or Path.cwd()) / "outputs"
+    return embedded_uri(root) if (root / "mlflow.db").is_file() else None
+
+
 def _check_store(uri: str) -> None:
     """Fail with a clear message instead of silently creating an empty store."""
     if uri.startswith("sqlite:///"):
@@ -770,7 +780,7 @@ def build_report(
     if sweep_dir.exists() and not sweep_dir.is_dir():
         raise ReportError(f"{sweep_dir} is not a folder")
     folder_records, notes = load_folder(sweep_dir)
-    uri = tracking_uri or discover_uri(folder_records)
+    uri = tracking_uri or discover_uri(folder_records) or (None if folder_records else default_store())
     records: list[ConfigRecord] = []
     source = f"the result.json files in {sweep_dir}"
     with tempfile.TemporaryDirectory(prefix="drevt-report-") as scratch:
@@ -796,8 +806,8 @@ def build_report(
                 raise ReportError(f"nothing to report for {sweep_dir}: no result.json files there; "
                                   + notes[-1])
             if not sweep_dir.exists():
-                raise ReportError(f"{sweep_dir} does not exist (and no MLflow store names it; "
-                                  "give --tracking-uri)")
+                searched = f"the MLflow store {uri} has no runs of it" if uri else "no MLflow store names it"
+                raise ReportError(f"{sweep_dir} does not exist ({searched}; give --tracking-uri)")
             raise ReportError(f"no sweep results in {sweep_dir}: no */result.json files and no "
                               "MLflow parent runs tagged with this folder")
         describe(records)
@@ -1376,7 +1386,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("sweep_dir", metavar="SWEEP_DIR", help="the multirun folder (hydra.sweep.dir)")
     parser.add_argument("--tracking-uri", default=None,
-                        help="MLflow store (default: the one the sweep's configs name, if it exists)")
+                        help="MLflow store (default: the one the sweep's configs name, if it exists, else "
+                        "./outputs/mlflow.db)")
     parser.add_argument("--log-to-mlflow", action="store_true",
                         help="also attach report.html to the sweep's own MLflow run")
     parser.add_argument("--per-configuration", choices=("auto", "all", "none"), default="auto",
@@ -1389,6 +1400,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     from ..tracking import without_telemetry
 
     without_telemetry()
+    # MLflow draws a progress bar per artifact it downloads (three per configuration rebuilt)
+    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
     sections = {"auto": None, "all": True, "none": False}[args.per_configuration]
     try:
         path = build_report(Path(args.sweep_dir), args.tracking_uri, log_to_mlflow=args.log_to_mlflow,

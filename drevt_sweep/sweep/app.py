@@ -965,16 +965,19 @@ def _configuration_params(cfg, jobs, spec, results, result) -> dict:
         "n_seeds": len(results),
         "drevt_version": __version__,
     }
-    from ..names import excluded_key, run_queue_keys
+    from ..names import QueueKeys, excluded_key, run_queue_keys
 
     if jobs.meta.header_timezone:  # what the file says, beside the zone used (timezone.name)
         params["trace_timezone_header"] = jobs.meta.header_timezone
     for name, count in jobs.meta.excluded.items():  # queue names made valid, unique, stable
         params[f"excluded.{excluded_key(name, run_queue_keys(jobs))}"] = count
+    # keyed as the partition's metrics are (partition/<key>/...): a slurm.conf pool of partitions
+    # sharing nodes is named "a+b", which MLflow refuses in a key
+    part_key = QueueKeys(spec.machine.partition_names if spec.machine is not None else ())
     for part in (spec.machine.partitions if spec.machine is not None else ()):
         for field in ("nodes", "cores", "gpus", "memory", "sharing"):
-            params[f"partition.{part.name}.{field}"] = getattr(part, field)
-        params[f"partition.{part.name}.queues"] = ",".join(part.queues)
+            params[f"partition.{part_key(part.name)}.{field}"] = getattr(part, field)
+        params[f"partition.{part_key(part.name)}.queues"] = ",".join(part.queues)
     for name, value in (result.get("workload_report") or {}).items():
         params[f"workload_report.{name}"] = value
     return params

@@ -341,6 +341,10 @@ class _Running:
             self.results = _run_wave(self.wave, traces, config, self.arrays)
         except Exception as exc:  # noqa: BLE001 - a dead worker: handed to the main thread
             self.error = exc
+        except KeyboardInterrupt:  # a worker's Ctrl-C (a terminal signals the whole process
+            # group), re-raised here by joblib: the main thread has its own SIGINT and ends the
+            # sweep with one line; escaping, it printed this thread's 60-line traceback first
+            self.error = RuntimeError("a worker was interrupted (SIGINT)")
 
     def join(self) -> tuple[list, dict, Exception | None]:
         while self.thread.is_alive():  # in steps: Ctrl-C/SIGTERM still reach the main thread

@@ -5,9 +5,10 @@ the kernels itself with a line at least every ``interval`` seconds, and leaves t
 in numba's cache, from which the seed workers then load it in about a second.
 
 The cache counts as cold until this module has compiled the kernels once since their sources
-last changed (a stamp file in numba's cache folder, the kernel package's ``__pycache__``, newer
-than every kernel module with ``cache=True`` functions): an edited kernel, or a removed cache, is
-cold again, whatever the kernel modules are called. Compiling goes through the kernel's own entry
+last changed (a stamp file in numba's cache folder, the kernel package's ``__pycache__`` or
+``$NUMBA_CACHE_DIR`` when set, newer than every kernel module with ``cache=True`` functions): an
+edited kernel, a removed cache, or a new ``$NUMBA_CACHE_DIR`` is cold again, whatever the kernel
+modules are called. Compiling goes through the kernel's own entry
 point (``kernel.prepare``), so what is compiled is what the seeds will run; code numba already
 cached (by an earlier test or worker) only makes that a fast load, and nothing is printed unless
 it takes longer than ``quiet_for`` seconds.
@@ -15,6 +16,7 @@ it takes longer than ``quiet_for`` seconds.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import sys
 import threading
@@ -36,19 +38,30 @@ def _kernel_dir() -> Path:
 STAMP = "drevt_kernels_compiled.stamp"
 
 
+def _stamp_path(folder: Path) -> Path:
+    """Beside numba's cache of ``folder``: with ``$NUMBA_CACHE_DIR`` set, numba caches there, and
+    a stamp left in ``__pycache__`` said warm while the workers compiled for a minute in silence."""
+    cache_dir = os.environ.get("NUMBA_CACHE_DIR")
+    if not cache_dir:
+        return folder / "__pycache__" / STAMP
+    which = hashlib.sha256(str(folder.resolve()).encode()).hexdigest()[:12]  # one per checkout
+    return Path(cache_dir) / f"{which}.{STAMP}"
+
+
 def cold_sources(kernel_dir: Path | None = None) -> list[str]:
     """The kernel modules changed since the kernels were last compiled here (empty: warm)."""
     folder = kernel_dir or _kernel_dir()
-    stamp = folder / "__pycache__" / STAMP
+    stamp = _stamp_path(folder)
     compiled = stamp.stat().st_mtime if stamp.exists() else float("-inf")
     return [source.name for source in sorted(folder.glob("*.py"))
             if "cache=True" in source.read_text(encoding="utf-8") and source.stat().st_mtime > compiled]
 
 
 def _stamp(kernel_dir: Path) -> None:
+    stamp = _stamp_path(kernel_dir)
     try:
-        (kernel_dir / "__pycache__").mkdir(exist_ok=True)
-        (kernel_dir / "__pycache__" / STAMP).write_text("the kernels' first compile is done\n")
+        stamp.parent.mkdir(parents=True, exist_ok=True)
+        stamp.write_text("the kernels' first compile is done\n")
     except OSError:  # a read-only install: numba caches elsewhere, and we check again next time
         pass
 

@@ -1,9 +1,9 @@
 """A shared MLflow tracking server backed by PostgreSQL, on this machine, for trying it out.
 
-    python -m drevt_sweep.server run      # foreground (what `make server` runs); Ctrl-C stops it
-    python -m drevt_sweep.server start    # in the background; prints the tracking URI
-    python -m drevt_sweep.server status
-    python -m drevt_sweep.server stop
+    python -m drevt_sweep.tracking.server run      # foreground (what `make server` runs); Ctrl-C stops it
+    python -m drevt_sweep.tracking.server start    # in the background; prints the tracking URI
+    python -m drevt_sweep.tracking.server status
+    python -m drevt_sweep.tracking.server stop
 
 What it does: finds PostgreSQL's programs (Debian: ``apt-get install postgresql``), creates a
 database cluster in ``outputs/pg`` the first time (``initdb``; password authentication, a
@@ -111,7 +111,7 @@ def _check_reachable_by(account: str | None, path: Path) -> None:
         if not mode & 0o001:
             raise ServerError(
                 f"{parent} is not searchable by the '{account}' user that runs PostgreSQL; "
-                "pick a data folder elsewhere with --pgdata"
+                "pick a data folder elsewhere with --pgdata (make server: SERVER_ROOT=DIR)"
             )
 
 
@@ -378,17 +378,31 @@ def _announce(state: ServerState) -> None:
     print(f"  logs: {state.log}, {Path(state.pgdata) / 'postgres.log'}", flush=True)
 
 
+PROG = "python -m drevt_sweep.tracking.server"
+
+
+def _default_root() -> Path:
+    return Path(os.environ.get("DREVT_ROOT", ".")) / "outputs"
+
+
+def stop_hint(root: Path) -> str:
+    """The command that stops a server started with ``--root root`` (the root only when it is
+    not the default, which ``stop`` would otherwise look in)."""
+    same = Path(root).resolve() == _default_root().resolve()
+    return f"{PROG} stop" + ("" if same else f" --root {root}")
+
+
 def _interrupt(signum, frame):
     raise KeyboardInterrupt
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m drevt_sweep.server",
+        prog=PROG,
         description="A local MLflow tracking server on PostgreSQL, on 127.0.0.1 only.",
     )
     parser.add_argument("command", choices=("run", "start", "stop", "status"))
-    parser.add_argument("--root", type=Path, default=Path(os.environ.get("DREVT_ROOT", ".")) / "outputs",
+    parser.add_argument("--root", type=Path, default=_default_root(),
                         help="where the database, artifacts, logs and state go (default: ./outputs)")
     parser.add_argument("--port", type=int, default=DEFAULT_PORT, help="MLflow's port (default 5001)")
     parser.add_argument("--pg-port", type=int, default=None, help="PostgreSQL's port (default: a free one)")
@@ -412,7 +426,7 @@ def main(argv: list[str] | None = None) -> int:
         state = start(args.root, args.port, args.pgdata, args.pg_port, args.workers)
         _announce(state)
         if args.command == "start":
-            print("  stop it:           python -m drevt_sweep.server stop")
+            print(f"  stop it:           {stop_hint(args.root)}")
             return 0
         print("  Ctrl-C stops it (the data stay in the database folder)", flush=True)
         try:
