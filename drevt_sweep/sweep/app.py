@@ -623,8 +623,7 @@ def complete_configuration(run: Configuration, fresh: list[SeedResult]) -> None:
     if failed:
         raise _SeedsFailed(f"{len(failed)} of {len(results)} seeds failed: "
                            + "; ".join(f"seed {r.seed}: {r.error.splitlines()[0]}" for r in failed))
-    log.info("%s: %d seed%s in %.1f s", run.name, len(results), "" if len(results) == 1 else "s",
-             result["seconds"])
+    log.info("%s: %d seeds in %.1f s", run.name, len(results), result["seconds"])
 
 
 @contextlib.contextmanager
