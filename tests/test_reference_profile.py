@@ -25,6 +25,12 @@ def test_a_reservation_taken_out_again_leaves_the_profile_it_found():
     assert (p.times, p.free) == ([0.0], [2])
     p.add(5.0, INF, 1)
     assert (p.times, p.free) == ([0.0, 5.0], [2, 3])
+    # an empty interval changes nothing, not even at now (a job with a time limit of 0), where
+    # the step before is none (the last step is as high as now's here)
+    p = Profile([0.0, 5.0, 8.0], [2, 3, 2])
+    p.add(0.0, 0.0, -3)
+    p.add(5.0, 5.0, -3)
+    assert (p.times, p.free) == ([0.0, 5.0, 8.0], [2, 3, 2])
 
 
 def plain_earliest_fit(times, free, nodes, duration):

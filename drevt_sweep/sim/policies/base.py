@@ -159,7 +159,7 @@ class Profile:
             free[k] += delta
         # Only the two ends can have become level with the step before them. (An earliest fit
         # never starts at such a breakpoint: the job would fit from the step before it too.)
-        if j < len(times) and free[j] == free[j - 1]:
+        if i < j < len(times) and free[j] == free[j - 1]:
             del times[j], free[j]
         if 0 < i < j and free[i] == free[i - 1]:
             del times[i], free[i]
